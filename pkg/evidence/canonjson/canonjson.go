@@ -1,0 +1,194 @@
+// Package canonjson produces the RFC 8785 JSON Canonicalization Scheme (JCS)
+// form of JSON values.
+//
+// Digests of snapshots and in-toto statements are computed over these bytes,
+// so they must equal what RuntimeTruth's Python rfc8785 package produces for
+// the same document: object members sorted by their UTF-16 code units,
+// strings escaped minimally, numbers in ECMAScript Number.toString form,
+// no insignificant whitespace.
+package canonjson
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/gowebpki/jcs"
+
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/jsontree"
+)
+
+// MaxSafeInteger is the largest integer magnitude RFC 8785 can carry exactly
+// (2^53 - 1); Python's rfc8785 refuses larger integers and so do we.
+const MaxSafeInteger = 1<<53 - 1
+
+// ErrIntegerDomain is returned for an integer outside ±MaxSafeInteger.
+var ErrIntegerDomain = errors.New("integer outside the RFC 8785 safe range ±(2^53-1)")
+
+// Transform canonicalizes arbitrary JSON text. It rejects duplicate keys and
+// invalid input; numbers follow RFC 8785 (IEEE 754 doubles).
+func Transform(data []byte) ([]byte, error) {
+	out, err := jcs.Transform(data)
+	if err != nil {
+		return nil, fmt.Errorf("canonicalize: %w", err)
+	}
+	return out, nil
+}
+
+// Append appends the canonical form of v to dst. Integers must lie within
+// ±MaxSafeInteger, as Python's rfc8785 requires.
+func Append(dst []byte, v jsontree.Value) ([]byte, error) {
+	switch v.Kind {
+	case jsontree.Null:
+		return append(dst, "null"...), nil
+	case jsontree.Bool:
+		return strconv.AppendBool(dst, v.Bool), nil
+	case jsontree.String:
+		return AppendString(dst, v.Text), nil
+	case jsontree.Number:
+		return appendNumber(dst, v)
+	case jsontree.Array:
+		dst = append(dst, '[')
+		var err error
+		for i, item := range v.Items {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			if dst, err = Append(dst, item); err != nil {
+				return nil, err
+			}
+		}
+		return append(dst, ']'), nil
+	case jsontree.Object:
+		members := slices.Clone(v.Members)
+		SortMembers(members)
+		dst = append(dst, '{')
+		var err error
+		for i, m := range members {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = AppendString(dst, m.Key)
+			dst = append(dst, ':')
+			if dst, err = Append(dst, m.Value); err != nil {
+				return nil, err
+			}
+		}
+		return append(dst, '}'), nil
+	}
+	return nil, fmt.Errorf("canonjson: unknown kind %v", v.Kind)
+}
+
+// Marshal returns the canonical form of v.
+func Marshal(v jsontree.Value) ([]byte, error) { return Append(nil, v) }
+
+// Digest returns "sha256:<hex>" over the canonical form of v.
+func Digest(v jsontree.Value) (string, error) {
+	b, err := Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+func appendNumber(dst []byte, v jsontree.Value) ([]byte, error) {
+	if v.IsInteger() {
+		n, err := v.Int64()
+		if err != nil || n > MaxSafeInteger || n < -MaxSafeInteger {
+			return nil, fmt.Errorf("%w: %s", ErrIntegerDomain, v.Text)
+		}
+		return strconv.AppendInt(dst, n, 10), nil
+	}
+	f, err := v.Float64()
+	if err != nil {
+		return nil, fmt.Errorf("canonjson: number %s: %w", v.Text, err)
+	}
+	s, err := jcs.NumberToJSON(f)
+	if err != nil {
+		return nil, fmt.Errorf("canonjson: number %s: %w", v.Text, err)
+	}
+	return append(dst, s...), nil
+}
+
+// AppendString appends s with RFC 8785 escaping: only '"', '\\' and control
+// characters are escaped; everything else is written as UTF-8.
+func AppendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"':
+			dst = append(dst, '\\', '"')
+		case '\\':
+			dst = append(dst, '\\', '\\')
+		case '\b':
+			dst = append(dst, '\\', 'b')
+		case '\f':
+			dst = append(dst, '\\', 'f')
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			const hex = "0123456789abcdef"
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+		}
+		start = i + 1
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// SortMembers sorts object members by the UTF-16 code units of their keys,
+// the order RFC 8785 prescribes.
+func SortMembers(members []jsontree.Member) {
+	slices.SortFunc(members, func(a, b jsontree.Member) int { return CompareKeys(a.Key, b.Key) })
+}
+
+// CompareKeys orders two keys by their UTF-16 code units.
+func CompareKeys(a, b string) int {
+	// UTF-8 byte order equals code point order, which equals UTF-16 order
+	// except that code points above U+FFFF (surrogate pairs, 0xD800..) sort
+	// before U+E000..U+FFFF in UTF-16.
+	for a != "" && b != "" {
+		ra, na := utf8.DecodeRuneInString(a)
+		rb, nb := utf8.DecodeRuneInString(b)
+		if ra != rb {
+			return compareUnits(ra, rb)
+		}
+		a, b = a[na:], b[nb:]
+	}
+	return len(a) - len(b)
+}
+
+func compareUnits(ra, rb rune) int {
+	ua, ub := firstUnit(ra), firstUnit(rb)
+	if ua != ub {
+		return int(ua) - int(ub)
+	}
+	// Same high surrogate: compare the low surrogates.
+	_, la := utf16.EncodeRune(ra)
+	_, lb := utf16.EncodeRune(rb)
+	return int(la) - int(lb)
+}
+
+func firstUnit(r rune) rune {
+	if r >= 0x10000 {
+		hi, _ := utf16.EncodeRune(r)
+		return hi
+	}
+	return r
+}

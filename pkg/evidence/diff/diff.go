@@ -1,0 +1,179 @@
+package diff
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+)
+
+// Errors returned by Compare.
+var (
+	ErrTargetMismatch  = errors.New("snapshot targets differ")
+	ErrUnsupportedKind = errors.New("unsupported evidence kind")
+	ErrProvenance      = errors.New("evidence provenance differs")
+)
+
+// Status says how a kind or a field changed.
+type Status string
+
+// The change statuses.
+const (
+	Added    Status = "added"
+	Removed  Status = "removed"
+	Modified Status = "modified"
+)
+
+// FieldChange is one changed data field. A side that is absent (the field is
+// missing from that snapshot) has its Has flag false, distinct from null.
+type FieldChange struct {
+	Field     string
+	Before    snapshot.Value
+	After     snapshot.Value
+	HasBefore bool
+	HasAfter  bool
+}
+
+// Status classifies the field change.
+func (f FieldChange) Status() Status {
+	switch {
+	case !f.HasBefore:
+		return Added
+	case !f.HasAfter:
+		return Removed
+	}
+	return Modified
+}
+
+// KindChange is the change of one evidence kind. For an added or removed
+// kind, Fields lists every field of the record that exists.
+type KindChange struct {
+	Kind   string
+	Status Status
+	Fields []FieldChange
+}
+
+// Result is the semantic difference between two snapshots.
+type Result struct {
+	Target  snapshot.Target
+	Changes []KindChange
+}
+
+// Empty reports whether nothing changed.
+func (r *Result) Empty() bool { return len(r.Changes) == 0 }
+
+// Compare returns the semantic changes from before to after.
+func Compare(before, after *snapshot.Snapshot) (*Result, error) {
+	if before.Target != after.Target {
+		return nil, fmt.Errorf("%w: %s != %s", ErrTargetMismatch, before.Target, after.Target)
+	}
+	b, err := index(before)
+	if err != nil {
+		return nil, err
+	}
+	a, err := index(after)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Target: before.Target}
+	for _, k := range snapshot.Kinds() {
+		rb, okb := b[k.Name]
+		ra, oka := a[k.Name]
+		switch {
+		case !okb && !oka:
+			continue
+		case !okb:
+			res.Changes = append(res.Changes, KindChange{Kind: k.Name, Status: Added, Fields: fieldsOf(nil, ra.Data)})
+		case !oka:
+			res.Changes = append(res.Changes, KindChange{Kind: k.Name, Status: Removed, Fields: fieldsOf(rb.Data, nil)})
+		default:
+			if rb.Plane != ra.Plane || rb.Source != ra.Source {
+				return nil, fmt.Errorf("%w for %s; schema-v1 provenance changes are not comparable yet", ErrProvenance, snapshot.Quote(k.Name))
+			}
+			if fields := fieldsOf(rb.Data, ra.Data); len(fields) > 0 {
+				res.Changes = append(res.Changes, KindChange{Kind: k.Name, Status: Modified, Fields: fields})
+			}
+		}
+	}
+	return res, nil
+}
+
+func index(s *snapshot.Snapshot) (map[string]*snapshot.Record, error) {
+	m := make(map[string]*snapshot.Record, len(s.Evidence))
+	for i := range s.Evidence {
+		r := &s.Evidence[i]
+		if _, ok := snapshot.LookupKind(r.Kind); !ok {
+			return nil, fmt.Errorf("%w %s", ErrUnsupportedKind, snapshot.Quote(r.Kind))
+		}
+		if _, dup := m[r.Kind]; dup {
+			return nil, fmt.Errorf("duplicate evidence kind %s", snapshot.Quote(r.Kind))
+		}
+		m[r.Kind] = r
+	}
+	return m, nil
+}
+
+// fieldsOf lists the fields that differ between two data maps (either may be
+// nil), sorted by name.
+func fieldsOf(before, after snapshot.Data) []FieldChange {
+	keys := make([]string, 0, len(before)+len(after))
+	for k := range before {
+		keys = append(keys, k)
+	}
+	for k := range after {
+		if _, ok := before[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	var out []FieldChange
+	for _, k := range keys {
+		vb, hb := before[k]
+		va, ha := after[k]
+		if hb && ha && vb == va {
+			continue
+		}
+		out = append(out, FieldChange{Field: k, Before: vb, After: va, HasBefore: hb, HasAfter: ha})
+	}
+	return out
+}
+
+// Render formats the result as RuntimeTruth's human diff: one upper-case
+// section per changed kind, a blank line between sections, and
+// "No runtime changes." when nothing changed. There is no trailing newline.
+func (r *Result) Render() string {
+	if r.Empty() {
+		return "No runtime changes."
+	}
+	var sb strings.Builder
+	for i, c := range r.Changes {
+		if i > 0 {
+			sb.WriteString("\n\n")
+		}
+		k, _ := snapshot.LookupKind(c.Kind)
+		sb.WriteString(k.Header)
+		if c.Status != Modified {
+			sb.WriteString("\n  evidence: ")
+			sb.WriteString(string(c.Status))
+			continue
+		}
+		for _, f := range c.Fields {
+			sb.WriteString("\n  ")
+			sb.WriteString(f.Field)
+			sb.WriteString(": ")
+			sb.WriteString(render(f.Before, f.HasBefore))
+			sb.WriteString(" -> ")
+			sb.WriteString(render(f.After, f.HasAfter))
+		}
+	}
+	return sb.String()
+}
+
+func render(v snapshot.Value, present bool) string {
+	if !present {
+		return "<missing>"
+	}
+	return v.String()
+}

@@ -1,0 +1,406 @@
+package snapshot
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/canonjson"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/jsontree"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/pyjson"
+)
+
+// SchemaVersion is the only snapshot schema version this package reads.
+const SchemaVersion = 1
+
+// MaxSize is the largest snapshot document Parse accepts (32 MiB); a real
+// snapshot is a few kilobytes, and a 10,000-field one about 600 KiB.
+const MaxSize = 32 << 20
+
+// Plane classifies how directly a record was observed.
+type Plane string
+
+// The evidence planes.
+const (
+	Declared Plane = "declared"
+	Resolved Plane = "resolved"
+	Live     Plane = "live"
+)
+
+// Valid reports whether p is one of the three planes.
+func (p Plane) Valid() bool { return p == Declared || p == Resolved || p == Live }
+
+// Target names what a snapshot describes.
+type Target struct {
+	Kind       string
+	Identifier string
+}
+
+// String renders the target as kind:'identifier'.
+func (t Target) String() string { return t.Kind + ":" + Quote(t.Identifier) }
+
+// Source is a record's provenance.
+type Source struct {
+	Collector string
+	Method    string
+}
+
+// Record is one evidence record.
+type Record struct {
+	Plane  Plane
+	Kind   string
+	Source Source
+	Data   Data
+}
+
+// Snapshot is one RuntimeTruth schema v1 snapshot.
+type Snapshot struct {
+	SchemaVersion int
+	CapturedAt    time.Time
+	Target        Target
+	Evidence      []Record
+}
+
+// New returns a snapshot of target captured now.
+func New(target Target, records ...Record) *Snapshot {
+	return &Snapshot{
+		SchemaVersion: SchemaVersion,
+		CapturedAt:    time.Now().UTC(),
+		Target:        target,
+		Evidence:      records,
+	}
+}
+
+// Record returns the record of the given kind.
+func (s *Snapshot) Record(kind string) (*Record, bool) {
+	for i := range s.Evidence {
+		if s.Evidence[i].Kind == kind {
+			return &s.Evidence[i], true
+		}
+	}
+	return nil, false
+}
+
+// Errors returned by Parse and Validate; each is wrapped with the place.
+var (
+	ErrFormat             = errors.New("invalid snapshot")
+	ErrTooLarge           = fmt.Errorf("%w: larger than %d bytes", ErrFormat, MaxSize)
+	ErrUnsupportedVersion = fmt.Errorf("%w: unsupported schema_version", ErrFormat)
+)
+
+func formatErr(path, format string, args ...any) error {
+	return fmt.Errorf("%w: %s: %s", ErrFormat, path, fmt.Sprintf(format, args...))
+}
+
+// Parse reads a snapshot strictly.
+func Parse(data []byte) (*Snapshot, error) {
+	if len(data) > MaxSize {
+		return nil, ErrTooLarge
+	}
+	root, err := jsontree.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrFormat, err)
+	}
+	return FromTree(root)
+}
+
+// FromTree builds a snapshot from a parsed JSON document.
+func FromTree(root jsontree.Value) (*Snapshot, error) {
+	top, err := fields(root, "snapshot", "schema_version", "captured_at", "target", "evidence")
+	if err != nil {
+		return nil, err
+	}
+	s := &Snapshot{}
+	v := top["schema_version"]
+	if !v.IsInteger() {
+		return nil, formatErr("schema_version", "must be an integer, got %s", describe(v))
+	}
+	if n, err := v.Int64(); err != nil || n != SchemaVersion {
+		return nil, fmt.Errorf("%w %s (this runtimetruth reads %d)", ErrUnsupportedVersion, v.Text, SchemaVersion)
+	}
+	s.SchemaVersion = SchemaVersion
+	if s.CapturedAt, err = parseTime(top["captured_at"]); err != nil {
+		return nil, err
+	}
+	tf, err := fields(top["target"], "target", "kind", "identifier")
+	if err != nil {
+		return nil, err
+	}
+	if s.Target.Kind, err = nonEmpty(tf["kind"], "target.kind"); err != nil {
+		return nil, err
+	}
+	if s.Target.Identifier, err = nonEmpty(tf["identifier"], "target.identifier"); err != nil {
+		return nil, err
+	}
+	ev := top["evidence"]
+	if ev.Kind != jsontree.Array {
+		return nil, formatErr("evidence", "must be an array, got %s", describe(ev))
+	}
+	s.Evidence = make([]Record, 0, len(ev.Items))
+	seen := make(map[string]int, len(ev.Items))
+	for i, item := range ev.Items {
+		path := "evidence[" + strconv.Itoa(i) + "]"
+		r, err := parseRecord(item, path)
+		if err != nil {
+			return nil, err
+		}
+		if j, dup := seen[r.Kind]; dup {
+			return nil, formatErr(path+".kind", "duplicate evidence kind %q (also evidence[%d])", r.Kind, j)
+		}
+		seen[r.Kind] = i
+		s.Evidence = append(s.Evidence, r)
+	}
+	return s, nil
+}
+
+func parseRecord(item jsontree.Value, path string) (Record, error) {
+	rf, err := fields(item, path, "plane", "kind", "source", "data")
+	if err != nil {
+		return Record{}, err
+	}
+	var r Record
+	plane, err := nonEmpty(rf["plane"], path+".plane")
+	if err != nil {
+		return Record{}, err
+	}
+	if r.Plane = Plane(plane); !r.Plane.Valid() {
+		return Record{}, formatErr(path+".plane", "unknown plane %q (want declared, resolved or live)", plane)
+	}
+	if r.Kind, err = nonEmpty(rf["kind"], path+".kind"); err != nil {
+		return Record{}, err
+	}
+	sf, err := fields(rf["source"], path+".source", "collector", "method")
+	if err != nil {
+		return Record{}, err
+	}
+	if r.Source.Collector, err = nonEmpty(sf["collector"], path+".source.collector"); err != nil {
+		return Record{}, err
+	}
+	if r.Source.Method, err = nonEmpty(sf["method"], path+".source.method"); err != nil {
+		return Record{}, err
+	}
+	data := rf["data"]
+	if data.Kind != jsontree.Object {
+		return Record{}, formatErr(path+".data", "must be an object, got %s", describe(data))
+	}
+	r.Data = make(Data, len(data.Members))
+	for _, m := range data.Members {
+		val, err := scalar(m.Value, path+".data."+m.Key)
+		if err != nil {
+			return Record{}, err
+		}
+		r.Data[m.Key] = val
+	}
+	return r, nil
+}
+
+func scalar(v jsontree.Value, path string) (Value, error) {
+	switch v.Kind {
+	case jsontree.Null:
+		return Null(), nil
+	case jsontree.String:
+		return String(v.Text), nil
+	case jsontree.Bool:
+		return Bool(v.Bool), nil
+	case jsontree.Number:
+		if !v.IsInteger() {
+			return Value{}, formatErr(path, "non-integer number %s (schema v1 data is string, integer, boolean or null)", v.Text)
+		}
+		n, err := v.Int64()
+		if err != nil || n > canonjson.MaxSafeInteger || n < -canonjson.MaxSafeInteger {
+			return Value{}, formatErr(path, "integer %s outside ±(2^53-1)", v.Text)
+		}
+		return Int(n), nil
+	}
+	return Value{}, formatErr(path, "non-scalar value (%s); schema v1 data is string, integer, boolean or null", v.Kind)
+}
+
+// fields checks that v is an object with exactly the given keys.
+func fields(v jsontree.Value, path string, keys ...string) (map[string]jsontree.Value, error) {
+	if v.Kind != jsontree.Object {
+		return nil, formatErr(path, "must be an object, got %s", describe(v))
+	}
+	out := make(map[string]jsontree.Value, len(keys))
+	for _, m := range v.Members {
+		known := false
+		for _, k := range keys {
+			if m.Key == k {
+				known = true
+				break
+			}
+		}
+		if !known {
+			return nil, formatErr(path, "unknown key %q", m.Key)
+		}
+		out[m.Key] = m.Value
+	}
+	for _, k := range keys {
+		if _, ok := out[k]; !ok {
+			return nil, formatErr(path, "missing key %q", k)
+		}
+	}
+	return out, nil
+}
+
+func nonEmpty(v jsontree.Value, path string) (string, error) {
+	if v.Kind != jsontree.String {
+		return "", formatErr(path, "must be a string, got %s", describe(v))
+	}
+	if v.Text == "" {
+		return "", formatErr(path, "must not be empty")
+	}
+	return v.Text, nil
+}
+
+func describe(v jsontree.Value) string {
+	if v.Kind == jsontree.Number && !v.IsInteger() {
+		return "non-integer number"
+	}
+	return v.Kind.String()
+}
+
+func parseTime(v jsontree.Value) (time.Time, error) {
+	if v.Kind != jsontree.String {
+		return time.Time{}, formatErr("captured_at", "must be a string, got %s", describe(v))
+	}
+	t, err := time.Parse(time.RFC3339Nano, v.Text)
+	if err == nil {
+		return t.Truncate(time.Microsecond), nil
+	}
+	if _, naive := time.Parse("2006-01-02T15:04:05.999999999", v.Text); naive == nil {
+		return time.Time{}, formatErr("captured_at", "%q must be timezone-aware (end in Z or an offset)", v.Text)
+	}
+	return time.Time{}, formatErr("captured_at", "%q is not an RFC 3339 timestamp", v.Text)
+}
+
+// FormatTime renders t as Python's datetime.isoformat() with "+00:00"
+// replaced by "Z": microseconds only when non-zero.
+func FormatTime(t time.Time) string {
+	t = t.Truncate(time.Microsecond)
+	b := make([]byte, 0, 32)
+	b = t.AppendFormat(b, "2006-01-02T15:04:05")
+	if us := t.Nanosecond() / 1000; us != 0 {
+		b = append(b, '.')
+		s := strconv.Itoa(us)
+		b = append(b, strings.Repeat("0", 6-len(s))...)
+		b = append(b, s...)
+	}
+	if _, off := t.Zone(); off == 0 {
+		b = append(b, 'Z')
+	} else {
+		b = t.AppendFormat(b, "-07:00")
+	}
+	return string(b)
+}
+
+// Validate checks what Parse checks, for snapshots built in code.
+func (s *Snapshot) Validate() error {
+	if s.SchemaVersion != SchemaVersion {
+		return fmt.Errorf("%w %d", ErrUnsupportedVersion, s.SchemaVersion)
+	}
+	if s.CapturedAt.IsZero() {
+		return formatErr("captured_at", "not set")
+	}
+	if s.Target.Kind == "" || s.Target.Identifier == "" {
+		return formatErr("target", "kind and identifier must not be empty")
+	}
+	seen := make(map[string]bool, len(s.Evidence))
+	for i, r := range s.Evidence {
+		path := "evidence[" + strconv.Itoa(i) + "]"
+		switch {
+		case !r.Plane.Valid():
+			return formatErr(path+".plane", "unknown plane %q", r.Plane)
+		case r.Kind == "":
+			return formatErr(path+".kind", "must not be empty")
+		case seen[r.Kind]:
+			return formatErr(path+".kind", "duplicate evidence kind %q", r.Kind)
+		case r.Source.Collector == "" || r.Source.Method == "":
+			return formatErr(path+".source", "collector and method must not be empty")
+		}
+		seen[r.Kind] = true
+		for k, v := range r.Data {
+			if str, ok := v.Str(); !utf8.ValidString(k) || (ok && !utf8.ValidString(str)) {
+				return formatErr(path+".data", "field %q holds invalid UTF-8", k)
+			}
+			if n, ok := v.IntValue(); ok && (n > canonjson.MaxSafeInteger || n < -canonjson.MaxSafeInteger) {
+				return formatErr(path+".data."+k, "integer %d outside ±(2^53-1)", n)
+			}
+		}
+	}
+	return nil
+}
+
+// Tree returns the snapshot as the JSON document RuntimeTruth's to_dict
+// produces.
+func (s *Snapshot) Tree() jsontree.Value {
+	str := func(x string) jsontree.Value { return jsontree.Value{Kind: jsontree.String, Text: x} }
+	obj := func(m ...jsontree.Member) jsontree.Value { return jsontree.Value{Kind: jsontree.Object, Members: m} }
+	evidence := make([]jsontree.Value, len(s.Evidence))
+	for i, r := range s.Evidence {
+		data := make([]jsontree.Member, 0, len(r.Data))
+		for k, v := range r.Data {
+			data = append(data, jsontree.Member{Key: k, Value: v.Tree()})
+		}
+		evidence[i] = obj(
+			jsontree.Member{Key: "plane", Value: str(string(r.Plane))},
+			jsontree.Member{Key: "kind", Value: str(r.Kind)},
+			jsontree.Member{Key: "source", Value: obj(
+				jsontree.Member{Key: "collector", Value: str(r.Source.Collector)},
+				jsontree.Member{Key: "method", Value: str(r.Source.Method)},
+			)},
+			jsontree.Member{Key: "data", Value: jsontree.Value{Kind: jsontree.Object, Members: data}},
+		)
+	}
+	return obj(
+		jsontree.Member{Key: "schema_version", Value: jsontree.Value{Kind: jsontree.Number, Text: strconv.Itoa(s.SchemaVersion)}},
+		jsontree.Member{Key: "captured_at", Value: str(FormatTime(s.CapturedAt))},
+		jsontree.Member{Key: "target", Value: obj(
+			jsontree.Member{Key: "kind", Value: str(s.Target.Kind)},
+			jsontree.Member{Key: "identifier", Value: str(s.Target.Identifier)},
+		)},
+		jsontree.Member{Key: "evidence", Value: jsontree.Value{Kind: jsontree.Array, Items: evidence}},
+	)
+}
+
+// Marshal writes the snapshot as RuntimeTruth does: compact sorted JSON, or
+// indented by two spaces when pretty. There is no trailing newline.
+func (s *Snapshot) Marshal(pretty bool) ([]byte, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	opts := pyjson.Compact
+	if pretty {
+		opts = pyjson.Pretty
+	}
+	return pyjson.Marshal(s.Tree(), opts)
+}
+
+// Canonical returns the RFC 8785 canonical bytes of the snapshot.
+func (s *Snapshot) Canonical() ([]byte, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return canonjson.Marshal(s.Tree())
+}
+
+// Digest returns "sha256:<hex>" over the canonical bytes, RuntimeTruth's
+// baseline identity.
+func (s *Snapshot) Digest() (string, error) {
+	if err := s.Validate(); err != nil {
+		return "", err
+	}
+	return canonjson.Digest(s.Tree())
+}
+
+// Quote renders s as Python's repr() does for printable strings, the
+// quoting RuntimeTruth uses in its messages.
+func Quote(s string) string {
+	s = strings.ReplaceAll(s, `\`, `\\`)
+	if strings.Contains(s, "'") && !strings.Contains(s, `"`) {
+		return `"` + s + `"`
+	}
+	return "'" + strings.ReplaceAll(s, "'", `\'`) + "'"
+}

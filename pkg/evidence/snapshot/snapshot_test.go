@@ -1,0 +1,193 @@
+package snapshot_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/internal/evidencetest"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+)
+
+func parseFixture(t *testing.T, name string) *snapshot.Snapshot {
+	t.Helper()
+	s, err := snapshot.Parse(evidencetest.Read(t, "snapshots/"+name))
+	require.NoError(t, err)
+	return s
+}
+
+func TestSerializationMatchesRuntimeTruth(t *testing.T) {
+	// The golden files were written by Python's json.dumps, as RuntimeTruth
+	// writes snapshots (ensure_ascii, sorted keys).
+	s := parseFixture(t, "unicode.json")
+	compact, err := s.Marshal(false)
+	require.NoError(t, err)
+	evidencetest.Golden(t, "snapshots/unicode.compact.golden", compact)
+	pretty, err := s.Marshal(true)
+	require.NoError(t, err)
+	evidencetest.Golden(t, "snapshots/unicode.pretty.golden", pretty)
+	canonical, err := s.Canonical()
+	require.NoError(t, err)
+	evidencetest.Golden(t, "snapshots/unicode.canonical.golden", canonical)
+}
+
+func TestDigestMatchesRuntimeTruth(t *testing.T) {
+	// Expected values computed with Python: sha256 over RFC 8785 bytes.
+	tests := []struct{ file, want string }{
+		{"before.json", "sha256:63dfa8b0dca4c0f81d0050c8bd068d2b66405310569435209c2693185483c7a6"},
+		{"before-reordered.json", "sha256:63dfa8b0dca4c0f81d0050c8bd068d2b66405310569435209c2693185483c7a6"},
+		{"after.json", "sha256:ebac7a647b5a8d43e02eb19652e86d3239ee1946953b716c4ce745e8c89d702c"},
+		{"unicode.json", "sha256:62cc8fe19255c6aa069e9f9f22bc58b0fc621fb9bb1ec7b1e8c6fd51902712cf"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.file, func(t *testing.T) {
+			got, err := parseFixture(t, tc.file).Digest()
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func TestDigestChangesWhenBaselineChanges(t *testing.T) {
+	s := parseFixture(t, "before.json")
+	d1, err := s.Digest()
+	require.NoError(t, err)
+	s.Evidence[2].Data["dirty"] = snapshot.Bool(true)
+	d2, err := s.Digest()
+	require.NoError(t, err)
+	assert.NotEqual(t, d1, d2)
+}
+
+func TestRoundTripPreservesNullAndTypes(t *testing.T) {
+	s := parseFixture(t, "unicode.json")
+	b, err := s.Marshal(false)
+	require.NoError(t, err)
+	again, err := snapshot.Parse(b)
+	require.NoError(t, err)
+	assert.Equal(t, s.Evidence, again.Evidence)
+	assert.True(t, s.CapturedAt.Equal(again.CapturedAt))
+	cfg, ok := again.Record("codex.config")
+	require.True(t, ok)
+	assert.Equal(t, snapshot.Null(), cfg.Data["web_search"])
+	assert.Equal(t, snapshot.Int(9007199254740991), cfg.Data["big"])
+}
+
+func TestParseRejects(t *testing.T) {
+	valid := string(evidencetest.Read(t, "snapshots/before.json"))
+	tests := []struct {
+		name, doc, want string
+	}{
+		{"empty", ``, "unexpected end of input"},
+		{"truncated", valid[:len(valid)/2], "invalid snapshot: line 28 column 15: unterminated string"},
+		{"truncated after value", valid[:len(valid)-3], "unexpected end of input"},
+		{"binary junk", "\x00\xff\xfe{", "unexpected character"},
+		{"not an object", `[1]`, "snapshot: must be an object, got array"},
+		{"duplicate top-level key", `{"schema_version":1,"schema_version":1}`, `duplicate object key "schema_version"`},
+		{"duplicate data key", strings.Replace(valid, `"cwd": "/srv/agent",`, `"cwd": "/srv/agent", "cwd": "/x",`, 1), `duplicate object key "cwd"`},
+		{"schema version 2", strings.Replace(valid, `"schema_version": 1`, `"schema_version": 2`, 1), "unsupported schema_version 2"},
+		{"schema version string", strings.Replace(valid, `"schema_version": 1`, `"schema_version": "1"`, 1), "schema_version: must be an integer, got string"},
+		{"schema version bool", strings.Replace(valid, `"schema_version": 1`, `"schema_version": true`, 1), "schema_version: must be an integer, got boolean"},
+		{"naive timestamp", strings.Replace(valid, `2026-10-06T03:09:40Z`, `2026-10-06T03:09:40`, 1), "captured_at: \"2026-10-06T03:09:40\" must be timezone-aware"},
+		{"garbage timestamp", strings.Replace(valid, `2026-10-06T03:09:40Z`, `yesterday`, 1), "is not an RFC 3339 timestamp"},
+		{"unknown plane", strings.Replace(valid, `"plane": "live"`, `"plane": "imagined"`, 1), `evidence[0].plane: unknown plane "imagined"`},
+		{"object data", strings.Replace(valid, `"main_pid": 3036`, `"main_pid": {"x": 1}`, 1), "evidence[0].data.main_pid: non-scalar value (object)"},
+		{"list data", strings.Replace(valid, `"main_pid": 3036`, `"main_pid": [3036]`, 1), "evidence[0].data.main_pid: non-scalar value (array)"},
+		{"float data", strings.Replace(valid, `"main_pid": 3036`, `"main_pid": 3036.5`, 1), "evidence[0].data.main_pid: non-integer number 3036.5"},
+		{"huge integer", strings.Replace(valid, `"main_pid": 3036`, `"main_pid": 9007199254740992`, 1), "outside ±(2^53-1)"},
+		{"unknown top-level key", strings.Replace(valid, `"schema_version": 1`, `"schema_version": 1, "extra": 1`, 1), `snapshot: unknown key "extra"`},
+		{"unknown record key", strings.Replace(valid, `"plane": "live"`, `"plane": "live", "note": "x"`, 1), `evidence[0]: unknown key "note"`},
+		{"missing source", strings.Replace(valid, `"source": {`, `"sourc": {`, 1), `evidence[0]: unknown key "sourc"`},
+		{"empty kind", strings.Replace(valid, `"kind": "systemd.unit",`, `"kind": "",`, 1), "evidence[0].kind: must not be empty"},
+		{"duplicate kind", strings.Replace(valid, `"kind": "linux.process"`, `"kind": "systemd.unit"`, 1), `evidence[1].kind: duplicate evidence kind "systemd.unit"`},
+		{"trailing data", valid + "{}", "unexpected data after the top-level value"},
+		{"NaN", strings.Replace(valid, `"main_pid": 3036`, `"main_pid": NaN`, 1), "unexpected character 'N'"},
+		{"lone surrogate", strings.Replace(valid, `"/srv/agent"`, `"\ud800"`, 1), "lone UTF-16 surrogate"},
+		{"invalid utf-8", strings.Replace(valid, `"/srv/agent"`, "\"\xc3\x28\"", 1), "invalid UTF-8"},
+		{"control char", strings.Replace(valid, `"/srv/agent"`, "\"a\x01\"", 1), "control character"},
+		{"deep nesting", strings.Repeat("[", 200) + strings.Repeat("]", 200), "nesting deeper than"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := snapshot.Parse([]byte(tc.doc))
+			require.Error(t, err)
+			assert.True(t, errors.Is(err, snapshot.ErrFormat), "error %v should wrap ErrFormat", err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+func TestParseRejectsOversizedDocument(t *testing.T) {
+	_, err := snapshot.Parse(make([]byte, snapshot.MaxSize+1))
+	require.ErrorIs(t, err, snapshot.ErrTooLarge)
+}
+
+func TestSyntaxErrorNamesLineAndColumn(t *testing.T) {
+	_, err := snapshot.Parse([]byte("{\n  \"schema_version\": 1,\n  \"captured_at\": tru\n}"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "line 3 column 18")
+}
+
+func TestFormatTimeMatchesPythonIsoformat(t *testing.T) {
+	tests := []struct {
+		in   time.Time
+		want string
+	}{
+		{time.Date(2026, 10, 6, 3, 9, 40, 0, time.UTC), "2026-10-06T03:09:40Z"},
+		{time.Date(2026, 10, 6, 3, 9, 40, 123456789, time.UTC), "2026-10-06T03:09:40.123456Z"},
+		{time.Date(2026, 10, 6, 3, 9, 40, 1000, time.UTC), "2026-10-06T03:09:40.000001Z"},
+		{time.Date(2026, 10, 6, 3, 9, 40, 0, time.FixedZone("", 2*3600)), "2026-10-06T03:09:40+02:00"},
+	}
+	for _, tc := range tests {
+		assert.Equal(t, tc.want, snapshot.FormatTime(tc.in))
+	}
+}
+
+func TestCapturedAtOffsetIsKeptLikePython(t *testing.T) {
+	valid := string(evidencetest.Read(t, "snapshots/before.json"))
+	for in, want := range map[string]string{
+		"2026-10-06T03:09:40+00:00":    "2026-10-06T03:09:40Z",
+		"2026-10-06T05:09:40+02:00":    "2026-10-06T05:09:40+02:00",
+		"2026-10-06T03:09:40.5Z":       "2026-10-06T03:09:40.500000Z",
+		"2026-10-06T03:09:40.1234567Z": "2026-10-06T03:09:40.123456Z",
+	} {
+		s, err := snapshot.Parse([]byte(strings.Replace(valid, "2026-10-06T03:09:40Z", in, 1)))
+		require.NoError(t, err, in)
+		assert.Equal(t, want, snapshot.FormatTime(s.CapturedAt), in)
+	}
+}
+
+func TestValueTypesAreDistinct(t *testing.T) {
+	assert.NotEqual(t, snapshot.Bool(true), snapshot.Int(1))
+	assert.NotEqual(t, snapshot.Bool(false), snapshot.Int(0))
+	assert.NotEqual(t, snapshot.Null(), snapshot.String(""))
+	assert.NotEqual(t, snapshot.String("1"), snapshot.Int(1))
+	assert.Equal(t, snapshot.Int(7), snapshot.Int(7))
+}
+
+func TestNewSnapshotMarshals(t *testing.T) {
+	s := snapshot.New(snapshot.Target{Kind: "git.repository", Identifier: "/r"}, snapshot.Record{
+		Plane: snapshot.Live, Kind: "git.repository",
+		Source: snapshot.Source{Collector: "git", Method: "git rev-parse/status"},
+		Data:   snapshot.Data{"branch": snapshot.Null(), "dirty": snapshot.Bool(false)},
+	})
+	b, err := s.Marshal(false)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"data":{"branch":null,"dirty":false}`)
+	assert.True(t, strings.HasSuffix(string(b), `"target":{"identifier":"/r","kind":"git.repository"}}`))
+}
+
+func TestValidateRejectsBadRecords(t *testing.T) {
+	s := snapshot.New(snapshot.Target{Kind: "git.repository", Identifier: "/r"}, snapshot.Record{
+		Plane: "maybe", Kind: "git.repository", Source: snapshot.Source{Collector: "git", Method: "m"},
+	})
+	_, err := s.Marshal(false)
+	require.ErrorIs(t, err, snapshot.ErrFormat)
+	s.Evidence[0].Plane = snapshot.Live
+	s.Evidence[0].Data = snapshot.Data{"n": snapshot.Int(1 << 60)}
+	_, err = s.Digest()
+	require.ErrorContains(t, err, "outside")
+}
