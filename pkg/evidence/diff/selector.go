@@ -54,6 +54,9 @@ func ParseSelector(s string) (Selector, error) {
 	if s == best {
 		return Selector{Kind: best}, nil
 	}
+	if len(s) == len(best)+1 {
+		return Selector{}, fmt.Errorf("%w: unknown selector %s: empty field after the kind", ErrSelector, snapshot.Quote(s))
+	}
 	return Selector{Kind: best, Field: s[len(best)+1:]}, nil
 }
 

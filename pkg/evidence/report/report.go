@@ -109,3 +109,35 @@ func (r *Report) Marshal() ([]byte, error) {
 	}
 	return pyjson.Marshal(t, pyjson.Compact)
 }
+
+// UnmarshalJSON decodes a field change keeping a null side (present, JSON
+// null) distinct from a missing one (nil).
+func (f *Field) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*f = Field{}
+	side := func(key string) (*snapshot.Value, error) {
+		r, ok := raw[key]
+		if !ok {
+			return nil, nil
+		}
+		v := new(snapshot.Value)
+		return v, v.UnmarshalJSON(r)
+	}
+	var err error
+	if f.Before, err = side("before"); err != nil {
+		return fmt.Errorf("field before: %w", err)
+	}
+	if f.After, err = side("after"); err != nil {
+		return fmt.Errorf("field after: %w", err)
+	}
+	if err := json.Unmarshal(raw["change"], &f.Change); err != nil {
+		return fmt.Errorf("field change: %w", err)
+	}
+	if err := json.Unmarshal(raw["field"], &f.Field); err != nil {
+		return fmt.Errorf("field name: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,245 @@
+package diff_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/internal/evidencetest"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+)
+
+func load(t *testing.T, name string) *snapshot.Snapshot {
+	t.Helper()
+	s, err := snapshot.Parse(evidencetest.Read(t, "snapshots/"+name))
+	require.NoError(t, err)
+	return s
+}
+
+func TestRealisticSnapshotDiffGroupsRuntimeChanges(t *testing.T) {
+	res, err := diff.Compare(load(t, "before.json"), load(t, "after.json"))
+	require.NoError(t, err)
+	want := `SERVICE
+  exec_main_pid: 3036 -> 4190
+  main_pid: 3036 -> 4190
+  restart_count: 0 -> 1
+
+PROCESS
+  pid: 3036 -> 4190
+
+CODE
+  dirty: false -> true
+  head_commit: 1111111111111111111111111111111111111111 -> 2222222222222222222222222222222222222222`
+	assert.Equal(t, want, res.Render())
+}
+
+func TestCaptureTimeIsNotARuntimeChange(t *testing.T) {
+	a := load(t, "before.json")
+	b := load(t, "before.json")
+	b.CapturedAt = b.CapturedAt.Add(3600e9)
+	res, err := diff.Compare(a, b)
+	require.NoError(t, err)
+	assert.True(t, res.Empty())
+	assert.Equal(t, "No runtime changes.", res.Render())
+}
+
+func TestDiffRejectsDifferentTargets(t *testing.T) {
+	a := load(t, "before.json")
+	b := load(t, "before.json")
+	b.Target.Identifier = "other.service"
+	_, err := diff.Compare(a, b)
+	require.ErrorIs(t, err, diff.ErrTargetMismatch)
+	assert.EqualError(t, err, "snapshot targets differ: systemd.unit:'agent-worker.service' != systemd.unit:'other.service'")
+}
+
+func TestDiffReportsAddedAndRemovedEvidence(t *testing.T) {
+	a := load(t, "before.json")
+	b := load(t, "before.json")
+	a.Evidence = a.Evidence[:1]
+	res, err := diff.Compare(a, b)
+	require.NoError(t, err)
+	assert.Equal(t, "PROCESS\n  evidence: added\n\nCODE\n  evidence: added", res.Render())
+	res, err = diff.Compare(b, a)
+	require.NoError(t, err)
+	assert.Equal(t, "PROCESS\n  evidence: removed\n\nCODE\n  evidence: removed", res.Render())
+	assert.Len(t, res.Changes[0].Fields, 3, "a removed record lists its fields")
+}
+
+func TestMissingFieldIsDistinctFromNull(t *testing.T) {
+	a := load(t, "before.json")
+	b := load(t, "before.json")
+	delete(a.Evidence[2].Data, "branch")
+	b.Evidence[2].Data["branch"] = snapshot.Null()
+	res, err := diff.Compare(a, b)
+	require.NoError(t, err)
+	assert.Equal(t, "CODE\n  branch: <missing> -> null", res.Render())
+	assert.Equal(t, diff.Added, res.Changes[0].Fields[0].Status())
+}
+
+func TestBoolIsNotInt(t *testing.T) {
+	a := load(t, "before.json")
+	b := load(t, "before.json")
+	a.Evidence[2].Data["dirty"] = snapshot.Int(0)
+	res, err := diff.Compare(a, b)
+	require.NoError(t, err)
+	assert.Equal(t, "CODE\n  dirty: 0 -> false", res.Render())
+}
+
+func TestProvenanceChangeIsAnError(t *testing.T) {
+	for name, mutate := range map[string]func(*snapshot.Record){
+		"plane":     func(r *snapshot.Record) { r.Plane = snapshot.Resolved },
+		"collector": func(r *snapshot.Record) { r.Source.Collector = "other" },
+		"method":    func(r *snapshot.Record) { r.Source.Method = "other" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			a := load(t, "before.json")
+			b := load(t, "before.json")
+			mutate(&b.Evidence[1])
+			_, err := diff.Compare(a, b)
+			require.ErrorIs(t, err, diff.ErrProvenance)
+			assert.EqualError(t, err, "evidence provenance differs for 'linux.process'; schema-v1 provenance changes are not comparable yet")
+		})
+	}
+}
+
+func TestUnsupportedKindIsAnError(t *testing.T) {
+	a := load(t, "before.json")
+	b := load(t, "before.json")
+	b.Evidence[1].Kind = "linux.kernel"
+	_, err := diff.Compare(a, b)
+	require.ErrorIs(t, err, diff.ErrUnsupportedKind)
+	assert.EqualError(t, err, "unsupported evidence kind 'linux.kernel'")
+}
+
+func TestCodexSnapshotDiffGroupsAgentStateChanges(t *testing.T) {
+	a := load(t, "unicode.json")
+	b := load(t, "unicode.json")
+	ins, _ := b.Record("codex.instructions")
+	ins.Data["source:/srv/agent/sub/AGENTS.md"] = snapshot.String("sha256:" + strings.Repeat("d", 64))
+	ins.Data["source_count"] = snapshot.Int(4)
+	cfg, _ := b.Record("codex.config")
+	cfg.Data["model"] = snapshot.String("gpt-5-codex")
+	res, err := diff.Compare(a, b)
+	require.NoError(t, err)
+	want := "CODEX CONFIG\n  model: gpt-5 \"quoted\" \\ back -> gpt-5-codex\n\n" +
+		"CODEX INSTRUCTIONS\n  source:/srv/agent/sub/AGENTS.md: <missing> -> sha256:" + strings.Repeat("d", 64) +
+		"\n  source_count: 3 -> 4"
+	assert.Equal(t, want, res.Render())
+}
+
+func TestProtectNarrowsTheResult(t *testing.T) {
+	before, after := load(t, "before.json"), load(t, "after.json")
+	res, err := diff.Compare(before, after)
+	require.NoError(t, err)
+	tests := []struct {
+		name      string
+		selectors []string
+		want      string
+	}{
+		{"unchanged field passes", []string{"git.repository.branch"}, "No runtime changes."},
+		{"changed field drifts alone", []string{"git.repository.head_commit"},
+			"CODE\n  head_commit: 1111111111111111111111111111111111111111 -> 2222222222222222222222222222222222222222"},
+		{"whole kind", []string{"linux.process"}, "PROCESS\n  pid: 3036 -> 4190"},
+		{"several fields of one kind", []string{"systemd.unit.main_pid", "systemd.unit.restart_count"},
+			"SERVICE\n  main_pid: 3036 -> 4190\n  restart_count: 0 -> 1"},
+		{"kind and its field", []string{"linux.process.pid", "linux.process"}, "PROCESS\n  pid: 3036 -> 4190"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sels, err := diff.ParseSelectors(tc.selectors)
+			require.NoError(t, err)
+			for _, s := range sels {
+				require.NoError(t, s.Check(before, after))
+			}
+			assert.Equal(t, tc.want, res.Protect(sels).Render())
+		})
+	}
+}
+
+func TestProtectedFieldOfAddedKindDrifts(t *testing.T) {
+	a := load(t, "before.json")
+	b := load(t, "before.json")
+	a.Evidence = a.Evidence[:2]
+	res, err := diff.Compare(a, b)
+	require.NoError(t, err)
+	sels, err := diff.ParseSelectors([]string{"git.repository.head_commit"})
+	require.NoError(t, err)
+	got := res.Protect(sels)
+	assert.Equal(t, "CODE\n  head_commit: <missing> -> 1111111111111111111111111111111111111111", got.Render())
+}
+
+func TestSelectorParsing(t *testing.T) {
+	tests := []struct {
+		in   string
+		want diff.Selector
+		err  string
+	}{
+		{in: "codex.instructions", want: diff.Selector{Kind: "codex.instructions"}},
+		{in: "codex.thread.model", want: diff.Selector{Kind: "codex.thread", Field: "model"}},
+		{in: "codex.instructions.source:/srv/agent/AGENTS.md", want: diff.Selector{Kind: "codex.instructions", Field: "source:/srv/agent/AGENTS.md"}},
+		{in: "codex.mcp.server:docs:tools", want: diff.Selector{Kind: "codex.mcp", Field: "server:docs:tools"}},
+		{in: "codex.mcp_tools", want: diff.Selector{Kind: "codex.mcp_tools"}},
+		{in: "linux.process_identity.exe_sha256", want: diff.Selector{Kind: "linux.process_identity", Field: "exe_sha256"}},
+		{in: "linux.process.pid", want: diff.Selector{Kind: "linux.process", Field: "pid"}},
+		{in: "", err: "empty selector"},
+		{in: "codex", err: "unknown selector 'codex'"},
+		{in: "codex.thread.", err: "unknown selector"},
+		{in: "codex.threads", err: "unknown selector"},
+		{in: "*", err: "unknown selector"},
+		{in: "codex.thread.mo\x00del", err: "control characters"},
+		{in: strings.Repeat("a", diff.MaxSelectorLen+1), err: "longer than"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := diff.ParseSelector(tc.in)
+			if tc.err != "" {
+				require.ErrorIs(t, err, diff.ErrSelector)
+				assert.Contains(t, err.Error(), tc.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+			assert.Equal(t, tc.in, got.String())
+		})
+	}
+}
+
+func TestSelectorMustNameExistingEvidence(t *testing.T) {
+	before, after := load(t, "before.json"), load(t, "after.json")
+	for sel, want := range map[string]string{
+		"codex.thread":          "evidence kind 'codex.thread' is not in either snapshot",
+		"codex.thread.model":    "evidence kind 'codex.thread' is not in either snapshot",
+		"git.repository.nosuch": "field 'nosuch' does not exist in git.repository evidence of either snapshot",
+	} {
+		s, err := diff.ParseSelector(sel)
+		require.NoError(t, err)
+		err = s.Check(before, after)
+		require.ErrorIs(t, err, diff.ErrSelector, sel)
+		assert.Contains(t, err.Error(), want)
+	}
+}
+
+func FuzzParseSelector(f *testing.F) {
+	for _, s := range []string{"codex.thread.model", "codex.instructions.source:/a/b", "x", "", "linux.process_identity.", "git.repository.\xff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		sel, err := diff.ParseSelector(s)
+		if err != nil {
+			return
+		}
+		if _, ok := snapshot.LookupKind(sel.Kind); !ok {
+			t.Fatalf("parsed unknown kind %q", sel.Kind)
+		}
+		if sel.String() != s {
+			t.Fatalf("round trip %q -> %q", s, sel.String())
+		}
+		again, err := diff.ParseSelector(sel.String())
+		if err != nil || again != sel {
+			t.Fatalf("reparse %q: %v %v", s, again, err)
+		}
+	})
+}

@@ -1,0 +1,79 @@
+package jsontree_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/jsontree"
+)
+
+func TestParseKeepsOrderAndLiterals(t *testing.T) {
+	v, err := jsontree.Parse([]byte(` {"z": 1.50, "a": [true, null, "\u00e9\n"], "m": -0, "e": 1E+2} `))
+	require.NoError(t, err)
+	require.Equal(t, jsontree.Object, v.Kind)
+	keys := []string{}
+	for _, m := range v.Members {
+		keys = append(keys, m.Key)
+	}
+	assert.Equal(t, []string{"z", "a", "m", "e"}, keys)
+	z, _ := v.Get("z")
+	assert.Equal(t, "1.50", z.Text)
+	assert.False(t, z.IsInteger())
+	m, _ := v.Get("m")
+	assert.True(t, m.IsInteger())
+	a, _ := v.Get("a")
+	assert.Equal(t, "é\n", a.Items[2].Text)
+	e, _ := v.Get("e")
+	f, err := e.Float64()
+	require.NoError(t, err)
+	assert.Equal(t, 100.0, f)
+}
+
+func TestParseRejects(t *testing.T) {
+	tests := map[string]string{
+		`{"a":1,"a":2}`:  `duplicate object key "a"`,
+		`{"a":1,}`:       "expected a string object key",
+		`[1,]`:           "unexpected character ']'",
+		`01`:             "leading zero",
+		`1.`:             "no digits after '.'",
+		`1e`:             "no digits in exponent",
+		`-`:              "invalid number",
+		`"\x"`:           `invalid escape '\x'`,
+		`"\u12"`:         "truncated",
+		`"\udc00"`:       "lone UTF-16 surrogate",
+		`"\ud800\u0041"`: "invalid UTF-16 surrogate pair",
+		`tru`:            "invalid literal",
+		`Infinity`:       "unexpected character 'I'",
+		`{"a" 1}`:        "expected ':'",
+		`"abc`:           "unterminated string",
+		`1 2`:            "unexpected data after",
+	}
+	for in, want := range tests {
+		_, err := jsontree.Parse([]byte(in))
+		require.ErrorIs(t, err, jsontree.ErrSyntax, in)
+		assert.Contains(t, err.Error(), want, in)
+	}
+}
+
+func TestDuplicateDetectionInLargeObjects(t *testing.T) {
+	var sb strings.Builder
+	sb.WriteString("{")
+	for i := range 100 {
+		sb.WriteString(`"k` + strings.Repeat("x", i) + `":1,`)
+	}
+	sb.WriteString(`"kxxxxx":2}`)
+	_, err := jsontree.Parse([]byte(sb.String()))
+	require.ErrorContains(t, err, `duplicate object key "kxxxxx"`)
+}
+
+func TestDepthLimit(t *testing.T) {
+	ok := strings.Repeat("[", jsontree.MaxDepth) + strings.Repeat("]", jsontree.MaxDepth)
+	_, err := jsontree.Parse([]byte(ok))
+	require.NoError(t, err)
+	deep := "[" + ok + "]"
+	_, err = jsontree.Parse([]byte(deep))
+	require.ErrorContains(t, err, "nesting deeper than")
+}

@@ -1,0 +1,44 @@
+package snapshot_test
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/internal/evidencetest"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+)
+
+// FuzzParse feeds the snapshot parser arbitrary bytes: it must never panic,
+// and whatever it accepts must re-serialize to a snapshot that parses back to
+// the same canonical bytes (compact and pretty alike).
+func FuzzParse(f *testing.F) {
+	for _, name := range []string{"before.json", "after.json", "unicode.json", "before-reordered.json"} {
+		f.Add(evidencetest.Read(f, "snapshots/"+name))
+	}
+	f.Add([]byte(`{"schema_version":1,"captured_at":"2026-01-01T00:00:00Z","target":{"kind":"k","identifier":"i"},"evidence":[]}`))
+	f.Add([]byte(`{"schema_version":1,"captured_at":"2026-01-01T00:00:00","target":{},"evidence":[{}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := snapshot.Parse(data)
+		if err != nil {
+			return
+		}
+		canon, err := s.Canonical()
+		if err != nil {
+			t.Fatalf("accepted snapshot does not canonicalize: %v", err)
+		}
+		for _, pretty := range []bool{false, true} {
+			out, err := s.Marshal(pretty)
+			if err != nil {
+				t.Fatalf("accepted snapshot does not marshal: %v", err)
+			}
+			again, err := snapshot.Parse(out)
+			if err != nil {
+				t.Fatalf("re-parse of own output failed: %v\n%s", err, out)
+			}
+			canon2, err := again.Canonical()
+			if err != nil || !bytes.Equal(canon, canon2) {
+				t.Fatalf("round trip changed the snapshot:\n%s\n%s", canon, canon2)
+			}
+		}
+	})
+}
