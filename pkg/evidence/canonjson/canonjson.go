@@ -15,8 +15,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/gowebpki/jcs"
 
@@ -159,36 +157,27 @@ func SortMembers(members []jsontree.Member) {
 }
 
 // CompareKeys orders two keys by their UTF-16 code units.
+//
+// UTF-8 byte order equals code point order, which equals UTF-16 order except
+// that code points above U+FFFF (lead bytes 0xF0..0xF4, surrogate pairs
+// starting 0xD800 in UTF-16) sort before U+E000..U+FFFF (lead bytes 0xEE,
+// 0xEF). Common prefixes are whole characters, so the first differing byte
+// is either a continuation byte of same-length characters or a lead byte.
 func CompareKeys(a, b string) int {
-	// UTF-8 byte order equals code point order, which equals UTF-16 order
-	// except that code points above U+FFFF (surrogate pairs, 0xD800..) sort
-	// before U+E000..U+FFFF in UTF-16.
-	for a != "" && b != "" {
-		ra, na := utf8.DecodeRuneInString(a)
-		rb, nb := utf8.DecodeRuneInString(b)
-		if ra != rb {
-			return compareUnits(ra, rb)
+	n := min(len(a), len(b))
+	i := 0
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	if i == n {
+		return len(a) - len(b)
+	}
+	ca, cb := a[i], b[i]
+	if ca >= 0xEE && cb >= 0xEE && (ca >= 0xF0) != (cb >= 0xF0) {
+		if ca >= 0xF0 {
+			return -1
 		}
-		a, b = a[na:], b[nb:]
+		return 1
 	}
-	return len(a) - len(b)
-}
-
-func compareUnits(ra, rb rune) int {
-	ua, ub := firstUnit(ra), firstUnit(rb)
-	if ua != ub {
-		return int(ua) - int(ub)
-	}
-	// Same high surrogate: compare the low surrogates.
-	_, la := utf16.EncodeRune(ra)
-	_, lb := utf16.EncodeRune(rb)
-	return int(la) - int(lb)
-}
-
-func firstUnit(r rune) rune {
-	if r >= 0x10000 {
-		hi, _ := utf16.EncodeRune(r)
-		return hi
-	}
-	return r
+	return int(ca) - int(cb)
 }

@@ -2,7 +2,10 @@ package canonjson_test
 
 import (
 	"math"
+	"slices"
 	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -152,6 +155,25 @@ func FuzzCanonicalize(f *testing.F) {
 		out2, err := canonjson.Transform(out)
 		if err != nil || string(out2) != string(out) {
 			t.Fatalf("not idempotent: %q -> %q (%v)", out, out2, err)
+		}
+	})
+}
+
+// FuzzCompareKeys checks the byte-level key order against a reference that
+// compares UTF-16 code units directly.
+func FuzzCompareKeys(f *testing.F) {
+	f.Add("\ufb33", "\U0001F600")
+	f.Add("a", "ab")
+	f.Add("\u00e9", "\u20ac")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		if !utf8.ValidString(a) || !utf8.ValidString(b) {
+			return
+		}
+		ua, ub := utf16.Encode([]rune(a)), utf16.Encode([]rune(b))
+		want := slices.Compare(ua, ub)
+		got := canonjson.CompareKeys(a, b)
+		if (got < 0) != (want < 0) || (got == 0) != (want == 0) {
+			t.Fatalf("CompareKeys(%q, %q) = %d, want sign of %d", a, b, got, want)
 		}
 	})
 }

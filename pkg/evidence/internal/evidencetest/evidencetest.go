@@ -4,6 +4,7 @@ package evidencetest
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -42,4 +43,39 @@ func Golden(tb testing.TB, name string, got []byte) {
 	want, err := os.ReadFile(path)
 	require.NoError(tb, err, "golden file missing; run the test with -update to create it")
 	require.Equal(tb, string(want), string(got), "output differs from %s; run with -update if the change is intended", name)
+}
+
+// LargeSnapshot returns a snapshot document with fields evidence fields
+// spread over records of every supported kind's shape, for benchmarks.
+func LargeSnapshot(fields int, variant string) []byte {
+	var b []byte
+	b = append(b, `{"schema_version":1,"captured_at":"2026-11-30T16:05:27.123456Z","target":{"kind":"codex.workspace","identifier":"/srv/agent"},"evidence":[`...)
+	kinds := []string{"codex.runtime", "codex.config", "codex.thread", "codex.instructions", "codex.mcp", "codex.mcp_tools"}
+	per := (fields + len(kinds) - 1) / len(kinds)
+	n := 0
+	for i, k := range kinds {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"plane":"live","kind":"`+k+`","source":{"collector":"codex","method":"bench"},"data":{`...)
+		for j := 0; j < per && n < fields; j++ {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			key := fmt.Sprintf("tool:server-%d:tool-%05d:sha256", i, j)
+			switch j % 4 {
+			case 0:
+				b = append(b, fmt.Sprintf(`"%s":"sha256:%064x%s"`, key, j, variant)...)
+			case 1:
+				b = append(b, fmt.Sprintf(`"%s":%d`, key, j*7919)...)
+			case 2:
+				b = append(b, fmt.Sprintf(`"%s":%t`, key, j%3 == 0)...)
+			default:
+				b = append(b, fmt.Sprintf(`"%s":null`, key)...)
+			}
+			n++
+		}
+		b = append(b, `}}`...)
+	}
+	return append(b, `]}`...)
 }

@@ -1,0 +1,64 @@
+# runtimetruth — run `make help` for the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+MODULE  := github.com/runtimetruth/runtimetruth
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X main.version=$(VERSION)
+BIN     := $(CURDIR)/bin
+# Every module of the workspace, as package patterns (go.work has no root module).
+MODULES := $(shell go list -m -f '{{.Path}}/...' 2>/dev/null)
+# Packages that start goroutines run under the race detector.
+RACE    := $(MODULE)/services/... $(MODULE)/cmd/...
+GOTEST  ?= go test
+FUZZTIME ?= 20s
+
+export RUNTIMETRUTH_CODEX_BIN ?=
+
+.PHONY: help
+help: ## Show this help
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## Build the binaries into ./bin/
+	@mkdir -p $(BIN)
+	go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/runtimetruth $(MODULE)/cmd/runtimetruth
+	@echo "built $(BIN)/runtimetruth"
+
+.PHONY: deps
+deps: ## Install what the tests need (idempotent): git, the pinned Codex CLI
+	scripts/test-deps.sh
+
+.PHONY: test
+test: deps ## Install test dependencies, then vet and run every test (race detector on services and CLI)
+	go vet $(MODULES)
+	RUNTIMETRUTH_CODEX_BIN="$$(scripts/install-codex.sh --print-bin)" \
+	  $(GOTEST) -count=1 -timeout 20m $(filter-out $(RACE),$(MODULES))
+	RUNTIMETRUTH_CODEX_BIN="$$(scripts/install-codex.sh --print-bin)" \
+	  $(GOTEST) -race -count=1 -timeout 20m $(RACE)
+	GOWORK=off bash -c 'for m in pkg/evidence services/collector cmd/runtimetruth; do (cd $$m && go build ./...) || exit 1; done'
+
+.PHONY: bench
+bench: deps ## Run the benchmarks and print ratios against the in-run references
+	RUNTIMETRUTH_CODEX_BIN="$$(scripts/install-codex.sh --print-bin)" scripts/bench.sh
+
+.PHONY: fuzz
+fuzz: ## Fuzz every parser of untrusted input for FUZZTIME each (default 20s)
+	scripts/fuzz.sh $(FUZZTIME)
+
+.PHONY: lint
+lint: ## go vet plus the pinned golangci-lint (tools/go.mod)
+	go vet $(MODULES)
+	go tool -modfile=tools/go.mod golangci-lint run $(MODULES)
+
+.PHONY: run
+run: build ## Build, then run the embedded default (runtimetruth up)
+	$(BIN)/runtimetruth up
+
+.PHONY: tidy
+tidy: ## go mod tidy in every module
+	@for d in $$(go list -m -f '{{.Dir}}'); do (cd $$d && go mod tidy) || exit 1; done
+
+.PHONY: clean
+clean: ## Remove build output
+	rm -rf $(BIN)

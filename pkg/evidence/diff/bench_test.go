@@ -1,0 +1,54 @@
+package diff_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/internal/evidencetest"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/report"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+)
+
+// BenchmarkVerify10k measures `runtimetruth verify --json` of two
+// 10,000-field snapshots that differ in a quarter of their fields (parse
+// both, compare, build and encode the report) against plain encoding/json
+// round trips of the same two files in the same run.
+func BenchmarkVerify10k(b *testing.B) {
+	base := evidencetest.LargeSnapshot(10000, "")
+	cur := evidencetest.LargeSnapshot(10000, "x")
+	b.Run("runtimetruth", func(b *testing.B) {
+		b.SetBytes(int64(len(base) + len(cur)))
+		for b.Loop() {
+			s1, err := snapshot.Parse(base)
+			if err != nil {
+				b.Fatal(err)
+			}
+			s2, err := snapshot.Parse(cur)
+			if err != nil {
+				b.Fatal(err)
+			}
+			res, err := diff.Compare(s1, s2)
+			if err != nil || res.Empty() {
+				b.Fatal(err)
+			}
+			if _, err := report.New(res, nil).Marshal(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("reference-encoding-json", func(b *testing.B) {
+		b.SetBytes(int64(len(base) + len(cur)))
+		for b.Loop() {
+			for _, doc := range [][]byte{base, cur} {
+				var v map[string]any
+				if err := json.Unmarshal(doc, &v); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := json.Marshal(v); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+}

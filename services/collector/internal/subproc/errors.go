@@ -1,0 +1,16 @@
+package subproc
+
+import "errors"
+
+// Errors returned by Command.Run, wrapped with the command line; check them
+// with errors.Is. A non-zero exit is an *ExitError instead (errors.As).
+var (
+	// ErrNotFound means the program is not installed (not in PATH, or the
+	// configured path does not exist).
+	ErrNotFound = errors.New("executable not found")
+	// ErrTimeout means the program ran longer than Command.Timeout and was
+	// killed.
+	ErrTimeout = errors.New("timed out")
+	// ErrOutputTooLarge means stdout exceeded Command.MaxStdout.
+	ErrOutputTooLarge = errors.New("output too large")
+)
