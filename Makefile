@@ -52,8 +52,8 @@ lint: ## go vet plus the pinned golangci-lint (tools/go.mod)
 	go tool -modfile=tools/go.mod golangci-lint run $(MODULES)
 
 .PHONY: run
-run: build ## Build, then run the embedded default (runtimetruth up)
-	$(BIN)/runtimetruth up
+run: build ## Build, then run the main job (until `runtimetruth up` lands: the baseline/verify walkthrough)
+	RUNTIMETRUTH=$(BIN)/runtimetruth scripts/demo.sh
 
 .PHONY: tidy
 tidy: ## go mod tidy in every module

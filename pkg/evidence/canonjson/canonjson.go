@@ -63,8 +63,11 @@ func Append(dst []byte, v jsontree.Value) ([]byte, error) {
 		}
 		return append(dst, ']'), nil
 	case jsontree.Object:
-		members := slices.Clone(v.Members)
-		SortMembers(members)
+		members := v.Members
+		if !slices.IsSortedFunc(members, compareMembers) {
+			members = slices.Clone(members)
+			SortMembers(members)
+		}
 		dst = append(dst, '{')
 		var err error
 		for i, m := range members {
@@ -153,8 +156,10 @@ func AppendString(dst []byte, s string) []byte {
 // SortMembers sorts object members by the UTF-16 code units of their keys,
 // the order RFC 8785 prescribes.
 func SortMembers(members []jsontree.Member) {
-	slices.SortFunc(members, func(a, b jsontree.Member) int { return CompareKeys(a.Key, b.Key) })
+	slices.SortFunc(members, compareMembers)
 }
+
+func compareMembers(a, b jsontree.Member) int { return CompareKeys(a.Key, b.Key) }
 
 // CompareKeys orders two keys by their UTF-16 code units.
 //

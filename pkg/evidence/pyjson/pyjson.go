@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/jsontree"
 )
@@ -76,9 +77,9 @@ func appendValue(dst []byte, v jsontree.Value, o Options, level int) ([]byte, er
 			return append(dst, "{}"...), nil
 		}
 		members := v.Members
-		if o.SortKeys {
+		if o.SortKeys && !slices.IsSortedFunc(members, compareMembers) {
 			members = slices.Clone(members)
-			slices.SortFunc(members, func(a, b jsontree.Member) int { return strings.Compare(a.Key, b.Key) })
+			slices.SortFunc(members, compareMembers)
 		}
 		dst = append(dst, '{')
 		var err error
@@ -114,37 +115,56 @@ func newline(dst []byte, o Options, level int) []byte {
 	return dst
 }
 
+// compareMembers orders keys by code point, as Python's sort_keys does.
+func compareMembers(a, b jsontree.Member) int { return strings.Compare(a.Key, b.Key) }
+
 const hexDigits = "0123456789abcdef"
 
 // AppendString appends s as Python's ensure_ascii encoder writes it.
 func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
-	for _, r := range s {
-		switch {
-		case r == '"':
-			dst = append(dst, '\\', '"')
-		case r == '\\':
-			dst = append(dst, '\\', '\\')
-		case r == '\n':
-			dst = append(dst, '\\', 'n')
-		case r == '\r':
-			dst = append(dst, '\\', 'r')
-		case r == '\t':
-			dst = append(dst, '\\', 't')
-		case r == '\b':
-			dst = append(dst, '\\', 'b')
-		case r == '\f':
-			dst = append(dst, '\\', 'f')
-		case r < 0x20 || (r >= 0x7f && r < 0x10000):
-			dst = appendU(dst, r)
-		case r >= 0x10000:
-			r -= 0x10000
-			dst = appendU(dst, 0xD800|(r>>10)&0x3FF)
-			dst = appendU(dst, 0xDC00|r&0x3FF)
-		default:
-			dst = append(dst, byte(r))
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c < 0x7f && c != '"' && c != '\\' {
+			i++
+			continue
 		}
+		dst = append(dst, s[start:i]...)
+		if c < utf8.RuneSelf {
+			switch c {
+			case '"':
+				dst = append(dst, '\\', '"')
+			case '\\':
+				dst = append(dst, '\\', '\\')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			default:
+				dst = appendU(dst, rune(c))
+			}
+			i++
+		} else {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r >= 0x10000 {
+				r -= 0x10000
+				dst = appendU(dst, 0xD800|(r>>10)&0x3FF)
+				dst = appendU(dst, 0xDC00|r&0x3FF)
+			} else {
+				dst = appendU(dst, r)
+			}
+			i += size
+		}
+		start = i
 	}
+	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }
 

@@ -10,6 +10,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/jsontree"
@@ -99,15 +100,48 @@ func New(res *diff.Result, protected []diff.Selector) *Report {
 // Marshal writes the report as compact JSON with sorted keys, as
 // RuntimeTruth prints it.
 func (r *Report) Marshal() ([]byte, error) {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return nil, fmt.Errorf("encode report: %w", err)
+	return pyjson.Marshal(r.Tree(), pyjson.Compact)
+}
+
+// Tree returns the report as a JSON document (the same document
+// encoding/json produces from the struct).
+func (r *Report) Tree() jsontree.Value {
+	str := func(s string) jsontree.Value { return jsontree.Value{Kind: jsontree.String, Text: s} }
+	member := func(k string, v jsontree.Value) jsontree.Member { return jsontree.Member{Key: k, Value: v} }
+	changes := make([]jsontree.Value, len(r.Changes))
+	for i, c := range r.Changes {
+		fields := make([]jsontree.Value, len(c.Fields))
+		for j, f := range c.Fields {
+			m := make([]jsontree.Member, 0, 4)
+			if f.After != nil {
+				m = append(m, member("after", f.After.Tree()))
+			}
+			if f.Before != nil {
+				m = append(m, member("before", f.Before.Tree()))
+			}
+			m = append(m, member("change", str(string(f.Change))), member("field", str(f.Field)))
+			fields[j] = jsontree.Value{Kind: jsontree.Object, Members: m}
+		}
+		changes[i] = jsontree.Value{Kind: jsontree.Object, Members: []jsontree.Member{
+			member("change", str(string(c.Change))),
+			member("fields", jsontree.Value{Kind: jsontree.Array, Items: fields}),
+			member("kind", str(c.Kind)),
+		}}
 	}
-	t, err := jsontree.Parse(b)
-	if err != nil {
-		return nil, fmt.Errorf("encode report: %w", err)
+	protected := make([]jsontree.Value, len(r.Protected))
+	for i, p := range r.Protected {
+		protected[i] = str(p)
 	}
-	return pyjson.Marshal(t, pyjson.Compact)
+	return jsontree.Value{Kind: jsontree.Object, Members: []jsontree.Member{
+		member("changes", jsontree.Value{Kind: jsontree.Array, Items: changes}),
+		member("protected", jsontree.Value{Kind: jsontree.Array, Items: protected}),
+		member("report_schema_version", jsontree.Value{Kind: jsontree.Number, Text: strconv.Itoa(r.ReportSchemaVersion)}),
+		member("status", str(string(r.Status))),
+		member("target", jsontree.Value{Kind: jsontree.Object, Members: []jsontree.Member{
+			member("identifier", str(r.Target.Identifier)),
+			member("kind", str(r.Target.Kind)),
+		}}),
+	}}
 }
 
 // UnmarshalJSON decodes a field change keeping a null side (present, JSON

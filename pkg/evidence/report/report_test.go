@@ -102,3 +102,20 @@ func TestSchemaRejectsMalformedReports(t *testing.T) {
 		assert.Error(t, validate(t, sch, []byte(doc)), name)
 	}
 }
+
+func TestTreeMatchesEncodingJSON(t *testing.T) {
+	before, after := load(t, "before.json"), load(t, "after.json")
+	delete(before.Evidence[2].Data, "branch")
+	after.Evidence[2].Data["branch"] = snapshot.Null()
+	res, err := diff.Compare(before, after)
+	require.NoError(t, err)
+	r := report.New(res, []diff.Selector{{Kind: "git.repository"}})
+	fast, err := r.Marshal()
+	require.NoError(t, err)
+	viaStruct, err := json.Marshal(r)
+	require.NoError(t, err)
+	var a, b any
+	require.NoError(t, json.Unmarshal(fast, &a))
+	require.NoError(t, json.Unmarshal(viaStruct, &b))
+	assert.Equal(t, b, a)
+}

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -340,9 +341,17 @@ func (s *Snapshot) Tree() jsontree.Value {
 	obj := func(m ...jsontree.Member) jsontree.Value { return jsontree.Value{Kind: jsontree.Object, Members: m} }
 	evidence := make([]jsontree.Value, len(s.Evidence))
 	for i, r := range s.Evidence {
-		data := make([]jsontree.Member, 0, len(r.Data))
-		for k, v := range r.Data {
-			data = append(data, jsontree.Member{Key: k, Value: v.Tree()})
+		// Sorted by code point: the order both encoders want (RFC 8785's
+		// UTF-16 order differs only for keys mixing U+E000..U+FFFF with
+		// characters above U+FFFF, which canonjson re-sorts).
+		keys := make([]string, 0, len(r.Data))
+		for k := range r.Data {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		data := make([]jsontree.Member, len(keys))
+		for j, k := range keys {
+			data[j] = jsontree.Member{Key: k, Value: r.Data[k].Tree()}
 		}
 		evidence[i] = obj(
 			jsontree.Member{Key: "plane", Value: str(string(r.Plane))},

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# fuzz.sh runs every fuzz target of the workspace for a while each
+# (default 20s): scripts/fuzz.sh 1m
+set -euo pipefail
+cd "$(dirname "$0")/.."
+fuzztime="${1:-20s}"
+for dir in $(go list -m -f '{{.Dir}}'); do
+	(
+		cd "$dir"
+		for pkg in $(go list ./...); do
+			pdir=$(go list -f '{{.Dir}}' "$pkg")
+			for target in $(grep -hoE '^func (Fuzz[A-Za-z0-9_]+)' "$pdir"/*_test.go 2>/dev/null | awk '{print $2}'); do
+				echo "fuzz: $pkg $target ($fuzztime)" >&2
+				go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg"
+			done
+		done
+	)
+done
