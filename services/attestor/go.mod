@@ -1,0 +1,3 @@
+module github.com/runtimetruth/runtimetruth/services/attestor
+
+go 1.26.0
