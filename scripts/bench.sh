@@ -23,7 +23,7 @@ awk '
 	ns = ""; extra = ""
 	for (i = 2; i <= NF; i++) {
 		if ($(i+1) == "ns/op") ns = $i
-		else if ($(i+1) ~ /^[a-z%-]+$/ && $(i+1) != "B/op" && $(i+1) != "allocs/op" && $(i+1) != "MB/s" && $(i+1) != "ns/op") extra = extra sprintf(" %s=%s", $(i+1), $i)
+		else if ($(i+1) ~ /^[a-zA-Z%/_-]+$/ && $(i+1) != "B/op" && $(i+1) != "allocs/op" && $(i+1) != "MB/s" && $(i+1) != "ns/op") extra = extra sprintf(" %s=%s", $(i+1), $i)
 	}
 	if (ns == "") next
 	n = split(name, parts, "/")
