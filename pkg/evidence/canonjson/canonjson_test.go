@@ -4,9 +4,9 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"testing"
 	"unicode/utf16"
 	"unicode/utf8"
-	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

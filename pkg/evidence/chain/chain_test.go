@@ -66,7 +66,11 @@ func TestIntactChainVerifies(t *testing.T) {
 func TestTamperingIsNamed(t *testing.T) {
 	h := chain.NewHasher(nil)
 	lines := build(t, h, 12)
-	swap := func(l []string, i, j int) []string { l = append([]string(nil), l...); l[i], l[j] = l[j], l[i]; return l }
+	swap := func(l []string, i, j int) []string {
+		l = append([]string(nil), l...)
+		l[i], l[j] = l[j], l[i]
+		return l
+	}
 	tests := []struct {
 		name   string
 		lines  []string
@@ -122,9 +126,9 @@ func TestCheckpointsDetectTruncationAndRewrite(t *testing.T) {
 	assert.Equal(t, chain.Rewritten, rep.Broken.Reason)
 }
 
-func replace(lines []string, i int, old, new string) []string {
+func replace(lines []string, i int, from, to string) []string {
 	out := append([]string(nil), lines...)
-	out[i] = strings.Replace(out[i], old, new, 1)
+	out[i] = strings.Replace(out[i], from, to, 1)
 	return out
 }
 

@@ -25,7 +25,7 @@ func AppendFile(path string, h Hasher, chainName string, ev jsontree.Value) (Lin
 	if err != nil {
 		return Link{}, fmt.Errorf("open audit chain: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // the link is fsynced before return: closing cannot lose it
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
 		return Link{}, fmt.Errorf("lock audit chain %s: %w", path, err)
 	}

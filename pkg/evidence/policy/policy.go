@@ -54,7 +54,7 @@ func Load(path string) (*Policy, error) {
 	if err != nil {
 		return nil, errorf("could not read policy %s: %s", snapshot.Quote(path), strerror(err))
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // opened read-only: closing cannot lose data
 	data, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
 	if err != nil {
 		return nil, errorf("could not read policy %s: %s", snapshot.Quote(path), strerror(err))

@@ -90,14 +90,14 @@ func TestMissingIsDistinctFromNull(t *testing.T) {
 func TestSchemaRejectsMalformedReports(t *testing.T) {
 	sch := schema(t)
 	for name, doc := range map[string]string{
-		"wrong version":      `{"report_schema_version":2,"status":"pass","target":{"kind":"k","identifier":"i"},"protected":[],"changes":[]}`,
-		"pass with changes":  `{"report_schema_version":1,"status":"pass","target":{"kind":"k","identifier":"i"},"protected":[],"changes":[{"kind":"k","change":"added","fields":[]}]}`,
-		"drift, no changes":  `{"report_schema_version":1,"status":"drift","target":{"kind":"k","identifier":"i"},"protected":[],"changes":[]}`,
-		"added with before":  `{"report_schema_version":1,"status":"drift","target":{"kind":"k","identifier":"i"},"protected":[],"changes":[{"kind":"k","change":"modified","fields":[{"field":"f","change":"added","before":1,"after":2}]}]}`,
-		"non-scalar value":   `{"report_schema_version":1,"status":"drift","target":{"kind":"k","identifier":"i"},"protected":[],"changes":[{"kind":"k","change":"modified","fields":[{"field":"f","change":"modified","before":[1],"after":2}]}]}`,
-		"extra key":          `{"report_schema_version":1,"status":"pass","target":{"kind":"k","identifier":"i"},"protected":[],"changes":[],"x":1}`,
-		"missing protected":  `{"report_schema_version":1,"status":"pass","target":{"kind":"k","identifier":"i"},"changes":[]}`,
-		"status error":       `{"report_schema_version":1,"status":"error","target":{"kind":"k","identifier":"i"},"protected":[],"changes":[]}`,
+		"wrong version":     `{"report_schema_version":2,"status":"pass","target":{"kind":"k","identifier":"i"},"protected":[],"changes":[]}`,
+		"pass with changes": `{"report_schema_version":1,"status":"pass","target":{"kind":"k","identifier":"i"},"protected":[],"changes":[{"kind":"k","change":"added","fields":[]}]}`,
+		"drift, no changes": `{"report_schema_version":1,"status":"drift","target":{"kind":"k","identifier":"i"},"protected":[],"changes":[]}`,
+		"added with before": `{"report_schema_version":1,"status":"drift","target":{"kind":"k","identifier":"i"},"protected":[],"changes":[{"kind":"k","change":"modified","fields":[{"field":"f","change":"added","before":1,"after":2}]}]}`,
+		"non-scalar value":  `{"report_schema_version":1,"status":"drift","target":{"kind":"k","identifier":"i"},"protected":[],"changes":[{"kind":"k","change":"modified","fields":[{"field":"f","change":"modified","before":[1],"after":2}]}]}`,
+		"extra key":         `{"report_schema_version":1,"status":"pass","target":{"kind":"k","identifier":"i"},"protected":[],"changes":[],"x":1}`,
+		"missing protected": `{"report_schema_version":1,"status":"pass","target":{"kind":"k","identifier":"i"},"changes":[]}`,
+		"status error":      `{"report_schema_version":1,"status":"error","target":{"kind":"k","identifier":"i"},"protected":[],"changes":[]}`,
 	} {
 		assert.Error(t, validate(t, sch, []byte(doc)), name)
 	}

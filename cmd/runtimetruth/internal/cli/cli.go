@@ -37,7 +37,8 @@ func Run(ctx context.Context, streams IO, version string, args []string) int {
 	case errors.Is(err, errDrift):
 		return ExitDrift
 	default:
-		fmt.Fprintf(streams.Err, "runtimetruth: error: %v\n", err)
+		// The exit code reports the failure even if stderr is gone.
+		_, _ = fmt.Fprintf(streams.Err, "runtimetruth: error: %v\n", err)
 		return ExitError
 	}
 }

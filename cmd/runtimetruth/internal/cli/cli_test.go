@@ -22,9 +22,9 @@ import (
 var update = flag.Bool("update", false, "rewrite golden files")
 
 type result struct {
-	code        int
-	stdout      string
-	stderr      string
+	code   int
+	stdout string
+	stderr string
 }
 
 func run(t *testing.T, args ...string) result {

@@ -40,7 +40,7 @@ func readLimited(path string, stdin io.Reader, limit int64) ([]byte, error) {
 			}
 			return nil, err
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }() // opened read-only: closing cannot lose data
 		if fi, err := f.Stat(); err == nil && fi.IsDir() {
 			return nil, errors.New("is a directory")
 		}

@@ -38,7 +38,7 @@ func TestCollectRepositoryState(t *testing.T) {
 	}{
 		{
 			name:   "clean on a branch",
-			setup:  func(t *testing.T, dir string) string { return dir },
+			setup:  func(_ *testing.T, dir string) string { return dir },
 			branch: snapshot.String("main"),
 		},
 		{

@@ -197,7 +197,7 @@ func hashFile(ctx context.Context, path string) (string, error) {
 	if err != nil {
 		return Unavailable, nil
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // opened read-only: closing cannot lose data
 	h := sha256.New()
 	if _, err := io.CopyBuffer(h, ctxReader{ctx: ctx, r: f}, make([]byte, hashChunk)); err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {

@@ -94,7 +94,7 @@ func fileSHA256(t *testing.T, path string) string {
 	t.Helper()
 	f, err := os.Open(path)
 	require.NoError(t, err)
-	defer f.Close()
+	defer func() { require.NoError(t, f.Close()) }()
 	h := sha256.New()
 	_, err = io.Copy(h, f)
 	require.NoError(t, err)
