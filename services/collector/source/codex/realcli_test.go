@@ -425,6 +425,7 @@ func TestRealMissingCodexHomeReportsError(t *testing.T) {
 //	             encoding requests, decoding and validating responses,
 //	             hashing instruction files, building records, killing
 //	ours-%       ours-ms/op as a share of the wall time
+//
 // BenchmarkProbeResolveMCP runs full --resolve-mcp probes with the real CLI
 // and reports the median wall time per probe and the share spent on our
 // side: wall time minus the time blocked waiting on Codex (its --version,
