@@ -36,7 +36,7 @@ test: deps ## Install test dependencies, then vet and run every test (race detec
 	  $(GOTEST) -count=1 -timeout 20m $(filter-out $(RACE),$(MODULES))
 	RUNTIMETRUTH_CODEX_BIN="$$(scripts/install-codex.sh --print-bin)" \
 	  $(GOTEST) -race -count=1 -timeout 20m $(RACE)
-	GOWORK=off bash -c 'for m in pkg/evidence services/collector cmd/runtimetruth; do (cd $$m && go build ./...) || exit 1; done'
+	GOWORK=off bash -c 'for m in pkg/evidence pkg/events services/collector cmd/runtimetruth; do (cd $$m && go build ./...) || exit 1; done'
 
 .PHONY: bench
 bench: deps ## Run the benchmarks and print ratios against the in-run references

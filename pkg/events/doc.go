@@ -1,6 +1,44 @@
-// Package events will hold the CloudEvents catalog of runtimetruth (event
-// types such as runnable.modified and the verification verdicts, their NATS
-// subjects, JSON Schemas, golden examples and a strict codec). The module
-// exists so the workspace has its final shape; the catalog arrives with the
-// event pipeline (see docs/architecture.md, "Status").
+// Package events is the wire contract of runtimetruth: the catalog of
+// CloudEvents its services exchange over NATS JetStream, and a strict codec
+// for them.
+//
+// # Catalog
+//
+// Each event type (Catalog, Lookup) has a versioned name under
+// "dev.runtimetruth." ending in ".v1", a Go payload type, a JSON Schema
+// (SchemaFS; its $id is the event's dataschema), a golden example under
+// testdata/, the convention of its subject attribute and the NATS subject it
+// goes to. A payload decides its own type, subject attribute and NATS
+// subject (the Payload interface), so they cannot disagree with the data.
+//
+// # Codec
+//
+// Events use CloudEvents 1.0 in binary content mode over NATS headers, as
+// the CloudEvents NATS binding (1.0.3) specifies: each attribute in a
+// "ce-<name>" header with a percent-encoded value, the JSON payload as the
+// message body. The id is also the Nats-Msg-Id header, so JetStream drops a
+// duplicate published within the stream's duplicate window; trace context
+// rides in the traceparent and tracestate extensions (TraceCarrier). The
+// envelope is sdk-go's event.Event; transport is nats.go's jetstream
+// package, used directly.
+//
+// New and NewMsg build events; ToNATS and FromNATS encode and decode the
+// envelope; Decode, DecodePayload, Read and ReadAny decode the payload.
+// Decoding is strict: a required attribute missing, a specversion other
+// than 1.0, a type not in the catalog, an extension other than trace
+// context, a malformed header value, an oversized event (see the limits),
+// malformed JSON, a duplicate key, an unknown field, data that does not
+// match its schema or its payload rules, or a subject that does not match
+// the payload: each fails with an *Error carrying a Reason, never a panic.
+// A consumer terminates such a message and publishes its dead-letter
+// record (Reject, TypeEventRejected) to rt.dlq.<stream>.
+//
+// # Subjects
+//
+// Subjects start with "rt."; host names, target kinds and identifiers
+// become subject tokens through Token, a reversible encoding into the
+// characters NATS subjects and key-value keys both allow.
+//
+// The streams, consumers and key-value buckets are in package topology;
+// package natstest runs in-process JetStream servers for tests.
 package events

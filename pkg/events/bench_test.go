@@ -1,0 +1,64 @@
+package events_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+)
+
+// The codec benchmarks measure encoding (NewMsg: Validate, JSON, schema,
+// headers) and strict decoding (FromNATS, then DecodePayload: jsontree,
+// JSON Schema, encoding/json, Validate) of one payload, against a naive
+// reference: encoding/json Marshal into a message with the same headers,
+// then Unmarshal into a map, without any check.
+
+func BenchmarkCodecVerdict(b *testing.B) {
+	benchCodec(b, fixtures(b)["verdict.drift.v1.golden.json"])
+}
+
+func BenchmarkCodecEvidence(b *testing.B) {
+	benchCodec(b, fixtures(b)["evidence.collected.v1.golden.json"])
+}
+
+func benchCodec(b *testing.B, p events.Payload) {
+	m, _, err := events.NewMsg(fixtureSource, p)
+	require.NoError(b, err)
+	b.Run("reference-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			data, err := json.Marshal(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			msg := &nats.Msg{Subject: m.Subject, Header: m.Header, Data: data}
+			var v map[string]any
+			if err := json.Unmarshal(msg.Data, &v); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, err := events.NewMsg(fixtureSource, p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			e, err := events.FromNATS(m.Header, m.Data)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := events.DecodePayload(e); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,0 +1,141 @@
+package events_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+)
+
+func TestCatalogTypeNames(t *testing.T) {
+	seen := map[string]bool{}
+	for _, s := range events.Catalog() {
+		assert.True(t, strings.HasPrefix(s.Type, events.TypePrefix), s.Type)
+		assert.True(t, strings.HasSuffix(s.Type, ".v1"), "%s: type names end in their version", s.Type)
+		assert.False(t, seen[s.Type], "%s listed twice", s.Type)
+		seen[s.Type] = true
+		got, ok := events.Lookup(s.Type)
+		require.True(t, ok)
+		assert.Equal(t, s.Type, got.Type)
+		assert.NotEmpty(t, s.Payload)
+		assert.True(t, strings.HasPrefix(s.NATSSubject, events.Prefix+"."), s.NATSSubject)
+	}
+	assert.Contains(t, events.TypeRunnableModified, ".runnable.modified.", "the runnable.modified event keeps its name")
+	for _, typ := range []string{
+		events.TypeEvidenceCollected, events.TypeRunnableModified, events.TypeVerdictPass, events.TypeVerdictDrift,
+		events.TypeVerdictError, events.TypeBaselineChanged, events.TypeAttestationCreated,
+		events.TypeCollectionFailed, events.TypeEventRejected,
+	} {
+		assert.True(t, seen[typ], "%s is not in the catalog", typ)
+	}
+	_, ok := events.Lookup(events.TypePrefix + "evidence.collected.v2")
+	assert.False(t, ok)
+}
+
+func TestEverySchemaFileIsUsedAndNamesItsID(t *testing.T) {
+	files, err := fs.Glob(events.SchemaFS(), "*.schema.json")
+	require.NoError(t, err)
+	used := map[string]string{}
+	for _, s := range events.Catalog() {
+		used[s.Schema] = s.SchemaURI
+	}
+	require.Len(t, files, len(used))
+	for _, f := range files {
+		raw, err := fs.ReadFile(events.SchemaFS(), f)
+		require.NoError(t, err)
+		var doc struct {
+			Schema string `json:"$schema"`
+			ID     string `json:"$id"`
+		}
+		require.NoError(t, json.Unmarshal(raw, &doc))
+		assert.Equal(t, "https://json-schema.org/draft/2020-12/schema", doc.Schema, f)
+		assert.Equal(t, used[f], doc.ID, "%s: $id is the dataschema of its types", f)
+	}
+}
+
+// TestGoldenExamples checks each type's golden example: it is what the
+// fixture payload encodes to, it is valid against the type's JSON Schema,
+// and it decodes strictly and re-encodes to the same bytes.
+func TestGoldenExamples(t *testing.T) {
+	fx := fixtures(t)
+	c, err := events.Compiler()
+	require.NoError(t, err)
+	for _, s := range events.Catalog() {
+		t.Run(s.Type, func(t *testing.T) {
+			p, ok := fx[s.Golden()]
+			require.True(t, ok, "no fixture for %s", s.Golden())
+			require.Equal(t, s.Type, p.Type())
+			golden(t, s.Golden(), indent(t, p))
+
+			raw, err := os.ReadFile(filepath.Join("testdata", s.Golden()))
+			require.NoError(t, err)
+			sch, err := c.Compile(s.SchemaURI)
+			require.NoError(t, err)
+			doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+			require.NoError(t, err)
+			require.NoError(t, sch.Validate(doc), "golden example against %s", s.Schema)
+
+			e := rawEvent(t, s.Type, p.Subject(), compact(t, raw))
+			got, err := events.DecodePayload(e)
+			require.NoError(t, err)
+			assert.Equal(t, string(raw), string(indent(t, got)), "decode and re-encode changes the golden example")
+		})
+	}
+}
+
+// TestGoldenWire pins the NATS message of every fixture event: subject,
+// headers and data, byte for byte.
+func TestGoldenWire(t *testing.T) {
+	fx := fixtures(t)
+	for _, s := range events.Catalog() {
+		t.Run(s.Type, func(t *testing.T) {
+			p := fx[s.Golden()]
+			m, _, err := events.NewMsg(fixtureSource, p,
+				events.WithID(fixtureID), events.WithTime(fixtureTime), events.WithTraceContext(fixtureTraceparent, "rt=1"))
+			require.NoError(t, err)
+			var b strings.Builder
+			b.WriteString("subject: " + m.Subject + "\n")
+			keys := make([]string, 0, len(m.Header))
+			for k := range m.Header {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			for _, k := range keys {
+				require.Len(t, m.Header[k], 1)
+				b.WriteString(k + ": " + m.Header[k][0] + "\n")
+			}
+			b.WriteString("\n")
+			b.Write(m.Data)
+			b.WriteString("\n")
+			golden(t, filepath.Join("wire", strings.TrimSuffix(s.Golden(), ".json")+".txt"), []byte(b.String()))
+		})
+	}
+}
+
+// rawEvent builds an event with the attributes New would set, around data.
+func rawEvent(tb testing.TB, typ, subject string, data []byte) event.Event {
+	tb.Helper()
+	s, ok := events.Lookup(typ)
+	require.True(tb, ok, typ)
+	e := event.New(events.SpecVersion)
+	e.SetID(fixtureID)
+	e.SetSource(fixtureSource)
+	e.SetType(typ)
+	e.SetSubject(subject)
+	e.SetTime(fixtureTime)
+	e.SetDataContentType(events.ContentType)
+	e.SetDataSchema(s.SchemaURI)
+	e.DataEncoded = data
+	return e
+}

@@ -1,0 +1,147 @@
+package events
+
+import (
+	"errors"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/nats-io/nats.go"
+)
+
+// Header names. Attribute headers are "ce-" and the attribute name, written
+// in lower case and matched case-insensitively, as NATS header names are.
+const (
+	// HeaderPrefix starts the header of every attribute.
+	HeaderPrefix = "ce-"
+	// HeaderMsgID is the JetStream de-duplication header; it carries the id.
+	HeaderMsgID = nats.MsgIdHdr
+	// headerContentType marks a structured-mode message when it holds
+	// application/cloudevents.
+	headerContentType = "content-type"
+)
+
+// encodeValue percent-encodes an attribute value for a NATS header as the
+// CloudEvents NATS binding (1.0.3, 3.1.3.2) says: every byte of a character
+// outside U+0021-U+007E, and space, '"' and '%', becomes %XX in upper case.
+func encodeValue(s string) string {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if !plainHeaderByte(s[i]) {
+			n++
+		}
+	}
+	if n == 0 {
+		return s
+	}
+	b := make([]byte, 0, len(s)+2*n)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if plainHeaderByte(c) {
+			b = append(b, c)
+			continue
+		}
+		b = append(b, '%', upperHex[c>>4], upperHex[c&0xF])
+	}
+	return string(b)
+}
+
+func plainHeaderByte(c byte) bool { return 0x21 <= c && c <= 0x7E && c != '"' && c != '%' }
+
+var (
+	errQuoted  = errors.New("malformed double-quoted value")
+	errPercent = errors.New("malformed percent-encoding")
+	errRawByte = errors.New("byte outside printable ASCII (not percent-encoded)")
+	errUTF8    = errors.New("percent-encoded bytes are not valid UTF-8")
+)
+
+// decodeValue undoes encodeValue for a received header value: optional
+// whitespace is trimmed, a double-quoted string (RFC 7230 3.2.6) is
+// unquoted, then one round of percent-decoding is done (either hex case).
+// The result must be valid UTF-8, which rejects overlong encodings.
+func decodeValue(v string) (string, error) {
+	v = strings.Trim(v, " \t")
+	if strings.HasPrefix(v, `"`) {
+		var err error
+		if v, err = unquote(v); err != nil {
+			return "", err
+		}
+	}
+	if strings.IndexByte(v, '%') < 0 {
+		for i := 0; i < len(v); i++ {
+			if v[i] < 0x20 || v[i] > 0x7E {
+				return "", errRawByte
+			}
+		}
+		return v, nil
+	}
+	b := make([]byte, 0, len(v))
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c == '%':
+			if i+2 >= len(v) || !isHex(v[i+1]) || !isHex(v[i+2]) {
+				return "", errPercent
+			}
+			b = append(b, hexVal(v[i+1])<<4|hexVal(v[i+2]))
+			i += 2
+		case c < 0x20 || c > 0x7E:
+			return "", errRawByte
+		default:
+			b = append(b, c)
+		}
+	}
+	if !utf8.Valid(b) {
+		return "", errUTF8
+	}
+	return string(b), nil
+}
+
+// unquote decodes a quoted-string: '"' *( qdtext / "\" char ) '"'.
+func unquote(v string) (string, error) {
+	if len(v) < 2 || v[len(v)-1] != '"' {
+		return "", errQuoted
+	}
+	in := v[1 : len(v)-1]
+	b := make([]byte, 0, len(in))
+	for i := 0; i < len(in); i++ {
+		switch c := in[i]; c {
+		case '\\':
+			if i+1 >= len(in) {
+				return "", errQuoted
+			}
+			i++
+			b = append(b, in[i])
+		case '"':
+			return "", errQuoted
+		default:
+			b = append(b, c)
+		}
+	}
+	return string(b), nil
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func hexVal(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c >= 'a':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
+}
+
+// headerSize is the size of h's encoded header block, as nats.go writes
+// it: "NATS/1.0\r\n", "Name: value\r\n" per value, and "\r\n".
+func headerSize(h nats.Header) int {
+	n := len("NATS/1.0\r\n") + 2
+	for k, vs := range h {
+		for _, v := range vs {
+			n += len(k) + 2 + len(v) + 2
+		}
+	}
+	return n
+}

@@ -1,0 +1,207 @@
+package events_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
+)
+
+// pipeline starts a JetStream server with the topology in place.
+func pipeline(t *testing.T) (context.Context, *nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	_, url := natstest.RunJetStream(t)
+	nc, js := natstest.Connect(t, url)
+	require.NoError(t, topology.Ensure(ctx, js, 1))
+	return ctx, nc, js
+}
+
+// fetch takes n messages from a durable consumer, failing after a few
+// seconds without them.
+func fetch(ctx context.Context, t *testing.T, js jetstream.JetStream, stream, consumer string, n int) []jetstream.Msg {
+	t.Helper()
+	c, err := js.Consumer(ctx, stream, consumer)
+	require.NoError(t, err)
+	var out []jetstream.Msg
+	deadline := time.Now().Add(10 * time.Second)
+	for len(out) < n && time.Now().Before(deadline) {
+		batch, err := c.Fetch(n-len(out), jetstream.FetchMaxWait(time.Second))
+		require.NoError(t, err)
+		for m := range batch.Messages() {
+			out = append(out, m)
+		}
+		require.NoError(t, batch.Error())
+	}
+	require.Len(t, out, n, "messages from %s/%s", stream, consumer)
+	return out
+}
+
+func TestPublishDeduplicatesOnTheID(t *testing.T) {
+	ctx, _, js := pipeline(t)
+	p := fixtures(t)["evidence.collected.v1.golden.json"]
+	m, e, err := events.NewMsg(fixtureSource, p)
+	require.NoError(t, err)
+
+	ack, err := js.PublishMsg(ctx, m)
+	require.NoError(t, err)
+	assert.Equal(t, topology.StreamEvidence, ack.Stream)
+	assert.False(t, ack.Duplicate)
+
+	again, err := js.PublishMsg(ctx, m)
+	require.NoError(t, err)
+	assert.True(t, again.Duplicate, "the same event published twice is stored once")
+	assert.Equal(t, ack.Sequence, again.Sequence)
+
+	// The same id set through WithMsgID on a message built without it.
+	plain := &nats.Msg{Subject: m.Subject, Header: cloneHeader(m.Header), Data: m.Data}
+	delete(plain.Header, events.HeaderMsgID)
+	third, err := js.PublishMsg(ctx, plain, jetstream.WithMsgID(e.ID()))
+	require.NoError(t, err)
+	assert.True(t, third.Duplicate)
+
+	// Another event with the same payload is a new message.
+	m2, _, err := events.NewMsg(fixtureSource, p)
+	require.NoError(t, err)
+	fourth, err := js.PublishMsg(ctx, m2)
+	require.NoError(t, err)
+	assert.False(t, fourth.Duplicate)
+
+	s, err := js.Stream(ctx, topology.StreamEvidence)
+	require.NoError(t, err)
+	info, err := s.Info(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(2), info.State.Msgs)
+}
+
+func TestConsumeAndDecodeEveryType(t *testing.T) {
+	ctx, _, js := pipeline(t)
+	fx := fixtures(t)
+	sent := map[string]events.Payload{} // by event id
+	for _, p := range fx {
+		m, e, err := events.NewMsg(fixtureSource, p, events.WithTraceContext(fixtureTraceparent, ""))
+		require.NoError(t, err)
+		_, err = js.PublishMsgAsync(m)
+		require.NoError(t, err)
+		sent[e.ID()] = p
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-ctx.Done():
+		t.Fatal("async publish did not complete")
+	}
+
+	perStream := map[string]int{
+		topology.StreamEvidence:  3, // evidence, runnable.modified, collection.failed
+		topology.StreamVerdicts:  3,
+		topology.StreamBaselines: 2,
+		topology.StreamDLQ:       1,
+	}
+	got := 0
+	for stream, n := range perStream {
+		for _, m := range fetch(ctx, t, js, stream, topology.ConsumerAuditor, n) {
+			e, p, err := events.ReadAny(m)
+			require.NoError(t, err)
+			assert.Equal(t, fixtureTraceparent, events.TraceCarrier(&e).Get("traceparent"))
+			want, ok := sent[e.ID()]
+			require.True(t, ok)
+			assert.Equal(t, indent(t, want), indent(t, p))
+			require.NoError(t, m.Ack())
+			got++
+		}
+	}
+	assert.Equal(t, len(fx), got)
+
+	for _, m := range fetch(ctx, t, js, topology.StreamEvidence, topology.ConsumerVerifier, 1) {
+		_, p, err := events.Read[events.EvidenceCollected](m)
+		require.NoError(t, err, "the verifier sees evidence only")
+		s, err := p.ParseSnapshot()
+		require.NoError(t, err)
+		assert.Equal(t, "agent worker.service", s.Target.Identifier)
+		require.NoError(t, m.DoubleAck(ctx))
+	}
+
+	// Interest retention: once every interested consumer acked, the
+	// pipeline streams are empty.
+	for _, name := range []string{topology.StreamEvidence, topology.StreamVerdicts} {
+		s, err := js.Stream(ctx, name)
+		require.NoError(t, err)
+		natstest.CheckFor(t, 5*time.Second, 20*time.Millisecond, func() error {
+			info, err := s.Info(ctx)
+			if err != nil {
+				return err
+			}
+			if info.State.Msgs != 0 {
+				return errors.New(name + " still holds acknowledged messages")
+			}
+			return nil
+		})
+	}
+}
+
+func TestBadEventIsDeadLettered(t *testing.T) {
+	ctx, _, js := pipeline(t)
+	good, _, err := events.NewMsg(fixtureSource, fixtures(t)["evidence.collected.v1.golden.json"])
+	require.NoError(t, err)
+	bad := &nats.Msg{Subject: good.Subject, Header: cloneHeader(good.Header), Data: good.Data}
+	bad.Header.Set("ce-type", events.TypePrefix+"evidence.collected.v9")
+	ack, err := js.PublishMsg(ctx, bad)
+	require.NoError(t, err)
+
+	m := fetch(ctx, t, js, topology.StreamEvidence, topology.ConsumerVerifier, 1)[0]
+	_, _, readErr := events.Read[events.EvidenceCollected](m)
+	requireReason(t, readErr, events.ReasonUnknownType, "type")
+
+	rec, err := events.Reject(m, readErr)
+	require.NoError(t, err)
+	dlq, _, err := events.NewMsg(events.Source("verifier", "test"), rec)
+	require.NoError(t, err)
+	_, err = js.PublishMsg(ctx, dlq)
+	require.NoError(t, err)
+	require.NoError(t, m.Term())
+
+	d := fetch(ctx, t, js, topology.StreamDLQ, topology.ConsumerAuditor, 1)[0]
+	assert.Equal(t, "rt.dlq.EVIDENCE", d.Subject())
+	_, got, err := events.Read[events.EventRejected](d)
+	require.NoError(t, err)
+	assert.Equal(t, topology.StreamEvidence, got.Stream)
+	assert.Equal(t, topology.ConsumerVerifier, got.Consumer)
+	assert.Equal(t, ack.Sequence, got.StreamSequence)
+	assert.Equal(t, uint64(1), got.Deliveries)
+	assert.Equal(t, events.ReasonUnknownType, got.Reason)
+	assert.Equal(t, events.TypePrefix+"evidence.collected.v9", got.Envelope.Type)
+	assert.Equal(t, len(good.Data), got.DataSize)
+	assert.Contains(t, got.Error, "not in the catalog")
+	require.NoError(t, d.Ack())
+
+	// A handler's own permanent failure keeps its text.
+	rec2 := events.Rejected("EVIDENCE", "verifier", good.Subject, 7, 10, good.Header, good.Data, errors.New("baseline store refused the update"))
+	assert.Equal(t, events.ReasonPermanent, rec2.Reason)
+	_, _, err = events.NewMsg(events.Source("verifier", "test"), rec2)
+	require.NoError(t, err)
+}
+
+func TestLimitsFitTheServer(t *testing.T) {
+	ctx, _, js := pipeline(t)
+	_, e, _ := driftMsg(t)
+	big := e.Clone()
+	big.DataEncoded = make([]byte, events.MaxDataSize)
+	m, err := events.ToNATS(events.VerdictSubject("web-01", events.StatusDrift), big)
+	require.NoError(t, err)
+	_, err = js.PublishMsg(ctx, m)
+	require.NoError(t, err, "an event at the size limit fits max_payload and the stream's MaxMsgSize")
+
+	over := &nats.Msg{Subject: m.Subject, Header: m.Header, Data: make([]byte, events.MaxEventSize)}
+	_, err = js.PublishMsg(ctx, over)
+	require.Error(t, err, "the server refuses a message over the limit")
+}

@@ -1,0 +1,192 @@
+// Package natstest runs real NATS servers with JetStream inside a test
+// process: one server (RunJetStream) or a cluster on loopback (RunCluster).
+// Each server listens on 127.0.0.1 on a free port, stores in a t.TempDir(),
+// logs nothing, traps no signal, and is shut down by t.Cleanup. A server
+// that does not start fails the test; nothing is skipped.
+package natstest
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// StartTimeout bounds how long a server or cluster may take to be ready.
+const StartTimeout = 10 * time.Second
+
+// Options returns the options of one test server: loopback, a random
+// port, JetStream storing in dir, no logging, no signal handlers.
+func Options(dir string) *server.Options {
+	return &server.Options{
+		ServerName: "natstest",
+		Host:       "127.0.0.1",
+		Port:       server.RANDOM_PORT,
+		NoLog:      true,
+		NoSigs:     true,
+		JetStream:  true,
+		StoreDir:   dir,
+		// The default max_payload, written out: events are sized to it.
+		MaxPayload: 1 << 20,
+	}
+}
+
+// RunJetStream starts one JetStream server and returns it with its client
+// URL.
+func RunJetStream(tb testing.TB) (*server.Server, string) {
+	tb.Helper()
+	return Run(tb, Options(tb.TempDir()))
+}
+
+// Run starts a server with opts, waits until it accepts clients, and shuts
+// it down when the test ends.
+func Run(tb testing.TB, opts *server.Options) (*server.Server, string) {
+	tb.Helper()
+	s := start(tb, opts, true)
+	return s, s.ClientURL()
+}
+
+func start(tb testing.TB, opts *server.Options, wait bool) *server.Server {
+	tb.Helper()
+	s, err := server.NewServer(opts)
+	if err != nil {
+		tb.Fatalf("natstest: new server: %v", err)
+	}
+	tb.Cleanup(func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+	})
+	go s.Start()
+	if wait && !s.ReadyForConnections(StartTimeout) {
+		tb.Fatalf("natstest: server %s not ready within %s", opts.ServerName, StartTimeout)
+	}
+	return s
+}
+
+// Connect opens a client connection to url, closed when the test ends, and
+// its JetStream API.
+func Connect(tb testing.TB, url string) (*nats.Conn, jetstream.JetStream) {
+	tb.Helper()
+	nc, err := nats.Connect(url, nats.Name(tb.Name()), nats.MaxReconnects(-1))
+	if err != nil {
+		tb.Fatalf("natstest: connect %s: %v", url, err)
+	}
+	tb.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		tb.Fatalf("natstest: jetstream: %v", err)
+	}
+	return nc, js
+}
+
+// RunCluster starts a JetStream cluster of n servers (3 for R3 streams) on
+// loopback, and returns them with a client URL list (comma-separated, for
+// nats.Connect). It returns once every server routes to every other and
+// JetStream has a meta leader that every server follows.
+//
+// JetStream needs every server's routes configured before it starts, so
+// the cluster ports are picked up front from free loopback ports.
+func RunCluster(tb testing.TB, n int) ([]*server.Server, string) {
+	tb.Helper()
+	if n < 1 {
+		tb.Fatalf("natstest: cluster of %d servers", n)
+	}
+	ports := freePorts(tb, n)
+	routes := make([]*url.URL, n)
+	for i, p := range ports {
+		routes[i] = &url.URL{Scheme: "nats", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(p))}
+	}
+	servers := make([]*server.Server, n)
+	urls := make([]string, n)
+	for i := range n {
+		opts := Options(tb.TempDir())
+		opts.ServerName = fmt.Sprintf("natstest-%d", i)
+		opts.Cluster = server.ClusterOpts{Name: "natstest", Host: "127.0.0.1", Port: ports[i]}
+		opts.Routes = routes
+		servers[i] = start(tb, opts, false)
+	}
+	for i, s := range servers {
+		if !s.ReadyForConnections(StartTimeout) {
+			tb.Fatalf("natstest: server %s not ready within %s", s.Name(), StartTimeout)
+		}
+		urls[i] = s.ClientURL()
+	}
+	CheckFor(tb, StartTimeout, 20*time.Millisecond, func() error {
+		leaders := 0
+		for _, s := range servers {
+			if got := Peers(s); got != n-1 {
+				return fmt.Errorf("%s routes to %d servers, want %d", s.Name(), got, n-1)
+			}
+			if !s.JetStreamIsCurrent() {
+				return fmt.Errorf("%s: JetStream meta group not current", s.Name())
+			}
+			if s.JetStreamIsLeader() {
+				leaders++
+			}
+		}
+		if leaders != 1 {
+			return fmt.Errorf("%d JetStream meta leaders", leaders)
+		}
+		return nil
+	})
+	return servers, strings.Join(urls, ",")
+}
+
+// Peers counts the distinct servers s has routes to (a route pool opens
+// several connections to each).
+func Peers(s *server.Server) int {
+	rz, err := s.Routez(&server.RoutezOptions{})
+	if err != nil {
+		return 0
+	}
+	ids := map[string]bool{}
+	for _, r := range rz.Routes {
+		ids[r.RemoteID] = true
+	}
+	return len(ids)
+}
+
+// freePorts returns n distinct free TCP ports on 127.0.0.1.
+func freePorts(tb testing.TB, n int) []int {
+	tb.Helper()
+	ports := make([]int, 0, n)
+	listeners := make([]net.Listener, 0, n)
+	defer func() {
+		for _, l := range listeners {
+			_ = l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatalf("natstest: free port: %v", err)
+		}
+		listeners = append(listeners, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports
+}
+
+// CheckFor calls f every interval until it returns nil, and fails the test
+// with f's last error if that takes longer than timeout.
+func CheckFor(tb testing.TB, timeout, interval time.Duration, f func() error) {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("natstest: not within %s: %v", timeout, err)
+		}
+		time.Sleep(interval)
+	}
+}

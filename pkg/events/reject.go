@@ -1,0 +1,107 @@
+package events
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// maxEnvelopeValue bounds each raw header value kept in a dead-letter record.
+const maxEnvelopeValue = 256
+
+// Reject builds the dead-letter record of a JetStream message that a
+// consumer gives up on because of cause: an *Error from this package (its
+// Reason is kept) or a handler's own permanent error (ReasonPermanent).
+//
+// The consumer publishes the record (NewMsg, to rt.dlq.<stream>) and only
+// then terminates the message (Term), so that nothing disappears
+// unrecorded. It fails only when m carries no JetStream metadata.
+func Reject(m jetstream.Msg, cause error) (EventRejected, error) {
+	md, err := m.Metadata()
+	if err != nil {
+		return EventRejected{}, fmt.Errorf("dead-letter record: %w", err)
+	}
+	return Rejected(md.Stream, md.Consumer, m.Subject(), md.Sequence.Stream, md.NumDelivered, m.Headers(), m.Data(), cause), nil
+}
+
+// Rejected builds a dead-letter record from the parts of a message (see
+// Reject).
+func Rejected(stream, consumer, subject string, seq, deliveries uint64, h nats.Header, data []byte, cause error) EventRejected {
+	reason := ReasonOf(cause)
+	if reason == "" {
+		reason = ReasonPermanent
+	}
+	msg := "unknown error"
+	if cause != nil && strings.TrimSpace(cause.Error()) != "" {
+		msg = strings.ReplaceAll(cause.Error(), "\x00", "\uFFFD")
+	}
+	sum := sha256.Sum256(data)
+	return EventRejected{
+		Stream:          stream,
+		Consumer:        consumer,
+		OriginalSubject: subject,
+		StreamSequence:  seq,
+		Deliveries:      deliveries,
+		Reason:          reason,
+		Error:           clip(msg, MaxMessageLength),
+		Envelope: Envelope{
+			ID:          rawHeader(h, HeaderPrefix+"id"),
+			Type:        rawHeader(h, HeaderPrefix+"type"),
+			Source:      rawHeader(h, HeaderPrefix+"source"),
+			Subject:     rawHeader(h, HeaderPrefix+"subject"),
+			SpecVersion: rawHeader(h, HeaderPrefix+"specversion"),
+			MsgID:       rawHeader(h, HeaderMsgID),
+		},
+		DataSize:   len(data),
+		DataDigest: "sha256:" + hex.EncodeToString(sum[:]),
+	}
+}
+
+// rawHeader returns the first value of a header matched case-insensitively,
+// made printable (control characters and invalid UTF-8 percent-encoded) and
+// cut to maxEnvelopeValue bytes.
+func rawHeader(h nats.Header, name string) string {
+	for k, vs := range h {
+		if strings.EqualFold(k, name) && len(vs) > 0 {
+			return clip(printable(vs[0]), maxEnvelopeValue)
+		}
+	}
+	return ""
+}
+
+func printable(s string) string {
+	if controlIndex(s) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if (r == utf8.RuneError && n == 1) || r < 0x20 || 0x7F <= r && r <= 0x9F {
+			for j := 0; j < n; j++ {
+				fmt.Fprintf(&b, "%%%02X", s[i+j])
+			}
+		} else {
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// clip cuts s to at most n bytes without splitting a UTF-8 character, and
+// makes it valid UTF-8.
+func clip(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}

@@ -1,0 +1,265 @@
+// Package topology defines the JetStream streams, consumers and key-value
+// buckets of runtimetruth in one place, and creates or updates them
+// idempotently (Ensure) when a service starts.
+//
+// Nothing is dropped silently. The pipeline streams (EVIDENCE, VERDICTS)
+// use interest retention: a message stays until every consumer interested
+// in its subject has acknowledged it, so MaxBytes bounds the backlog, not
+// the history. Every stream discards new messages when full (DiscardNew):
+// a stalled consumer makes producers see errors and retry, instead of old
+// unprocessed events disappearing. The low-volume streams (BASELINES, DLQ)
+// keep their history until MaxAge (limits retention). Each stream
+// de-duplicates on Nats-Msg-Id (the CloudEvent id) within DuplicateWindow
+// and caps a message at events.MaxEventSize.
+//
+//	stream     subjects                                    retention  max age  max bytes
+//	EVIDENCE   rt.evidence.> rt.integrity.> rt.collect.>   interest   7 days   1 GiB
+//	VERDICTS   rt.verdict.>                                interest   7 days   256 MiB
+//	BASELINES  rt.baseline.> rt.attestation.>              limits     1 year   256 MiB
+//	DLQ        rt.dlq.>                                    limits     30 days  256 MiB
+//
+// MaxBytes is reserved against the server's JetStream storage (by default
+// 75% of the free disk when it starts), so the defaults stay small enough
+// for a laptop; a fleet deployment raises them on the returned Topology.
+//
+// Consumers are durable pull consumers with explicit acks; they are
+// created with the streams, so an interest stream never sees a message
+// without interest:
+//
+//	stream     consumer  filter           max deliver
+//	EVIDENCE   verifier  rt.evidence.>    10
+//	EVIDENCE   auditor   (all)            unlimited
+//	VERDICTS   auditor   (all)            unlimited
+//	BASELINES  auditor   (all)            unlimited
+//	DLQ        auditor   (all)            unlimited
+//
+// Redelivery after an unacknowledged delivery follows Backoff (the first
+// step is the AckWait); a handler that wants a retry naks with RetryDelay.
+// A consumer with a delivery limit must dead-letter a message itself on its
+// last delivery (Last): JetStream only emits an advisory when it stops
+// redelivering.
+//
+// Key-value buckets: baselines (a target's baseline, 16 revisions kept)
+// and verdicts-latest (the last verdict per host and target).
+package topology
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+)
+
+// Stream names.
+const (
+	StreamEvidence  = "EVIDENCE"
+	StreamVerdicts  = "VERDICTS"
+	StreamBaselines = "BASELINES"
+	StreamDLQ       = "DLQ"
+)
+
+// Durable consumer names (unique per stream).
+const (
+	ConsumerVerifier = "verifier"
+	ConsumerAuditor  = "auditor"
+)
+
+// Key-value bucket names.
+const (
+	BucketBaselines = "baselines"
+	BucketVerdicts  = "verdicts-latest"
+)
+
+// Settings shared by the definitions.
+const (
+	// DuplicateWindow is how long a stream remembers a Nats-Msg-Id.
+	DuplicateWindow = 2 * time.Minute
+	// AckWait is how long a consumer waits for an ack before redelivering
+	// (Backoff[0]).
+	AckWait = 30 * time.Second
+	// VerifierMaxDeliver bounds the verifier's deliveries of one message.
+	VerifierMaxDeliver = 10
+	// MaxAckPending bounds a consumer's unacknowledged messages.
+	MaxAckPending = 256
+	// BaselineHistory is how many revisions of a baseline the bucket keeps.
+	BaselineHistory = 16
+)
+
+// Backoff is the redelivery schedule of unacknowledged messages: the n-th
+// redelivery waits Backoff[n-1], the last step repeating.
+var Backoff = []time.Duration{AckWait, time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute}
+
+// RetryDelay is the delay for NakWithDelay after the given number of
+// deliveries (jetstream.MsgMetadata.NumDelivered): 1s, 5s, 30s, then 1 min.
+func RetryDelay(delivered uint64) time.Duration {
+	steps := []time.Duration{time.Second, 5 * time.Second, 30 * time.Second, time.Minute}
+	if delivered == 0 {
+		delivered = 1
+	}
+	return steps[min(delivered, uint64(len(steps)))-1]
+}
+
+// Last reports whether a delivery is the last one a consumer config allows,
+// when the handler must dead-letter the message instead of asking for a
+// retry.
+func Last(cfg jetstream.ConsumerConfig, delivered uint64) bool {
+	return cfg.MaxDeliver > 0 && delivered >= uint64(cfg.MaxDeliver)
+}
+
+// Consumer is a consumer definition and its stream.
+type Consumer struct {
+	Stream string
+	Config jetstream.ConsumerConfig
+}
+
+// Topology is the set of definitions Ensure creates. It is plain data: a
+// deployment may adjust limits before calling Ensure.
+type Topology struct {
+	Streams   []jetstream.StreamConfig
+	Consumers []Consumer
+	Buckets   []jetstream.KeyValueConfig
+}
+
+// New returns the definitions with the given replica count (1 for one
+// server; 3 or 5 in a cluster).
+func New(replicas int) Topology {
+	if replicas < 1 {
+		replicas = 1
+	}
+	stream := func(name, desc string, retention jetstream.RetentionPolicy, maxAge time.Duration, maxBytes int64, subjects ...string) jetstream.StreamConfig {
+		return jetstream.StreamConfig{
+			Name:              name,
+			Description:       desc,
+			Subjects:          subjects,
+			Retention:         retention,
+			Discard:           jetstream.DiscardNew,
+			MaxAge:            maxAge,
+			MaxBytes:          maxBytes,
+			MaxMsgs:           -1,
+			MaxMsgsPerSubject: -1,
+			MaxConsumers:      -1,
+			MaxMsgSize:        events.MaxEventSize,
+			Duplicates:        DuplicateWindow,
+			Storage:           jetstream.FileStorage,
+			Compression:       jetstream.S2Compression,
+			Replicas:          replicas,
+		}
+	}
+	const day = 24 * time.Hour
+	consumer := func(stream, name, desc string, maxDeliver int, filters ...string) Consumer {
+		return Consumer{Stream: stream, Config: jetstream.ConsumerConfig{
+			Durable:        name,
+			Description:    desc,
+			DeliverPolicy:  jetstream.DeliverAllPolicy,
+			AckPolicy:      jetstream.AckExplicitPolicy,
+			AckWait:        AckWait,
+			BackOff:        slices.Clone(Backoff),
+			MaxDeliver:     maxDeliver,
+			ReplayPolicy:   jetstream.ReplayInstantPolicy,
+			MaxAckPending:  MaxAckPending,
+			FilterSubjects: filters,
+			Replicas:       replicas,
+		}}
+	}
+	return Topology{
+		Streams: []jetstream.StreamConfig{
+			stream(StreamEvidence, "collector output: evidence snapshots, runnable.modified, collection failures",
+				jetstream.InterestPolicy, 7*day, 1<<30, events.FilterEvidence, events.FilterIntegrity, events.FilterCollect),
+			stream(StreamVerdicts, "verifier output: pass, drift and error verdicts",
+				jetstream.InterestPolicy, 7*day, 256<<20, events.FilterVerdict),
+			stream(StreamBaselines, "baseline changes and attestations",
+				jetstream.LimitsPolicy, 365*day, 256<<20, events.FilterBaseline, events.FilterAttestation),
+			stream(StreamDLQ, "dead-letter records of rejected messages (event.rejected)",
+				jetstream.LimitsPolicy, 30*day, 256<<20, events.FilterDeadLetter),
+		},
+		Consumers: []Consumer{
+			consumer(StreamEvidence, ConsumerVerifier, "verifies evidence snapshots against baselines",
+				VerifierMaxDeliver, events.FilterEvidence),
+			consumer(StreamEvidence, ConsumerAuditor, "appends every event to the audit chain", -1),
+			consumer(StreamVerdicts, ConsumerAuditor, "appends every event to the audit chain", -1),
+			consumer(StreamBaselines, ConsumerAuditor, "appends every event to the audit chain", -1),
+			consumer(StreamDLQ, ConsumerAuditor, "appends every event to the audit chain", -1),
+		},
+		Buckets: []jetstream.KeyValueConfig{
+			{
+				Bucket:       BucketBaselines,
+				Description:  "baseline per target, key <kind>.<identifier> (events.TargetTokens)",
+				History:      BaselineHistory,
+				MaxValueSize: events.MaxEventSize,
+				Storage:      jetstream.FileStorage,
+				Replicas:     replicas,
+			},
+			{
+				Bucket:       BucketVerdicts,
+				Description:  "latest verdict per host and target, key <host>.<kind>.<identifier>",
+				History:      1,
+				MaxValueSize: events.MaxEventSize,
+				Storage:      jetstream.FileStorage,
+				Replicas:     replicas,
+			},
+		},
+	}
+}
+
+// Ensure creates or updates the default definitions (New(replicas)).
+func Ensure(ctx context.Context, js jetstream.JetStream, replicas int) error {
+	return New(replicas).Ensure(ctx, js)
+}
+
+// Ensure creates every stream, consumer and bucket that is missing and
+// updates the others to the definitions; running it again, or from several
+// services at once, changes nothing. A definition the server cannot apply to
+// an existing one (a different storage type, say) is an error naming it.
+func (t Topology) Ensure(ctx context.Context, js jetstream.JetStream) error {
+	for _, cfg := range t.Streams {
+		if err := retryCreated(func() error {
+			_, err := js.CreateOrUpdateStream(ctx, cfg)
+			return err
+		}); err != nil {
+			return fmt.Errorf("ensure stream %s: %w", cfg.Name, err)
+		}
+	}
+	for _, c := range t.Consumers {
+		if err := retryCreated(func() error {
+			_, err := js.CreateOrUpdateConsumer(ctx, c.Stream, c.Config)
+			return err
+		}); err != nil {
+			return fmt.Errorf("ensure consumer %s on %s: %w", c.Config.Durable, c.Stream, err)
+		}
+	}
+	for _, cfg := range t.Buckets {
+		if err := retryCreated(func() error {
+			_, err := js.CreateOrUpdateKeyValue(ctx, cfg)
+			return err
+		}); err != nil {
+			return fmt.Errorf("ensure bucket %s: %w", cfg.Bucket, err)
+		}
+	}
+	return nil
+}
+
+// retryCreated runs f again when it lost a race with another creator: the
+// update found nothing, then the create found the name taken.
+func retryCreated(f func() error) error {
+	err := f()
+	for range 3 {
+		if !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) && !errors.Is(err, jetstream.ErrConsumerExists) {
+			return err
+		}
+		err = f()
+	}
+	return err
+}
+
+// BaselineKey is the baselines bucket key of a target.
+func BaselineKey(t events.Target) string { return events.TargetTokens(t) }
+
+// VerdictKey is the verdicts-latest bucket key of a host's target.
+func VerdictKey(host string, t events.Target) string {
+	return events.Token(host) + "." + events.TargetTokens(t)
+}

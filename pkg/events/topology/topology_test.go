@@ -1,0 +1,206 @@
+package topology_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func timeout(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+type snapshotState struct {
+	streams   map[string]*jetstream.StreamInfo
+	consumers map[string]*jetstream.ConsumerInfo
+}
+
+func state(ctx context.Context, t *testing.T, js jetstream.JetStream, top topology.Topology) snapshotState {
+	t.Helper()
+	st := snapshotState{streams: map[string]*jetstream.StreamInfo{}, consumers: map[string]*jetstream.ConsumerInfo{}}
+	names := []string{}
+	for _, s := range top.Streams {
+		names = append(names, s.Name)
+	}
+	for _, b := range top.Buckets {
+		names = append(names, "KV_"+b.Bucket)
+	}
+	for _, name := range names {
+		s, err := js.Stream(ctx, name)
+		require.NoError(t, err)
+		info, err := s.Info(ctx)
+		require.NoError(t, err)
+		st.streams[name] = info
+	}
+	for _, c := range top.Consumers {
+		cons, err := js.Consumer(ctx, c.Stream, c.Config.Durable)
+		require.NoError(t, err)
+		info, err := cons.Info(ctx)
+		require.NoError(t, err)
+		st.consumers[c.Stream+"/"+c.Config.Durable] = info
+	}
+	return st
+}
+
+func TestEnsureCreatesEverything(t *testing.T) {
+	ctx := timeout(t)
+	_, url := natstest.RunJetStream(t)
+	_, js := natstest.Connect(t, url)
+	top := topology.New(1)
+	require.NoError(t, top.Ensure(ctx, js))
+	st := state(ctx, t, js, top)
+
+	ev := st.streams[topology.StreamEvidence].Config
+	assert.Equal(t, []string{events.FilterEvidence, events.FilterIntegrity, events.FilterCollect}, ev.Subjects)
+	assert.Equal(t, jetstream.InterestPolicy, ev.Retention)
+	assert.Equal(t, jetstream.DiscardNew, ev.Discard)
+	assert.Equal(t, topology.DuplicateWindow, ev.Duplicates)
+	assert.Equal(t, int32(events.MaxEventSize), ev.MaxMsgSize)
+	assert.Equal(t, jetstream.FileStorage, ev.Storage)
+	assert.Equal(t, jetstream.LimitsPolicy, st.streams[topology.StreamDLQ].Config.Retention)
+
+	v := st.consumers[topology.StreamEvidence+"/"+topology.ConsumerVerifier].Config
+	assert.Equal(t, jetstream.AckExplicitPolicy, v.AckPolicy)
+	assert.Equal(t, topology.VerifierMaxDeliver, v.MaxDeliver)
+	assert.Equal(t, topology.AckWait, v.AckWait)
+	assert.Equal(t, topology.Backoff, v.BackOff)
+	assert.Equal(t, []string{events.FilterEvidence}, v.FilterSubjects)
+	a := st.consumers[topology.StreamDLQ+"/"+topology.ConsumerAuditor].Config
+	assert.Equal(t, -1, a.MaxDeliver)
+
+	kv, err := js.KeyValue(ctx, topology.BucketBaselines)
+	require.NoError(t, err)
+	status, err := kv.Status(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(topology.BaselineHistory), status.History())
+	target := events.Target{Kind: "systemd.unit", Identifier: "agent worker.service"}
+	_, err = kv.Put(ctx, topology.BaselineKey(target), []byte(`{}`))
+	require.NoError(t, err, "a target key is a valid key-value key")
+	vk, err := js.KeyValue(ctx, topology.BucketVerdicts)
+	require.NoError(t, err)
+	_, err = vk.Put(ctx, topology.VerdictKey("web-01.example.com", target), []byte(`{}`))
+	require.NoError(t, err)
+}
+
+func TestEnsureIsIdempotent(t *testing.T) {
+	ctx := timeout(t)
+	_, url := natstest.RunJetStream(t)
+	_, js := natstest.Connect(t, url)
+	top := topology.New(1)
+	require.NoError(t, top.Ensure(ctx, js))
+	first := state(ctx, t, js, top)
+	require.NoError(t, top.Ensure(ctx, js))
+	require.NoError(t, topology.Ensure(ctx, js, 1))
+	second := state(ctx, t, js, top)
+	for name, info := range first.streams {
+		assert.Equal(t, info.Created, second.streams[name].Created, "stream %s was recreated", name)
+		assert.Equal(t, info.Config, second.streams[name].Config, "stream %s changed", name)
+	}
+	for name, info := range first.consumers {
+		assert.Equal(t, info.Created, second.consumers[name].Created, "consumer %s was recreated", name)
+		assert.Equal(t, info.Config, second.consumers[name].Config, "consumer %s changed", name)
+	}
+}
+
+func TestEnsureConcurrently(t *testing.T) {
+	ctx := timeout(t)
+	_, url := natstest.RunJetStream(t)
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		_, js := natstest.Connect(t, url)
+		wg.Go(func() { errs[i] = topology.Ensure(ctx, js, 1) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+}
+
+func TestEnsureUpdatesAndReportsConflicts(t *testing.T) {
+	ctx := timeout(t)
+	_, url := natstest.RunJetStream(t)
+	_, js := natstest.Connect(t, url)
+	top := topology.New(1)
+	require.NoError(t, top.Ensure(ctx, js))
+
+	changed := topology.New(1)
+	changed.Streams[0].MaxAge = 48 * time.Hour
+	require.NoError(t, changed.Ensure(ctx, js))
+	s, err := js.Stream(ctx, topology.StreamEvidence)
+	require.NoError(t, err)
+	info, err := s.Info(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 48*time.Hour, info.Config.MaxAge)
+	require.NoError(t, top.Ensure(ctx, js), "and back")
+
+	conflict := topology.New(1)
+	conflict.Streams[0].Storage = jetstream.MemoryStorage
+	err = conflict.Ensure(ctx, js)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "ensure stream EVIDENCE")
+}
+
+func TestRetryDelayAndLast(t *testing.T) {
+	assert.Equal(t, time.Second, topology.RetryDelay(0))
+	assert.Equal(t, time.Second, topology.RetryDelay(1))
+	assert.Equal(t, 5*time.Second, topology.RetryDelay(2))
+	assert.Equal(t, time.Minute, topology.RetryDelay(99))
+	top := topology.New(1)
+	verifier := top.Consumers[0].Config
+	require.Equal(t, topology.ConsumerVerifier, verifier.Durable)
+	assert.False(t, topology.Last(verifier, 9))
+	assert.True(t, topology.Last(verifier, 10))
+	assert.False(t, topology.Last(top.Consumers[1].Config, 1000), "the auditor never gives up")
+}
+
+// TestClusterR3 creates the topology with three replicas on a three-server
+// cluster and moves one event through it.
+func TestClusterR3(t *testing.T) {
+	ctx := timeout(t)
+	_, urls := natstest.RunCluster(t, 3)
+	_, js := natstest.Connect(t, urls)
+	require.NoError(t, topology.Ensure(ctx, js, 3))
+	require.NoError(t, topology.Ensure(ctx, js, 3))
+	s, err := js.Stream(ctx, topology.StreamEvidence)
+	require.NoError(t, err)
+	natstest.CheckFor(t, 10*time.Second, 50*time.Millisecond, func() error {
+		info, err := s.Info(ctx)
+		if err != nil {
+			return err
+		}
+		if info.Config.Replicas != 3 || info.Cluster == nil || len(info.Cluster.Replicas) != 2 {
+			return assert.AnError
+		}
+		return nil
+	})
+
+	p := events.CollectionFailed{Host: "web-01", Collector: "git", Reason: "timeout", Message: "git status timed out", Retryable: true}
+	m, e, err := events.NewMsg(events.Source("collector", "web-01"), p)
+	require.NoError(t, err)
+	_, err = js.PublishMsg(ctx, m)
+	require.NoError(t, err)
+	c, err := js.Consumer(ctx, topology.StreamEvidence, topology.ConsumerAuditor)
+	require.NoError(t, err)
+	msg, err := c.Next(jetstream.FetchMaxWait(10 * time.Second))
+	require.NoError(t, err)
+	got, _, err := events.Read[events.CollectionFailed](msg)
+	require.NoError(t, err)
+	assert.Equal(t, e.ID(), got.ID())
+	require.NoError(t, msg.DoubleAck(ctx))
+}

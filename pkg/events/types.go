@@ -1,0 +1,142 @@
+package events
+
+import (
+	"reflect"
+	"strings"
+)
+
+// TypePrefix starts every event type name; the name ends in its version.
+const TypePrefix = "dev.runtimetruth."
+
+// The event types of the catalog. A type name never changes meaning: an
+// incompatible payload gets a new name ending in .v2, published next to the
+// .v1 one until every consumer reads it.
+const (
+	// TypeEvidenceCollected carries one evidence snapshot of a target
+	// (EvidenceCollected), from a collector.
+	TypeEvidenceCollected = TypePrefix + "evidence.collected.v1"
+	// TypeRunnableModified reports installed Python or Node code that
+	// differs from the package (RunnableModified), once per distinct
+	// change, from a collector. The name keeps runspec's runnable.modified.
+	TypeRunnableModified = TypePrefix + "runnable.modified.v1"
+	// TypeVerdictPass says a snapshot matches its baseline (Verdict).
+	TypeVerdictPass = TypePrefix + "verdict.pass.v1"
+	// TypeVerdictDrift says a snapshot differs from its baseline (Verdict).
+	TypeVerdictDrift = TypePrefix + "verdict.drift.v1"
+	// TypeVerdictError says a snapshot could not be verified (Verdict).
+	TypeVerdictError = TypePrefix + "verdict.error.v1"
+	// TypeBaselineChanged reports a baseline created, replaced or removed
+	// (BaselineChanged).
+	TypeBaselineChanged = TypePrefix + "baseline.changed.v1"
+	// TypeAttestationCreated reports a signed baseline attestation
+	// (AttestationCreated), from the attestor.
+	TypeAttestationCreated = TypePrefix + "attestation.created.v1"
+	// TypeCollectionFailed reports a collector that could not collect
+	// (CollectionFailed).
+	TypeCollectionFailed = TypePrefix + "collection.failed.v1"
+	// TypeEventRejected is a dead-letter record (EventRejected): a message
+	// a consumer could not decode or permanently failed to handle.
+	TypeEventRejected = TypePrefix + "event.rejected.v1"
+)
+
+// ContentType is the datacontenttype of every catalog event: its data is one
+// UTF-8 JSON object.
+const ContentType = "application/json"
+
+// Payload is the data of a catalog event. The payload decides its own type
+// (a Verdict's depends on its status), the event's subject attribute and
+// the NATS subject, so that none of them can disagree with the data.
+type Payload interface {
+	// Type is the event type.
+	Type() string
+	// Subject is the event's subject attribute.
+	Subject() string
+	// NATSSubject is the subject the event is published to.
+	NATSSubject() string
+	// Validate checks what the JSON Schema cannot (digests, consistency
+	// between fields).
+	Validate() error
+}
+
+// Spec describes one event type of the catalog.
+type Spec struct {
+	// Type is the event type name.
+	Type string
+	// Payload names the Go payload type.
+	Payload string
+	// NATSSubject is the subject template, e.g. "rt.verdict.<host>.<status>";
+	// each <part> is one Token (a <target> is two).
+	NATSSubject string
+	// Subject describes the convention of the subject attribute.
+	Subject string
+	// Schema is the file name of the payload's JSON Schema (see SchemaFS).
+	Schema string
+	// SchemaURI is the schema's $id, the event's dataschema attribute.
+	SchemaURI string
+
+	goType reflect.Type
+	decode func(s *Spec, data []byte) (Payload, error)
+}
+
+// Golden is the name of the spec's golden example,
+// testdata/<type without prefix>.golden.json.
+func (s Spec) Golden() string { return strings.TrimPrefix(s.Type, TypePrefix) + ".golden.json" }
+
+const schemaBase = "https://runtimetruth.dev/schemas/events/"
+
+func spec[T Payload](typ, subjectTemplate, subjectAttr, schemaName string) Spec {
+	return Spec{
+		Type:        typ,
+		Payload:     reflect.TypeFor[T]().Name(),
+		NATSSubject: subjectTemplate,
+		Subject:     subjectAttr,
+		Schema:      schemaName + ".v1.schema.json",
+		SchemaURI:   schemaBase + schemaName + "/v1.json",
+		goType:      reflect.TypeFor[T](),
+		decode: func(s *Spec, data []byte) (Payload, error) {
+			var p T
+			if err := decodeInto(s, data, &p); err != nil {
+				return nil, err
+			}
+			return p, nil
+		},
+	}
+}
+
+var catalog = []Spec{
+	spec[EvidenceCollected](TypeEvidenceCollected, "rt.evidence.<host>.<target-kind>",
+		"the snapshot's target, <kind>:<identifier>", "evidence.collected"),
+	spec[RunnableModified](TypeRunnableModified, "rt.integrity.<host>",
+		"the package as a purl, pkg:pypi/<name>@<version> or pkg:npm/<name>@<version>", "runnable.modified"),
+	spec[Verdict](TypeVerdictPass, "rt.verdict.<host>.pass", "the target, <kind>:<identifier>", "verdict"),
+	spec[Verdict](TypeVerdictDrift, "rt.verdict.<host>.drift", "the target, <kind>:<identifier>", "verdict"),
+	spec[Verdict](TypeVerdictError, "rt.verdict.<host>.error", "the target, <kind>:<identifier>", "verdict"),
+	spec[BaselineChanged](TypeBaselineChanged, "rt.baseline.<target>",
+		"the target, <kind>:<identifier>", "baseline.changed"),
+	spec[AttestationCreated](TypeAttestationCreated, "rt.attestation.<target>",
+		"the target, <kind>:<identifier>", "attestation.created"),
+	spec[CollectionFailed](TypeCollectionFailed, "rt.collect.failed.<host>",
+		"the collector that failed, e.g. codex", "collection.failed"),
+	spec[EventRejected](TypeEventRejected, "rt.dlq.<stream>",
+		"the rejected message, <stream>:<stream-sequence>", "event.rejected"),
+}
+
+var byType = func() map[string]*Spec {
+	m := make(map[string]*Spec, len(catalog))
+	for i := range catalog {
+		m[catalog[i].Type] = &catalog[i]
+	}
+	return m
+}()
+
+// Catalog returns every event type, in a fixed order.
+func Catalog() []Spec { return append([]Spec(nil), catalog...) }
+
+// Lookup returns the spec of an event type.
+func Lookup(typ string) (Spec, bool) {
+	s, ok := byType[typ]
+	if !ok {
+		return Spec{}, false
+	}
+	return *s, true
+}
