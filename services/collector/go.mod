@@ -12,7 +12,14 @@ require (
 
 require (
 	github.com/gowebpki/jcs v1.0.2 // indirect
+	github.com/runtimetruth/runtimetruth/pkg/events v0.0.0
+	github.com/runtimetruth/runtimetruth/pkg/platform v0.0.0
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	golang.org/x/crypto v0.58.0 // indirect
 )
 
 replace github.com/runtimetruth/runtimetruth/pkg/evidence => ../../pkg/evidence
+
+replace github.com/runtimetruth/runtimetruth/pkg/platform => ../../pkg/platform
+
+replace github.com/runtimetruth/runtimetruth/pkg/events => ../../pkg/events
