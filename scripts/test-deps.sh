@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 log() { echo "test-deps: $*" >&2; }
 
 need=()
-for pkg in git ca-certificates; do
+for pkg in git ca-certificates coreutils python3 python3-venv; do
 	dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || need+=("$pkg")
 done
 command -v npm >/dev/null 2>&1 || need+=(npm)

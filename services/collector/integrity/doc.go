@@ -1,0 +1,51 @@
+// Package integrity is the engine behind installed-code integrity checks:
+// it re-hashes the files a package manager installed and compares them with
+// the hashes known to be good (pip's RECORD, a manifest shipped in an npm
+// package, or a snapshot taken on first check).
+//
+// The language-specific packages (integrity/python, integrity/node) decide
+// which files to check and what they should hash to; this package provides
+// what they share:
+//
+//   - Hasher, a pool of workers that hash a slice of Files in place, each
+//     file read once with a per-worker buffer and hash state, so that the
+//     per-file path does not allocate;
+//   - Cache, a stat cache keyed on (device, inode, size, mtime, ctime,
+//     mode) that lets a check skip re-hashing unchanged files, with a full
+//     re-hash forced every FullEvery checks and on demand;
+//   - Store, the state directory: stat caches, first-run snapshots and the
+//     change digests already reported;
+//   - the result model (Result, Change, Status, Source, Baseline), the
+//     change digest used to report each distinct change once, and the
+//     Allowlist of expected changes;
+//   - Data, which flattens results into evidence data.
+//
+// # State directory layout
+//
+//	<dir>/lock                  flock(2) taken around read-modify-write
+//	<dir>/cache/<key>.bin       stat cache of one scope (binary, checksummed)
+//	<dir>/cache/<key>.count     checks since the scope's last full re-hash
+//	<dir>/baseline/<key>.json   first-run snapshot of one package directory
+//	<dir>/reported.json         change digests already reported
+//
+// <key> is the first 32 hex digits of SHA-256 over the scope or directory
+// path. Every file is written to a temporary file in the same directory,
+// fsynced and renamed over the old one (the .count file is not fsynced: a
+// lost count only brings the next full re-hash forward), so a crash leaves
+// either the old or the new version, and a damaged cache is detected by its
+// checksum and discarded (the next check hashes everything).
+//
+// # Cache file format
+//
+// Little-endian, version 2: the magic "RTIC", uint32 version, uint64 entry
+// count, then per entry (sorted by path): the path (uint32 length and
+// bytes), the status it was hashed under (uint64 dev, inode, size, mtime
+// ns, ctime ns; uint32 mode), uint64 generation (the check that last saw
+// it), uint8 algorithm, uint8 digest length and the digest. Then uint64
+// list count and per parsed baseline (a RECORD): its path, its status,
+// generation, uint32 extra count, uint32 file count and per file the
+// index of its entry (or 0xffffffff and the path), the known-good digest
+// (algorithm, length, bytes) and its label (uint16 offset into the path,
+// or 0xffff and the label). Last, the CRC-32C (Castagnoli) of everything
+// before it, which detects a torn or damaged file.
+package integrity

@@ -1,0 +1,117 @@
+//go:build !linux || !(amd64 || arm64 || riscv64 || ppc64 || ppc64le || s390x || loong64 || mips64 || mips64le)
+
+package sysfile
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+)
+
+// errLoop stands for ELOOP where the platform reports a final symbolic
+// link differently.
+var errLoop = errors.New("final path component is a symbolic link")
+
+// File is an open file.
+type File struct {
+	f *os.File
+}
+
+// Open opens the path read-only; a final symbolic link fails with an error
+// IsLoop recognises. Unlike the Linux version it allocates.
+func Open(p *Path) (File, error) {
+	name := p.String()
+	fi, err := os.Lstat(name)
+	if err != nil {
+		return File{}, err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return File{}, errLoop
+	}
+	if !fi.Mode().IsRegular() {
+		// Do not open FIFOs or devices: report the status through Stat.
+		return File{}, &notRegular{fi}
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return File{}, err
+	}
+	return File{f}, nil
+}
+
+// notRegular carries the status of a path that is not a regular file.
+type notRegular struct{ fi fs.FileInfo }
+
+func (e *notRegular) Error() string { return "not a regular file" }
+
+// Stat fills st from the open file.
+func (f File) Stat(st *Stat) error {
+	fi, err := f.f.Stat()
+	if err != nil {
+		return err
+	}
+	fillInfo(st, fi)
+	return nil
+}
+
+// Read reads into b.
+func (f File) Read(b []byte) (int, error) {
+	n, err := f.f.Read(b)
+	if err == io.EOF {
+		err = nil
+	}
+	return n, err
+}
+
+// Close closes the file.
+func (f File) Close() error {
+	if f.f == nil {
+		return nil
+	}
+	return f.f.Close()
+}
+
+// Lstat fills st with the path's status, not following a final symbolic
+// link.
+func Lstat(p *Path, st *Stat) error {
+	fi, err := os.Lstat(p.String())
+	if err != nil {
+		return err
+	}
+	fillInfo(st, fi)
+	return nil
+}
+
+// NotRegularStat returns the status carried by Open's error for a path that
+// is not a regular file.
+func NotRegularStat(err error, st *Stat) bool {
+	var nr *notRegular
+	if errors.As(err, &nr) {
+		fillInfo(st, nr.fi)
+		return true
+	}
+	return false
+}
+
+func fillInfo(st *Stat, fi fs.FileInfo) {
+	*st = Stat{Size: fi.Size(), Mtime: fi.ModTime().UnixNano()}
+	m := fi.Mode()
+	st.Mode = uint32(m.Perm())
+	switch {
+	case m.IsRegular():
+		st.Mode |= ModeRegular
+	case m.IsDir():
+		st.Mode |= ModeDir
+	case m&fs.ModeSymlink != 0:
+		st.Mode |= ModeSymlink
+	}
+	// Device, inode and change time are not read on these platforms: the
+	// cache keys on size, modification time and mode only.
+}
+
+// IsNotExist reports whether err means the path does not exist.
+func IsNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+
+// IsLoop reports whether err is Open's refusal of a final symbolic link.
+func IsLoop(err error) bool { return errors.Is(err, errLoop) }

@@ -1,0 +1,308 @@
+package node
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/runtimetruth/runtimetruth/services/collector/integrity"
+)
+
+// Manifest file names, in the order they are looked for.
+const (
+	// ManifestFile is the manifest WriteManifest writes.
+	ManifestFile = "runtimetruth-files.json"
+	// RunspecManifestFile is runspec's manifest, read as well.
+	RunspecManifestFile = "runspec-files.json"
+	// ManifestFormat is the "format" value of ManifestFile.
+	ManifestFormat = "runtimetruth-files/1"
+)
+
+// isManifestFile reports whether rel (relative to a package directory) is
+// one of the manifest files, which no manifest lists.
+func isManifestFile(rel string) bool { return rel == ManifestFile || rel == RunspecManifestFile }
+
+// Manifest is a package's list of known-good file hashes.
+//
+// ManifestFile (runtimetruth-files.json) is written by WriteManifest:
+//
+//	{
+//	  "format": "runtimetruth-files/1",
+//	  "name": "mytools",
+//	  "version": "1.0.0",
+//	  "files": {
+//	    "index.js": "sha256:<64 hex digits>",
+//	    "lib/util.js": "sha256:<64 hex digits>",
+//	    "package.json": "sha256:<64 hex digits>"
+//	  }
+//	}
+//
+// files maps every path npm pack would publish (slash-separated, relative
+// to the package folder; the manifest itself excluded) to its digest.
+//
+// runspec-files.json, written by runspec's `runspec manifest`, has no
+// published format, so ReadManifest accepts the plausible shapes: an
+// object with "files" as a map of path to hash or as a list of objects
+// with "path" and a hash ("sha256", "sha512", "hash", "digest" or
+// "integrity"), or a bare map of path to hash. A hash may be
+// "sha256:<hex>", "sha256=<urlsafe base64>", SRI "sha256-<base64>" (or
+// sha384/sha512), or 64 bare hex digits (SHA-256).
+type Manifest struct {
+	// File is the manifest's file name.
+	File string
+	// Name and Version are the package's, when the manifest records them.
+	Name, Version string
+	// Files maps paths to known-good digests.
+	Files map[string]integrity.Digest
+}
+
+// ReadManifest reads the manifest of the package in dir: ManifestFile,
+// else RunspecManifestFile. It returns nil and no error when there is
+// neither. Paths that are absolute or leave the package are errors.
+func ReadManifest(dir string) (*Manifest, error) {
+	for _, name := range []string{ManifestFile, RunspecManifestFile} {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read manifest: %w", err)
+		}
+		m, err := ParseManifest(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		m.File = name
+		return m, nil
+	}
+	return nil, nil
+}
+
+// ParseManifest parses either manifest format (see Manifest).
+func ParseManifest(data []byte) (*Manifest, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadManifest, err)
+	}
+	m := &Manifest{Files: map[string]integrity.Digest{}}
+	_ = json.Unmarshal(top["name"], &m.Name)
+	_ = json.Unmarshal(top["version"], &m.Version)
+	if pkg, ok := top["package"]; ok {
+		var p struct{ Name, Version string }
+		if json.Unmarshal(pkg, &p) == nil {
+			m.Name, m.Version = p.Name, p.Version
+		}
+	}
+	raw, ok := top["files"]
+	if !ok {
+		// A bare map of path to hash.
+		for k, v := range top {
+			var h string
+			if json.Unmarshal(v, &h) != nil {
+				return nil, fmt.Errorf("%w: no files", ErrBadManifest)
+			}
+			if err := m.add(k, h); err != nil {
+				return nil, err
+			}
+		}
+		return m, nil
+	}
+	var asMap map[string]json.RawMessage
+	if json.Unmarshal(raw, &asMap) == nil {
+		for p, v := range asMap {
+			h, err := hashOf(v)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %s: %w", ErrBadManifest, p, err)
+			}
+			if err := m.add(p, h); err != nil {
+				return nil, err
+			}
+		}
+		return m, nil
+	}
+	var asList []map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &asList); err != nil {
+		return nil, fmt.Errorf("%w: files is neither a map nor a list", ErrBadManifest)
+	}
+	for i, item := range asList {
+		var p string
+		if json.Unmarshal(item["path"], &p) != nil || p == "" {
+			return nil, fmt.Errorf("%w: files[%d] has no path", ErrBadManifest, i)
+		}
+		delete(item, "path")
+		obj, _ := json.Marshal(item)
+		h, err := hashOf(obj)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrBadManifest, p, err)
+		}
+		if err := m.add(p, h); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// hashOf extracts a hash string from a string or an object with one of
+// the known hash keys.
+func hashOf(v json.RawMessage) (string, error) {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return s, nil
+	}
+	var obj map[string]any
+	if json.Unmarshal(v, &obj) != nil {
+		return "", errors.New("hash is neither a string nor an object")
+	}
+	for _, k := range []string{"sha256", "sha384", "sha512"} {
+		if h, ok := obj[k].(string); ok {
+			if strings.ContainsAny(h, ":=-") {
+				return h, nil
+			}
+			return k + ":" + h, nil
+		}
+	}
+	for _, k := range []string{"hash", "digest", "integrity"} {
+		if h, ok := obj[k].(string); ok {
+			return h, nil
+		}
+	}
+	return "", errors.New("no hash")
+}
+
+func (m *Manifest) add(p, h string) error {
+	clean := path.Clean(p)
+	if p == "" || strings.HasPrefix(p, "/") || clean == ".." || strings.HasPrefix(clean, "../") || strings.ContainsRune(p, 0) || clean != p {
+		return fmt.Errorf("%w: path %q leaves the package or is not clean", ErrBadManifest, p)
+	}
+	d, err := ParseHash(h)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrBadManifest, p, err)
+	}
+	m.Files[p] = d
+	return nil
+}
+
+// ParseHash parses a manifest hash: "sha256:<hex>", "sha256=<urlsafe
+// base64>", SRI "sha256-<base64>" (any supported algorithm), or 64 bare
+// hex digits.
+func ParseHash(h string) (integrity.Digest, error) {
+	if i := strings.IndexAny(h, ":=-"); i > 0 {
+		name, value := h[:i], h[i+1:]
+		switch h[i] {
+		case ':':
+			return integrity.ParseHex(h)
+		case '=':
+			return integrity.ParseRecordHash(h)
+		case '-':
+			a, err := integrity.ParseAlgorithm(name)
+			if err != nil {
+				return integrity.Digest{}, err
+			}
+			b, err := base64.StdEncoding.DecodeString(value)
+			if err != nil {
+				return integrity.Digest{}, fmt.Errorf("%w: %s", integrity.ErrBadDigest, h)
+			}
+			var d integrity.Digest
+			return d, d.SetBytes(a, b)
+		}
+	}
+	if len(h) == 64 {
+		if _, err := hex.DecodeString(h); err == nil {
+			return integrity.ParseHex(h)
+		}
+	}
+	return integrity.Digest{}, fmt.Errorf("%w: %q", integrity.ErrBadDigest, h)
+}
+
+// WriteManifest hashes every file PackList(dir) returns (except the
+// manifests themselves) and writes ManifestFile into dir, atomically. It
+// returns the manifest written. Run it as the last step of prepack, after
+// the build, and add runtimetruth-files.json to package.json "files" when
+// the package has such a list.
+func WriteManifest(ctx context.Context, dir string) (*Manifest, error) {
+	pkg, err := readPackageJSON(dir)
+	if err != nil {
+		return nil, fmt.Errorf("write manifest: %w", err)
+	}
+	list, err := PackList(dir)
+	if err != nil {
+		return nil, fmt.Errorf("write manifest: %w", err)
+	}
+	files := make([]integrity.File, 0, len(list))
+	for _, p := range list {
+		if !isManifestFile(p) {
+			files = append(files, integrity.File{Dir: dir, Rel: p})
+		}
+	}
+	var h integrity.Hasher
+	if err := h.Run(ctx, files, nil); err != nil {
+		return nil, fmt.Errorf("write manifest: %w", err)
+	}
+	m := &Manifest{File: ManifestFile, Name: pkg.Name, Version: pkg.Version, Files: map[string]integrity.Digest{}}
+	doc := struct {
+		Format  string            `json:"format"`
+		Name    string            `json:"name"`
+		Version string            `json:"version"`
+		Files   map[string]string `json:"files"`
+	}{ManifestFormat, pkg.Name, pkg.Version, map[string]string{}}
+	for i := range files {
+		f := &files[i]
+		if f.State != integrity.FileHashed {
+			return nil, fmt.Errorf("write manifest: %s: %s", f.Rel, f.State)
+		}
+		m.Files[f.Rel] = f.Got
+		doc.Files[f.Rel] = f.Got.String()
+	}
+	data, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("write manifest: %w", err)
+	}
+	if err := writeFileAtomic(filepath.Join(dir, ManifestFile), append(data, '\n')); err != nil {
+		return nil, fmt.Errorf("write manifest: %w", err)
+	}
+	return m, nil
+}
+
+// Paths returns the manifest's paths, sorted.
+func (m *Manifest) Paths() []string {
+	out := make([]string, 0, len(m.Files))
+	for p := range m.Files {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func writeFileAtomic(name string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp, name)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+	}
+	return err
+}

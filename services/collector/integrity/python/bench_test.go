@@ -1,0 +1,380 @@
+package python_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/runtimetruth/runtimetruth/services/collector/integrity"
+	"github.com/runtimetruth/runtimetruth/services/collector/integrity/internal/sysfile"
+	"github.com/runtimetruth/runtimetruth/services/collector/integrity/python"
+)
+
+// benchCorpus is a generated environment shaped like a real
+// site-packages: by default ~30,000 hashed files totalling ~200 MB in 100
+// distributions (log-normal sizes, median ~2.5 KB, a few files of
+// megabytes), each RECORD also listing unhashed byte-code and a console
+// script in ../../../bin. RT_BENCH_FILES, RT_BENCH_MB and RT_BENCH_DISTS
+// change the shape (e.g. RT_BENCH_FILES=3000 RT_BENCH_MB=20 for a quick
+// run); RT_BENCH_DIR keeps the corpus in a directory of your choice.
+type benchCorpus struct {
+	prefix string
+	paths  []string // absolute paths of every hashed file
+	bytes  int64
+}
+
+var (
+	corpusOnce sync.Once
+	corpus     *benchCorpus
+	corpusErr  error
+	corpusTemp string
+)
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+func removeBenchCorpus() {
+	if corpusTemp != "" {
+		_ = os.RemoveAll(corpusTemp)
+	}
+}
+
+func loadCorpus(b *testing.B) *benchCorpus {
+	b.Helper()
+	corpusOnce.Do(func() {
+		files, mb, dists := envInt("RT_BENCH_FILES", 30000), envInt("RT_BENCH_MB", 200), envInt("RT_BENCH_DISTS", 100)
+		dir := os.Getenv("RT_BENCH_DIR")
+		if dir == "" {
+			dir, corpusErr = os.MkdirTemp("", "rt-integrity-bench-")
+			if corpusErr != nil {
+				return
+			}
+			corpusTemp = dir
+		}
+		corpus, corpusErr = buildCorpus(dir, files, int64(mb)<<20, dists)
+	})
+	if corpusErr != nil {
+		b.Fatal(corpusErr)
+	}
+	return corpus
+}
+
+func buildCorpus(dir string, files int, total int64, dists int) (*benchCorpus, error) {
+	prefix := filepath.Join(dir, "venv")
+	site := filepath.Join(prefix, "lib", "python3.11", "site-packages")
+	marker := filepath.Join(dir, fmt.Sprintf("corpus-%d-%d-%d", files, total, dists))
+	rng := rand.New(rand.NewPCG(1, 2))
+	// Log-normal sizes scaled to the target total.
+	sizes := make([]float64, files)
+	var sum float64
+	for i := range sizes {
+		sizes[i] = math.Exp(7.8 + 1.3*rng.NormFloat64())
+		sum += sizes[i]
+	}
+	c := &benchCorpus{prefix: prefix}
+	_, statErr := os.Stat(marker)
+	fresh := statErr != nil
+	if fresh {
+		if err := os.RemoveAll(prefix); err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(filepath.Join(prefix, "bin"), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(prefix, "pyvenv.cfg"), []byte("version = 3.11.7\n"), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	buf := make([]byte, 8<<20)
+	for i := range buf {
+		buf[i] = byte(rng.Uint32())
+	}
+	per := (files + dists - 1) / dists
+	for d := 0; d < dists; d++ {
+		name := fmt.Sprintf("dist%03d", d)
+		info := filepath.Join(site, name+"-1.0.dist-info")
+		var rec strings.Builder
+		for j := 0; j < per && d*per+j < files; j++ {
+			i := d*per + j
+			size := int(sizes[i] / sum * float64(total))
+			size = min(size, len(buf)-64)
+			rel := fmt.Sprintf("%s/sub%d/mod%d/file%d.py", name, j%5, j%17, j)
+			data := buf[i%64 : i%64+size]
+			if j == 0 {
+				rel = "../../../bin/" + name // a console script
+			}
+			abs := filepath.Clean(filepath.Join(site, rel))
+			if fresh {
+				if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+					return nil, err
+				}
+				if err := os.WriteFile(abs, data, 0o644); err != nil {
+					return nil, err
+				}
+			}
+			h := sha256.Sum256(data)
+			fmt.Fprintf(&rec, "%s,sha256=%s,%d\n", rel, base64.RawURLEncoding.EncodeToString(h[:]), size)
+			if j > 0 {
+				fmt.Fprintf(&rec, "%s/sub%d/mod%d/__pycache__/file%d.cpython-311.pyc,,\n", name, j%5, j%17, j)
+			}
+			c.paths = append(c.paths, abs)
+			c.bytes += int64(size)
+		}
+		rec.WriteString(name + "-1.0.dist-info/RECORD,,\n")
+		if fresh {
+			if err := os.MkdirAll(info, 0o755); err != nil {
+				return nil, err
+			}
+			meta := fmt.Sprintf("Metadata-Version: 2.1\nName: %s\nVersion: 1.0\nRequires-Dist: dist%03d\n", name, (d+1)%dists)
+			if err := os.WriteFile(filepath.Join(info, "METADATA"), []byte(meta), 0o644); err != nil {
+				return nil, err
+			}
+			if err := os.WriteFile(filepath.Join(info, "RECORD"), []byte(rec.String()), 0o644); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if fresh {
+		if err := os.WriteFile(marker, nil, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// parallel runs fn over every path with GOMAXPROCS workers, each with its
+// own state from newState.
+func parallel[S any](paths []string, newState func() S, fn func(S, *sysfile.Path, string)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			s := newState()
+			var p sysfile.Path
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(paths) {
+					return
+				}
+				fn(s, &p, paths[i])
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// readAll reads every file once, in parallel, with the same system calls
+// the hasher makes (open, fstat, read up to the size, close) and no
+// hashing: the floor for a full verify.
+func readAll(paths []string) {
+	parallel(paths, func() []byte { return make([]byte, integrity.DefaultBufferSize) }, func(buf []byte, p *sysfile.Path, path string) {
+		p.Set("", path)
+		f, err := sysfile.Open(p)
+		if err != nil {
+			panic(err)
+		}
+		var st sysfile.Stat
+		if err := f.Stat(&st); err != nil {
+			panic(err)
+		}
+		for n := int64(0); n < st.Size; {
+			k, err := f.Read(buf)
+			if err != nil || k == 0 {
+				break
+			}
+			n += int64(k)
+		}
+		_ = f.Close()
+	})
+}
+
+// lstatAll lstats every file in parallel: the floor for a cached check.
+func lstatAll(paths []string) {
+	parallel(paths, func() *sysfile.Stat { return &sysfile.Stat{} }, func(st *sysfile.Stat, p *sysfile.Path, path string) {
+		p.Set("", path)
+		if err := sysfile.Lstat(p, st); err != nil {
+			panic(err)
+		}
+	})
+}
+
+// sha256sumAll runs coreutils sha256sum over the files, GOMAXPROCS
+// processes at a time, 1,000 files per process.
+func sha256sumAll(b *testing.B, paths []string) {
+	const chunk = 1000
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(chunk)) - chunk
+				if i >= len(paths) {
+					return
+				}
+				cmd := exec.Command("sha256sum", paths[i:min(i+chunk, len(paths))]...)
+				if err := cmd.Run(); err != nil {
+					failed.Store(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		b.Fatal("sha256sum:", err)
+	}
+}
+
+// BenchmarkIntegrity measures a full verify against reading the same
+// files and against sha256sum, and a cached check against lstat, in one
+// run. Each has its own sub-benchmark (ratio-* metrics divide the
+// verify's time by its baseline's, measured just before); "interleaved"
+// runs all five round by round and reports the medians and their ratios,
+// which hold up better on a busy machine. Goals: full ≤ 1.5× read and
+// < 1× sha256sum; cached ≤ 1.5× lstat.
+//
+//	go test -run '^$' -bench BenchmarkIntegrity -benchtime 5x ./integrity/python
+func BenchmarkIntegrity(b *testing.B) {
+	if _, err := exec.LookPath("sha256sum"); err != nil {
+		b.Fatal("sha256sum (coreutils) is required")
+	}
+	c := loadCorpus(b)
+	ctx := context.Background()
+	env, err := python.Open(ctx, c.prefix, python.OpenOptions{NoExec: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	readAll(c.paths) // warm the page cache
+	per := map[string]time.Duration{}
+	measure := func(name string, fn func(b *testing.B)) {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(c.bytes)
+			b.ResetTimer()
+			for b.Loop() {
+				fn(b)
+			}
+			d := b.Elapsed() / time.Duration(b.N)
+			per[name] = d
+			b.ReportMetric(float64(len(c.paths))/d.Seconds(), "files/s")
+			switch name {
+			case "verify-full":
+				b.ReportMetric(ratio(d, per["parallel-read"]), "ratio-vs-read")
+				b.ReportMetric(ratio(d, per["sha256sum"]), "ratio-vs-sha256sum")
+			case "verify-cached":
+				b.ReportMetric(ratio(d, per["parallel-lstat"]), "ratio-vs-lstat")
+			}
+		})
+	}
+	verify := func(opts python.Options) func(b *testing.B) {
+		return func(b *testing.B) {
+			opts.All = true
+			rep, err := python.Verify(ctx, env, opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(rep.Modified())+len(rep.Errors()) > 0 {
+				b.Fatalf("corpus does not verify: %s", rep.Summary())
+			}
+		}
+	}
+	measure("parallel-read", func(*testing.B) { readAll(c.paths) })
+	measure("sha256sum", func(b *testing.B) { sha256sumAll(b, c.paths) })
+	measure("verify-full", verify(python.Options{}))
+
+	store, err := integrity.OpenStore(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	store.FullEvery = math.MaxInt32 // measure cached checks only
+	verify(python.Options{Store: store})(b)
+	measure("parallel-lstat", func(*testing.B) { lstatAll(c.paths) })
+	measure("verify-cached", verify(python.Options{Store: store}))
+
+	// The same five measurements interleaved, round by round, so that
+	// load from other processes affects them alike; medians of the rounds.
+	b.Run("interleaved", func(b *testing.B) {
+		names := []string{"parallel-read", "sha256sum", "verify-full", "parallel-lstat", "verify-cached"}
+		fns := map[string]func(*testing.B){
+			"parallel-read":  func(*testing.B) { readAll(c.paths) },
+			"sha256sum":      func(b *testing.B) { sha256sumAll(b, c.paths) },
+			"verify-full":    verify(python.Options{}),
+			"parallel-lstat": func(*testing.B) { lstatAll(c.paths) },
+			"verify-cached":  verify(python.Options{Store: store}),
+		}
+		rounds := map[string][]time.Duration{}
+		cpus := map[string][]time.Duration{}
+		for b.Loop() {
+			for _, n := range names {
+				c0, t := cpuTime(), time.Now()
+				fns[n](b)
+				rounds[n] = append(rounds[n], time.Since(t))
+				cpus[n] = append(cpus[n], cpuTime()-c0)
+			}
+		}
+		med, cpu := map[string]time.Duration{}, map[string]time.Duration{}
+		for _, n := range names {
+			med[n], cpu[n] = median(rounds[n]), median(cpus[n])
+			b.ReportMetric(ms(med[n]), n+"-ms")
+		}
+		cpuFull, cpuCached := ratio(cpu["verify-full"], cpu["parallel-read"]), ratio(cpu["verify-cached"], cpu["parallel-lstat"])
+		b.ReportMetric(cpuFull, "cpu-full/read")
+		b.ReportMetric(cpuCached, "cpu-cached/lstat")
+		full, cached := ratio(med["verify-full"], med["parallel-read"]), ratio(med["verify-cached"], med["parallel-lstat"])
+		vsSum := ratio(med["verify-full"], med["sha256sum"])
+		b.ReportMetric(full, "full/read")
+		b.ReportMetric(vsSum, "full/sha256sum")
+		b.ReportMetric(cached, "cached/lstat")
+		fmt.Fprintf(os.Stderr, "integrity bench: %d files, %.0f MB, %d workers, %d rounds (medians)\n"+
+			"  full verify   %8.1f ms = %.2fx parallel read (%.1f ms), %.2fx parallel sha256sum (%.1f ms)\n"+
+			"  cached check  %8.1f ms = %.2fx parallel lstat (%.1f ms)\n"+
+			"  CPU time (user+system, children included): full %.0f ms = %.2fx read (%.0f ms), %.2fx sha256sum (%.0f ms); cached %.0f ms = %.2fx lstat (%.0f ms)\n",
+			len(c.paths), float64(c.bytes)/(1<<20), runtime.GOMAXPROCS(0), len(rounds["verify-full"]),
+			ms(med["verify-full"]), full, ms(med["parallel-read"]), vsSum, ms(med["sha256sum"]),
+			ms(med["verify-cached"]), cached, ms(med["parallel-lstat"]),
+			ms(cpu["verify-full"]), cpuFull, ms(cpu["parallel-read"]), ratio(cpu["verify-full"], cpu["sha256sum"]), ms(cpu["sha256sum"]),
+			ms(cpu["verify-cached"]), cpuCached, ms(cpu["parallel-lstat"]))
+	})
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+// cpuTime is the user and system time of this process and its waited-for
+// children (sha256sum).
+func cpuTime() time.Duration {
+	var self, kids syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids)
+	return time.Duration(self.Utime.Nano() + self.Stime.Nano() + kids.Utime.Nano() + kids.Stime.Nano())
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func ratio(a, b time.Duration) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}

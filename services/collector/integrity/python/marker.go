@@ -1,0 +1,284 @@
+package python
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Environment holds PEP 508 marker variables (python_version,
+// sys_platform, extra, ...), keyed by their canonical names.
+type Environment map[string]string
+
+// markerVars are the PEP 508 variables, with the legacy dotted spellings
+// packaging still accepts mapped to them.
+var markerVars = map[string]string{
+	"implementation_name":            "implementation_name",
+	"implementation_version":         "implementation_version",
+	"os_name":                        "os_name",
+	"platform_machine":               "platform_machine",
+	"platform_release":               "platform_release",
+	"platform_system":                "platform_system",
+	"platform_version":               "platform_version",
+	"python_full_version":            "python_full_version",
+	"platform_python_implementation": "platform_python_implementation",
+	"python_version":                 "python_version",
+	"sys_platform":                   "sys_platform",
+	"extra":                          "extra",
+	"os.name":                        "os_name",
+	"sys.platform":                   "sys_platform",
+	"platform.version":               "platform_version",
+	"platform.machine":               "platform_machine",
+	"platform.python_implementation": "platform_python_implementation",
+	"python_implementation":          "platform_python_implementation",
+}
+
+// Marker is a parsed PEP 508 environment marker.
+type Marker struct {
+	root markerNode
+}
+
+type markerNode interface {
+	eval(env Environment) (bool, error)
+}
+
+type markerOr struct{ l, r markerNode }
+type markerAnd struct{ l, r markerNode }
+
+type markerCmp struct {
+	lhs, rhs markerValue
+	op       string
+}
+
+type markerValue struct {
+	variable string // canonical variable name, or "" for a literal
+	literal  string
+}
+
+func (n markerOr) eval(env Environment) (bool, error) {
+	l, err := n.l.eval(env)
+	if err != nil {
+		return false, err
+	}
+	if l {
+		return true, nil
+	}
+	return n.r.eval(env)
+}
+
+func (n markerAnd) eval(env Environment) (bool, error) {
+	l, err := n.l.eval(env)
+	if err != nil || !l {
+		return false, err
+	}
+	return n.r.eval(env)
+}
+
+func (v markerValue) value(env Environment) string {
+	if v.variable == "" {
+		return v.literal
+	}
+	return env[v.variable]
+}
+
+func (n markerCmp) eval(env Environment) (bool, error) {
+	lhs, rhs := n.lhs.value(env), n.rhs.value(env)
+	if n.lhs.variable == "extra" || n.rhs.variable == "extra" {
+		// Extras compare as normalized names.
+		lhs, rhs = normalizeName(lhs), normalizeName(rhs)
+	}
+	switch n.op {
+	case "in":
+		return strings.Contains(rhs, lhs), nil
+	case "not in":
+		return !strings.Contains(rhs, lhs), nil
+	}
+	if sp, ok := parseSpecifier(n.op + rhs); ok {
+		return sp.contains(lhs), nil
+	}
+	switch n.op {
+	case "==":
+		return lhs == rhs, nil
+	case "!=":
+		return lhs != rhs, nil
+	case "<":
+		return lhs < rhs, nil
+	case "<=":
+		return lhs <= rhs, nil
+	case ">":
+		return lhs > rhs, nil
+	case ">=":
+		return lhs >= rhs, nil
+	}
+	return false, fmt.Errorf("%w: %q %s %q", ErrUndefinedComparison, lhs, n.op, rhs)
+}
+
+// Evaluate evaluates the marker in env. A comparison packaging cannot
+// make (e.g. "~=" between strings that are not versions) is an error
+// wrapping ErrUndefinedComparison.
+func (m *Marker) Evaluate(env Environment) (bool, error) {
+	if m == nil || m.root == nil {
+		return true, nil
+	}
+	return m.root.eval(env)
+}
+
+// maxMarkerDepth bounds parenthesis nesting.
+const maxMarkerDepth = 64
+
+// ParseMarker parses a PEP 508 marker expression.
+func ParseMarker(s string) (*Marker, error) {
+	p := markerParser{s: s}
+	n, err := p.or(0)
+	if err != nil {
+		return nil, err
+	}
+	p.space()
+	if p.i != len(p.s) {
+		return nil, p.errorf("unexpected %q", p.s[p.i:])
+	}
+	return &Marker{root: n}, nil
+}
+
+type markerParser struct {
+	s string
+	i int
+}
+
+func (p *markerParser) errorf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s at offset %d in %q", ErrBadMarker, fmt.Sprintf(format, args...), p.i, p.s)
+}
+
+func (p *markerParser) space() {
+	for p.i < len(p.s) && (p.s[p.i] == ' ' || p.s[p.i] == '\t') {
+		p.i++
+	}
+}
+
+// keyword consumes word when it is next and followed by a non-identifier
+// character.
+func (p *markerParser) keyword(word string) bool {
+	p.space()
+	if !strings.HasPrefix(p.s[p.i:], word) {
+		return false
+	}
+	j := p.i + len(word)
+	if j < len(p.s) && isIdent(p.s[j]) {
+		return false
+	}
+	p.i = j
+	return true
+}
+
+func isIdent(c byte) bool {
+	return c == '_' || c == '.' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+func (p *markerParser) or(depth int) (markerNode, error) {
+	l, err := p.and(depth)
+	if err != nil {
+		return nil, err
+	}
+	for p.keyword("or") {
+		r, err := p.and(depth)
+		if err != nil {
+			return nil, err
+		}
+		l = markerOr{l, r}
+	}
+	return l, nil
+}
+
+func (p *markerParser) and(depth int) (markerNode, error) {
+	l, err := p.atom(depth)
+	if err != nil {
+		return nil, err
+	}
+	for p.keyword("and") {
+		r, err := p.atom(depth)
+		if err != nil {
+			return nil, err
+		}
+		l = markerAnd{l, r}
+	}
+	return l, nil
+}
+
+func (p *markerParser) atom(depth int) (markerNode, error) {
+	p.space()
+	if p.i < len(p.s) && p.s[p.i] == '(' {
+		if depth >= maxMarkerDepth {
+			return nil, p.errorf("nested too deeply")
+		}
+		p.i++
+		n, err := p.or(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		p.space()
+		if p.i >= len(p.s) || p.s[p.i] != ')' {
+			return nil, p.errorf("expected )")
+		}
+		p.i++
+		return n, nil
+	}
+	lhs, err := p.value()
+	if err != nil {
+		return nil, err
+	}
+	op, err := p.op()
+	if err != nil {
+		return nil, err
+	}
+	rhs, err := p.value()
+	if err != nil {
+		return nil, err
+	}
+	return markerCmp{lhs: lhs, rhs: rhs, op: op}, nil
+}
+
+func (p *markerParser) value() (markerValue, error) {
+	p.space()
+	if p.i >= len(p.s) {
+		return markerValue{}, p.errorf("expected a variable or string")
+	}
+	if q := p.s[p.i]; q == '\'' || q == '"' {
+		end := strings.IndexByte(p.s[p.i+1:], q)
+		if end < 0 {
+			return markerValue{}, p.errorf("unterminated string")
+		}
+		v := markerValue{literal: p.s[p.i+1 : p.i+1+end]}
+		p.i += end + 2
+		return v, nil
+	}
+	j := p.i
+	for j < len(p.s) && isIdent(p.s[j]) {
+		j++
+	}
+	name := p.s[p.i:j]
+	canon, ok := markerVars[name]
+	if !ok {
+		return markerValue{}, p.errorf("unknown marker variable %q", name)
+	}
+	p.i = j
+	return markerValue{variable: canon}, nil
+}
+
+func (p *markerParser) op() (string, error) {
+	p.space()
+	for _, op := range []string{"===", "==", "!=", "<=", ">=", "~=", "<", ">"} {
+		if strings.HasPrefix(p.s[p.i:], op) {
+			p.i += len(op)
+			return op, nil
+		}
+	}
+	if p.keyword("in") {
+		return "in", nil
+	}
+	if p.keyword("not") {
+		if p.keyword("in") {
+			return "not in", nil
+		}
+		return "", p.errorf("expected in after not")
+	}
+	return "", p.errorf("expected a comparison operator")
+}

@@ -1,0 +1,6 @@
+//go:build !unix
+
+package python
+
+func unameRelease() string { return "" }
+func unameVersion() string { return "" }

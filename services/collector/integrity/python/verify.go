@@ -1,0 +1,332 @@
+package python
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+
+	"github.com/runtimetruth/runtimetruth/services/collector/integrity"
+)
+
+// Options select what Verify checks and how.
+type Options struct {
+	// Roots are the distributions to check (names, any spelling PEP 503
+	// normalizes alike), each with its direct dependencies: METADATA
+	// Requires-Dist whose marker holds for the environment (with no extra
+	// requested). Dependencies that are not installed are left out.
+	Roots []string
+	// All checks every installed distribution instead.
+	All bool
+	// Allow lists expected changes; nil expects none.
+	Allow *integrity.Allowlist
+	// Store keeps the stat cache; nil hashes every file.
+	Store *integrity.Store
+	// NoCache re-hashes every file even when a stat cache is available.
+	NoCache bool
+	// Workers is the number of hashing workers; 0 means GOMAXPROCS.
+	Workers int
+}
+
+// Select returns the distributions Options ask for, from dists: the roots
+// in the order given, then their direct dependencies in the order they are
+// declared, each once; or, with all, every distribution. A root that is
+// not installed fails with ErrNotInstalled.
+func (e *Env) Select(dists []*Distribution, roots []string, all bool) ([]*Distribution, error) {
+	if all {
+		return dists, nil
+	}
+	if len(roots) == 0 {
+		return nil, ErrNoScope
+	}
+	byKey := make(map[string]*Distribution, len(dists))
+	for _, d := range dists {
+		byKey[d.Key] = d
+	}
+	var out []*Distribution
+	seen := map[string]bool{}
+	var missing []string
+	var rootDists []*Distribution
+	for _, r := range roots {
+		d := byKey[normalizeName(r)]
+		if d == nil {
+			missing = append(missing, r)
+			continue
+		}
+		rootDists = append(rootDists, d)
+		if !seen[d.Key] {
+			seen[d.Key] = true
+			out = append(out, d)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%w: %s", ErrNotInstalled, strings.Join(missing, ", "))
+	}
+	for _, root := range rootDists {
+		for _, dep := range e.DirectDependencies(root) {
+			if d := byKey[dep]; d != nil && !seen[d.Key] {
+				seen[d.Key] = true
+				out = append(out, d)
+			}
+		}
+	}
+	return out, nil
+}
+
+// DirectDependencies returns the normalized names of d's Requires-Dist
+// entries whose markers hold in the environment. A marker that cannot be
+// evaluated counts as holding, so the dependency is checked rather than
+// silently left out.
+func (e *Env) DirectDependencies(d *Distribution) []string {
+	var out []string
+	for _, r := range d.Requires {
+		ok, err := r.Marker.Evaluate(e.Markers)
+		if err != nil || ok {
+			out = append(out, r.Key())
+		}
+	}
+	return out
+}
+
+// Owner returns the distribution whose RECORD lists file (compared as
+// cleaned absolute paths), for finding the package that ships a
+// runnable's files. ok is false when none does.
+func (e *Env) Owner(dists []*Distribution, file string) (d *Distribution, ok bool, err error) {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return nil, false, err
+	}
+	for _, d := range dists {
+		if d.EggInfo {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(d.InfoDir, "RECORD"))
+		if err != nil {
+			continue
+		}
+		entries, err := ParseRecord(data)
+		if err != nil {
+			continue
+		}
+		for _, ent := range entries {
+			dir, rel, err := e.resolve(d.Site, ent.Path)
+			if err != nil {
+				continue
+			}
+			if dir != "" {
+				rel = dir + "/" + rel
+			}
+			if filepath.Clean(filepath.FromSlash(rel)) == abs {
+				return d, true, nil
+			}
+		}
+	}
+	return nil, false, nil
+}
+
+// resolve turns a RECORD path into the (dir, rel) pair the hasher opens,
+// rejecting paths that leave the environment. The common case, a clean
+// relative path, needs no allocation.
+func (e *Env) resolve(site, p string) (dir, rel string, err error) {
+	if !strings.HasPrefix(p, "/") && cleanRel(p) {
+		return site, p, nil
+	}
+	var full string
+	if strings.HasPrefix(p, "/") {
+		full = path.Clean(p)
+	} else {
+		full = path.Clean(filepath.ToSlash(site) + "/" + p)
+	}
+	root := filepath.ToSlash(e.Prefix)
+	if full != root && !strings.HasPrefix(full, strings.TrimSuffix(root, "/")+"/") {
+		return "", "", fmt.Errorf("%w: %q", ErrEscape, p)
+	}
+	return "", full, nil
+}
+
+// cleanRel reports whether p is a relative path with no empty, "." or
+// ".." segment (so it stays under the directory it is relative to).
+func cleanRel(p string) bool {
+	if p == "" {
+		return false
+	}
+	for seg := range strings.SplitSeq(p, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return true
+}
+
+// Verify checks the distributions Options select: each file its RECORD
+// lists with a hash is hashed again and compared. Editable installs are
+// skipped, legacy .egg-info distributions (no RECORD) are skipped, and a
+// distribution whose RECORD is missing, malformed or lists a path outside
+// the environment is an error (none of its files is opened). A listed file
+// that is missing, is now a symbolic link or is no longer a regular file
+// counts as modified.
+func Verify(ctx context.Context, env *Env, opts Options) (*integrity.Report, error) {
+	// Load the stat cache while the distributions are listed.
+	type opened struct {
+		c   *integrity.Cache
+		err error
+	}
+	cacheCh := make(chan opened, 1)
+	if opts.Store != nil {
+		go func() {
+			c, err := opts.Store.Cache(env.Prefix, opts.NoCache)
+			cacheCh <- opened{c, err}
+		}()
+	} else {
+		cacheCh <- opened{}
+	}
+	dists, err := env.Distributions()
+	if err == nil {
+		dists, err = env.Select(dists, opts.Roots, opts.All)
+	}
+	oc := <-cacheCh
+	if err != nil {
+		return nil, err
+	}
+	if oc.err != nil {
+		return nil, oc.err
+	}
+	sel := dists
+	rep := &integrity.Report{Root: env.Prefix, Results: make([]integrity.Result, len(sel))}
+	plans, stats, err := env.hash(ctx, sel, rep.Results, oc.c, opts)
+	if err != nil {
+		return nil, err
+	}
+	rep.Full, rep.Hashed, rep.Cached = stats.Full, stats.Hashed, stats.Cached
+	for i := range plans {
+		p := &plans[i]
+		r := &rep.Results[i]
+		var errs []string
+		for j := range p.files {
+			f := &p.files[j]
+			if f.State == integrity.FileError {
+				errs = append(errs, fmt.Sprintf("%s: %v", p.paths[j], f.Err))
+				continue
+			}
+			if c, changed := integrity.ChangeFor(f, p.paths[j]); changed {
+				r.Changes = append(r.Changes, c)
+			}
+		}
+		if len(errs) > 0 {
+			r.Status = integrity.StatusError
+			r.Reason = "cannot read " + strings.Join(errs, "; ")
+		}
+		r.Finish(opts.Allow)
+	}
+	return rep, nil
+}
+
+// plan is one distribution's files to hash.
+type plan struct {
+	files []integrity.File
+	paths []string // RECORD paths, parallel to files
+}
+
+// hash plans every selected distribution and hashes its files, as a
+// pipeline: RECORDs are parsed (or taken from the cache) while the files
+// of the distributions already planned are being hashed.
+func (e *Env) hash(ctx context.Context, sel []*Distribution, results []integrity.Result, cache *integrity.Cache, opts Options) ([]plan, integrity.CheckStats, error) {
+	work := make(chan []integrity.File, 64)
+	hashed := make(chan error, 1)
+	go func() {
+		h := integrity.Hasher{Workers: opts.Workers}
+		hashed <- h.RunGroups(ctx, work, cache)
+	}()
+	plans := make([]plan, len(sel))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))
+	for i, d := range sel {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			plans[i] = e.plan(d, &results[i], cache)
+			files := plans[i].files
+			for len(files) > 0 {
+				n := min(len(files), integrity.GroupSize)
+				work <- files[:n:n]
+				files = files[n:]
+			}
+		})
+	}
+	wg.Wait()
+	close(work)
+	if err := <-hashed; err != nil {
+		return nil, integrity.CheckStats{}, err
+	}
+	st := integrity.CheckStats{Full: cache.Full()}
+	for i := range plans {
+		h, c := integrity.Stats(plans[i].files)
+		st.Hashed += h
+		st.Cached += c
+		cache.Update(plans[i].files)
+	}
+	st.CacheErr = cache.Commit()
+	return plans, st, nil
+}
+
+func (e *Env) plan(d *Distribution, r *integrity.Result, cache *integrity.Cache) plan {
+	*r = integrity.Result{
+		Name: d.Name, Version: d.Version, Location: d.InfoDir,
+		Source: d.Source(), Baseline: integrity.BaselineRecord, Status: integrity.StatusOK,
+	}
+	switch {
+	case d.EggInfo:
+		r.Status, r.Baseline, r.Reason = integrity.StatusSkipped, integrity.BaselineNone, "egg-info distribution: no RECORD"
+		return plan{}
+	case r.Source == integrity.SourceEditable:
+		r.Status, r.Baseline, r.Reason = integrity.StatusSkipped, integrity.BaselineNone, "editable install"
+		return plan{}
+	}
+	recordPath := filepath.Join(d.InfoDir, "RECORD")
+	src := cache.Source(recordPath)
+	if l, ok := cache.List(recordPath, src); ok {
+		r.Files, r.Unchecked = len(l.Files), l.Extra
+		return plan{files: l.Files, paths: l.Labels}
+	}
+	data, err := os.ReadFile(recordPath)
+	if err != nil {
+		r.Status, r.Reason = integrity.StatusError, "read RECORD: "+errText(err)
+		return plan{}
+	}
+	n := bytesCount(data, '\n') + 1
+	p := plan{files: make([]integrity.File, 0, n/2+1), paths: make([]string, 0, n/2+1)}
+	err = eachRecordEntry(data, func(ent *RecordEntry) error {
+		if ent.Hash.IsZero() {
+			r.Unchecked++
+			return nil
+		}
+		dir, rel, err := e.resolve(d.Site, ent.Path)
+		if err != nil {
+			return err
+		}
+		p.files = append(p.files, integrity.File{Dir: dir, Rel: rel, Want: ent.Hash})
+		p.paths = append(p.paths, ent.Path)
+		return nil
+	})
+	if err != nil {
+		r.Status, r.Reason = integrity.StatusError, err.Error()
+		r.Unchecked, r.Files = 0, 0
+		return plan{}
+	}
+	r.Files = len(p.files)
+	cache.PutList(recordPath, src, &integrity.List{Files: p.files, Labels: p.paths, Extra: r.Unchecked})
+	return p
+}
+
+func errText(err error) string {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}

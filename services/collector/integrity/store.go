@@ -1,0 +1,298 @@
+package integrity
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+)
+
+// Store defaults.
+const (
+	// DefaultFullEvery is how often (in checks of one scope) the cache is
+	// bypassed and every file re-hashed.
+	DefaultFullEvery = 20
+	// DefaultMaxEntries bounds the entries of one scope's stat cache.
+	DefaultMaxEntries = 1 << 20
+	// DefaultMaxCaches bounds the number of scopes with a stat cache; the
+	// least recently written are removed.
+	DefaultMaxCaches = 32
+	// DefaultMaxReported bounds the remembered change digests; the oldest
+	// are forgotten first.
+	DefaultMaxReported = 4096
+)
+
+// Store is the integrity state under one directory (see the package
+// documentation for the layout). Its methods are safe for concurrent use by
+// several processes: read-modify-write sequences hold an exclusive flock.
+type Store struct {
+	dir string
+	// FullEvery forces a full re-hash every FullEvery checks of a scope;
+	// values below 1 mean DefaultFullEvery.
+	FullEvery int
+	// MaxEntries bounds one scope's stat cache; 0 means DefaultMaxEntries.
+	MaxEntries int
+	// MaxCaches bounds the number of cached scopes; 0 means
+	// DefaultMaxCaches.
+	MaxCaches int
+	// MaxReported bounds the remembered change digests; 0 means
+	// DefaultMaxReported.
+	MaxReported int
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+}
+
+// OpenStore opens (creating it with mode 0700 when needed) the state
+// directory dir.
+func OpenStore(dir string) (*Store, error) {
+	if dir == "" {
+		return nil, errors.New("open integrity state: empty directory")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open integrity state %s: %w", dir, err)
+	}
+	for _, d := range []string{abs, filepath.Join(abs, "cache"), filepath.Join(abs, "baseline")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("open integrity state %s: %w", dir, err)
+		}
+	}
+	return &Store{dir: abs}, nil
+}
+
+// Dir returns the state directory.
+func (s *Store) Dir() string { return s.dir }
+
+func (s *Store) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+func keyFor(path string) string {
+	sum := sha256.Sum256([]byte(path))
+	return hex.EncodeToString(sum[:16])
+}
+
+// Cache opens the stat cache of scope (an environment or project path).
+// With force, or when FullEvery checks have passed since the last full
+// re-hash, the returned cache is Full: Run ignores its entries and every
+// file is hashed again. A damaged cache file is discarded (and so forces a
+// full re-hash) rather than failing the check.
+func (s *Store) Cache(scope string, force bool) (*Cache, error) {
+	every := s.FullEvery
+	if every < 1 {
+		every = DefaultFullEvery
+	}
+	limit := s.MaxEntries
+	if limit <= 0 {
+		limit = DefaultMaxEntries
+	}
+	base := filepath.Join(s.dir, "cache", keyFor(scope))
+	c := &Cache{
+		path:      base + ".bin",
+		countPath: base + ".count",
+		max:       limit,
+		keep:      uint64(2 * every),
+		fullEvery: every,
+	}
+	gen, since, ok := readCount(c.countPath)
+	c.gen, c.sinceFull = gen+1, since
+	if err := c.load(); err != nil {
+		if !errors.Is(err, ErrCorruptState) {
+			return nil, err
+		}
+		ok = false
+		c.slab, c.keys, c.lists = nil, nil, nil
+	}
+	c.full = force || !ok || since+1 >= uint64(every)
+	if !c.full {
+		return c, nil
+	}
+	s.pruneCaches(c.path)
+	return c, nil
+}
+
+// pruneCaches removes the least recently written cache files beyond
+// MaxCaches, keeping current.
+func (s *Store) pruneCaches(current string) {
+	limit := s.MaxCaches
+	if limit <= 0 {
+		limit = DefaultMaxCaches
+	}
+	dir := filepath.Join(s.dir, "cache")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	type f struct {
+		name string
+		mod  time.Time
+	}
+	var bins []f
+	for _, e := range ents {
+		if filepath.Ext(e.Name()) != ".bin" || filepath.Join(dir, e.Name()) == current {
+			continue
+		}
+		if info, err := e.Info(); err == nil {
+			bins = append(bins, f{e.Name(), info.ModTime()})
+		}
+	}
+	if len(bins) < limit {
+		return
+	}
+	sort.Slice(bins, func(i, j int) bool { return bins[i].mod.After(bins[j].mod) })
+	for _, b := range bins[limit-1:] {
+		base := filepath.Join(dir, b.name[:len(b.name)-len(".bin")])
+		_ = os.Remove(base + ".bin")
+		_ = os.Remove(base + ".count")
+	}
+}
+
+// Snapshot is a first-run record of a package directory's files.
+type Snapshot struct {
+	// Dir is the package directory the snapshot was taken of.
+	Dir string `json:"dir"`
+	// Name and Version identify the package at the time.
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	// TakenAt is when the snapshot was taken (RFC 3339, UTC).
+	TakenAt string `json:"taken_at"`
+	// Files maps slash-separated paths relative to Dir to "sha256:<hex>".
+	Files map[string]string `json:"files"`
+}
+
+// Snapshot returns the snapshot taken of dir, or nil when there is none
+// (a damaged snapshot file counts as none).
+func (s *Store) Snapshot(dir string) (*Snapshot, error) {
+	path := filepath.Join(s.dir, "baseline", keyFor(dir)+".json")
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read snapshot of %s: %w", dir, err)
+	}
+	var snap Snapshot
+	if err := json.Unmarshal(data, &snap); err != nil || snap.Dir != dir || snap.Files == nil {
+		return nil, nil
+	}
+	return &snap, nil
+}
+
+// SaveSnapshot stores snap (replacing any earlier snapshot of snap.Dir),
+// stamping TakenAt when empty.
+func (s *Store) SaveSnapshot(snap *Snapshot) error {
+	if snap.TakenAt == "" {
+		snap.TakenAt = s.now().UTC().Format(time.RFC3339)
+	}
+	data, err := json.MarshalIndent(snap, "", " ")
+	if err != nil {
+		return fmt.Errorf("save snapshot of %s: %w", snap.Dir, err)
+	}
+	return writeAtomic(filepath.Join(s.dir, "baseline", keyFor(snap.Dir)+".json"), append(data, '\n'), true)
+}
+
+// DeleteSnapshot removes the snapshot of dir, if any.
+func (s *Store) DeleteSnapshot(dir string) error {
+	err := os.Remove(filepath.Join(s.dir, "baseline", keyFor(dir)+".json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// reported is the reported.json document.
+type reported struct {
+	// Digests maps a change digest to when it was first reported.
+	Digests map[string]string `json:"digests"`
+}
+
+// MarkReported records change digests as reported and returns those that
+// had not been reported before, in the order given: the caller emits one
+// event for each. Empty digests are ignored. The set is bounded by
+// MaxReported; the oldest are forgotten first.
+func (s *Store) MarkReported(digests ...string) (fresh []string, err error) {
+	unlock, err := s.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	path := filepath.Join(s.dir, "reported.json")
+	var doc reported
+	if data, err := os.ReadFile(path); err == nil {
+		if json.Unmarshal(data, &doc) != nil {
+			doc = reported{}
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read reported changes: %w", err)
+	}
+	if doc.Digests == nil {
+		doc.Digests = map[string]string{}
+	}
+	now := s.now().UTC().Format(time.RFC3339Nano)
+	for _, d := range digests {
+		if d == "" {
+			continue
+		}
+		if _, ok := doc.Digests[d]; !ok {
+			doc.Digests[d] = now
+			fresh = append(fresh, d)
+		}
+	}
+	if len(fresh) == 0 {
+		return nil, nil
+	}
+	limit := s.MaxReported
+	if limit <= 0 {
+		limit = DefaultMaxReported
+	}
+	if len(doc.Digests) > limit {
+		type kv struct{ d, at string }
+		all := make([]kv, 0, len(doc.Digests))
+		for d, at := range doc.Digests {
+			all = append(all, kv{d, at})
+		}
+		sort.Slice(all, func(i, j int) bool {
+			if all[i].at != all[j].at {
+				return all[i].at < all[j].at
+			}
+			return all[i].d < all[j].d
+		})
+		for _, x := range all[:len(all)-limit] {
+			delete(doc.Digests, x.d)
+		}
+	}
+	data, err := json.MarshalIndent(doc, "", " ")
+	if err != nil {
+		return nil, fmt.Errorf("write reported changes: %w", err)
+	}
+	if err := writeAtomic(path, append(data, '\n'), true); err != nil {
+		return nil, err
+	}
+	return fresh, nil
+}
+
+// Reported reports whether digest has been reported before.
+func (s *Store) Reported(digest string) (bool, error) {
+	data, err := os.ReadFile(filepath.Join(s.dir, "reported.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read reported changes: %w", err)
+	}
+	var doc reported
+	if json.Unmarshal(data, &doc) != nil {
+		return false, nil
+	}
+	_, ok := doc.Digests[digest]
+	return ok, nil
+}
