@@ -6,10 +6,21 @@
 //	version = 1
 //	protect = ["codex.thread.model", "codex.instructions"]
 //
-// Only the keys version and protect are allowed; version must be the integer
-// 1; protect must be a non-empty array of non-blank strings, which are
-// trimmed and de-duplicated in order. Files are never discovered
+// Only the keys version, protect and expected are allowed; version must be
+// the integer 1; protect must be a non-empty array of non-blank strings,
+// which are trimmed and de-duplicated in order. Files are never discovered
 // automatically.
+//
+// runtimetruth adds expected, the installed-code changes that are accepted
+// on purpose; each names a path pattern and a required reason:
+//
+//	[[expected]]
+//	package = "certifi"             # optional
+//	path = "certifi/cacert.pem"
+//	reason = "corporate CA bundle"
+//
+// A policy with expected may leave protect out; a policy without it is
+// RuntimeTruth's and needs protect.
 package policy
 
 import (
@@ -46,6 +57,18 @@ func errorf(format string, args ...any) error {
 type Policy struct {
 	// Protect lists the selectors, trimmed and de-duplicated in order.
 	Protect []string
+	// Expected lists accepted installed-code changes.
+	Expected []Expected
+}
+
+// Expected is one accepted installed-code change.
+type Expected struct {
+	// Package limits the entry to one package; empty means any.
+	Package string
+	// Path is a glob over the file's path as the package lists it.
+	Path string
+	// Reason says why the change is accepted; required.
+	Reason string
 }
 
 // Load reads and validates the policy file at path.
@@ -85,7 +108,7 @@ func Parse(data []byte) (*Policy, error) {
 	}
 	var unknown []string
 	for k := range doc {
-		if k != "version" && k != "protect" {
+		if k != "version" && k != "protect" && k != "expected" {
 			unknown = append(unknown, k)
 		}
 	}
@@ -100,11 +123,21 @@ func Parse(data []byte) (*Policy, error) {
 	if v, ok := doc["version"].(int64); !ok || v != 1 {
 		return nil, errorf("policy version must be integer 1")
 	}
+	p := &Policy{}
+	rawExpected, hasExpected := doc["expected"]
+	if hasExpected {
+		var err error
+		if p.Expected, err = parseExpected(rawExpected); err != nil {
+			return nil, err
+		}
+	}
 	list, ok := doc["protect"].([]any)
+	if _, present := doc["protect"]; hasExpected && !present {
+		return p, nil
+	}
 	if !ok || len(list) == 0 {
 		return nil, errorf("policy protect must be a non-empty array of selectors")
 	}
-	p := &Policy{}
 	for i, item := range list {
 		s, ok := item.(string)
 		if !ok {
@@ -118,6 +151,46 @@ func Parse(data []byte) (*Policy, error) {
 	}
 	p.Protect = Merge(p.Protect)
 	return p, nil
+}
+
+func parseExpected(raw any) ([]Expected, error) {
+	list, ok := raw.([]any)
+	if !ok || len(list) == 0 {
+		return nil, errorf("policy expected must be a non-empty array of tables")
+	}
+	out := make([]Expected, 0, len(list))
+	for i, item := range list {
+		t, ok := item.(map[string]any)
+		if !ok {
+			return nil, errorf("policy expected[%d] must be a table with path and reason", i)
+		}
+		var e Expected
+		for k, v := range t {
+			s, isStr := v.(string)
+			switch {
+			case k != "package" && k != "path" && k != "reason":
+				return nil, errorf("policy expected[%d] has unsupported key %s", i, snapshot.Quote(k))
+			case !isStr:
+				return nil, errorf("policy expected[%d].%s must be a string", i, k)
+			}
+			switch k {
+			case "package":
+				e.Package = strings.TrimSpace(s)
+			case "path":
+				e.Path = strings.TrimSpace(s)
+			case "reason":
+				e.Reason = strings.TrimSpace(s)
+			}
+		}
+		if e.Path == "" {
+			return nil, errorf("policy expected[%d] must have a non-empty path", i)
+		}
+		if e.Reason == "" {
+			return nil, errorf("policy expected[%d] must have a non-empty reason", i)
+		}
+		out = append(out, e)
+	}
+	return out, nil
 }
 
 // Merge concatenates selector lists and removes duplicates, keeping the first

@@ -108,3 +108,34 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestExpectedChanges(t *testing.T) {
+	p, err := policy.Parse([]byte(`version = 1
+[[expected]]
+package = "certifi"
+path = "certifi/cacert.pem"
+reason = " corporate CA bundle "
+[[expected]]
+path = "**/*.pth"
+reason = "site hooks"
+`))
+	require.NoError(t, err)
+	assert.Empty(t, p.Protect)
+	assert.Equal(t, []policy.Expected{
+		{Package: "certifi", Path: "certifi/cacert.pem", Reason: "corporate CA bundle"},
+		{Path: "**/*.pth", Reason: "site hooks"},
+	}, p.Expected)
+
+	for body, want := range map[string]string{
+		"version = 1\n[[expected]]\npath = \"a\"":                               "policy expected[0] must have a non-empty reason",
+		"version = 1\n[[expected]]\nreason = \"r\"":                             "policy expected[0] must have a non-empty path",
+		"version = 1\n[[expected]]\npath = \"a\"\nreason = \"r\"\nx = 1":        "policy expected[0] has unsupported key 'x'",
+		"version = 1\nexpected = []":                                            "policy expected must be a non-empty array of tables",
+		"version = 1\nexpected = [\"a\"]":                                       "policy expected[0] must be a table with path and reason",
+		"version = 1\nprotect = []\n[[expected]]\npath = \"a\"\nreason = \"r\"": "policy protect must be a non-empty array of selectors",
+	} {
+		_, err := policy.Parse([]byte(body))
+		require.ErrorIs(t, err, policy.ErrPolicy, body)
+		assert.EqualError(t, err, want, body)
+	}
+}

@@ -72,6 +72,8 @@ Exit codes of verify: 0 runtime matches the baseline, 2 drift detected,
 		newDiffCmd(),
 		newVerifyCmd(),
 		newDigestCmd(),
+		newIntegrityCmd(),
+		newManifestCmd(),
 		newVersionCmd(version),
 	)
 	return root

@@ -135,7 +135,31 @@ descriptions are never recorded.`,
 		},
 	}
 	cf.register(cx)
-	c.AddCommand(git, process, unit, cx)
+	var pf integrityFlags
+	py := &cobra.Command{
+		Use:   "python ENV [NAME ...]",
+		Short: "Installed-code integrity of a Python environment's distributions (python.distributions)",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			pf.python = args[0]
+			s, err := pf.collect(c.Context(), args[1:])
+			return emit(c, s, err)
+		},
+	}
+	pf.registerScope(py)
+	var nf integrityFlags
+	nd := &cobra.Command{
+		Use:   "node DIR [NAME ...]",
+		Short: "Installed-code integrity of a Node project and its dependencies (node.packages)",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			nf.node = args[0]
+			s, err := nf.collect(c.Context(), args[1:])
+			return emit(c, s, err)
+		},
+	}
+	nf.registerScope(nd)
+	c.AddCommand(git, process, unit, cx, py, nd)
 	return c
 }
 
@@ -147,6 +171,7 @@ type liveSource struct {
 	codex    string
 	seedOnly bool
 	cf       codexFlags
+	intf     integrityFlags
 }
 
 func (l *liveSource) register(c *cobra.Command) {
@@ -154,13 +179,16 @@ func (l *liveSource) register(c *cobra.Command) {
 	c.Flags().StringVar(&l.process, "process", "", "collect the current process `PID` in memory")
 	c.Flags().StringVar(&l.systemd, "systemd", "", "collect the current systemd `UNIT` in memory")
 	c.Flags().StringVar(&l.codex, "codex", "", "collect the current Codex runtime of workspace `CWD` in memory")
+	c.Flags().StringVar(&l.intf.python, "python", "", "collect the installed-code integrity of the Python environment `ENV` in memory")
+	c.Flags().StringVar(&l.intf.node, "node", "", "collect the installed-code integrity of the Node project `DIR` in memory")
 	c.Flags().BoolVar(&l.seedOnly, "seed-only", false, "collect only the evidence kinds RuntimeTruth emits")
 	l.cf.register(c)
+	l.intf.registerScope(c)
 }
 
 func (l *liveSource) chosen() []string {
 	var out []string
-	for name, v := range map[string]string{"--git": l.git, "--process": l.process, "--systemd": l.systemd, "--codex": l.codex} {
+	for name, v := range map[string]string{"--git": l.git, "--process": l.process, "--systemd": l.systemd, "--codex": l.codex, "--python": l.intf.python, "--node": l.intf.node} {
 		if v != "" {
 			out = append(out, name)
 		}
@@ -179,7 +207,7 @@ func (l *liveSource) exclusive(haveCurrent bool) error {
 	case haveCurrent && len(chosen) == 1:
 		return fmt.Errorf("verify accepts either a current snapshot or %s, not both", chosen[0])
 	case !haveCurrent && len(chosen) == 0:
-		return errors.New("verify requires a current snapshot or --codex (or --git, --process, --systemd)")
+		return errors.New("verify requires a current snapshot or --codex (or --git, --process, --systemd, --python, --node)")
 	}
 	if l.codex == "" && (l.cf.resolveThread || l.cf.resolveMCP) {
 		return errors.New("--resolve-thread and --resolve-mcp apply only with --codex")
@@ -203,6 +231,8 @@ func (l *liveSource) collect(ctx context.Context) (*snapshot.Snapshot, error) {
 			return nil, err
 		}
 		return inspect.Systemd(ctx, l.systemd, o)
+	case l.intf.python != "" || l.intf.node != "":
+		return l.intf.collect(ctx, nil)
 	default:
 		return l.cf.collect(ctx, l.codex, l.seedOnly)
 	}

@@ -1,0 +1,160 @@
+package cli_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
+)
+
+// venv makes a real virtual environment (with ensurepip's pip) and returns
+// it with the path of one of pip's installed files.
+func venv(t *testing.T) (string, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "venv")
+	out, err := exec.Command("python3", "-m", "venv", dir).CombinedOutput()
+	require.NoError(t, err, "python3 -m venv (install python3-venv): %s", out)
+	files, err := filepath.Glob(filepath.Join(dir, "lib", "python3*", "site-packages", "pip", "__init__.py"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	return dir, files[0]
+}
+
+func appendTo(t *testing.T, path, s string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(s)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+}
+
+func auditLinks(t *testing.T, state string) int {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(state, "audit.jsonl"))
+	if os.IsNotExist(err) {
+		return 0
+	}
+	require.NoError(t, err)
+	rep, err := chain.Verify(bytes.NewReader(data), chain.NewHasher(nil), nil)
+	require.NoError(t, err)
+	require.Nil(t, rep.Broken)
+	return rep.Links
+}
+
+func TestIntegrityPython(t *testing.T) {
+	env, pipInit := venv(t)
+	state := t.TempDir()
+	t.Setenv("RUNTIMETRUTH_STATE_DIR", state)
+
+	r := run(t, "integrity", "verify", "--python", env)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, `^  pip +\S+ +index +ok +\d+ files\n`, r.stdout)
+
+	baseline := writeFile(t, t.TempDir(), "py.json", run(t, "inspect", "python", env, "pip").stdout)
+	r = run(t, "verify", baseline, "--python", env)
+	assert.Equal(t, 0, r.code, r.stdout+r.stderr)
+
+	appendTo(t, pipInit, "\n# hot fix on the box\n")
+	r = run(t, "integrity", "verify", "--python", env, "pip")
+	assert.Equal(t, 2, r.code, r.stderr)
+	assert.Regexp(t, `  pip +\S+ +index +modified +1 of \d+ files changed\n      changed  pip/__init__.py\n`, r.stdout)
+	assert.Contains(t, r.stdout, "✗  1 distribution(s) modified since install.")
+
+	r = run(t, "integrity", "verify", "--python", env, "--json")
+	assert.Equal(t, 2, r.code)
+	assert.Contains(t, r.stdout, `"report_schema_version":1`)
+	assert.Contains(t, r.stdout, `"path":"pip/__init__.py"`)
+
+	r = run(t, "verify", baseline, "--python", env)
+	assert.Equal(t, 2, r.code)
+	assert.Contains(t, r.stdout, "PYTHON DISTRIBUTIONS\n")
+	assert.Contains(t, r.stdout, "dist:pip:status: ok -> modified")
+
+	t.Run("check warns every run and records once per change", func(t *testing.T) {
+		for range 2 {
+			r := run(t, "integrity", "check", "--python", env, "--runnable", "pip")
+			assert.Equal(t, 0, r.code)
+			assert.Empty(t, r.stdout)
+			assert.Regexp(t, `^⚠  pip: 1 installed file differs from the package \(pip \S+\): pip/__init__.py\. This run is recorded as modified\.`, r.stderr)
+		}
+		assert.Equal(t, 1, auditLinks(t, state))
+		appendTo(t, pipInit, "# a further edit\n")
+		r := run(t, "integrity", "check", "--python", env, "--runnable", "pip")
+		assert.Equal(t, 0, r.code)
+		assert.Equal(t, 2, auditLinks(t, state), "a further edit is a new event")
+		data, err := os.ReadFile(filepath.Join(state, "audit.jsonl"))
+		require.NoError(t, err)
+		assert.Contains(t, string(data), `"type":"dev.runtimetruth.runnable.modified.v1"`)
+
+		t.Setenv("RUNTIMETRUTH_INTEGRITY", "off")
+		r = run(t, "integrity", "check", "--python", env, "--runnable", "pip")
+		assert.Equal(t, 0, r.code)
+		assert.Empty(t, r.stderr)
+	})
+
+	t.Run("expected changes from the policy", func(t *testing.T) {
+		pol := writeFile(t, t.TempDir(), "p.toml", "version = 1\n[[expected]]\npackage = \"pip\"\npath = \"pip/__init__.py\"\nreason = \"patched proxy support\"\n")
+		r := run(t, "integrity", "verify", "--python", env, "pip", "--policy", pol)
+		assert.Equal(t, 0, r.code, r.stdout+r.stderr)
+		assert.Contains(t, r.stdout, "modified (expected: patched proxy support) pip/__init__.py")
+	})
+
+	t.Run("check never blocks", func(t *testing.T) {
+		r := run(t, "integrity", "check", "--python", filepath.Join(env, "nope"), "--runnable", "pip")
+		assert.Equal(t, 0, r.code)
+		assert.Contains(t, r.stderr, "runtimetruth: warning: integrity check of pip failed")
+	})
+}
+
+func TestIntegrityNodeManifest(t *testing.T) {
+	project := t.TempDir()
+	writeFile(t, project, "package.json", `{"name":"mytools","version":"1.0.0","files":["greet.js","runtimetruth-files.json"]}`)
+	writeFile(t, project, "greet.js", "console.log('hi')\n")
+	writeFile(t, project, "notes.txt", "not published\n")
+	r := run(t, "manifest", project)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "runtimetruth-files.json (2 files)")
+	manifest := mustRead(t, filepath.Join(project, "runtimetruth-files.json"))
+	assert.Contains(t, manifest, `"greet.js": "sha256:`)
+	assert.Contains(t, manifest, `"package.json": "sha256:`)
+	assert.NotContains(t, manifest, "notes.txt", "npm pack would not publish it")
+	require.NoError(t, os.Remove(filepath.Join(project, "notes.txt")))
+
+	t.Setenv("RUNTIMETRUTH_STATE_DIR", t.TempDir())
+	r = run(t, "integrity", "verify", "--node", project)
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, "mytools")
+	writeFile(t, project, "greet.js", "console.log('pwned')\n")
+	r = run(t, "integrity", "verify", "--node", project)
+	assert.Equal(t, 2, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, "changed  greet.js")
+	assert.Contains(t, r.stdout, "package(s) modified since install")
+	writeFile(t, project, "dropped.js", "require('child_process')\n")
+	r = run(t, "integrity", "verify", "--node", project)
+	assert.Equal(t, 2, r.code)
+	assert.Contains(t, r.stdout, "added    dropped.js")
+}
+
+func TestIntegrityUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"integrity", "verify"},
+		{"integrity", "verify", "--python", "a", "--node", "b"},
+		{"integrity", "check", "--python", "a"},
+	} {
+		r := run(t, args...)
+		if strings.Contains(strings.Join(args, " "), "check") {
+			assert.Equal(t, 1, r.code, "a missing --runnable is a usage error: %v", args)
+		} else {
+			assert.Equal(t, 1, r.code, "%v", args)
+		}
+		assert.True(t, strings.HasPrefix(r.stderr, "runtimetruth: error: "), r.stderr)
+	}
+}
