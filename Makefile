@@ -63,7 +63,11 @@ lint: ## go vet plus the pinned golangci-lint (tools/go.mod), module by module
 	if [ -n "$$failed" ]; then echo "golangci-lint failed in:$$failed" >&2; exit 1; fi
 
 .PHONY: run
-run: build ## Build, then run the main job (until `runtimetruth up` lands: the baseline/verify walkthrough)
+run: build ## Build, then run the embedded default: runtimetruth up (Ctrl-C stops it)
+	$(BIN)/runtimetruth up
+
+.PHONY: demo
+demo: build ## The single-machine walkthrough: baseline, PASS, DRIFT, JSON report
 	RUNTIMETRUTH=$(BIN)/runtimetruth scripts/demo.sh
 
 .PHONY: tidy

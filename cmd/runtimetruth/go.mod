@@ -11,6 +11,7 @@ require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/runtimetruth/runtimetruth/pkg/events v0.0.0
 	github.com/runtimetruth/runtimetruth/pkg/platform v0.0.0
+	github.com/runtimetruth/runtimetruth/services/verifier v0.0.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
 	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
@@ -25,3 +26,5 @@ replace github.com/runtimetruth/runtimetruth/services/collector => ../../service
 replace github.com/runtimetruth/runtimetruth/pkg/events => ../../pkg/events
 
 replace github.com/runtimetruth/runtimetruth/pkg/platform => ../../pkg/platform
+
+replace github.com/runtimetruth/runtimetruth/services/verifier => ../../services/verifier

@@ -74,6 +74,9 @@ Exit codes of verify: 0 runtime matches the baseline, 2 drift detected,
 		newDigestCmd(),
 		newIntegrityCmd(),
 		newManifestCmd(),
+		newUpCmd(),
+		newBaselineCmd(),
+		newStatusCmd(),
 		newVersionCmd(version),
 	)
 	return root

@@ -1,0 +1,331 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/lifecycle"
+	"github.com/runtimetruth/runtimetruth/services/collector"
+	"github.com/runtimetruth/runtimetruth/services/verifier"
+)
+
+// upFlags configure the embedded all-in-one pipeline.
+type upFlags struct {
+	dataDir  string
+	listen   string
+	external string
+	interval time.Duration
+	approve  bool
+	once     bool
+	noCodex  bool
+	verbose  bool
+}
+
+func newUpCmd() *cobra.Command {
+	var f upFlags
+	c := &cobra.Command{
+		Use:   "up",
+		Short: "Run the whole pipeline in one process for this machine (embedded JetStream)",
+		Long: `Run the collector and the verifier in one process against an embedded NATS
+JetStream server storing in the data directory, with a default set of targets
+for this machine: the git repository of the current directory, the current
+Python environment's installed-code integrity, and Codex in the current
+directory when it is installed. Each verdict is printed as it arrives.
+
+Other terminals reach the embedded server through the URL written to
+<data-dir>/nats.url, which runtimetruth baseline and status read by default:
+
+  runtimetruth status
+  runtimetruth baseline approve git.repository:/path/to/repo
+
+--nats uses an external NATS server instead of the embedded one.`,
+		Args: usageArgs(0, 0),
+		RunE: func(c *cobra.Command, _ []string) error { return runUp(c.Context(), c.OutOrStdout(), c.ErrOrStderr(), f) },
+	}
+	c.Flags().StringVar(&f.dataDir, "data-dir", "", "data `DIR` for JetStream, the spool and integrity state (default ~/.local/state/runtimetruth/up)")
+	c.Flags().StringVar(&f.listen, "listen", "127.0.0.1:0", "address of the embedded NATS server (port 0 picks a free one)")
+	c.Flags().StringVar(&f.external, "nats", "", "use the external NATS server at `URL` instead of an embedded one")
+	c.Flags().DurationVar(&f.interval, "interval", 30*time.Second, "time between collections of each target")
+	c.Flags().BoolVar(&f.approve, "approve", false, "approve the first snapshot of every target without a baseline (trust on first use)")
+	c.Flags().BoolVar(&f.once, "once", false, "collect every target once, print the verdicts, and exit (exit 2 on drift, 1 on an error verdict)")
+	c.Flags().BoolVar(&f.noCodex, "no-codex", false, "leave Codex out of the default targets")
+	c.Flags().BoolVar(&f.verbose, "verbose", false, "log service start and stop")
+	return c
+}
+
+func runUp(ctx context.Context, out, errw io.Writer, f upFlags) error {
+	dir, err := defaultDataDir(f.dataDir)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	logLevel := slog.LevelWarn
+	if f.verbose {
+		logLevel = slog.LevelInfo
+	}
+	log := slog.New(slog.NewTextHandler(errw, &slog.HandlerOptions{Level: logLevel}))
+
+	url := f.external
+	var ns *server.Server
+	if url == "" {
+		ns, url, err = startEmbedded(dir, f.listen)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			ns.Shutdown()
+			ns.WaitForShutdown()
+			_ = os.Remove(filepath.Join(dir, urlFile))
+		}()
+	}
+	nc, err := nats.Connect(url, nats.Name("runtimetruth-up"), nats.MaxReconnects(-1))
+	if err != nil {
+		return fmt.Errorf("connect to NATS at %s: %w", url, err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+
+	targets := defaultTargets(ctx, f)
+	host, _ := os.Hostname()
+	vcfg := verifier.NewDefaultConfig()
+	v, err := verifier.New(vcfg, verifier.Settings{Logger: log, Conn: nc})
+	if err != nil {
+		return err
+	}
+	ccfg := collector.NewDefaultConfig()
+	ccfg.Host = host
+	ccfg.StateDir = filepath.Join(dir, "collector")
+	ccfg.Targets = targets
+	col, err := collector.New(ccfg, collector.Settings{Logger: log, Conn: nc})
+	if err != nil {
+		return err
+	}
+
+	printer := &verdictPrinter{out: out, baselines: verifier.NewBaselines(js, events.Source("up", host)), approve: f.approve, host: host}
+	sub, err := nc.Subscribe(events.Prefix+".verdict.>", printer.handle)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+
+	fmt.Fprintf(out, "runtimetruth up: NATS %s, data %s\n", url, dir)
+	for _, t := range targets {
+		fmt.Fprintf(out, "  watching %-7s %s every %s\n", t.Kind, targetWhere(t), f.interval)
+	}
+	fmt.Fprintln(out)
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if f.once {
+		printer.done = func(n int) {
+			if n >= len(targets) {
+				cancel()
+			}
+		}
+	}
+	if err := lifecycle.Run(runCtx, log, 30*time.Second, v, col); err != nil {
+		return err
+	}
+	return printer.exitErr(f.once)
+}
+
+// startEmbedded runs a JetStream server storing in dir/jetstream and writes
+// its client URL to dir/nats.url.
+func startEmbedded(dir, listen string) (*server.Server, string, error) {
+	host, portStr, err := net.SplitHostPort(listen)
+	if err != nil {
+		return nil, "", fmt.Errorf("--listen %q: %w", listen, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return nil, "", fmt.Errorf("--listen %q: bad port", listen)
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	ns, err := server.NewServer(&server.Options{
+		ServerName: "runtimetruth-up",
+		Host:       host,
+		Port:       port,
+		JetStream:  true,
+		StoreDir:   filepath.Join(dir, "jetstream"),
+		NoSigs:     true,
+		NoLog:      true,
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("embedded NATS: %w", err)
+	}
+	ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		ns.Shutdown()
+		return nil, "", errors.New("embedded NATS did not start within 10s")
+	}
+	url := ns.ClientURL()
+	if err := os.WriteFile(filepath.Join(dir, urlFile), []byte(url+"\n"), 0o600); err != nil {
+		ns.Shutdown()
+		return nil, "", err
+	}
+	return ns, url, nil
+}
+
+// defaultTargets are this machine's: the git repository of the working
+// directory, the current Python environment, Codex in the working
+// directory when it is installed.
+func defaultTargets(ctx context.Context, f upFlags) []collector.TargetConfig {
+	var out []collector.TargetConfig
+	cwd, _ := os.Getwd()
+	if root, err := exec.CommandContext(ctx, "git", "-C", cwd, "rev-parse", "--show-toplevel").Output(); err == nil {
+		out = append(out, collector.TargetConfig{Name: "repo", Kind: "git", Path: strings.TrimSpace(string(root)), Interval: f.interval})
+	}
+	if env := pythonEnv(ctx); env != "" {
+		out = append(out, collector.TargetConfig{Name: "python", Kind: "python", Env: env, Interval: f.interval})
+	}
+	if !f.noCodex {
+		if _, err := exec.LookPath("codex"); err == nil {
+			out = append(out, collector.TargetConfig{Name: "codex", Kind: "codex", Cwd: cwd, Interval: f.interval,
+				Options: collector.TargetOptions{ResolveThread: true}})
+		}
+	}
+	return out
+}
+
+// pythonEnv is $VIRTUAL_ENV, else the prefix of the python3 on PATH when it
+// is a virtual environment (a system interpreter's packages belong to the
+// OS package manager).
+func pythonEnv(ctx context.Context) string {
+	if v := os.Getenv("VIRTUAL_ENV"); v != "" {
+		return v
+	}
+	out, err := exec.CommandContext(ctx, "python3", "-c", "import sys; print(sys.prefix if sys.prefix != sys.base_prefix else '')").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func targetWhere(t collector.TargetConfig) string {
+	for _, s := range []string{t.Path, t.Env, t.Cwd, t.Dir, t.Unit} {
+		if s != "" {
+			return s
+		}
+	}
+	if t.PID != 0 {
+		return "pid " + strconv.Itoa(t.PID)
+	}
+	return t.Name
+}
+
+// verdictPrinter prints verdicts as they arrive and explains, once per
+// target, how to approve a baseline.
+type verdictPrinter struct {
+	out       io.Writer
+	baselines *verifier.Baselines
+	approve   bool
+	host      string
+	done      func(int)
+
+	mu        sync.Mutex
+	explained map[string]bool
+	seen      map[string]events.Status
+}
+
+func (p *verdictPrinter) handle(m *nats.Msg) {
+	ev, err := events.FromNATS(m.Header, m.Data)
+	if err != nil {
+		return
+	}
+	v, err := events.Decode[events.Verdict](ev)
+	if err != nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.explained == nil {
+		p.explained, p.seen = map[string]bool{}, map[string]events.Status{}
+	}
+	key := v.Target.String()
+	stamp := time.Now().Format("15:04:05")
+	switch {
+	case v.Status == events.StatusError && v.BaselineDigest == "" && p.approve:
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := p.baselines.Approve(ctx, v.Target, verifier.ApproveOptions{Host: v.Host, By: "runtimetruth up --approve"}); err != nil {
+			fmt.Fprintf(p.out, "%s  ERROR  %s  approve: %v\n", stamp, key, err)
+		} else {
+			fmt.Fprintf(p.out, "%s  APPROVED  %s  (first snapshot; the next collection is verified against it)\n", stamp, key)
+		}
+		return // the approval's verdict comes with the next collection
+	case v.Status == events.StatusError && v.BaselineDigest == "" && !p.explained[key]:
+		p.explained[key] = true
+		fmt.Fprintf(p.out, "%s  NO BASELINE  %s\n    review it:  runtimetruth status; then approve it from another terminal:\n    runtimetruth baseline approve '%s'\n", stamp, key, key)
+	default:
+		detail := verdictDetail(v)
+		if detail != "" {
+			detail = "  " + detail
+		}
+		fmt.Fprintf(p.out, "%s  %-5s  %s%s\n", stamp, statusWord(v.Status), key, detail)
+		if v.Status == events.StatusDrift && v.Report != nil {
+			for _, c := range v.Report.Changes {
+				for _, fld := range c.Fields {
+					fmt.Fprintf(p.out, "    %s.%s: %s -> %s\n", c.Kind, fld.Field, side(fld.Before), side(fld.After))
+				}
+			}
+		}
+	}
+	p.seen[key] = v.Status
+	if p.done != nil {
+		p.done(len(p.seen))
+	}
+}
+
+func side(v *snapshot.Value) string {
+	if v == nil {
+		return "<missing>"
+	}
+	return v.String()
+}
+
+// exitErr maps the last verdicts to the exit code in --once mode.
+func (p *verdictPrinter) exitErr(once bool) error {
+	if !once {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	drift := false
+	for key, s := range p.seen {
+		switch s {
+		case events.StatusError:
+			return fmt.Errorf("verification of %s failed", key)
+		case events.StatusDrift:
+			drift = true
+		}
+	}
+	if drift {
+		return errDrift
+	}
+	return nil
+}
