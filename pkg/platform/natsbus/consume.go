@@ -1,0 +1,423 @@
+package natsbus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
+)
+
+// Handler handles one message. It returns nil once the message is durably
+// handled (Consume then acknowledges it and waits for the server to
+// confirm), a Permanent error when the message will never be handled
+// (Consume dead-letters and terminates it), or any other error to have it
+// redelivered later (Consume naks it with a delay, and dead-letters it on
+// its last allowed delivery).
+//
+// ctx ends after Options.HandlerTimeout; it is not cancelled when Consume
+// is asked to stop, so that the message in hand is finished.
+type Handler func(ctx context.Context, msg jetstream.Msg) error
+
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+// Permanent marks err as permanent: retrying the message cannot help (it is
+// malformed, or names something that will never exist). Permanent(nil) is
+// nil.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanentError{err: err}
+}
+
+// IsPermanent reports whether err, or an error it wraps, was marked by
+// Permanent.
+func IsPermanent(err error) bool {
+	_, ok := errors.AsType[*permanentError](err)
+	return ok
+}
+
+// Stats counts what Consume did. The fields are monotonic counters, safe
+// for concurrent use, meant to be exported as metrics; one Stats may be
+// shared by several Consume calls.
+type Stats struct {
+	// Received counts messages taken from the consumer.
+	Received atomic.Uint64
+	// Acked counts messages handled and acknowledged (the server
+	// confirmed the acknowledgement).
+	Acked atomic.Uint64
+	// Retried counts messages negatively acknowledged with a delay after a
+	// retryable error.
+	Retried atomic.Uint64
+	// DeadLettered counts messages recorded in the dead-letter stream and
+	// terminated: Permanent errors plus retryable errors on the last
+	// delivery.
+	DeadLettered atomic.Uint64
+	// Permanent counts the dead-lettered messages whose handler returned a
+	// Permanent error.
+	Permanent atomic.Uint64
+	// Released counts messages prefetched but not handled when Consume
+	// stopped, negatively acknowledged without delay for another consumer
+	// instance to take at once.
+	Released atomic.Uint64
+	// Panics counts handler panics (each treated as a retryable error).
+	Panics atomic.Uint64
+	// AckErrors counts acknowledgements (ack, nak, term) that failed; the
+	// server then redelivers after its ack wait.
+	AckErrors atomic.Uint64
+	// DeadLetterErrors counts dead-letter records that could not be
+	// published; the message is retried instead of terminated.
+	DeadLetterErrors atomic.Uint64
+	// FetchErrors counts errors pulling messages (missed heartbeats, a
+	// consumer deleted or moved, a reconnect).
+	FetchErrors atomic.Uint64
+}
+
+// Defaults of Options.
+const (
+	DefaultHandlerTimeout = 20 * time.Second
+	DefaultAckTimeout     = 5 * time.Second
+	DefaultPullExpiry     = 5 * time.Second
+)
+
+// Options configure Consume.
+type Options struct {
+	// JetStream publishes the dead-letter records (required).
+	JetStream jetstream.JetStream
+	// Source is the CloudEvents source of the dead-letter records, e.g.
+	// events.Source("verifier", host) (required).
+	Source string
+	// Concurrency is how many messages are handled at once (default 1).
+	// Handlers must then tolerate messages of one subject handled out of
+	// order.
+	Concurrency int
+	// Prefetch is how many messages are pulled ahead of the handlers
+	// (default 2 × Concurrency, at least 8). Prefetched messages count
+	// against the consumer's MaxAckPending and their ack wait runs.
+	Prefetch int
+	// PullExpiry is how long one pull request waits on the server
+	// (default DefaultPullExpiry); the server sends a heartbeat every half
+	// of it, and a pull lost to a leader change is noticed after two
+	// missed heartbeats and replaced.
+	PullExpiry time.Duration
+	// HandlerTimeout bounds one handler call (default
+	// DefaultHandlerTimeout); keep it below the consumer's AckWait.
+	HandlerTimeout time.Duration
+	// RetryDelay is the NakWithDelay delay after a retryable error, given
+	// the number of deliveries so far (default topology.RetryDelay).
+	RetryDelay func(delivered uint64) time.Duration
+	// Stats receives the counters (optional).
+	Stats *Stats
+	// Logger logs pull errors (never one line per message); default
+	// discards.
+	Logger *slog.Logger
+}
+
+// Consume pulls messages from cons and hands each to h, then decides the
+// acknowledgement explicitly:
+//
+//   - nil: acknowledge and wait for the server's confirmation
+//     (DoubleAck), so a handled message is not redelivered;
+//   - Permanent(err): publish the dead-letter record (events.Reject) to
+//     rt.dlq.<stream> with a deterministic id, then terminate the message;
+//   - another error: NakWithDelay(RetryDelay(deliveries)), or, on the last
+//     delivery the consumer allows (topology.Last), dead-letter and
+//     terminate it as above.
+//
+// A dead-letter record that cannot be published leaves the message to be
+// retried: nothing is terminated unrecorded. A handler panic is recovered
+// and counted, and treated as a retryable error.
+//
+// Consume returns when ctx is done: it stops pulling, lets the handlers
+// finish the messages in hand, releases the prefetched ones (Nak without
+// delay; one on its last delivery is handled instead, so that it is not
+// lost), and returns nil. Pull errors are counted and retried with
+// backoff; they do not end Consume.
+func Consume(ctx context.Context, cons jetstream.Consumer, h Handler, opts Options) error {
+	if cons == nil || h == nil {
+		return errors.New("natsbus: consume needs a consumer and a handler")
+	}
+	if opts.JetStream == nil {
+		return errors.New("natsbus: consume needs Options.JetStream to publish dead letters")
+	}
+	if opts.Source == "" {
+		return errors.New("natsbus: consume needs Options.Source for dead-letter records")
+	}
+	if opts.Concurrency < 1 {
+		opts.Concurrency = 1
+	}
+	if opts.Prefetch < 1 {
+		opts.Prefetch = max(2*opts.Concurrency, 8)
+	}
+	if opts.PullExpiry <= 0 {
+		opts.PullExpiry = DefaultPullExpiry
+	}
+	if opts.HandlerTimeout <= 0 {
+		opts.HandlerTimeout = DefaultHandlerTimeout
+	}
+	if opts.RetryDelay == nil {
+		opts.RetryDelay = topology.RetryDelay
+	}
+	if opts.Stats == nil {
+		opts.Stats = new(Stats)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	c := &loop{cons: cons, h: h, o: opts, st: opts.Stats, maxDeliver: -1}
+	if info := cons.CachedInfo(); info != nil {
+		c.maxDeliver = info.Config.MaxDeliver
+		c.name = info.Name
+	}
+	return c.run(ctx)
+}
+
+type loop struct {
+	cons       jetstream.Consumer
+	h          Handler
+	o          Options
+	st         *Stats
+	maxDeliver int
+	name       string
+}
+
+func (c *loop) run(ctx context.Context) error {
+	work := make(chan jetstream.Msg)
+	var wg sync.WaitGroup
+	for range c.o.Concurrency {
+		wg.Go(func() {
+			for m := range work {
+				c.handle(ctx, m)
+			}
+		})
+	}
+	defer func() {
+		close(work)
+		wg.Wait()
+	}()
+
+	backoff := newBackoff(50*time.Millisecond, 5*time.Second)
+	for ctx.Err() == nil {
+		it, err := c.cons.Messages(jetstream.PullMaxMessages(c.o.Prefetch), jetstream.PullExpiry(c.o.PullExpiry))
+		if err != nil {
+			c.fetchError(ctx, "pull", err)
+			backoff.wait(ctx)
+			continue
+		}
+		if c.pull(ctx, it, work) {
+			backoff.reset()
+		}
+		if ctx.Err() == nil {
+			backoff.wait(ctx)
+		}
+	}
+	return nil
+}
+
+// pull feeds the workers from one iterator until ctx is done (then it
+// releases the prefetched messages) or the iterator fails. It reports
+// whether it received any message.
+func (c *loop) pull(ctx context.Context, it jetstream.MessagesContext, work chan<- jetstream.Msg) bool {
+	got := false
+	for {
+		m, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			switch {
+			case ctx.Err() != nil:
+				c.release(ctx, it)
+				return got
+			case errors.Is(err, jetstream.ErrNoHeartbeat):
+				// The iterator recovers on its own: it pulls again.
+				c.fetchError(ctx, "heartbeat", err)
+				continue
+			default:
+				it.Stop()
+				c.fetchError(ctx, "iterator", err)
+				return got
+			}
+		}
+		got = true
+		c.st.Received.Add(1)
+		select {
+		case work <- m:
+		case <-ctx.Done():
+			c.releaseMsg(ctx, m)
+			c.release(ctx, it)
+			return got
+		}
+	}
+}
+
+// release stops pulling and hands back what was prefetched.
+func (c *loop) release(ctx context.Context, it jetstream.MessagesContext) {
+	it.Drain()
+	for {
+		m, err := it.Next(jetstream.NextMaxWait(2 * time.Second))
+		if err != nil {
+			it.Stop()
+			return
+		}
+		c.st.Received.Add(1)
+		c.releaseMsg(ctx, m)
+	}
+}
+
+func (c *loop) releaseMsg(ctx context.Context, m jetstream.Msg) {
+	if c.last(m) {
+		// A Nak would use up its last delivery unrecorded.
+		c.handle(ctx, m)
+		return
+	}
+	if err := m.Nak(); err != nil {
+		c.st.AckErrors.Add(1)
+		return
+	}
+	c.st.Released.Add(1)
+}
+
+func (c *loop) fetchError(ctx context.Context, what string, err error) {
+	c.st.FetchErrors.Add(1)
+	c.o.Logger.WarnContext(ctx, "pull messages", "consumer", c.name, "what", what, "err", err)
+}
+
+func deliveries(m jetstream.Msg) uint64 {
+	md, err := m.Metadata()
+	if err != nil {
+		return 1
+	}
+	return md.NumDelivered
+}
+
+func (c *loop) last(m jetstream.Msg) bool {
+	return topology.Last(jetstream.ConsumerConfig{MaxDeliver: c.maxDeliver}, deliveries(m))
+}
+
+// handle runs the handler on one message and acknowledges it as its
+// result says.
+func (c *loop) handle(ctx context.Context, m jetstream.Msg) {
+	base := context.WithoutCancel(ctx)
+	hctx, cancel := context.WithTimeout(base, c.o.HandlerTimeout)
+	err := c.call(hctx, m)
+	cancel()
+
+	switch {
+	case err == nil:
+		actx, cancel := context.WithTimeout(base, DefaultAckTimeout)
+		defer cancel()
+		if aerr := Retry(actx, m.DoubleAck); aerr != nil {
+			c.st.AckErrors.Add(1)
+			return
+		}
+		c.st.Acked.Add(1)
+	case IsPermanent(err) || c.last(m):
+		dctx, cancel := context.WithTimeout(base, c.o.HandlerTimeout)
+		defer cancel()
+		c.deadLetter(dctx, m, err)
+	default:
+		c.retry(m)
+	}
+}
+
+func (c *loop) call(ctx context.Context, m jetstream.Msg) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.st.Panics.Add(1)
+			err = fmt.Errorf("handler panic: %v", r)
+		}
+	}()
+	return c.h(ctx, m)
+}
+
+func (c *loop) retry(m jetstream.Msg) {
+	if err := m.NakWithDelay(c.o.RetryDelay(deliveries(m))); err != nil {
+		c.st.AckErrors.Add(1)
+		return
+	}
+	c.st.Retried.Add(1)
+}
+
+// deadLetter publishes the message's dead-letter record, then terminates
+// it. The record's id derives from the stream, consumer and sequence, so a
+// record published again (the Term was lost) is dropped as a duplicate.
+func (c *loop) deadLetter(ctx context.Context, m jetstream.Msg, cause error) {
+	rec, err := events.Reject(m, cause)
+	if err != nil {
+		c.st.DeadLetterErrors.Add(1)
+		c.retry(m)
+		return
+	}
+	dm, _, err := events.NewMsg(c.o.Source, rec, events.WithID(DeadLetterID(rec.Stream, rec.Consumer, rec.StreamSequence)))
+	if err == nil {
+		err = publishRetrying(ctx, c.o.JetStream, dm)
+	}
+	if err != nil {
+		c.st.DeadLetterErrors.Add(1)
+		c.retry(m)
+		return
+	}
+	if err := m.TermWithReason(string(rec.Reason)); err != nil {
+		c.st.AckErrors.Add(1)
+		return
+	}
+	c.st.DeadLettered.Add(1)
+	if IsPermanent(cause) {
+		c.st.Permanent.Add(1)
+	}
+}
+
+// deadLetterSpace is the UUIDv5 namespace of dead-letter record ids.
+var deadLetterSpace = uuid.MustParse("6f0d3c8e-5a41-4a7e-9a55-3f3c1d1e7b21")
+
+// DeadLetterID is the id of the dead-letter record of a stream's message
+// as rejected by a consumer: a UUIDv5 of the three.
+func DeadLetterID(stream, consumer string, seq uint64) string {
+	return uuid.NewSHA1(deadLetterSpace, []byte(stream+"\x00"+consumer+"\x00"+strconv.FormatUint(seq, 10))).String()
+}
+
+// publishRetrying publishes m until the server stores it (or reports a
+// duplicate) or ctx ends; any error is retried, as nothing may be
+// terminated unrecorded.
+func publishRetrying(ctx context.Context, js jetstream.JetStream, m *nats.Msg) error {
+	b := newBackoff(20*time.Millisecond, time.Second)
+	for {
+		err := Retry(ctx, func(ctx context.Context) error {
+			_, err := js.PublishMsg(ctx, m)
+			return err
+		})
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		b.wait(ctx)
+	}
+}
+
+// backoff doubles a delay up to a cap.
+type backoff struct{ cur, min, max time.Duration }
+
+func newBackoff(lo, hi time.Duration) *backoff { return &backoff{cur: lo, min: lo, max: hi} }
+
+func (b *backoff) reset() { b.cur = b.min }
+
+func (b *backoff) wait(ctx context.Context) {
+	t := time.NewTimer(b.cur)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	b.cur = min(2*b.cur, b.max)
+}

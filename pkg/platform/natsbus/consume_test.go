@@ -1,0 +1,414 @@
+package natsbus_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
+)
+
+const source = "/verifier/test"
+
+// bus starts a JetStream server with the topology in place.
+func bus(t *testing.T) (context.Context, jetstream.JetStream) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	t.Cleanup(cancel)
+	_, url := natstest.RunJetStream(t)
+	_, js := natstest.Connect(t, url)
+	require.NoError(t, topology.Ensure(ctx, js, 1))
+	return ctx, js
+}
+
+// evidence builds the n-th evidence event of a host.
+func evidence(t testing.TB, host string, n int) *nats.Msg {
+	t.Helper()
+	s := snapshot.New(snapshot.Target{Kind: "systemd.unit", Identifier: "agent.service"}, snapshot.Record{
+		Plane: snapshot.Live, Kind: "systemd.unit",
+		Source: snapshot.Source{Collector: "systemd", Method: "systemctl show"},
+		Data:   snapshot.Data{"main_pid": snapshot.Int(int64(n))},
+	})
+	p, err := events.NewEvidenceCollected(host, s, time.Minute)
+	require.NoError(t, err)
+	m, _, err := events.NewMsg(events.Source("collector", host), p)
+	require.NoError(t, err)
+	return m
+}
+
+func publish(ctx context.Context, t *testing.T, js jetstream.JetStream, n int) []*jetstream.PubAck {
+	t.Helper()
+	acks := make([]*jetstream.PubAck, n)
+	for i := range n {
+		ack, err := js.PublishMsg(ctx, evidence(t, "web-01", i))
+		require.NoError(t, err)
+		acks[i] = ack
+	}
+	return acks
+}
+
+func verifierConsumer(ctx context.Context, t *testing.T, js jetstream.JetStream) jetstream.Consumer {
+	t.Helper()
+	c, err := js.Consumer(ctx, topology.StreamEvidence, topology.ConsumerVerifier)
+	require.NoError(t, err)
+	return c
+}
+
+// retryConsumer is the verifier's consumer without its redelivery
+// backoff, named name, delivering at most maxDeliver times. With a BackOff,
+// the server measures a NakWithDelay from the backoff step rather than the
+// ack wait, so the second and later retries would wait half a minute.
+func retryConsumer(ctx context.Context, t *testing.T, js jetstream.JetStream, name string, maxDeliver int) jetstream.Consumer {
+	t.Helper()
+	cfg := topology.New(1).Consumers[0].Config
+	cfg.Durable, cfg.MaxDeliver, cfg.BackOff = name, maxDeliver, nil
+	c, err := js.CreateOrUpdateConsumer(ctx, topology.StreamEvidence, cfg)
+	require.NoError(t, err)
+	return c
+}
+
+// run starts Consume in the background; the returned stop cancels it and
+// waits for it to return.
+func run(ctx context.Context, t *testing.T, cons jetstream.Consumer, h natsbus.Handler, o natsbus.Options) (stop func()) {
+	t.Helper()
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- natsbus.Consume(cctx, cons, h, o) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				require.NoError(t, err)
+			case <-time.After(30 * time.Second):
+				t.Fatal("Consume did not return after cancel")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func options(js jetstream.JetStream, st *natsbus.Stats) natsbus.Options {
+	return natsbus.Options{
+		JetStream:  js,
+		Source:     source,
+		Stats:      st,
+		RetryDelay: func(uint64) time.Duration { return 10 * time.Millisecond },
+	}
+}
+
+func eventually(t *testing.T, f func() error) {
+	t.Helper()
+	natstest.CheckFor(t, 15*time.Second, 10*time.Millisecond, f)
+}
+
+func counter(name string, c *atomic.Uint64, want uint64) func() error {
+	return func() error {
+		if got := c.Load(); got != want {
+			return fmt.Errorf("%s = %d, want %d", name, got, want)
+		}
+		return nil
+	}
+}
+
+// settled waits until the consumer has nothing pending or unacknowledged.
+func settled(ctx context.Context, t *testing.T, cons jetstream.Consumer) {
+	t.Helper()
+	eventually(t, func() error {
+		info, err := cons.Info(ctx)
+		if err != nil {
+			return err
+		}
+		if info.NumPending != 0 || info.NumAckPending != 0 || info.NumRedelivered != 0 {
+			return fmt.Errorf("pending %d, ack pending %d, redelivered %d", info.NumPending, info.NumAckPending, info.NumRedelivered)
+		}
+		return nil
+	})
+}
+
+// deadLetters reads every record of the DLQ stream.
+func deadLetters(ctx context.Context, t *testing.T, js jetstream.JetStream) []events.EventRejected {
+	t.Helper()
+	s, err := js.Stream(ctx, topology.StreamDLQ)
+	require.NoError(t, err)
+	info, err := s.Info(ctx)
+	require.NoError(t, err)
+	var out []events.EventRejected
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
+		raw, err := s.GetMsg(ctx, seq)
+		require.NoError(t, err)
+		e, err := events.FromNATS(raw.Header, raw.Data)
+		require.NoError(t, err)
+		rec, err := events.Decode[events.EventRejected](e)
+		require.NoError(t, err)
+		assert.Equal(t, natsbus.DeadLetterID(rec.Stream, rec.Consumer, rec.StreamSequence), e.ID(), "the record's id is derived from the message")
+		assert.Equal(t, source, e.Source())
+		out = append(out, rec)
+	}
+	return out
+}
+
+func TestPermanent(t *testing.T) {
+	assert.NoError(t, natsbus.Permanent(nil))
+	base := errors.New("bad")
+	err := fmt.Errorf("handle: %w", natsbus.Permanent(base))
+	assert.True(t, natsbus.IsPermanent(err))
+	assert.ErrorIs(t, err, base)
+	assert.Equal(t, "handle: bad", err.Error())
+	assert.False(t, natsbus.IsPermanent(base))
+	assert.False(t, natsbus.IsPermanent(nil))
+}
+
+func TestConsumeNeedsOptions(t *testing.T) {
+	ctx, js := bus(t)
+	cons := verifierConsumer(ctx, t, js)
+	h := func(context.Context, jetstream.Msg) error { return nil }
+	require.Error(t, natsbus.Consume(ctx, nil, h, natsbus.Options{JetStream: js, Source: source}))
+	require.Error(t, natsbus.Consume(ctx, cons, nil, natsbus.Options{JetStream: js, Source: source}))
+	require.Error(t, natsbus.Consume(ctx, cons, h, natsbus.Options{Source: source}))
+	require.Error(t, natsbus.Consume(ctx, cons, h, natsbus.Options{JetStream: js}))
+}
+
+func TestConsumeAcksHandledMessages(t *testing.T) {
+	ctx, js := bus(t)
+	cons := verifierConsumer(ctx, t, js)
+	publish(ctx, t, js, 20)
+
+	var st natsbus.Stats
+	var mu sync.Mutex
+	seen := map[string]int{}
+	o := options(js, &st)
+	o.Concurrency = 4
+	stop := run(ctx, t, cons, func(_ context.Context, m jetstream.Msg) error {
+		mu.Lock()
+		defer mu.Unlock()
+		seen[m.Headers().Get(events.HeaderMsgID)]++
+		return nil
+	}, o)
+	eventually(t, counter("acked", &st.Acked, 20))
+	settled(ctx, t, cons)
+	stop()
+
+	assert.Len(t, seen, 20)
+	for id, n := range seen {
+		assert.Equal(t, 1, n, "message %s handled once", id)
+	}
+	assert.Zero(t, st.Retried.Load()+st.DeadLettered.Load()+st.AckErrors.Load()+st.Panics.Load())
+	assert.Empty(t, deadLetters(ctx, t, js))
+}
+
+func TestConsumeRetriesRetryableErrors(t *testing.T) {
+	ctx, js := bus(t)
+	cons := retryConsumer(ctx, t, js, "retrying", 10)
+	publish(ctx, t, js, 1)
+
+	var st natsbus.Stats
+	var mu sync.Mutex
+	var deliveries []uint64
+	run(ctx, t, cons, func(_ context.Context, m jetstream.Msg) error {
+		md, err := m.Metadata()
+		require.NoError(t, err)
+		mu.Lock()
+		deliveries = append(deliveries, md.NumDelivered)
+		mu.Unlock()
+		if md.NumDelivered < 3 {
+			return errors.New("store unavailable")
+		}
+		return nil
+	}, options(js, &st))
+	eventually(t, counter("acked", &st.Acked, 1))
+	settled(ctx, t, cons)
+	assert.Equal(t, uint64(2), st.Retried.Load())
+	mu.Lock()
+	assert.Equal(t, []uint64{1, 2, 3}, deliveries)
+	mu.Unlock()
+	assert.Empty(t, deadLetters(ctx, t, js))
+}
+
+func TestConsumeDeadLettersPermanentErrors(t *testing.T) {
+	ctx, js := bus(t)
+	cons := verifierConsumer(ctx, t, js)
+	good := evidence(t, "web-01", 1)
+	bad := &nats.Msg{Subject: good.Subject, Header: nats.Header{}, Data: good.Data}
+	for k, v := range good.Header {
+		bad.Header[k] = v
+	}
+	bad.Header.Set("ce-type", events.TypePrefix+"evidence.collected.v9")
+	ack, err := js.PublishMsg(ctx, bad)
+	require.NoError(t, err)
+	_, err = js.PublishMsg(ctx, evidence(t, "web-01", 2))
+	require.NoError(t, err)
+
+	var st natsbus.Stats
+	run(ctx, t, cons, func(_ context.Context, m jetstream.Msg) error {
+		if _, _, err := events.Read[events.EvidenceCollected](m); err != nil {
+			return natsbus.Permanent(fmt.Errorf("decode: %w", err))
+		}
+		return nil
+	}, options(js, &st))
+	eventually(t, counter("dead-lettered", &st.DeadLettered, 1))
+	eventually(t, counter("acked", &st.Acked, 1))
+	settled(ctx, t, cons)
+	assert.Equal(t, uint64(1), st.Permanent.Load())
+	assert.Zero(t, st.Retried.Load())
+
+	recs := deadLetters(ctx, t, js)
+	require.Len(t, recs, 1)
+	rec := recs[0]
+	assert.Equal(t, topology.StreamEvidence, rec.Stream)
+	assert.Equal(t, topology.ConsumerVerifier, rec.Consumer)
+	assert.Equal(t, ack.Sequence, rec.StreamSequence)
+	assert.Equal(t, uint64(1), rec.Deliveries)
+	assert.Equal(t, events.ReasonUnknownType, rec.Reason, "the codec's reason survives Permanent")
+	assert.Contains(t, rec.Error, "decode: ")
+	assert.Equal(t, events.TypePrefix+"evidence.collected.v9", rec.Envelope.Type)
+}
+
+func TestConsumeDeadLettersOnTheLastDelivery(t *testing.T) {
+	ctx, js := bus(t)
+	cons := retryConsumer(ctx, t, js, "three-tries", 3)
+	acks := publish(ctx, t, js, 1)
+
+	var st natsbus.Stats
+	var calls atomic.Int32
+	run(ctx, t, cons, func(context.Context, jetstream.Msg) error {
+		calls.Add(1)
+		return errors.New("baseline store unavailable")
+	}, options(js, &st))
+	eventually(t, counter("dead-lettered", &st.DeadLettered, 1))
+	settled(ctx, t, cons)
+	assert.Equal(t, int32(3), calls.Load())
+	assert.Equal(t, uint64(2), st.Retried.Load())
+	assert.Zero(t, st.Permanent.Load())
+
+	recs := deadLetters(ctx, t, js)
+	require.Len(t, recs, 1)
+	assert.Equal(t, "three-tries", recs[0].Consumer)
+	assert.Equal(t, acks[0].Sequence, recs[0].StreamSequence)
+	assert.Equal(t, uint64(3), recs[0].Deliveries)
+	assert.Equal(t, events.ReasonPermanent, recs[0].Reason)
+	assert.Equal(t, "baseline store unavailable", recs[0].Error)
+}
+
+func TestConsumeRecoversHandlerPanics(t *testing.T) {
+	ctx, js := bus(t)
+	cons := retryConsumer(ctx, t, js, "retrying", 10)
+	publish(ctx, t, js, 1)
+
+	var st natsbus.Stats
+	var calls atomic.Int32
+	run(ctx, t, cons, func(context.Context, jetstream.Msg) error {
+		if calls.Add(1) == 1 {
+			panic("boom")
+		}
+		return nil
+	}, options(js, &st))
+	eventually(t, counter("acked", &st.Acked, 1))
+	assert.Equal(t, uint64(1), st.Panics.Load())
+	assert.Equal(t, uint64(1), st.Retried.Load())
+}
+
+// A dead letter that cannot be recorded is never terminated: the message
+// is retried until the record is stored.
+func TestConsumeKeepsMessagesWhoseDeadLetterFails(t *testing.T) {
+	ctx, js := bus(t)
+	cons := retryConsumer(ctx, t, js, "retrying", -1)
+	require.NoError(t, js.DeleteStream(ctx, topology.StreamDLQ))
+	publish(ctx, t, js, 1)
+
+	var st natsbus.Stats
+	o := options(js, &st)
+	o.HandlerTimeout = 200 * time.Millisecond
+	run(ctx, t, cons, func(context.Context, jetstream.Msg) error {
+		return natsbus.Permanent(errors.New("malformed"))
+	}, o)
+	eventually(t, func() error {
+		if st.DeadLetterErrors.Load() < 2 {
+			return errors.New("no failed dead-letter publish yet")
+		}
+		return nil
+	})
+	assert.Zero(t, st.DeadLettered.Load())
+	require.NoError(t, topology.Ensure(ctx, js, 1))
+	eventually(t, counter("dead-lettered", &st.DeadLettered, 1))
+	settled(ctx, t, cons)
+	assert.Len(t, deadLetters(ctx, t, js), 1)
+}
+
+// On cancel, Consume finishes the message in hand and releases the
+// prefetched ones at once: another instance gets them without waiting for
+// the ack wait.
+func TestConsumeDrainsOnCancel(t *testing.T) {
+	ctx, js := bus(t)
+	cons := verifierConsumer(ctx, t, js)
+	publish(ctx, t, js, 30)
+
+	var st natsbus.Stats
+	inHand := make(chan struct{})
+	finish := make(chan struct{})
+	var first atomic.Bool
+	handled := sync.Map{}
+	o := options(js, &st)
+	o.Prefetch = 16
+	stop := run(ctx, t, cons, func(_ context.Context, m jetstream.Msg) error {
+		if first.CompareAndSwap(false, true) {
+			close(inHand)
+			<-finish
+		}
+		handled.Store(m.Headers().Get(events.HeaderMsgID), true)
+		return nil
+	}, o)
+	<-inHand
+	eventually(t, func() error {
+		if st.Received.Load() < 2 {
+			return errors.New("nothing prefetched yet")
+		}
+		return nil
+	})
+	stopped := make(chan struct{})
+	go func() { stop(); close(stopped) }()
+	select {
+	case <-stopped:
+		t.Fatal("Consume returned with a message in hand")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(finish)
+	<-stopped
+	assert.Equal(t, uint64(1), st.Acked.Load(), "the message in hand is finished")
+	assert.Equal(t, st.Received.Load()-1, st.Released.Load(), "every prefetched message is released")
+
+	var st2 natsbus.Stats
+	run(ctx, t, cons, func(_ context.Context, m jetstream.Msg) error {
+		handled.Store(m.Headers().Get(events.HeaderMsgID), true)
+		return nil
+	}, options(js, &st2))
+	// Well within the consumer's 30 s ack wait.
+	natstest.CheckFor(t, 5*time.Second, 10*time.Millisecond, counter("acked by the second consumer", &st2.Acked, 29))
+	settled(ctx, t, cons)
+	n := 0
+	handled.Range(func(any, any) bool { n++; return true })
+	assert.Equal(t, 30, n)
+}
+
+func TestDeadLetterID(t *testing.T) {
+	a := natsbus.DeadLetterID("EVIDENCE", "verifier", 7)
+	assert.Equal(t, a, natsbus.DeadLetterID("EVIDENCE", "verifier", 7))
+	assert.NotEqual(t, a, natsbus.DeadLetterID("EVIDENCE", "auditor", 7))
+	assert.NotEqual(t, a, natsbus.DeadLetterID("EVIDENCE", "verifier", 8))
+	assert.Len(t, a, 36)
+}

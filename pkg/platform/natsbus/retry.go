@@ -1,0 +1,58 @@
+package natsbus
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// AttemptTimeout bounds one JetStream request made through Retry. A request
+// that reaches a stream or consumer leader that just went away gets no
+// answer; a short attempt lets the next one find the new leader.
+const AttemptTimeout = 2 * time.Second
+
+// Retry runs op until it succeeds, fails with an error that is not
+// Transient, or ctx ends; each attempt gets at most AttemptTimeout. op must
+// be safe to repeat: a publish with a Nats-Msg-Id, a read, an ack, a
+// compare-and-set write.
+func Retry(ctx context.Context, op func(ctx context.Context) error) error {
+	delay := 10 * time.Millisecond
+	for {
+		actx, cancel := context.WithTimeout(ctx, AttemptTimeout)
+		err := op(actx)
+		cancel()
+		if err == nil || ctx.Err() != nil || !Transient(err) {
+			return err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		}
+		delay = min(2*delay, 500*time.Millisecond)
+	}
+}
+
+// Transient reports whether err may go away by itself: a timeout, no
+// responders (no leader yet), a connection reconnecting, or a JetStream
+// API error with a 5xx code (temporarily unavailable).
+func Transient(err error) bool {
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout),
+		errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrNoStreamResponse),
+		errors.Is(err, nats.ErrConnectionReconnecting), errors.Is(err, nats.ErrDisconnected),
+		errors.Is(err, jetstream.ErrConsumerLeadershipChanged):
+		return true
+	}
+	if apiErr, ok := errors.AsType[*jetstream.APIError](err); ok {
+		return apiErr.Code >= 500
+	}
+	return false
+}

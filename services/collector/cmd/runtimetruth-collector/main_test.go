@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
+	"github.com/runtimetruth/runtimetruth/services/collector/internal/gittest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func writeConfig(t *testing.T, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "collector.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(text), 0o600))
+	return path
+}
+
+func TestVersion(t *testing.T) {
+	require.NoError(t, run([]string{"-version"}))
+}
+
+func TestCheckConfig(t *testing.T) {
+	good := writeConfig(t, "host: h1\nstate_dir: /tmp/x\ntargets:\n  - {name: repo, kind: git, path: /srv/app}\n")
+	require.NoError(t, run([]string{"-config", good, "-check-config"}))
+
+	bad := writeConfig(t, "host: h1\ntargets:\n  - {name: repo, kind: git, path: /srv/app, intervall: 5s}\n")
+	err := run([]string{"-config", bad, "-check-config"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "intervall")
+
+	require.Error(t, run([]string{"-config", filepath.Join(t.TempDir(), "missing.yaml"), "-check-config"}))
+	require.Error(t, run([]string{"-no-such-flag"}))
+}
+
+// TestRunUntilSIGTERM runs the service against a real server until it
+// receives SIGTERM, and checks it published and stopped cleanly.
+func TestRunUntilSIGTERM(t *testing.T) {
+	_, url := natstest.RunJetStream(t)
+	_, js := natstest.Connect(t, url)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, topology.Ensure(ctx, js, 1))
+	repo := gittest.New(t)
+	path := writeConfig(t, fmt.Sprintf("host: h1\nstate_dir: %s\nshutdown_timeout: 10s\nnats: {url: %q}\ntargets:\n  - {name: repo, kind: git, path: %q}\n",
+		t.TempDir(), url, repo))
+
+	done := make(chan error, 1)
+	go func() { done <- run([]string{"-config", path}) }()
+	natstest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+		s, err := js.Stream(ctx, topology.StreamEvidence)
+		if err != nil {
+			return err
+		}
+		info, err := s.Info(ctx)
+		if err != nil {
+			return err
+		}
+		if info.State.Msgs < 1 {
+			return fmt.Errorf("no evidence yet")
+		}
+		return nil
+	})
+	require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGTERM))
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("run did not return after SIGTERM")
+	}
+}

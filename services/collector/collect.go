@@ -1,0 +1,316 @@
+package collector
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+	"github.com/runtimetruth/runtimetruth/services/collector/inspect"
+	"github.com/runtimetruth/runtimetruth/services/collector/source/codex"
+	"github.com/runtimetruth/runtimetruth/services/collector/source/git"
+	"github.com/runtimetruth/runtimetruth/services/collector/source/process"
+	"github.com/runtimetruth/runtimetruth/services/collector/source/systemd"
+	"github.com/runtimetruth/runtimetruth/services/collector/spool"
+)
+
+// The statuses of a Result.
+const (
+	StatusCollected = "collected" // evidence.collected spooled
+	StatusFailed    = "failed"    // collection.failed spooled
+	StatusRefused   = "refused"   // the spool refused the events (full)
+	StatusError     = "error"     // nothing could be spooled
+)
+
+// Result is the outcome of one collection.
+type Result struct {
+	Target string `json:"target"`
+	Kind   string `json:"kind"`
+	Status string `json:"status"`
+	// EventID is the id of the evidence.collected or collection.failed
+	// event.
+	EventID string `json:"event_id,omitempty"`
+	// Digest is the snapshot digest (collected only).
+	Digest string `json:"digest,omitempty"`
+	// RunnableModified counts the runnable.modified events spooled.
+	RunnableModified int `json:"runnable_modified,omitempty"`
+	// Error says why the collection failed or was not spooled.
+	Error string `json:"error,omitempty"`
+}
+
+// observation is what one collection saw.
+type observation struct {
+	snap *snapshot.Snapshot
+	// changes are runnable.modified payloads not reported before, and
+	// reported marks them reported once spooled.
+	changes  []events.RunnableModified
+	reported func(digests []string) error
+}
+
+// collect runs one collection of t and spools its events. interval is
+// the schedule's (0 for an on-demand collection).
+func (c *Collector) collect(ctx context.Context, t *target, interval time.Duration) (Result, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c.stats.collections.Add(1)
+	res := Result{Target: t.cfg.Name, Kind: t.cfg.Kind}
+
+	obs, cerr := c.observe(ctx, t)
+	var msgs []spooled
+	var digests []string
+	if cerr == nil {
+		m, digest, err := c.evidenceMsg(obs.snap, interval)
+		if err != nil {
+			cerr = err // too large, or a snapshot the codec refuses
+		} else {
+			msgs, res.Digest = append(msgs, m), digest
+			for _, p := range obs.changes {
+				m, err := c.newMsg(p, events.WithID(runnableEventID(p)))
+				if err != nil {
+					c.stats.invalid.Add(1)
+					c.log.Warn("runnable.modified not publishable", "target", t.cfg.Name, "package", p.Package, "err", err)
+					continue
+				}
+				msgs = append(msgs, m)
+				digests = append(digests, p.ChangeDigest)
+			}
+		}
+	}
+	if cerr != nil {
+		res.Digest = ""
+		m, err := c.newMsg(c.failure(t, cerr))
+		if err != nil {
+			c.stats.invalid.Add(1)
+			res.Status, res.Error = StatusError, err.Error()
+			return res, fmt.Errorf("collect %s: %w (and its collection.failed event: %w)", t.cfg.Name, cerr, err)
+		}
+		msgs, digests = []spooled{m}, nil
+	}
+	res.EventID = msgs[0].id
+	if err := c.enqueue(msgs); err != nil {
+		res.Status, res.Error, res.Digest = StatusRefused, err.Error(), ""
+		if !errors.Is(err, ErrSpoolFull) {
+			res.Status = StatusError
+		}
+		return res, fmt.Errorf("collect %s: %w", t.cfg.Name, err)
+	}
+	res.RunnableModified = len(digests)
+	c.stats.runnableModified.Add(uint64(len(digests)))
+	if len(digests) > 0 && obs.reported != nil {
+		if err := obs.reported(digests); err != nil {
+			// Reported again next time; the derived event id makes
+			// JetStream drop the copy within its window.
+			c.log.Warn("could not record reported changes", "target", t.cfg.Name, "err", err)
+		}
+	}
+	if cerr != nil {
+		c.stats.failures.Add(1)
+		if !t.failed {
+			c.log.Warn("collection failing", "target", t.cfg.Name, "kind", t.cfg.Kind, "err", cerr)
+		}
+		t.failed = true
+		res.Status, res.Error = StatusFailed, cerr.Error()
+		return res, fmt.Errorf("%w: %s: %w", ErrCollectionFailed, t.cfg.Name, cerr)
+	}
+	if t.failed {
+		c.log.Info("collection recovered", "target", t.cfg.Name, "kind", t.cfg.Kind)
+	}
+	t.failed = false
+	res.Status = StatusCollected
+	return res, nil
+}
+
+// observe collects t's snapshot.
+func (c *Collector) observe(ctx context.Context, t *target) (observation, error) {
+	tc := t.cfg
+	opts := inspect.Options{SeedOnly: tc.Options.SeedOnly}
+	var s *snapshot.Snapshot
+	var err error
+	switch tc.Kind {
+	case KindGit:
+		s, err = inspect.Git(ctx, tc.Path, opts)
+	case KindProcess:
+		s, err = inspect.Process(ctx, tc.PID, opts)
+	case KindSystemd:
+		s, err = inspect.Systemd(ctx, tc.Unit, opts)
+	case KindCodex:
+		var tg snapshot.Target
+		var recs []snapshot.Record
+		tg, recs, err = codex.Collect(ctx, tc.Cwd, codex.Options{
+			Binary:        tc.Options.CodexBinary,
+			ResolveThread: tc.Options.ResolveThread,
+			ResolveMCP:    tc.Options.ResolveMCP,
+			SeedOnly:      tc.Options.SeedOnly,
+		})
+		if err == nil {
+			s = snapshot.New(tg, recs...)
+			err = s.Validate()
+		}
+	case KindPython, KindNode:
+		return c.checkIntegrity(ctx, t)
+	default:
+		err = fmt.Errorf("kind %q", tc.Kind)
+	}
+	if err != nil {
+		return observation{}, err
+	}
+	return observation{snap: s}, nil
+}
+
+// spooled is an event encoded for the spool.
+type spooled struct {
+	id   string
+	data []byte
+}
+
+func (c *Collector) newMsg(p events.Payload, opts ...events.Option) (spooled, error) {
+	m, e, err := events.NewMsg(c.source, p, opts...)
+	if err != nil {
+		return spooled{}, err
+	}
+	return spooled{id: e.ID(), data: encodeMsg(m, time.Now())}, nil
+}
+
+func (c *Collector) evidenceMsg(s *snapshot.Snapshot, interval time.Duration) (spooled, string, error) {
+	p, err := events.NewEvidenceCollected(c.cfg.Host, s, interval)
+	if err != nil {
+		return spooled{}, "", fmt.Errorf("snapshot: %w", err)
+	}
+	m, err := c.newMsg(p)
+	if err != nil {
+		return spooled{}, "", err
+	}
+	return m, p.Digest, nil
+}
+
+// enqueue appends the batch to the spool; a full spool refuses it whole.
+func (c *Collector) enqueue(msgs []spooled) error {
+	recs := make([][]byte, len(msgs))
+	for i, m := range msgs {
+		recs[i] = m.data
+	}
+	err := c.spool.Append(recs...)
+	switch {
+	case errors.Is(err, spool.ErrFull):
+		c.stats.refused.Add(uint64(len(msgs)))
+		if c.full.CompareAndSwap(false, true) {
+			n, b := c.spool.Pending()
+			c.log.Warn("spool full; refusing new events until NATS takes the backlog",
+				"pending_events", n, "pending_bytes", b)
+		}
+		return fmt.Errorf("%w: %w", ErrSpoolFull, err)
+	case err != nil:
+		c.stats.spoolErrors.Add(1)
+		c.log.Error("spool append failed", "err", err)
+		return err
+	}
+	if c.full.CompareAndSwap(true, false) {
+		c.log.Info("spool accepting events again", "refused_total", c.stats.refused.Load())
+	}
+	c.stats.spooled.Add(uint64(len(msgs)))
+	if c.onSpooled != nil {
+		ids := make([]string, len(msgs))
+		for i, m := range msgs {
+			ids[i] = m.id
+		}
+		c.onSpooled(ids)
+	}
+	return nil
+}
+
+// failure builds the collection.failed payload of err.
+func (c *Collector) failure(t *target, err error) events.CollectionFailed {
+	reason, retryable := classify(err)
+	p := events.CollectionFailed{
+		Host:      c.cfg.Host,
+		Collector: t.cfg.Kind,
+		Reason:    reason,
+		Message:   message(t.cfg.Name + ": " + err.Error()),
+		Retryable: retryable,
+	}
+	if tg, ok := configuredTarget(t.cfg); ok {
+		p.Target = &tg
+	}
+	return p
+}
+
+// configuredTarget is the target a failed collection was about, as
+// configured (a process has no identity before it is read).
+func configuredTarget(tc TargetConfig) (events.Target, bool) {
+	switch tc.Kind {
+	case KindGit:
+		return events.Target{Kind: git.KindRepository, Identifier: tc.Path}, true
+	case KindSystemd:
+		return events.Target{Kind: systemd.Kind, Identifier: tc.Unit}, true
+	case KindCodex:
+		return events.Target{Kind: codex.TargetKind, Identifier: tc.Cwd}, true
+	case KindPython:
+		return events.Target{Kind: TargetPythonEnvironment, Identifier: tc.Env}, true
+	case KindNode:
+		return events.Target{Kind: TargetNodeProject, Identifier: tc.Dir}, true
+	}
+	return events.Target{}, false
+}
+
+// classify maps a collection error to a collection.failed reason and
+// whether the next collection may succeed unchanged.
+func classify(err error) (reason string, retryable bool) {
+	var evErr *events.Error
+	switch {
+	case errors.As(err, &evErr) && evErr.Reason == events.ReasonTooLarge:
+		return "too_large", false
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, codex.ErrTimeout):
+		return "timeout", true
+	case errors.Is(err, os.ErrPermission), errors.Is(err, process.ErrPermission), errors.Is(err, git.ErrDubiousOwnership):
+		return "permission", false
+	case errors.Is(err, git.ErrGitNotFound), errors.Is(err, systemd.ErrSystemctlNotFound),
+		errors.Is(err, systemd.ErrSystemdUnavailable), errors.Is(err, codex.ErrNotFound):
+		return "unavailable", false
+	case errors.Is(err, os.ErrNotExist), errors.Is(err, process.ErrDisappeared), errors.Is(err, git.ErrNotRepository),
+		errors.Is(err, process.ErrNoExecutable), integrityNotFound(err):
+		return "not_found", false
+	case errors.As(err, &evErr):
+		return "invalid", false
+	}
+	return "error", true
+}
+
+// message makes an error text fit a payload: valid UTF-8 without control
+// characters, at most events.MaxMessageLength bytes.
+func message(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7F {
+			return ' '
+		}
+		return r
+	}, s)
+	if len(s) > events.MaxMessageLength {
+		cut := events.MaxMessageLength - len("…")
+		for cut > 0 && !utf8RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	if strings.TrimSpace(s) == "" {
+		s = "unknown error"
+	}
+	return s
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// runnableEventID derives the id of a runnable.modified event from the
+// change it reports, so a copy published again (after a crash between
+// spooling and recording the digest) is dropped by JetStream.
+func runnableEventID(p events.RunnableModified) string {
+	sum := sha256.Sum256([]byte(p.Host + "\x00" + string(p.Ecosystem) + "\x00" + p.Environment + "\x00" +
+		p.Package + "\x00" + p.ChangeDigest))
+	return "runnable-modified-" + hex.EncodeToString(sum[:20])
+}

@@ -1,0 +1,239 @@
+package collector_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/lifecycle"
+	"github.com/runtimetruth/runtimetruth/services/collector"
+	"github.com/runtimetruth/runtimetruth/services/collector/internal/gittest"
+)
+
+var _ lifecycle.Component = (*collector.Collector)(nil)
+
+func TestShutdownWithoutStart(t *testing.T) {
+	c, err := collector.New(testConfig(t, deadURL(t), gitTarget("repo", t.TempDir(), 0)), collector.Settings{})
+	require.NoError(t, err)
+	require.NoError(t, c.Shutdown(t.Context()))
+	require.NoError(t, c.Shutdown(t.Context()), "twice")
+	require.ErrorIs(t, c.Start(t.Context()), collector.ErrNotRunning, "no start after shutdown")
+	require.ErrorIs(t, c.CollectNow(t.Context(), "repo"), collector.ErrNotRunning)
+}
+
+func TestStartCollectShutdown(t *testing.T) {
+	b := runBus(t, t.TempDir(), 0)
+	repo := gittest.New(t)
+	c, rec := newCollector(t, testConfig(t, b.url, gitTarget("repo", repo, time.Hour)), collector.Settings{})
+
+	start := time.Now()
+	require.NoError(t, c.Start(t.Context()))
+	assert.Less(t, time.Since(start), time.Second, "Start returns quickly")
+	require.ErrorIs(t, c.Start(t.Context()), collector.ErrNotRunning, "no second start")
+
+	msgs := b.waitStored(t, 1) // the first collection runs at once
+	shutdown(t, c, 10*time.Second)
+	shutdown(t, c, 10*time.Second) // twice
+
+	require.Len(t, msgs, 1)
+	assert.Equal(t, rec.all(), b.storedIDs(t))
+	s := c.Stats()
+	assert.Equal(t, uint64(1), s.Collections)
+	assert.Equal(t, uint64(1), s.EventsDelivered)
+	assert.Zero(t, s.SpoolPendingEvents)
+}
+
+func TestGitTargetPublishesEvidenceAndFollowsCommits(t *testing.T) {
+	b := runBus(t, t.TempDir(), 0)
+	repo := gittest.New(t)
+	c, _ := newCollector(t, testConfig(t, b.url, gitTarget("repo", repo, time.Hour)), collector.Settings{})
+	require.NoError(t, c.Start(t.Context()))
+	first := b.waitStored(t, 1)[0]
+
+	assert.Equal(t, "rt.evidence.test-host=2Eexample.git=2Erepository", first.Subject())
+	assert.Equal(t, events.EvidenceSubject(testHost, "git.repository"), first.Subject())
+	e, p, err := events.Read[events.EvidenceCollected](first)
+	require.NoError(t, err)
+	assert.Equal(t, events.Source("collector", testHost), e.Source())
+	assert.Equal(t, e.ID(), first.m.Header.Get(events.HeaderMsgID))
+	assert.Equal(t, testHost, p.Host)
+	assert.Equal(t, events.Target{Kind: "git.repository", Identifier: repo}, p.Target)
+	assert.Equal(t, int64(3600), p.IntervalSeconds)
+	s1, err := p.ParseSnapshot()
+	require.NoError(t, err)
+	head1, _ := s1.Evidence[0].Data["head_commit"].Str()
+	assert.Equal(t, gittest.Git(t, repo, "rev-parse", "HEAD"), head1)
+
+	gittest.WriteFile(t, repo, "main.go", "package main\n")
+	head2 := gittest.Commit(t, repo, "second")
+	require.NoError(t, c.CollectNow(t.Context(), "repo"))
+	second := evidence(t, b.waitStored(t, 2)[1])
+	assert.Zero(t, second.IntervalSeconds, "an on-demand collection")
+	assert.NotEqual(t, p.Digest, second.Digest)
+	s2, err := second.ParseSnapshot()
+	require.NoError(t, err)
+	got, _ := s2.Evidence[0].Data["head_commit"].Str()
+	assert.Equal(t, head2, got)
+	assert.NotEqual(t, head1, got)
+}
+
+func TestCollectionFailurePublishesCollectionFailed(t *testing.T) {
+	b := runBus(t, t.TempDir(), 0)
+	notRepo := t.TempDir()
+	c, _ := newCollector(t, testConfig(t, b.url, gitTarget("plain", notRepo, time.Hour)), collector.Settings{})
+	require.NoError(t, c.Start(t.Context()))
+	m := b.waitStored(t, 1)[0]
+	assert.Equal(t, events.CollectFailedSubject(testHost), m.Subject())
+	_, p, err := events.Read[events.CollectionFailed](m)
+	require.NoError(t, err)
+	assert.Equal(t, "git", p.Collector)
+	assert.Equal(t, "not_found", p.Reason)
+	assert.False(t, p.Retryable)
+	assert.Contains(t, p.Message, "plain: ")
+	require.NotNil(t, p.Target)
+	assert.Equal(t, events.Target{Kind: "git.repository", Identifier: notRepo}, *p.Target)
+
+	err = c.CollectNow(t.Context(), "plain")
+	require.ErrorIs(t, err, collector.ErrCollectionFailed)
+	b.waitStored(t, 2)
+	assert.Equal(t, uint64(2), c.Stats().CollectionFailures)
+}
+
+func TestCollectNowRequest(t *testing.T) {
+	b := runBus(t, t.TempDir(), 0)
+	repo := gittest.New(t)
+	cfg := testConfig(t, b.url, gitTarget("repo", repo, time.Hour), gitTarget("broken", filepath.Join(t.TempDir(), "gone"), time.Hour))
+	c, _ := newCollector(t, cfg, collector.Settings{})
+	require.NoError(t, c.Start(t.Context()))
+	b.waitStored(t, 2) // the first collections
+
+	subject := collector.CollectNowSubject(testHost)
+	assert.Equal(t, "rt.ctl.collect.test-host=2Eexample", subject)
+	request := func(payload string) collector.CollectNowReply {
+		t.Helper()
+		m, err := b.nc.Request(subject, []byte(payload), 30*time.Second)
+		require.NoError(t, err)
+		var rep collector.CollectNowReply
+		require.NoError(t, json.Unmarshal(m.Data, &rep), string(m.Data))
+		assert.Equal(t, testHost, rep.Host)
+		return rep
+	}
+
+	rep := request("repo")
+	require.Empty(t, rep.Error)
+	require.Len(t, rep.Results, 1)
+	r := rep.Results[0]
+	assert.Equal(t, collector.Result{Target: "repo", Kind: "git", Status: collector.StatusCollected,
+		EventID: r.EventID, Digest: r.Digest}, r)
+	msgs := b.waitStored(t, 3)
+	assert.Equal(t, r.EventID, msgs[2].m.Header.Get(events.HeaderMsgID))
+	assert.Equal(t, r.Digest, evidence(t, msgs[2]).Digest)
+
+	rep = request("") // every target
+	require.Len(t, rep.Results, 2)
+	byName := map[string]collector.Result{}
+	for _, r := range rep.Results {
+		byName[r.Target] = r
+	}
+	assert.Equal(t, collector.StatusCollected, byName["repo"].Status)
+	assert.Equal(t, collector.StatusFailed, byName["broken"].Status)
+	assert.NotEmpty(t, byName["broken"].Error)
+	b.waitStored(t, 5)
+
+	rep = request("nope")
+	assert.Empty(t, rep.Results)
+	assert.Contains(t, rep.Error, "unknown target \"nope\"")
+	assert.Equal(t, uint64(3), c.Stats().ControlRequests)
+}
+
+func TestEmbeddedConnectionIsNotClosed(t *testing.T) {
+	b := runBus(t, t.TempDir(), 0)
+	repo := gittest.New(t)
+	c, rec := newCollector(t, testConfig(t, deadURL(t), gitTarget("repo", repo, time.Hour)), collector.Settings{Conn: b.nc})
+	require.NoError(t, c.Start(t.Context()))
+	b.waitStored(t, 1)
+	shutdown(t, c, 10*time.Second)
+	assert.True(t, b.nc.IsConnected(), "the caller's connection stays open")
+	assert.Equal(t, rec.all(), b.storedIDs(t))
+}
+
+func TestShutdownCancelsSlowDeliveryButKeepsTheSpool(t *testing.T) {
+	repo := gittest.New(t)
+	cfg := testConfig(t, deadURL(t), gitTarget("repo", repo, time.Hour))
+	c, _ := newCollector(t, cfg, collector.Settings{})
+	require.NoError(t, c.Start(t.Context()))
+	require.NoError(t, c.CollectNow(t.Context(), "repo"))
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	require.NoError(t, c.Shutdown(ctx), "undelivered events are kept, not an error")
+	assert.Less(t, time.Since(start), 5*time.Second)
+	assert.Equal(t, 2, c.Stats().SpoolPendingEvents)
+}
+
+func TestSpoolRecordCodec(t *testing.T) {
+	m, _, err := events.NewMsg(events.Source("collector", testHost), events.CollectionFailed{
+		Host: testHost, Collector: "git", Reason: "error", Message: "boom",
+	})
+	require.NoError(t, err)
+	at := time.Unix(1700000000, 123)
+	data := collector.EncodeMsg(m, at)
+	got, gotAt, err := collector.DecodeMsg(data)
+	require.NoError(t, err)
+	assert.Equal(t, m.Subject, got.Subject)
+	assert.Equal(t, m.Header, got.Header)
+	assert.Equal(t, m.Data, got.Data)
+	assert.True(t, at.Equal(gotAt))
+	for i := range data {
+		_, _, err := collector.DecodeMsg(data[:i])
+		require.Error(t, err, "truncated at %d", i)
+	}
+	_, _, err = collector.DecodeMsg(append(data, 0))
+	require.Error(t, err, "trailing byte")
+}
+
+// TestCodexAndProcessTargets collects the real Codex CLI (in a scratch
+// CODEX_HOME) and this test process.
+func TestCodexAndProcessTargets(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("CODEX_HOME", filepath.Join(home, ".codex"))
+	require.NoError(t, os.MkdirAll(filepath.Join(home, ".codex"), 0o700))
+	workspace, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+
+	b := runBus(t, t.TempDir(), 0)
+	cfg := testConfig(t, b.url,
+		collector.TargetConfig{Name: "codex", Kind: collector.KindCodex, Cwd: workspace, Interval: time.Hour},
+		collector.TargetConfig{Name: "self", Kind: collector.KindProcess, PID: os.Getpid(), Interval: time.Hour})
+	c, _ := newCollector(t, cfg, collector.Settings{})
+	require.NoError(t, c.Start(t.Context()))
+	msgs := b.waitStored(t, 2)
+	bySubject := map[string]events.EvidenceCollected{}
+	for _, m := range msgs {
+		p := evidence(t, m)
+		bySubject[m.Subject()] = p
+	}
+	cx, ok := bySubject[events.EvidenceSubject(testHost, "codex.workspace")]
+	require.True(t, ok, "codex evidence: %v", bySubject)
+	assert.Equal(t, workspace, cx.Target.Identifier)
+	s, err := cx.ParseSnapshot()
+	require.NoError(t, err)
+	_, ok = s.Record("codex.runtime")
+	assert.True(t, ok)
+	_, ok = s.Record("codex.config")
+	assert.True(t, ok)
+
+	self, ok := bySubject[events.EvidenceSubject(testHost, "linux.process")]
+	require.True(t, ok, "process evidence: %v", bySubject)
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	assert.Equal(t, exe, self.Target.Identifier)
+}

@@ -1,0 +1,223 @@
+package collector_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
+	"github.com/runtimetruth/runtimetruth/services/collector"
+	"github.com/runtimetruth/runtimetruth/services/collector/internal/gittest"
+)
+
+// assertDeliveredOnceInOrder checks that the stream holds exactly the
+// spooled ids, each once, in the order they were spooled.
+func assertDeliveredOnceInOrder(t *testing.T, spooled, stored []string) {
+	t.Helper()
+	seen := map[string]int{}
+	for _, id := range stored {
+		seen[id]++
+	}
+	for id, n := range seen {
+		assert.Equal(t, 1, n, "id %s stored %d times", id, n)
+	}
+	assert.Equal(t, spooled, stored)
+}
+
+// TestNATSOutage stops the server while the collector collects every
+// second, collects more on demand, then starts a server again on the same
+// port and store: every event arrives once, in order.
+func TestNATSOutage(t *testing.T) {
+	store := t.TempDir()
+	port := freePort(t)
+	b := runBus(t, store, port)
+	repo := gittest.New(t)
+	c, rec := newCollector(t, testConfig(t, b.url, gitTarget("repo", repo, time.Second)), collector.Settings{})
+	require.NoError(t, c.Start(t.Context()))
+	b.waitStored(t, 1)
+
+	b.srv.Shutdown()
+	b.srv.WaitForShutdown()
+	before := len(rec.all())
+	for i := range 3 {
+		gittest.WriteFile(t, repo, fmt.Sprintf("f%d.txt", i), "x\n")
+		gittest.Commit(t, repo, fmt.Sprintf("commit %d", i))
+		require.NoError(t, c.CollectNow(t.Context(), "repo"))
+	}
+	// The schedule keeps collecting too.
+	natstest.CheckFor(t, 10*time.Second, 50*time.Millisecond, func() error {
+		if n := len(rec.all()); n < before+5 {
+			return fmt.Errorf("%d events spooled during the outage, want %d", n-before, 5)
+		}
+		return nil
+	})
+	assert.Positive(t, c.Stats().SpoolPendingEvents, "events wait in the spool")
+
+	b2 := runBus(t, store, port)
+	natstest.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+		if s := c.Stats(); s.SpoolPendingEvents > 0 {
+			return fmt.Errorf("%d events still pending", s.SpoolPendingEvents)
+		}
+		return nil
+	})
+	shutdown(t, c, 30*time.Second)
+
+	spooled := rec.all()
+	assert.GreaterOrEqual(t, len(spooled), before+5)
+	assertDeliveredOnceInOrder(t, spooled, b2.storedIDs(t))
+	s := c.Stats()
+	assert.Equal(t, uint64(len(spooled)), s.EventsDelivered)
+	assert.Zero(t, s.SpoolPendingEvents)
+}
+
+// TestDeliveryRetriesUntilTheStreamExists publishes to a server without
+// the streams: publishing fails (no responders) and is retried until the
+// topology appears.
+func TestDeliveryRetriesUntilTheStreamExists(t *testing.T) {
+	_, url := natstest.RunJetStream(t)
+	nc, js := natstest.Connect(t, url)
+	repo := gittest.New(t)
+	c, rec := newCollector(t, testConfig(t, url, gitTarget("repo", repo, time.Hour)), collector.Settings{})
+	require.NoError(t, c.Start(t.Context()))
+	require.NoError(t, c.CollectNow(t.Context(), "repo"))
+	natstest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if s := c.Stats(); s.PublishErrors < 2 {
+			return fmt.Errorf("%d publish errors", s.PublishErrors)
+		}
+		return nil
+	})
+	assert.Zero(t, c.Stats().EventsDelivered)
+
+	require.NoError(t, topology.Ensure(t.Context(), js, 1))
+	b := &bus{url: url, nc: nc, js: js}
+	b.waitStored(t, 2)
+	shutdown(t, c, 10*time.Second)
+	assertDeliveredOnceInOrder(t, rec.all(), b.storedIDs(t))
+}
+
+// TestSpoolSurvivesRestart spools events while NATS is unreachable, stops
+// the collector, and starts another on the same state: it delivers them
+// first, in order.
+func TestSpoolSurvivesRestart(t *testing.T) {
+	repo := gittest.New(t)
+	state := t.TempDir()
+	cfg := testConfig(t, deadURL(t), gitTarget("repo", repo, time.Hour))
+	cfg.StateDir = state
+	c1, rec1 := newCollector(t, cfg, collector.Settings{})
+	require.NoError(t, c1.Start(t.Context()))
+	for range 3 {
+		require.NoError(t, c1.CollectNow(t.Context(), "repo"))
+	}
+	shutdown(t, c1, 200*time.Millisecond)
+	first := rec1.all()
+	require.Len(t, first, 4)
+	assert.Zero(t, c1.Stats().EventsDelivered)
+
+	b := runBus(t, t.TempDir(), 0)
+	cfg.NATS.URL = b.url
+	c2, rec2 := newCollector(t, cfg, collector.Settings{})
+	require.NoError(t, c2.Start(t.Context()))
+	b.waitStored(t, 5)
+	shutdown(t, c2, 10*time.Second)
+	assertDeliveredOnceInOrder(t, append(first, rec2.all()...), b.storedIDs(t))
+}
+
+// TestCrashRedeliveryIsDeduplicated replays a spool whose cursor was lost
+// after delivery (a crash between the acknowledgement and the commit):
+// JetStream's de-duplication keeps one copy of each event.
+func TestCrashRedeliveryIsDeduplicated(t *testing.T) {
+	b := runBus(t, t.TempDir(), 0)
+	repo := gittest.New(t)
+	cfg := testConfig(t, b.url, gitTarget("repo", repo, time.Hour))
+	c1, rec1 := newCollector(t, cfg, collector.Settings{})
+	require.NoError(t, c1.Start(t.Context()))
+	require.NoError(t, c1.CollectNow(t.Context(), "repo"))
+	b.waitStored(t, 2)
+	shutdown(t, c1, 10*time.Second)
+
+	// Re-spool what was delivered: put the delivered segment back.
+	segs, err := filepath.Glob(filepath.Join(cfg.SpoolDir(), "*.seg"))
+	require.NoError(t, err)
+	require.Len(t, segs, 1)
+	require.NoError(t, os.Remove(filepath.Join(cfg.SpoolDir(), "cursor")))
+
+	c2, rec2 := newCollector(t, cfg, collector.Settings{})
+	require.NoError(t, c2.Start(t.Context()))
+	natstest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if s := c2.Stats(); s.EventsDuplicate < 2 {
+			return fmt.Errorf("%d duplicates acknowledged", s.EventsDuplicate)
+		}
+		return nil
+	})
+	b.waitStored(t, 3)
+	shutdown(t, c2, 10*time.Second)
+	assertDeliveredOnceInOrder(t, append(rec1.all(), rec2.all()...), b.storedIDs(t))
+}
+
+func TestSpoolFullRefusesNewEvents(t *testing.T) {
+	repo := gittest.New(t)
+	cfg := testConfig(t, deadURL(t), gitTarget("repo", repo, time.Hour))
+	cfg.Spool.MaxEvents = 2
+	c, rec := newCollector(t, cfg, collector.Settings{})
+	require.NoError(t, c.Start(t.Context()))
+	require.NoError(t, c.CollectNow(t.Context(), "repo")) // with the first collection: 2
+	err := c.CollectNow(t.Context(), "repo")
+	require.ErrorIs(t, err, collector.ErrSpoolFull)
+	require.ErrorIs(t, c.CollectNow(t.Context(), "repo"), collector.ErrSpoolFull)
+	s := c.Stats()
+	assert.Equal(t, uint64(2), s.EventsRefused)
+	assert.Equal(t, 2, s.SpoolPendingEvents)
+	kept := rec.all()
+	require.Len(t, kept, 2)
+	shutdown(t, c, 200*time.Millisecond)
+
+	// The kept (oldest) events are delivered once NATS is back.
+	b := runBus(t, t.TempDir(), 0)
+	cfg.NATS.URL = b.url
+	cfg.Spool.MaxEvents = 100 // room for c2's own first collection
+	c2, rec2 := newCollector(t, cfg, collector.Settings{})
+	require.NoError(t, c2.Start(t.Context()))
+	b.waitStored(t, 3)
+	shutdown(t, c2, 10*time.Second)
+	assertDeliveredOnceInOrder(t, append(kept, rec2.all()...), b.storedIDs(t))
+}
+
+func TestCorruptSpoolTailDeliversTheIntactPrefix(t *testing.T) {
+	repo := gittest.New(t)
+	cfg := testConfig(t, deadURL(t), gitTarget("repo", repo, time.Hour))
+	c1, rec1 := newCollector(t, cfg, collector.Settings{})
+	require.NoError(t, c1.Start(t.Context()))
+	for range 2 {
+		require.NoError(t, c1.CollectNow(t.Context(), "repo"))
+	}
+	shutdown(t, c1, 200*time.Millisecond)
+	spooled := rec1.all()
+	require.Len(t, spooled, 3)
+
+	// A crash in the middle of the last append.
+	segs, err := filepath.Glob(filepath.Join(cfg.SpoolDir(), "*.seg"))
+	require.NoError(t, err)
+	sort.Strings(segs)
+	last := segs[len(segs)-1]
+	st, err := os.Stat(last)
+	require.NoError(t, err)
+	require.NoError(t, os.Truncate(last, st.Size()-100))
+
+	b := runBus(t, t.TempDir(), 0)
+	cfg.NATS.URL = b.url
+	c2, rec2 := newCollector(t, cfg, collector.Settings{})
+	require.NoError(t, c2.Start(t.Context()))
+	b.waitStored(t, 3) // two intact events and c2's first collection
+	shutdown(t, c2, 10*time.Second)
+	assert.Positive(t, c2.Stats().SpoolRecoveredBytes)
+	stored := b.storedIDs(t)
+	assertDeliveredOnceInOrder(t, append(spooled[:2:2], rec2.all()...), stored)
+	assert.NotContains(t, stored, spooled[2])
+}

@@ -1,0 +1,137 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+	"github.com/runtimetruth/runtimetruth/services/collector/integrity"
+	"github.com/runtimetruth/runtimetruth/services/collector/integrity/node"
+	"github.com/runtimetruth/runtimetruth/services/collector/integrity/python"
+)
+
+// Snapshot target kinds of the installed-code targets.
+const (
+	// TargetPythonEnvironment is the target kind of a python target; the
+	// identifier is the environment prefix.
+	TargetPythonEnvironment = "python.environment"
+	// TargetNodeProject is the target kind of a node target; the
+	// identifier is the project folder.
+	TargetNodeProject = "node.project"
+)
+
+// integrityCheck is what the collector needs from the integrity engine
+// for one ecosystem: check the target's installed code with the given
+// state and return the report and its evidence record.
+type integrityCheck struct {
+	ecosystem  events.Ecosystem
+	targetKind string
+	check      func(ctx context.Context, tc TargetConfig, store *integrity.Store) (*integrity.Report, snapshot.Record, error)
+}
+
+// integrityChecks maps the python and node kinds to the engine
+// (services/collector/integrity).
+var integrityChecks = map[string]integrityCheck{
+	KindPython: {ecosystem: events.Python, targetKind: TargetPythonEnvironment, check: checkPython},
+	KindNode:   {ecosystem: events.Node, targetKind: TargetNodeProject, check: checkNode},
+}
+
+func checkPython(ctx context.Context, tc TargetConfig, store *integrity.Store) (*integrity.Report, snapshot.Record, error) {
+	env, err := python.Open(ctx, tc.Env, python.OpenOptions{})
+	if err != nil {
+		return nil, snapshot.Record{}, err
+	}
+	opts := python.Options{All: tc.Options.All || tc.Options.Runnable == "", Store: store}
+	if tc.Options.Runnable != "" {
+		opts.Roots = []string{tc.Options.Runnable}
+	}
+	rep, err := python.Verify(ctx, env, opts)
+	if err != nil {
+		return nil, snapshot.Record{}, err
+	}
+	return rep, python.Evidence(rep), nil
+}
+
+func checkNode(ctx context.Context, tc TargetConfig, store *integrity.Store) (*integrity.Report, snapshot.Record, error) {
+	opts := node.Options{All: tc.Options.All, Store: store, TakeSnapshots: true}
+	if tc.Options.Runnable != "" {
+		opts.Packages = []string{tc.Options.Runnable}
+	}
+	rep, err := node.Verify(ctx, tc.Dir, opts)
+	if err != nil {
+		return nil, snapshot.Record{}, err
+	}
+	return rep, node.Evidence(rep), nil
+}
+
+// integrityNotFound reports the engine's "no such environment or package"
+// errors.
+func integrityNotFound(err error) bool {
+	return errors.Is(err, python.ErrNotEnvironment) || errors.Is(err, python.ErrNotInstalled) ||
+		errors.Is(err, node.ErrNotProject) || errors.Is(err, node.ErrNotInstalled)
+}
+
+// checkIntegrity checks a python or node target: the snapshot holds the
+// engine's evidence record, and every modified package whose change digest
+// was not reported before becomes a runnable.modified payload.
+func (c *Collector) checkIntegrity(ctx context.Context, t *target) (observation, error) {
+	ic, ok := integrityChecks[t.cfg.Kind]
+	if !ok {
+		return observation{}, fmt.Errorf("no integrity check for kind %q", t.cfg.Kind)
+	}
+	if t.store == nil {
+		dir := filepath.Join(c.cfg.StateDir, "integrity", events.Token(t.cfg.Name))
+		st, err := integrity.OpenStore(dir)
+		if err != nil {
+			return observation{}, err
+		}
+		t.store = st
+	}
+	rep, rec, err := ic.check(ctx, t.cfg, t.store)
+	if err != nil {
+		return observation{}, err
+	}
+	s := snapshot.New(snapshot.Target{Kind: ic.targetKind, Identifier: rep.Root}, rec)
+	if err := s.Validate(); err != nil {
+		return observation{}, err
+	}
+	obs := observation{snap: s, reported: func(digests []string) error {
+		_, err := t.store.MarkReported(digests...)
+		return err
+	}}
+	for _, r := range rep.Modified() {
+		if r.ChangeDigest == "" {
+			continue
+		}
+		done, err := t.store.Reported(r.ChangeDigest)
+		if err != nil {
+			return observation{}, err
+		}
+		if done {
+			continue
+		}
+		obs.changes = append(obs.changes, runnableModified(c.cfg.Host, ic.ecosystem, rep.Root, t.cfg.Options.Runnable, r))
+	}
+	return obs, nil
+}
+
+func runnableModified(host string, eco events.Ecosystem, env, runnable string, r integrity.Result) events.RunnableModified {
+	p := events.RunnableModified{
+		Host:         host,
+		Ecosystem:    eco,
+		Environment:  env,
+		Runnable:     runnable,
+		Package:      r.Name,
+		Version:      r.Version,
+		Source:       string(r.Source),
+		Baseline:     string(r.Baseline),
+		ChangeDigest: r.ChangeDigest,
+	}
+	for _, ch := range r.Unexpected() {
+		p.ChangedFiles = append(p.ChangedFiles, events.FileChange{Path: ch.Path, Change: string(ch.Kind), Observed: ch.Observed})
+	}
+	return p
+}
