@@ -60,6 +60,11 @@ func BaselineSubject(t Target) string { return join("baseline", TargetTokens(t))
 // AttestationSubject is rt.attestation.<target-kind>.<target-identifier>.
 func AttestationSubject(t Target) string { return join("attestation", TargetTokens(t)) }
 
+// CollectNowSubject is rt.ctl.collect.<host>, the request-reply subject on
+// which a host's collector collects now (core NATS, outside every stream:
+// the EVIDENCE stream captures rt.collect.>).
+func CollectNowSubject(host string) string { return join("ctl", "collect", Token(host)) }
+
 // DeadLetterSubject is rt.dlq.<stream>, where the dead letters of the
 // named stream's consumers go.
 func DeadLetterSubject(stream string) string { return join("dlq", Token(stream)) }

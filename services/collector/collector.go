@@ -118,10 +118,7 @@ func (c *Collector) Name() string { return "collector" }
 // CollectNowSubject is the request-reply subject of a host's collector:
 // rt.ctl.collect.<host>. It lies outside every stream's subjects (a
 // request to a stream subject would be stored and answered by JetStream).
-func CollectNowSubject(host string) string { return ControlPrefix + "." + events.Token(host) }
-
-// ControlPrefix starts the collectors' request-reply subjects.
-const ControlPrefix = "rt.ctl.collect"
+func CollectNowSubject(host string) string { return events.CollectNowSubject(host) }
 
 // Start opens the spool, connects (unless Settings.Conn is given),
 // subscribes to CollectNowSubject and starts the sender and one goroutine
