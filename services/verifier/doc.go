@@ -1,7 +1,21 @@
-// Package verifier consumes evidence snapshots from JetStream and verifies each against its reviewed baseline (kept in a key-value bucket), publishing PASS / DRIFT / error verdicts.
+// Package verifier verifies evidence snapshots against reviewed baselines.
 //
-// The module exists so the workspace has its final shape; the service is
-// built by a later milestone (see docs/architecture.md, "Status"). Until
-// then the single-machine commands of cmd/runtimetruth cover its logic
-// through pkg/evidence.
+// It consumes evidence.collected events from the EVIDENCE stream (durable
+// consumer "verifier"), records each snapshot as its host's latest
+// (bucket evidence-latest), compares it with its target's baseline (bucket
+// baselines) exactly as `runtimetruth verify` does — diff.Compare, each
+// protect selector's Check, Result.Protect, report.New — and publishes one
+// verdict per snapshot (verdict.pass, verdict.drift or verdict.error, on
+// rt.verdict.<host>.<status>), recorded as the latest verdict of the host
+// and target (bucket verdicts-latest).
+//
+// The verdict's id is derived from the evidence event's id (VerdictID), so
+// a redelivered snapshot yields the same id and JetStream drops the copy:
+// one verdict per snapshot, across restarts. A snapshot is acknowledged only
+// after its verdict is stored. A malformed event is dead-lettered
+// (rt.dlq.EVIDENCE) and the verifier carries on.
+//
+// Baselines manages the baselines (Put, Get, List, Delete, and Approve,
+// which promotes a target's latest snapshot) and announces every change as
+// a baseline.changed event; Status lists the latest verdicts.
 package verifier

@@ -398,7 +398,7 @@ func publishRetrying(ctx context.Context, js jetstream.JetStream, m *nats.Msg) e
 			_, err := js.PublishMsg(ctx, m)
 			return err
 		})
-		if err == nil || ctx.Err() != nil {
+		if err == nil || ctx.Err() != nil || errors.Is(err, nats.ErrConnectionClosed) {
 			return err
 		}
 		b.wait(ctx)

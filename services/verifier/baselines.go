@@ -1,0 +1,519 @@
+package verifier
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+)
+
+// Identity names a keyless (Sigstore) signer: an OIDC issuer and the
+// certificate identity it vouches for.
+type Identity struct {
+	Issuer   string `json:"issuer"`
+	Identity string `json:"identity"`
+}
+
+// Baseline is the reviewed snapshot a target is verified against, as kept
+// in the baselines bucket under its target's tokens (topology.BaselineKey).
+type Baseline struct {
+	// Target is the snapshot's target.
+	Target events.Target `json:"target"`
+	// Snapshot is the schema-v1 snapshot document, canonical JSON (RFC
+	// 8785).
+	Snapshot json.RawMessage `json:"snapshot"`
+	// Digest is the snapshot's digest, sha256:<hex> over the canonical
+	// JSON: the same value `runtimetruth digest` prints for it.
+	Digest string `json:"digest"`
+	// Protect narrows verification to these selectors (kind or
+	// kind.field, as `runtimetruth verify --protect`); empty verifies the
+	// whole snapshot.
+	Protect []string `json:"protect,omitempty"`
+	// RequiredIdentity is the signer an attestation of this baseline must
+	// come from (for the attestor); nil for none.
+	RequiredIdentity *Identity `json:"required_identity,omitempty"`
+	// ApprovedAt and ApprovedBy say when and by whom it was approved.
+	ApprovedAt time.Time `json:"approved_at"`
+	ApprovedBy string    `json:"approved_by,omitempty"`
+	// Host is the host whose snapshot Approve promoted; empty for a
+	// snapshot put directly.
+	Host string `json:"host,omitempty"`
+	// Revision is the bucket revision the baseline was read or written
+	// at (not stored).
+	Revision uint64 `json:"-"`
+}
+
+// Errors of Baselines.
+var (
+	// ErrNoBaseline: the target has no baseline.
+	ErrNoBaseline = errors.New("no baseline")
+	// ErrNoSnapshot: no snapshot of the target has been received.
+	ErrNoSnapshot = errors.New("no snapshot")
+	// ErrAmbiguous: the target's latest snapshots differ between hosts
+	// and Approve was not told which host's to promote.
+	ErrAmbiguous = errors.New("ambiguous snapshot")
+	// ErrInvalidBaseline: a baseline (given, or found in the bucket) is
+	// not valid.
+	ErrInvalidBaseline = errors.New("invalid baseline")
+	// ErrUnchangedDigest: a Put that changes a baseline's settings but
+	// not its snapshot, which baseline.changed.v1 cannot record.
+	ErrUnchangedDigest = errors.New("baseline snapshot unchanged")
+	// ErrNotAnnounced: the baseline was written but its
+	// baseline.changed event could not be published.
+	ErrNotAnnounced = errors.New("baseline change not announced")
+)
+
+// maxBaselineSize bounds a stored baseline: a bucket value is at most
+// events.MaxEventSize with its headers.
+const maxBaselineSize = events.MaxEventSize - 16<<10
+
+// parsed is a decoded, checked baseline.
+type parsed struct {
+	Baseline
+	snap *snapshot.Snapshot
+	sels []diff.Selector
+}
+
+// check parses the snapshot and selectors and checks that the target,
+// digest and identity agree with them. It returns the normal form: the
+// snapshot canonical, the selectors parsed and de-duplicated.
+func (b Baseline) check() (*parsed, error) {
+	s, err := snapshot.Parse(b.Snapshot)
+	if err != nil {
+		return nil, fmt.Errorf("%w: snapshot: %w", ErrInvalidBaseline, err)
+	}
+	got := events.Target{Kind: s.Target.Kind, Identifier: s.Target.Identifier}
+	if b.Target == (events.Target{}) {
+		b.Target = got
+	}
+	if b.Target != got {
+		return nil, fmt.Errorf("%w: target %s, but the snapshot's target is %s", ErrInvalidBaseline, b.Target, got)
+	}
+	canon, err := s.Canonical()
+	if err != nil {
+		return nil, fmt.Errorf("%w: snapshot: %w", ErrInvalidBaseline, err)
+	}
+	digest, err := s.Digest()
+	if err != nil {
+		return nil, fmt.Errorf("%w: snapshot: %w", ErrInvalidBaseline, err)
+	}
+	if b.Digest != "" && b.Digest != digest {
+		return nil, fmt.Errorf("%w: digest %s, but the snapshot's digest is %s", ErrInvalidBaseline, b.Digest, digest)
+	}
+	sels, err := diff.ParseSelectors(b.Protect)
+	if err != nil {
+		return nil, fmt.Errorf("%w: protect: %w", ErrInvalidBaseline, err)
+	}
+	protect := make([]string, len(sels))
+	for i, sel := range sels {
+		protect[i] = sel.String()
+	}
+	if id := b.RequiredIdentity; id != nil && (strings.TrimSpace(id.Issuer) == "" || strings.TrimSpace(id.Identity) == "") {
+		return nil, fmt.Errorf("%w: required_identity needs an issuer and an identity", ErrInvalidBaseline)
+	}
+	if len(b.ApprovedBy) > events.MaxNameLength || strings.ContainsFunc(b.ApprovedBy, isControl) {
+		return nil, fmt.Errorf("%w: approved_by: control characters or longer than %d bytes", ErrInvalidBaseline, events.MaxNameLength)
+	}
+	b.Snapshot, b.Digest, b.Protect = canon, digest, protect
+	if len(b.Protect) == 0 {
+		b.Protect = nil
+	}
+	return &parsed{Baseline: b, snap: s, sels: sels}, nil
+}
+
+func isControl(r rune) bool { return r < 0x20 || 0x7F <= r && r <= 0x9F }
+
+// decodeBaseline reads a stored baseline strictly and checks it.
+func decodeBaseline(e jetstream.KeyValueEntry) (*parsed, error) {
+	dec := json.NewDecoder(bytes.NewReader(e.Value()))
+	dec.DisallowUnknownFields()
+	var b Baseline
+	if err := dec.Decode(&b); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrInvalidBaseline, e.Key(), err)
+	}
+	p, err := b.check()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", e.Key(), err)
+	}
+	if topology.BaselineKey(p.Target) != e.Key() {
+		return nil, fmt.Errorf("%w: %s holds the baseline of %s", ErrInvalidBaseline, e.Key(), p.Target)
+	}
+	p.Revision = e.Revision()
+	return p, nil
+}
+
+// Baselines reads and writes the baselines bucket. Every change is
+// announced with a baseline.changed event (rt.baseline.<target>), published
+// after the write with an id derived from the target and the revision, so a
+// retried announcement is dropped as a duplicate.
+type Baselines struct {
+	js     jetstream.JetStream
+	source string
+
+	mu       sync.Mutex
+	kv       jetstream.KeyValue
+	evidence jetstream.KeyValue
+}
+
+// NewBaselines returns the baselines reached through js; the events it
+// publishes carry source (events.Source("cli", user), say; empty means
+// /verifier/<host name>). The buckets must exist (topology.Ensure, or a
+// verifier's Start, creates them).
+func NewBaselines(js jetstream.JetStream, source string) *Baselines {
+	if source == "" {
+		host, err := os.Hostname()
+		if err != nil || host == "" {
+			host = "unknown"
+		}
+		source = events.Source("verifier", host)
+	}
+	return &Baselines{js: js, source: source}
+}
+
+func (b *Baselines) buckets(ctx context.Context) (baselines, evidence jetstream.KeyValue, err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.kv == nil {
+		kv, err := b.js.KeyValue(ctx, topology.BucketBaselines)
+		if err != nil {
+			return nil, nil, fmt.Errorf("baselines bucket: %w", err)
+		}
+		b.kv = kv
+	}
+	if b.evidence == nil {
+		kv, err := b.js.KeyValue(ctx, BucketEvidence)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s bucket: %w", BucketEvidence, err)
+		}
+		b.evidence = kv
+	}
+	return b.kv, b.evidence, nil
+}
+
+func (b *Baselines) bucket(ctx context.Context) (jetstream.KeyValue, error) {
+	kv, _, err := b.buckets(ctx)
+	return kv, err
+}
+
+// Get returns a target's baseline, ErrNoBaseline, or ErrInvalidBaseline
+// for a stored value that does not check.
+func (b *Baselines) Get(ctx context.Context, target events.Target) (*Baseline, error) {
+	kv, err := b.bucket(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p, err := getBaseline(ctx, kv, target)
+	if err != nil {
+		return nil, err
+	}
+	return &p.Baseline, nil
+}
+
+func getBaseline(ctx context.Context, kv jetstream.KeyValue, target events.Target) (*parsed, error) {
+	e, err := kv.Get(ctx, topology.BaselineKey(target))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, fmt.Errorf("%w for %s", ErrNoBaseline, target)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read baseline of %s: %w", target, err)
+	}
+	return decodeBaseline(e)
+}
+
+// List returns every baseline, ordered by target.
+func (b *Baselines) List(ctx context.Context) ([]Baseline, error) {
+	kv, err := b.bucket(ctx)
+	if err != nil {
+		return nil, err
+	}
+	all, err := entries(ctx, kv, ">")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Baseline, 0, len(all))
+	for _, e := range all {
+		p, err := decodeBaseline(e)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p.Baseline)
+	}
+	slices.SortFunc(out, func(x, y Baseline) int { return strings.Compare(x.Target.String(), y.Target.String()) })
+	return out, nil
+}
+
+// Put makes bl its target's baseline and announces it (created or
+// updated). The snapshot is parsed strictly and stored as canonical JSON;
+// Target and Digest, when given, must match it; Protect must hold valid
+// selectors; ApprovedAt defaults to now. Putting the baseline that is
+// already there changes nothing and announces nothing; changing only
+// Protect, RequiredIdentity or the approval fails with ErrUnchangedDigest
+// (delete the baseline first). It returns the stored baseline.
+func (b *Baselines) Put(ctx context.Context, bl Baseline) (*Baseline, error) {
+	kv, err := b.bucket(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if bl.ApprovedAt.IsZero() {
+		bl.ApprovedAt = time.Now().UTC()
+	}
+	p, err := bl.check()
+	if err != nil {
+		return nil, err
+	}
+	value, err := json.Marshal(p.Baseline)
+	if err != nil {
+		return nil, fmt.Errorf("encode baseline: %w", err)
+	}
+	if len(value) > maxBaselineSize {
+		return nil, fmt.Errorf("%w: %d bytes, over the %d-byte limit", ErrInvalidBaseline, len(value), maxBaselineSize)
+	}
+	key := topology.BaselineKey(p.Target)
+	for attempt := 0; ; attempt++ {
+		cur, err := getBaseline(ctx, kv, p.Target)
+		var rev uint64
+		change := events.BaselineCreated
+		switch {
+		case errors.Is(err, ErrNoBaseline):
+			rev, err = kv.Create(ctx, key, value)
+		case errors.Is(err, ErrInvalidBaseline):
+			// A damaged value is replaced; the event says updated from
+			// nothing it can name, so announce a creation.
+			var e jetstream.KeyValueEntry
+			if e, err = kv.Get(ctx, key); err == nil {
+				rev, err = kv.Update(ctx, key, value, e.Revision())
+			}
+		case err != nil:
+			return nil, err
+		case cur.Digest == p.Digest:
+			if sameSettings(cur.Baseline, p.Baseline) {
+				return &cur.Baseline, nil
+			}
+			return nil, fmt.Errorf("%w: the baseline of %s already has digest %s; baseline.changed.v1 cannot record a change of only its protect selectors, identity or approval: delete the baseline, then approve again",
+				ErrUnchangedDigest, p.Target, p.Digest)
+		default:
+			change = events.BaselineUpdated
+			rev, err = kv.Update(ctx, key, value, cur.Revision)
+		}
+		if err != nil {
+			if attempt < 8 && (errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists)) {
+				continue // a concurrent change: decide again
+			}
+			return nil, fmt.Errorf("write baseline of %s: %w", p.Target, err)
+		}
+		out := p.Baseline
+		out.Revision = rev
+		ev := events.BaselineChanged{Target: p.Target, Change: change, Digest: p.Digest, Actor: p.ApprovedBy}
+		if change == events.BaselineUpdated {
+			ev.PreviousDigest = cur.Digest
+		}
+		if err := b.announce(ctx, ev, rev); err != nil {
+			return &out, err
+		}
+		return &out, nil
+	}
+}
+
+func sameSettings(a, b Baseline) bool {
+	if !slices.Equal(a.Protect, b.Protect) {
+		return false
+	}
+	switch {
+	case a.RequiredIdentity == nil && b.RequiredIdentity == nil:
+		return true
+	case a.RequiredIdentity == nil || b.RequiredIdentity == nil:
+		return false
+	}
+	return *a.RequiredIdentity == *b.RequiredIdentity
+}
+
+// Delete removes a target's baseline and announces it; actor names who
+// did (may be empty). A target without a baseline is ErrNoBaseline.
+func (b *Baselines) Delete(ctx context.Context, target events.Target, actor string) error {
+	kv, err := b.bucket(ctx)
+	if err != nil {
+		return err
+	}
+	key := topology.BaselineKey(target)
+	for attempt := 0; ; attempt++ {
+		e, err := kv.Get(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return fmt.Errorf("%w for %s", ErrNoBaseline, target)
+		}
+		if err != nil {
+			return fmt.Errorf("read baseline of %s: %w", target, err)
+		}
+		ev := events.BaselineChanged{Target: target, Change: events.BaselineRemoved, Actor: actor}
+		if cur, err := decodeBaseline(e); err == nil {
+			ev.PreviousDigest = cur.Digest
+		}
+		if err := kv.Delete(ctx, key, jetstream.LastRevision(e.Revision())); err != nil {
+			if attempt < 8 && errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+				continue
+			}
+			return fmt.Errorf("delete baseline of %s: %w", target, err)
+		}
+		if ev.PreviousDigest == "" {
+			// A damaged value has no digest to name as removed.
+			return nil
+		}
+		return b.announce(ctx, ev, e.Revision())
+	}
+}
+
+// announceSpace is the UUIDv5 namespace of baseline.changed ids.
+var announceSpace = uuid.MustParse("0b7c1f0e-3c55-4f86-8d0c-0f1c2c3d4e5f")
+
+// announce publishes a baseline change with an id derived from the target,
+// the change and the revision, retrying until ctx ends.
+func (b *Baselines) announce(ctx context.Context, ev events.BaselineChanged, rev uint64) error {
+	id := uuid.NewSHA1(announceSpace, []byte(topology.BaselineKey(ev.Target)+"\x00"+string(ev.Change)+"\x00"+strconv.FormatUint(rev, 10))).String()
+	m, _, err := events.NewMsg(b.source, ev, events.WithID(id))
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrNotAnnounced, err)
+	}
+	if err := publish(ctx, b.js, m); err != nil {
+		return fmt.Errorf("%w: baseline of %s written at revision %d: %w", ErrNotAnnounced, ev.Target, rev, err)
+	}
+	return nil
+}
+
+// ApproveOptions qualify Approve.
+type ApproveOptions struct {
+	// Host selects whose latest snapshot to promote; empty means any host,
+	// provided the latest snapshots of every host agree (no differences
+	// but captured_at).
+	Host string
+	// By names the approver (baseline.changed's actor).
+	By string
+	// Protect and RequiredIdentity set the new baseline's; nil keeps the
+	// current baseline's (use an empty, non-nil Protect to clear it).
+	Protect          []string
+	RequiredIdentity *Identity
+}
+
+// Approve promotes the latest snapshot of target (see ApproveOptions.Host)
+// to its baseline, as Put does. ErrNoSnapshot when none was received,
+// ErrAmbiguous when hosts disagree and no host is named.
+func (b *Baselines) Approve(ctx context.Context, target events.Target, o ApproveOptions) (*Baseline, error) {
+	kv, evidence, err := b.buckets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	obs, err := latestObservation(ctx, evidence, target, o.Host)
+	if err != nil {
+		return nil, err
+	}
+	bl := Baseline{
+		Target: target, Snapshot: obs.Snapshot, Digest: obs.Digest,
+		Protect: o.Protect, RequiredIdentity: o.RequiredIdentity,
+		ApprovedBy: o.By, Host: obs.Host,
+	}
+	if cur, err := getBaseline(ctx, kv, target); err == nil {
+		if o.Protect == nil {
+			bl.Protect = cur.Protect
+		}
+		if o.RequiredIdentity == nil {
+			bl.RequiredIdentity = cur.RequiredIdentity
+		}
+	}
+	return b.Put(ctx, bl)
+}
+
+// Observations returns the latest snapshot of target on every host, ordered
+// by host.
+func (b *Baselines) Observations(ctx context.Context, target events.Target) ([]Observation, error) {
+	_, evidence, err := b.buckets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return observations(ctx, evidence, target)
+}
+
+func observations(ctx context.Context, evidence jetstream.KeyValue, target events.Target) ([]Observation, error) {
+	all, err := entries(ctx, evidence, "*."+events.TargetTokens(target))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Observation, 0, len(all))
+	for _, e := range all {
+		var o Observation
+		if err := json.Unmarshal(e.Value(), &o); err != nil {
+			return nil, fmt.Errorf("latest snapshot %s: %w", e.Key(), err)
+		}
+		if o.Target == target {
+			out = append(out, o)
+		}
+	}
+	slices.SortFunc(out, func(x, y Observation) int { return strings.Compare(x.Host, y.Host) })
+	return out, nil
+}
+
+func latestObservation(ctx context.Context, evidence jetstream.KeyValue, target events.Target, host string) (*Observation, error) {
+	if host != "" {
+		e, err := evidence.Get(ctx, topology.VerdictKey(host, target))
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return nil, fmt.Errorf("%w of %s from %s", ErrNoSnapshot, target, host)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read latest snapshot: %w", err)
+		}
+		var o Observation
+		if err := json.Unmarshal(e.Value(), &o); err != nil {
+			return nil, fmt.Errorf("latest snapshot %s: %w", e.Key(), err)
+		}
+		return &o, nil
+	}
+	all, err := observations(ctx, evidence, target)
+	if err != nil {
+		return nil, err
+	}
+	if len(all) == 0 {
+		return nil, fmt.Errorf("%w of %s has been received", ErrNoSnapshot, target)
+	}
+	newest := slices.MaxFunc(all, func(x, y Observation) int { return cmpUint(x.EvidenceSequence, y.EvidenceSequence) })
+	ns, err := snapshot.Parse(newest.Snapshot)
+	if err != nil {
+		return nil, fmt.Errorf("latest snapshot from %s: %w", newest.Host, err)
+	}
+	var differ []string
+	for _, o := range all {
+		s, err := snapshot.Parse(o.Snapshot)
+		if err != nil {
+			return nil, fmt.Errorf("latest snapshot from %s: %w", o.Host, err)
+		}
+		if res, err := diff.Compare(ns, s); err != nil || !res.Empty() {
+			differ = append(differ, o.Host)
+		}
+	}
+	if len(differ) > 0 {
+		return nil, fmt.Errorf("%w: the latest snapshot of %s from %s differs from those of %s; name the host to approve",
+			ErrAmbiguous, target, newest.Host, strings.Join(differ, ", "))
+	}
+	return &newest, nil
+}
+
+func cmpUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,193 @@
+package verifier_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+	"github.com/runtimetruth/runtimetruth/services/verifier"
+)
+
+// buckets starts a server with the verifier's topology in place, without a
+// verifier.
+func buckets(t *testing.T) (context.Context, jetstream.JetStream) {
+	t.Helper()
+	ctx, _, js := server(t)
+	require.NoError(t, verifier.Topology(1, topology.ConsumerVerifier).Ensure(ctx, js))
+	return ctx, js
+}
+
+func canonical(t *testing.T, s *snapshot.Snapshot) []byte {
+	t.Helper()
+	b, err := s.Canonical()
+	require.NoError(t, err)
+	return b
+}
+
+// announcements returns the baseline.changed events published so far.
+func announcements(ctx context.Context, t *testing.T, js jetstream.JetStream) []events.BaselineChanged {
+	t.Helper()
+	var out []events.BaselineChanged
+	for _, p := range streamEvents(ctx, t, js, topology.StreamBaselines) {
+		out = append(out, p.Payload.(events.BaselineChanged))
+		assert.Equal(t, "/cli/alice", p.Source)
+	}
+	return out
+}
+
+func TestBaselinesPutGetListDelete(t *testing.T) {
+	ctx, js := buckets(t)
+	bls := verifier.NewBaselines(js, "/cli/alice")
+	_, err := bls.Get(ctx, testTarget)
+	require.ErrorIs(t, err, verifier.ErrNoBaseline)
+
+	one := snap(unit(1))
+	// Not canonical on input: stored canonical.
+	pretty, err := one.Marshal(true)
+	require.NoError(t, err)
+	put, err := bls.Put(ctx, verifier.Baseline{Snapshot: pretty, Protect: []string{"systemd.unit.main_pid", "systemd.unit.main_pid"}, ApprovedBy: "alice"})
+	require.NoError(t, err)
+	assert.Equal(t, testTarget, put.Target)
+	assert.Equal(t, digest(t, one), put.Digest)
+	assert.Equal(t, string(canonical(t, one)), string(put.Snapshot))
+	assert.Equal(t, []string{"systemd.unit.main_pid"}, put.Protect, "selectors de-duplicated")
+	assert.False(t, put.ApprovedAt.IsZero())
+	assert.NotZero(t, put.Revision)
+
+	got, err := bls.Get(ctx, testTarget)
+	require.NoError(t, err)
+	assert.Equal(t, put.Digest, got.Digest)
+	assert.Equal(t, put.Revision, got.Revision)
+	assert.True(t, put.ApprovedAt.Equal(got.ApprovedAt))
+
+	again, err := bls.Put(ctx, verifier.Baseline{Snapshot: pretty, Protect: []string{"systemd.unit.main_pid"}, ApprovedBy: "alice"})
+	require.NoError(t, err, "putting the same baseline again changes nothing")
+	assert.Equal(t, put.Revision, again.Revision)
+
+	_, err = bls.Put(ctx, verifier.Baseline{Snapshot: pretty})
+	require.ErrorIs(t, err, verifier.ErrUnchangedDigest, "a selector-only change cannot be announced")
+
+	two := snap(unit(2))
+	upd, err := bls.Put(ctx, verifier.Baseline{Snapshot: canonical(t, two), ApprovedBy: "alice"})
+	require.NoError(t, err)
+	assert.Greater(t, upd.Revision, put.Revision)
+
+	other := events.Target{Kind: "git.repository", Identifier: "/srv/agent"}
+	repo := snapshot.New(snapshot.Target{Kind: other.Kind, Identifier: other.Identifier})
+	_, err = bls.Put(ctx, verifier.Baseline{Snapshot: canonical(t, repo)})
+	require.NoError(t, err)
+
+	list, err := bls.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, list, 2)
+	assert.Equal(t, other, list[0].Target, "ordered by target")
+	assert.Equal(t, upd.Digest, list[1].Digest)
+
+	require.NoError(t, bls.Delete(ctx, testTarget, "alice"))
+	require.ErrorIs(t, bls.Delete(ctx, testTarget, "alice"), verifier.ErrNoBaseline)
+	_, err = bls.Get(ctx, testTarget)
+	require.ErrorIs(t, err, verifier.ErrNoBaseline)
+
+	assert.Equal(t, []events.BaselineChanged{
+		{Target: testTarget, Change: events.BaselineCreated, Digest: put.Digest, Actor: "alice"},
+		{Target: testTarget, Change: events.BaselineUpdated, Digest: upd.Digest, PreviousDigest: put.Digest, Actor: "alice"},
+		{Target: other, Change: events.BaselineCreated, Digest: digest(t, repo)},
+		{Target: testTarget, Change: events.BaselineRemoved, PreviousDigest: upd.Digest, Actor: "alice"},
+	}, announcements(ctx, t, js))
+}
+
+func TestBaselinesRejectInvalidInput(t *testing.T) {
+	ctx, js := buckets(t)
+	bls := verifier.NewBaselines(js, "/cli/alice")
+	good := canonical(t, snap(unit(1)))
+	for name, tc := range map[string]struct {
+		bl   verifier.Baseline
+		want string
+	}{
+		"malformed snapshot": {verifier.Baseline{Snapshot: json.RawMessage(`{"schema_version":1`)}, "snapshot"},
+		"duplicate key":      {verifier.Baseline{Snapshot: json.RawMessage(`{"schema_version":1,"schema_version":1}`)}, "duplicate"},
+		"other target":       {verifier.Baseline{Target: events.Target{Kind: "systemd.unit", Identifier: "x"}, Snapshot: good}, "the snapshot's target is"},
+		"wrong digest":       {verifier.Baseline{Snapshot: good, Digest: "sha256:" + strings.Repeat("0", 64)}, "digest"},
+		"unknown selector":   {verifier.Baseline{Snapshot: good, Protect: []string{"systemd.units"}}, "unknown selector"},
+		"half an identity":   {verifier.Baseline{Snapshot: good, RequiredIdentity: &verifier.Identity{Issuer: "https://accounts.example"}}, "required_identity"},
+		"control characters": {verifier.Baseline{Snapshot: good, ApprovedBy: "al\nice"}, "approved_by"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := bls.Put(ctx, tc.bl)
+			require.ErrorIs(t, err, verifier.ErrInvalidBaseline)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+	list, err := bls.List(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, list, "nothing stored")
+	assert.Empty(t, announcements(ctx, t, js), "nothing announced")
+}
+
+func TestApprove(t *testing.T) {
+	ctx, url, js := server(t)
+	start(ctx, t, url, nil)
+	bls := verifier.NewBaselines(js, "/cli/alice")
+
+	_, err := bls.Approve(ctx, testTarget, verifier.ApproveOptions{})
+	require.ErrorIs(t, err, verifier.ErrNoSnapshot)
+
+	// Two hosts with the same runtime: either snapshot will do.
+	a, b := snap(unit(1)), snap(unit(1))
+	verdictOf(ctx, t, js, publishSnapshot(ctx, t, js, "web-01", a))
+	verdictOf(ctx, t, js, publishSnapshot(ctx, t, js, "web-02", b))
+	bl, err := bls.Approve(ctx, testTarget, verifier.ApproveOptions{By: "alice", Protect: []string{"systemd.unit"}})
+	require.NoError(t, err)
+	assert.Equal(t, digest(t, b), bl.Digest, "the newest of equivalent snapshots")
+	assert.Equal(t, "web-02", bl.Host)
+
+	// The hosts now differ: the approver must say which one.
+	c := snap(unit(3))
+	verdictOf(ctx, t, js, publishSnapshot(ctx, t, js, "web-01", c))
+	_, err = bls.Approve(ctx, testTarget, verifier.ApproveOptions{By: "alice"})
+	require.ErrorIs(t, err, verifier.ErrAmbiguous)
+	assert.Contains(t, err.Error(), "web-02")
+
+	bl, err = bls.Approve(ctx, testTarget, verifier.ApproveOptions{Host: "web-01", By: "alice"})
+	require.NoError(t, err)
+	assert.Equal(t, digest(t, c), bl.Digest)
+	assert.Equal(t, []string{"systemd.unit"}, bl.Protect, "the selectors of the baseline replaced are kept")
+
+	_, err = bls.Approve(ctx, testTarget, verifier.ApproveOptions{Host: "web-03"})
+	require.ErrorIs(t, err, verifier.ErrNoSnapshot)
+
+	obs, err := bls.Observations(ctx, testTarget)
+	require.NoError(t, err)
+	require.Len(t, obs, 2)
+	assert.Equal(t, "web-01", obs[0].Host)
+	assert.Equal(t, digest(t, c), obs[0].Digest)
+
+	// The next snapshot of web-01 passes; web-02 drifts.
+	assert.Equal(t, events.StatusPass, verdictOf(ctx, t, js, publishSnapshot(ctx, t, js, "web-01", snap(unit(3)))).Status)
+	v := verdictOf(ctx, t, js, publishSnapshot(ctx, t, js, "web-02", snap(unit(1))))
+	assert.Equal(t, events.StatusDrift, v.Status)
+	require.NotNil(t, v.Report)
+	require.Len(t, v.Report.Changes, 1)
+	assert.Equal(t, "main_pid", v.Report.Changes[0].Fields[0].Field)
+	assert.Equal(t, []string{"systemd.unit"}, v.Report.Protected)
+}
+
+func TestBaselineApprovedAtIsKept(t *testing.T) {
+	ctx, js := buckets(t)
+	bls := verifier.NewBaselines(js, "/cli/alice")
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	_, err := bls.Put(ctx, verifier.Baseline{Snapshot: canonical(t, snap(unit(1))), ApprovedAt: at})
+	require.NoError(t, err)
+	got, err := bls.Get(ctx, testTarget)
+	require.NoError(t, err)
+	assert.Equal(t, at, got.ApprovedAt.UTC())
+}

@@ -1,0 +1,250 @@
+package verifier_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+	"github.com/runtimetruth/runtimetruth/services/verifier"
+)
+
+// benchSnapshots builds n evidence events of RuntimeTruth's before.json
+// fixture (three records, 26 fields), captured one millisecond apart on
+// ten hosts: each verifies as a pass with its report.
+func benchSnapshots(b *testing.B, n int) (base *snapshot.Snapshot, msgs []*nats.Msg, ids []string) {
+	b.Helper()
+	base, err := snapshot.Parse(evidenceTestdata(b, "snapshots/before.json"))
+	require.NoError(b, err)
+	msgs, ids = make([]*nats.Msg, n), make([]string, n)
+	t0 := base.CapturedAt
+	for i := range n {
+		s := *base
+		s.CapturedAt = t0.Add(time.Duration(i+1) * time.Millisecond)
+		msgs[i], ids[i] = evidenceMsg(b, fmt.Sprintf("host-%02d.example.com", i%10), &s)
+	}
+	return base, msgs, ids
+}
+
+// counter counts the messages of a core subscription and closes done when
+// it has seen want.
+type counter struct {
+	mu   sync.Mutex
+	n    int
+	want int
+	done chan struct{}
+	seen func(*nats.Msg)
+}
+
+func (c *counter) expect(want int) <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n, c.want, c.done = 0, want, make(chan struct{})
+	return c.done
+}
+
+func (c *counter) handle(m *nats.Msg) {
+	if c.seen != nil {
+		c.seen(m)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n++
+	if c.n == c.want {
+		close(c.done)
+	}
+}
+
+func wait(b *testing.B, ctx context.Context, done <-chan struct{}, what string) {
+	b.Helper()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		b.Fatalf("%s: %v", what, ctx.Err())
+	}
+}
+
+func publishAll(b *testing.B, ctx context.Context, js jetstream.JetStream, msgs []*nats.Msg) {
+	b.Helper()
+	for _, m := range msgs {
+		_, err := js.PublishMsgAsync(m)
+		require.NoError(b, err)
+	}
+	wait(b, ctx, js.PublishAsyncComplete(), "publish")
+}
+
+// benchServer starts a JetStream server, a client publishing with up to
+// 512 acknowledgements outstanding, and a subscription counting what
+// arrives on subject.
+func benchServer(b *testing.B, subject string, seen func(*nats.Msg)) (context.Context, string, *nats.Conn, jetstream.JetStream, *counter) {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	b.Cleanup(cancel)
+	_, url := natstest.RunJetStream(b)
+	nc, _ := natstest.Connect(b, url)
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(512))
+	require.NoError(b, err)
+	c := &counter{seen: seen}
+	sub, err := nc.Subscribe(subject, c.handle)
+	require.NoError(b, err)
+	require.NoError(b, sub.SetPendingLimits(-1, -1))
+	return ctx, url, nc, js, c
+}
+
+// BenchmarkVerifierThroughput pushes snapshots through the verifier
+// (evidence event in, strict decode, latest-snapshot write, baseline read,
+// the verify comparison, verdict publish, latest-verdict write, durable
+// ack) and, as the reference, moves the same messages through raw
+// JetStream (publish, pull from a durable consumer, publish one message
+// per message consumed, durable ack). One op is one snapshot. The
+// fixed-rate run offers 2,000 snapshots/s for 5 s and reports the
+// publish→verdict latency percentiles, measured from each snapshot's
+// scheduled send time.
+func BenchmarkVerifierThroughput(b *testing.B) {
+	b.Run("runtimetruth", func(b *testing.B) {
+		ctx, url, _, js, verdictsIn := benchServer(b, events.FilterVerdict, nil)
+		base, msgs, _ := benchSnapshots(b, b.N)
+		startBench(b, ctx, url, js, base)
+
+		done := verdictsIn.expect(b.N)
+		b.ResetTimer()
+		publishAll(b, ctx, js, msgs)
+		wait(b, ctx, done, "verdicts")
+		b.StopTimer()
+	})
+
+	b.Run("reference-raw-jetstream", func(b *testing.B) {
+		ctx, _, _, js, outs := benchServer(b, "bench.out.>", nil)
+		_, msgs, _ := benchSnapshots(b, b.N)
+		_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			Name: "IN", Subjects: []string{events.FilterEvidence}, Storage: jetstream.FileStorage,
+			Duplicates: topology.DuplicateWindow, MaxMsgSize: events.MaxEventSize,
+		})
+		require.NoError(b, err)
+		_, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "OUT", Subjects: []string{"bench.out.>"}, Storage: jetstream.FileStorage})
+		require.NoError(b, err)
+		cons, err := js.CreateOrUpdateConsumer(ctx, "IN", jetstream.ConsumerConfig{
+			Durable: "raw", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: topology.MaxAckPending,
+		})
+		require.NoError(b, err)
+		cctx, stop := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		work := make(chan jetstream.Msg)
+		for range verifier.NewDefaultConfig().Concurrency {
+			wg.Go(func() {
+				for m := range work {
+					out := &nats.Msg{Subject: "bench.out." + m.Headers().Get("ce-id"), Data: m.Data()}
+					if _, err := js.PublishMsg(cctx, out); err == nil {
+						_ = m.DoubleAck(cctx)
+					}
+				}
+			})
+		}
+		it, err := cons.Messages(jetstream.PullMaxMessages(8))
+		require.NoError(b, err)
+		wg.Go(func() {
+			defer close(work)
+			for {
+				m, err := it.Next()
+				if err != nil {
+					return
+				}
+				work <- m
+			}
+		})
+		b.Cleanup(func() { it.Stop(); stop(); wg.Wait() })
+
+		done := outs.expect(b.N)
+		b.ResetTimer()
+		publishAll(b, ctx, js, msgs)
+		wait(b, ctx, done, "outputs")
+		b.StopTimer()
+	})
+
+	b.Run("runtimetruth-fixed-2000-per-s", func(b *testing.B) {
+		const rate, seconds = 2000, 5
+		for range b.N {
+			p50, p99, achieved := fixedRate(b, rate, seconds)
+			b.ReportMetric(p50, "p50-ms")
+			b.ReportMetric(p99, "p99-ms")
+			b.ReportMetric(achieved, "snapshots/s")
+		}
+	})
+}
+
+// startBench starts a verifier with the default settings and makes base
+// the baseline.
+func startBench(b *testing.B, ctx context.Context, url string, js jetstream.JetStream, base *snapshot.Snapshot) *verifier.Verifier {
+	b.Helper()
+	cfg := verifier.NewDefaultConfig()
+	cfg.NATS.URL = url
+	v, err := verifier.New(cfg, verifier.Settings{})
+	require.NoError(b, err)
+	require.NoError(b, v.Start(ctx))
+	b.Cleanup(func() { require.NoError(b, v.Shutdown(context.Background())) })
+	raw, err := base.Canonical()
+	require.NoError(b, err)
+	_, err = verifier.NewBaselines(js, "/bench/b").Put(ctx, verifier.Baseline{Snapshot: raw})
+	require.NoError(b, err)
+	return v
+}
+
+// fixedRate offers rate snapshots/s for the given seconds and returns the
+// p50 and p99 publish→verdict latency in milliseconds, and the verdict
+// rate achieved.
+func fixedRate(b *testing.B, rate, seconds int) (p50, p99, achieved float64) {
+	n := rate * seconds
+	base, msgs, ids := benchSnapshots(b, n)
+	scheduled := make(map[string]time.Time, n) // verdict id → when its snapshot was due
+	latencies := make([]time.Duration, 0, n)
+	var mu sync.Mutex
+	ctx, url, _, js, verdictsIn := benchServer(b, events.FilterVerdict, func(m *nats.Msg) {
+		now := time.Now()
+		mu.Lock()
+		defer mu.Unlock()
+		if at, ok := scheduled[m.Header.Get("ce-id")]; ok {
+			latencies = append(latencies, now.Sub(at))
+		}
+	})
+	startBench(b, ctx, url, js, base)
+
+	interval := time.Second / time.Duration(rate)
+	start := time.Now().Add(10 * time.Millisecond)
+	mu.Lock()
+	for i, id := range ids {
+		scheduled[verifier.VerdictID(id)] = start.Add(time.Duration(i) * interval)
+	}
+	mu.Unlock()
+	done := verdictsIn.expect(n)
+	b.ResetTimer()
+	for i, m := range msgs {
+		if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
+			time.Sleep(d)
+		}
+		_, err := js.PublishMsgAsync(m)
+		require.NoError(b, err)
+	}
+	wait(b, ctx, js.PublishAsyncComplete(), "publish")
+	wait(b, ctx, done, "verdicts")
+	elapsed := time.Since(start)
+	b.StopTimer()
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(b, latencies, n)
+	slices.Sort(latencies)
+	ms := func(q float64) float64 {
+		return float64(latencies[min(int(q*float64(n)), n-1)]) / float64(time.Millisecond)
+	}
+	return ms(0.50), ms(0.99), float64(n) / elapsed.Seconds()
+}

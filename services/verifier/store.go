@@ -1,0 +1,271 @@
+package verifier
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
+)
+
+// BucketEvidence is the key-value bucket of the latest snapshot per host
+// and target, key <host>.<kind>.<identifier> (topology.VerdictKey). It is
+// what Baselines.Approve promotes.
+const BucketEvidence = "evidence-latest"
+
+// Topology returns the definitions the verifier ensures when it starts:
+// topology.New(replicas) with the verifier's durable consumer named
+// consumer, plus the evidence-latest bucket.
+func Topology(replicas int, consumer string) topology.Topology {
+	t := topology.New(replicas)
+	for i := range t.Consumers {
+		c := &t.Consumers[i]
+		if c.Stream == topology.StreamEvidence && c.Config.Durable == topology.ConsumerVerifier {
+			c.Config.Durable = consumer
+		}
+	}
+	for _, b := range t.Buckets {
+		if b.Bucket == topology.BucketVerdicts {
+			b.Bucket = BucketEvidence
+			b.Description = "latest evidence snapshot per host and target, key <host>.<kind>.<identifier>"
+			t.Buckets = append(t.Buckets, b)
+			break
+		}
+	}
+	return t
+}
+
+// Observation is the latest snapshot of a target seen on a host, as kept
+// in the evidence-latest bucket.
+type Observation struct {
+	Host   string        `json:"host"`
+	Target events.Target `json:"target"`
+	// Digest is the snapshot's digest.
+	Digest string `json:"digest"`
+	// EvidenceID and EvidenceSequence identify the evidence.collected
+	// event: its id and its EVIDENCE stream sequence (what "latest" orders
+	// by).
+	EvidenceID       string `json:"evidence_id"`
+	EvidenceSequence uint64 `json:"evidence_sequence"`
+	// Time is the event's time.
+	Time time.Time `json:"time"`
+	// Snapshot is the snapshot document as received.
+	Snapshot json.RawMessage `json:"snapshot"`
+}
+
+// VerdictRecord is the latest verdict per host and target, as kept in the
+// verdicts-latest bucket.
+type VerdictRecord struct {
+	// ID and Time are the verdict event's.
+	ID   string    `json:"id"`
+	Time time.Time `json:"time"`
+	// EvidenceID and EvidenceSequence identify the verified evidence
+	// event.
+	EvidenceID       string `json:"evidence_id"`
+	EvidenceSequence uint64 `json:"evidence_sequence"`
+	// Verdict is the verdict event's data.
+	Verdict events.Verdict `json:"verdict"`
+}
+
+// ordering is what latestBucket reads of a stored record.
+type ordering struct {
+	EvidenceID       string `json:"evidence_id"`
+	EvidenceSequence uint64 `json:"evidence_sequence"`
+}
+
+// maxCached bounds latestBucket's memory of revisions: past it the memory
+// starts over (every key costs one more read).
+const maxCached = 100_000
+
+// latestBucket keeps the newest record per key in a bucket, newest by
+// EVIDENCE stream sequence, whatever order records arrive in and however
+// many verifiers write: a write is a compare-and-set on the revision it
+// read. It remembers the revisions it wrote, so that a verifier writing
+// alone needs one round trip per write.
+type latestBucket struct {
+	kv    jetstream.KeyValue
+	mu    sync.Mutex
+	known map[string]seen
+}
+
+type seen struct {
+	rev uint64
+	ordering
+}
+
+func newLatestBucket(kv jetstream.KeyValue) *latestBucket {
+	return &latestBucket{kv: kv, known: map[string]seen{}}
+}
+
+// lookup returns what the bucket holds for key (from memory when this
+// process wrote or read it last).
+func (b *latestBucket) lookup(ctx context.Context, key string) (seen, bool, error) {
+	b.mu.Lock()
+	s, ok := b.known[key]
+	b.mu.Unlock()
+	if ok {
+		return s, true, nil
+	}
+	return b.read(ctx, key)
+}
+
+func (b *latestBucket) read(ctx context.Context, key string) (seen, bool, error) {
+	var e jetstream.KeyValueEntry
+	err := natsbus.Retry(ctx, func(ctx context.Context) (err error) {
+		e, err = b.kv.Get(ctx, key)
+		return err
+	})
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return seen{}, false, nil
+	}
+	if err != nil {
+		return seen{}, false, fmt.Errorf("read %s/%s: %w", b.kv.Bucket(), key, err)
+	}
+	var o ordering
+	if err := json.Unmarshal(e.Value(), &o); err != nil {
+		// Unreadable: anything newer replaces it.
+		o = ordering{}
+	}
+	s := seen{rev: e.Revision(), ordering: o}
+	b.remember(key, s)
+	return s, true, nil
+}
+
+func (b *latestBucket) remember(key string, s seen) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.known) >= maxCached {
+		clear(b.known)
+	}
+	b.known[key] = s
+}
+
+func (b *latestBucket) forget(key string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.known, key)
+}
+
+// put stores value under key unless the bucket holds a record of the same
+// or a later evidence sequence. It reports whether it wrote.
+func (b *latestBucket) put(ctx context.Context, key string, o ordering, value []byte) (bool, error) {
+	for attempt := 0; ; attempt++ {
+		cur, found, err := b.lookup(ctx, key)
+		if err != nil {
+			return false, err
+		}
+		if found && cur.EvidenceSequence >= o.EvidenceSequence {
+			return false, nil
+		}
+		var rev uint64
+		err = natsbus.Retry(ctx, func(ctx context.Context) (err error) {
+			if found {
+				rev, err = b.kv.Update(ctx, key, value, cur.rev)
+			} else {
+				rev, err = b.kv.Create(ctx, key, value)
+			}
+			return err
+		})
+		if err == nil {
+			b.remember(key, seen{rev: rev, ordering: o})
+			return true, nil
+		}
+		b.forget(key)
+		if attempt < 8 && (errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists)) {
+			continue // another writer was first: read again
+		}
+		return false, fmt.Errorf("write %s/%s: %w", b.kv.Bucket(), key, err)
+	}
+}
+
+// Status reads the latest verdicts (the verdicts-latest bucket), for
+// `runtimetruth status`.
+type Status struct {
+	js jetstream.JetStream
+}
+
+// NewStatus returns a Status reading through js.
+func NewStatus(js jetstream.JetStream) *Status { return &Status{js: js} }
+
+// ErrNoVerdict is returned by Status.Get for a host and target without a
+// verdict.
+var ErrNoVerdict = errors.New("no verdict")
+
+// List returns the latest verdict of every host and target, ordered by
+// host, then target.
+func (s *Status) List(ctx context.Context) ([]VerdictRecord, error) {
+	kv, err := s.js.KeyValue(ctx, topology.BucketVerdicts)
+	if err != nil {
+		return nil, fmt.Errorf("verdicts bucket: %w", err)
+	}
+	all, err := entries(ctx, kv, ">")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]VerdictRecord, 0, len(all))
+	for _, e := range all {
+		var r VerdictRecord
+		if err := json.Unmarshal(e.Value(), &r); err != nil {
+			return nil, fmt.Errorf("verdict %s: %w", e.Key(), err)
+		}
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b VerdictRecord) int {
+		if c := strings.Compare(a.Verdict.Host, b.Verdict.Host); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Verdict.Target.String(), b.Verdict.Target.String())
+	})
+	return out, nil
+}
+
+// Get returns the latest verdict of a host's target, or ErrNoVerdict.
+func (s *Status) Get(ctx context.Context, host string, target events.Target) (*VerdictRecord, error) {
+	kv, err := s.js.KeyValue(ctx, topology.BucketVerdicts)
+	if err != nil {
+		return nil, fmt.Errorf("verdicts bucket: %w", err)
+	}
+	e, err := kv.Get(ctx, topology.VerdictKey(host, target))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, fmt.Errorf("%w for %s on %s", ErrNoVerdict, target, host)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read verdict: %w", err)
+	}
+	var r VerdictRecord
+	if err := json.Unmarshal(e.Value(), &r); err != nil {
+		return nil, fmt.Errorf("verdict of %s on %s: %w", target, host, err)
+	}
+	return &r, nil
+}
+
+// entries returns the current entry of every key matching filter, in one
+// pass over the bucket.
+func entries(ctx context.Context, kv jetstream.KeyValue, filter string) ([]jetstream.KeyValueEntry, error) {
+	w, err := kv.Watch(ctx, filter, jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", kv.Bucket(), err)
+	}
+	defer func() { _ = w.Stop() }()
+	var out []jetstream.KeyValueEntry
+	for {
+		select {
+		case e, ok := <-w.Updates():
+			if !ok || e == nil { // nil: the current values are all delivered
+				return out, nil
+			}
+			out = append(out, e)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("read %s: %w", kv.Bucket(), ctx.Err())
+		}
+	}
+}

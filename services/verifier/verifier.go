@@ -1,0 +1,231 @@
+package verifier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
+)
+
+// Settings carries the verifier's dependencies.
+type Settings struct {
+	// Logger receives the start and stop lines (never one per message);
+	// nil discards.
+	Logger *slog.Logger
+	// Conn, when set, is used instead of connecting as Config.NATS says
+	// (the embedded mode of `runtimetruth up`); the verifier never closes
+	// it.
+	Conn *nats.Conn
+}
+
+// Verifier verifies every evidence snapshot against its target's baseline
+// and publishes one verdict per snapshot. It is a lifecycle component:
+// New, Start, Shutdown.
+type Verifier struct {
+	cfg    Config
+	log    *slog.Logger
+	source string
+	conn   *nats.Conn
+
+	consume natsbus.Stats
+	counts  counts
+
+	mu      sync.Mutex
+	started bool
+	stopped bool
+	nc      *nats.Conn
+	ownConn bool
+	cancel  context.CancelFunc
+	done    chan struct{}
+	handler *handler
+}
+
+type counts struct {
+	pass, drift, fail, duplicate, stale atomic.Uint64
+}
+
+// ErrShutdown is returned by Start after Shutdown.
+var ErrShutdown = errors.New("verifier shut down")
+
+// New checks cfg and returns a verifier; it connects nowhere until Start.
+func New(cfg Config, set Settings) (*Verifier, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := set.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	instance := cfg.Instance
+	if instance == "" {
+		h, err := os.Hostname()
+		if err != nil || h == "" {
+			h = "unknown"
+		}
+		instance = h
+	}
+	return &Verifier{cfg: cfg, log: log, source: events.Source("verifier", instance), conn: set.Conn}, nil
+}
+
+// Name names the component in logs.
+func (v *Verifier) Name() string { return "verifier" }
+
+// Start connects (unless Settings.Conn is set), ensures the streams,
+// consumers and buckets (Topology), and starts verifying in the
+// background. It returns within Config.StartTimeout.
+func (v *Verifier) Start(ctx context.Context) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	switch {
+	case v.stopped:
+		return ErrShutdown
+	case v.started:
+		return errors.New("verifier already started")
+	}
+	nc, own := v.conn, false
+	if nc == nil {
+		var err error
+		if nc, err = v.cfg.NATS.connect(); err != nil {
+			return err
+		}
+		own = true
+	}
+	h, cons, err := v.prepare(ctx, nc)
+	if err != nil {
+		if own {
+			nc.Close()
+		}
+		return err
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		err := natsbus.Consume(runCtx, cons, h.handle, natsbus.Options{
+			JetStream:      h.js,
+			Source:         v.source,
+			Concurrency:    v.cfg.Concurrency,
+			HandlerTimeout: v.cfg.HandlerTimeout,
+			Stats:          &v.consume,
+			Logger:         v.log,
+		})
+		if err != nil {
+			v.log.ErrorContext(runCtx, "verifier stopped", "err", err)
+		}
+	}()
+	v.started, v.nc, v.ownConn, v.cancel, v.done, v.handler = true, nc, own, cancel, done, h
+	v.log.InfoContext(ctx, "verifier started", "source", v.source, "consumer", v.cfg.Consumer,
+		"replicas", v.cfg.Replicas, "concurrency", v.cfg.Concurrency)
+	return nil
+}
+
+func (v *Verifier) prepare(ctx context.Context, nc *nats.Conn) (*handler, jetstream.Consumer, error) {
+	ctx, cancel := context.WithTimeout(ctx, v.cfg.StartTimeout)
+	defer cancel()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("jetstream: %w", err)
+	}
+	if err := Topology(v.cfg.Replicas, v.cfg.Consumer).Ensure(ctx, js); err != nil {
+		return nil, nil, err
+	}
+	cons, err := js.Consumer(ctx, topology.StreamEvidence, v.cfg.Consumer)
+	if err != nil {
+		return nil, nil, fmt.Errorf("consumer %s: %w", v.cfg.Consumer, err)
+	}
+	h, err := newHandler(ctx, js, v.source, &v.counts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return h, cons, nil
+}
+
+// Shutdown stops pulling, finishes the snapshots in hand, hands the
+// prefetched ones back to the stream for another instance, and closes the
+// connection it opened. It is safe without Start and safe to call twice;
+// it returns ctx's error if the snapshots in hand are not finished in time.
+func (v *Verifier) Shutdown(ctx context.Context) error {
+	v.mu.Lock()
+	if v.stopped || !v.started {
+		v.stopped = true
+		v.mu.Unlock()
+		return nil
+	}
+	v.stopped = true
+	cancel, done, nc, own := v.cancel, v.done, v.nc, v.ownConn
+	v.mu.Unlock()
+
+	cancel()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = fmt.Errorf("drain verifier: %w", ctx.Err())
+	}
+	// The releases (naks) are buffered: send them before leaving.
+	if ferr := nc.FlushTimeout(time.Second); ferr != nil && !errors.Is(ferr, nats.ErrConnectionClosed) {
+		err = errors.Join(err, fmt.Errorf("flush: %w", ferr))
+	}
+	if own {
+		nc.Close() // also ends handlers still running after a timeout
+		if err != nil {
+			<-done
+		}
+	}
+	m := v.Metrics()
+	v.log.InfoContext(ctx, "verifier stopped", "verdicts", m.VerdictsPass+m.VerdictsDrift+m.VerdictsError,
+		"dead_lettered", m.DeadLettered, "released", m.Released)
+	return err
+}
+
+// Metrics are the verifier's counters since New; all are monotonic.
+type Metrics struct {
+	// Received, Acked, Retried, DeadLettered, Permanent, Released, Panics,
+	// AckErrors, DeadLetterErrors and FetchErrors are the consume loop's
+	// (natsbus.Stats).
+	Received, Acked, Retried, DeadLettered, Permanent, Released uint64
+	Panics, AckErrors, DeadLetterErrors, FetchErrors            uint64
+	// VerdictsPass, VerdictsDrift and VerdictsError count published
+	// verdicts by status.
+	VerdictsPass, VerdictsDrift, VerdictsError uint64
+	// Duplicates counts redelivered snapshots whose verdict was already
+	// published (none published again).
+	Duplicates uint64
+	// Stale counts snapshots older than the latest one already recorded
+	// for their host and target: their verdict is published, but the
+	// latest snapshot and verdict are kept.
+	Stale uint64
+}
+
+// Metrics returns the current counters.
+func (v *Verifier) Metrics() Metrics {
+	s, c := &v.consume, &v.counts
+	return Metrics{
+		Received: s.Received.Load(), Acked: s.Acked.Load(), Retried: s.Retried.Load(),
+		DeadLettered: s.DeadLettered.Load(), Permanent: s.Permanent.Load(), Released: s.Released.Load(),
+		Panics: s.Panics.Load(), AckErrors: s.AckErrors.Load(), DeadLetterErrors: s.DeadLetterErrors.Load(),
+		FetchErrors:  s.FetchErrors.Load(),
+		VerdictsPass: c.pass.Load(), VerdictsDrift: c.drift.Load(), VerdictsError: c.fail.Load(),
+		Duplicates: c.duplicate.Load(), Stale: c.stale.Load(),
+	}
+}
+
+// publish publishes m, retrying transient failures until ctx ends (the
+// stream drops a copy stored by an attempt that timed out).
+func publish(ctx context.Context, js jetstream.JetStream, m *nats.Msg) error {
+	return natsbus.Retry(ctx, func(ctx context.Context) error {
+		_, err := js.PublishMsg(ctx, m)
+		return err
+	})
+}
