@@ -365,14 +365,19 @@ func TestConsumeDrainsOnCancel(t *testing.T) {
 	handled := sync.Map{}
 	o := options(js, &st)
 	o.Prefetch = 16
-	stop := run(ctx, t, cons, func(_ context.Context, m jetstream.Msg) error {
-		if first.CompareAndSwap(false, true) {
-			close(inHand)
-			<-finish
-		}
-		handled.Store(m.Headers().Get(events.HeaderMsgID), true)
-		return nil
-	}, o)
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- natsbus.Consume(cctx, cons, func(_ context.Context, m jetstream.Msg) error {
+			if first.CompareAndSwap(false, true) {
+				close(inHand)
+				<-finish
+			}
+			handled.Store(m.Headers().Get(events.HeaderMsgID), true)
+			return nil
+		}, o)
+	}()
 	<-inHand
 	eventually(t, func() error {
 		if st.Received.Load() < 2 {
@@ -380,15 +385,9 @@ func TestConsumeDrainsOnCancel(t *testing.T) {
 		}
 		return nil
 	})
-	stopped := make(chan struct{})
-	go func() { stop(); close(stopped) }()
-	select {
-	case <-stopped:
-		t.Fatal("Consume returned with a message in hand")
-	case <-time.After(100 * time.Millisecond):
-	}
+	cancel() // with a message in hand
 	close(finish)
-	<-stopped
+	require.NoError(t, <-done)
 	assert.Equal(t, uint64(1), st.Acked.Load(), "the message in hand is finished")
 	assert.Equal(t, st.Received.Load()-1, st.Released.Load(), "every prefetched message is released")
 
