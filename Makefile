@@ -11,6 +11,8 @@ MODULES := $(shell go list -m -f '{{.Path}}/...' 2>/dev/null)
 # Packages that start goroutines run under the race detector.
 RACE    := $(MODULE)/services/... $(MODULE)/cmd/...
 GOTEST  ?= go test
+# Services that have a binary (services/<name>/cmd/runtimetruth-<name>).
+SERVICES := $(notdir $(patsubst %/cmd,%,$(wildcard services/*/cmd)))
 FUZZTIME ?= 20s
 
 export RUNTIMETRUTH_CODEX_BIN ?=
@@ -23,7 +25,9 @@ help: ## Show this help
 build: ## Build the binaries into ./bin/
 	@mkdir -p $(BIN)
 	go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/runtimetruth $(MODULE)/cmd/runtimetruth
-	@echo "built $(BIN)/runtimetruth"
+	@for s in $(SERVICES); do \
+	  go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/runtimetruth-$$s $(MODULE)/services/$$s/cmd/runtimetruth-$$s || exit 1; done
+	@echo "built $(BIN)/runtimetruth $(foreach s,$(SERVICES),$(BIN)/runtimetruth-$(s))"
 
 .PHONY: deps
 deps: ## Install what the tests need (idempotent): git, the pinned Codex CLI
@@ -36,7 +40,7 @@ test: deps ## Install test dependencies, then vet and run every test (race detec
 	  $(GOTEST) -count=1 -timeout 20m $(filter-out $(RACE),$(MODULES))
 	RUNTIMETRUTH_CODEX_BIN="$$(scripts/install-codex.sh --print-bin)" \
 	  $(GOTEST) -race -count=1 -timeout 20m $(RACE)
-	GOWORK=off bash -c 'for m in pkg/evidence pkg/events services/collector cmd/runtimetruth; do (cd $$m && go build ./...) || exit 1; done'
+	for d in $$(go list -m -f '{{.Dir}}'); do (cd $$d && GOWORK=off go build ./...) || exit 1; done
 
 .PHONY: bench
 bench: deps ## Run the benchmarks and print ratios against the in-run references

@@ -17,7 +17,6 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/report"
-	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 )
 
@@ -181,7 +180,7 @@ func (h *handler) verify(ctx context.Context, evidenceID string, ev events.Evide
 	if err != nil {
 		return fail("snapshot: %v", err)
 	}
-	res, err := evaluate(bl.snap, current, bl.sels)
+	res, err := diff.Verify(bl.snap, current, bl.sels)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -193,22 +192,6 @@ func (h *handler) verify(ctx context.Context, evidenceID string, ev events.Evide
 	return v, nil
 }
 
-// evaluate compares baseline with current, applies the selectors (each must
-// name evidence present in one of the snapshots) and returns the result:
-// the same steps, in the same order, as `runtimetruth verify`
-// (cmd/runtimetruth/internal/cli/compare.go, evaluate).
-func evaluate(baseline, current *snapshot.Snapshot, sels []diff.Selector) (*diff.Result, error) {
-	res, err := diff.Compare(baseline, current)
-	if err != nil {
-		return nil, err
-	}
-	for _, s := range sels {
-		if err := s.Check(baseline, current); err != nil {
-			return nil, err
-		}
-	}
-	return res.Protect(sels), nil
-}
 
 // baseline reads a target's baseline, decoding it again only when its
 // revision changed.

@@ -33,8 +33,10 @@
 //	BASELINES  auditor   (all)            unlimited
 //	DLQ        auditor   (all)            unlimited
 //
-// Redelivery after an unacknowledged delivery follows Backoff (the first
-// step is the AckWait); a handler that wants a retry naks with RetryDelay.
+// An unacknowledged delivery (a crashed handler) is redelivered after
+// AckWait; a handler that wants a retry naks with RetryDelay. Consumers set
+// no BackOff: with one, the server stretches every NakWithDelay by
+// BackOff[n] - AckWait, so retries would wait minutes instead of seconds.
 // A consumer with a delivery limit must dead-letter a message itself on its
 // last delivery (Last): JetStream only emits an advisory when it stops
 // redelivering.
@@ -47,7 +49,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -79,8 +80,7 @@ const (
 const (
 	// DuplicateWindow is how long a stream remembers a Nats-Msg-Id.
 	DuplicateWindow = 2 * time.Minute
-	// AckWait is how long a consumer waits for an ack before redelivering
-	// (Backoff[0]).
+	// AckWait is how long a consumer waits for an ack before redelivering.
 	AckWait = 30 * time.Second
 	// VerifierMaxDeliver bounds the verifier's deliveries of one message.
 	VerifierMaxDeliver = 10
@@ -90,9 +90,6 @@ const (
 	BaselineHistory = 16
 )
 
-// Backoff is the redelivery schedule of unacknowledged messages: the n-th
-// redelivery waits Backoff[n-1], the last step repeating.
-var Backoff = []time.Duration{AckWait, time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute}
 
 // RetryDelay is the delay for NakWithDelay after the given number of
 // deliveries (jetstream.MsgMetadata.NumDelivered): 1s, 5s, 30s, then 1 min.
@@ -158,7 +155,6 @@ func New(replicas int) Topology {
 			DeliverPolicy:  jetstream.DeliverAllPolicy,
 			AckPolicy:      jetstream.AckExplicitPolicy,
 			AckWait:        AckWait,
-			BackOff:        slices.Clone(Backoff),
 			MaxDeliver:     maxDeliver,
 			ReplayPolicy:   jetstream.ReplayInstantPolicy,
 			MaxAckPending:  MaxAckPending,

@@ -78,7 +78,7 @@ func TestEnsureCreatesEverything(t *testing.T) {
 	assert.Equal(t, jetstream.AckExplicitPolicy, v.AckPolicy)
 	assert.Equal(t, topology.VerifierMaxDeliver, v.MaxDeliver)
 	assert.Equal(t, topology.AckWait, v.AckWait)
-	assert.Equal(t, topology.Backoff, v.BackOff)
+	assert.Empty(t, v.BackOff, "a BackOff would stretch every NakWithDelay")
 	assert.Equal(t, []string{events.FilterEvidence}, v.FilterSubjects)
 	a := st.consumers[topology.StreamDLQ+"/"+topology.ConsumerAuditor].Config
 	assert.Equal(t, -1, a.MaxDeliver)

@@ -145,3 +145,20 @@ func (r *Result) Protect(sels []Selector) *Result {
 	}
 	return out
 }
+
+// Verify is verification as `runtimetruth verify` and the verifier service
+// perform it: compare baseline with current, check that every selector
+// names evidence present in one of the two snapshots, then narrow the
+// result to the selectors. An empty result is a PASS.
+func Verify(baseline, current *snapshot.Snapshot, sels []Selector) (*Result, error) {
+	res, err := Compare(baseline, current)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range sels {
+		if err := s.Check(baseline, current); err != nil {
+			return nil, err
+		}
+	}
+	return res.Protect(sels), nil
+}
