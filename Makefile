@@ -8,8 +8,6 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 BIN     := $(CURDIR)/bin
 # Every module of the workspace, as package patterns (go.work has no root module).
 MODULES := $(shell go list -m -f '{{.Path}}/...' 2>/dev/null)
-# Packages that start goroutines run under the race detector.
-RACE    := $(MODULE)/services/... $(MODULE)/cmd/...
 GOTEST  ?= go test
 # Services that have a binary (services/<name>/cmd/runtimetruth-<name>).
 SERVICES := $(notdir $(patsubst %/cmd,%,$(wildcard services/*/cmd)))
@@ -34,12 +32,10 @@ deps: ## Install what the tests need (idempotent): git, the pinned Codex CLI
 	scripts/test-deps.sh
 
 .PHONY: test
-test: deps ## Install test dependencies, then vet and run every test (race detector on services and CLI)
+test: deps ## Install test dependencies, then vet and run every test under the race detector
 	go vet $(MODULES)
 	RUNTIMETRUTH_CODEX_BIN="$$(scripts/install-codex.sh --print-bin)" \
-	  $(GOTEST) -count=1 -timeout 20m $(filter-out $(RACE),$(MODULES))
-	RUNTIMETRUTH_CODEX_BIN="$$(scripts/install-codex.sh --print-bin)" \
-	  $(GOTEST) -race -count=1 -timeout 20m $(RACE)
+	  $(GOTEST) -race -count=1 -timeout 25m $(MODULES)
 	for d in $$(go list -m -f '{{.Dir}}'); do (cd $$d && GOWORK=off go build ./...) || exit 1; done
 
 .PHONY: bench
