@@ -192,7 +192,6 @@ func (h *handler) verify(ctx context.Context, evidenceID string, ev events.Evide
 	return v, nil
 }
 
-
 // baseline reads a target's baseline, decoding it again only when its
 // revision changed.
 func (h *handler) baseline(ctx context.Context, target events.Target) (*parsed, error) {

@@ -90,7 +90,6 @@ const (
 	BaselineHistory = 16
 )
 
-
 // RetryDelay is the delay for NakWithDelay after the given number of
 // deliveries (jetstream.MsgMetadata.NumDelivered): 1s, 5s, 30s, then 1 min.
 func RetryDelay(delivered uint64) time.Duration {

@@ -134,9 +134,9 @@ selectors that gate it, and who approved it and when.`,
 				return json.NewEncoder(c.OutOrStdout()).Encode(bs)
 			}
 			tw := tabwriter.NewWriter(c.OutOrStdout(), 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "TARGET\tDIGEST\tPROTECT\tAPPROVED")
+			_, _ = fmt.Fprintln(tw, "TARGET\tDIGEST\tPROTECT\tAPPROVED")
 			for _, b := range bs {
-				fmt.Fprintf(tw, "%s\t%s\t%d selector(s)\t%s by %s\n", b.Target, b.Digest, len(b.Protect), b.ApprovedAt.Format("2006-01-02 15:04:05Z07:00"), b.ApprovedBy)
+				_, _ = fmt.Fprintf(tw, "%s\t%s\t%d selector(s)\t%s by %s\n", b.Target, b.Digest, len(b.Protect), b.ApprovedAt.Format("2006-01-02 15:04:05Z07:00"), b.ApprovedBy)
 			}
 			return tw.Flush()
 		},
@@ -193,9 +193,9 @@ func newStatusCmd() *cobra.Command {
 				return json.NewEncoder(c.OutOrStdout()).Encode(recs)
 			}
 			tw := tabwriter.NewWriter(c.OutOrStdout(), 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "STATUS\tHOST\tTARGET\tWHEN\tDETAIL")
+			_, _ = fmt.Fprintln(tw, "STATUS\tHOST\tTARGET\tWHEN\tDETAIL")
 			for _, r := range recs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", statusWord(r.Verdict.Status), r.Verdict.Host, r.Verdict.Target, r.Time.Format("15:04:05"), verdictDetail(r.Verdict))
+				_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", statusWord(r.Verdict.Status), r.Verdict.Host, r.Verdict.Target, r.Time.Format("15:04:05"), verdictDetail(r.Verdict))
 			}
 			return tw.Flush()
 		},

@@ -62,7 +62,6 @@ func (g *gate) selectors() ([]diff.Selector, error) {
 	return diff.ParseSelectors(policy.Merge(fromPolicy, g.protect))
 }
 
-
 func newDiffCmd() *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{

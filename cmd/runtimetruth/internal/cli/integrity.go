@@ -234,7 +234,7 @@ type integrityReport struct {
 func renderIntegrity(w io.Writer, rep *integrity.Report, withBaseline bool) error {
 	bw := bufio.NewWriter(w)
 	if rep.Skipped != "" {
-		fmt.Fprintf(bw, "Nothing checked: %s\n", rep.Skipped)
+		_, _ = fmt.Fprintf(bw, "Nothing checked: %s\n", rep.Skipped)
 		return bw.Flush()
 	}
 	nameW, verW, srcW := 4, 7, 6
@@ -242,13 +242,13 @@ func renderIntegrity(w io.Writer, rep *integrity.Report, withBaseline bool) erro
 		nameW, verW, srcW = max(nameW, len(r.Name)), max(verW, len(r.Version)), max(srcW, len(r.Source))
 	}
 	for _, r := range rep.Results {
-		fmt.Fprintf(bw, "  %-*s  %-*s  %-*s  ", nameW, r.Name, verW, r.Version, srcW, r.Source)
+		_, _ = fmt.Fprintf(bw, "  %-*s  %-*s  %-*s  ", nameW, r.Name, verW, r.Version, srcW, r.Source)
 		if withBaseline {
-			fmt.Fprintf(bw, "%-8s  ", r.Baseline)
+			_, _ = fmt.Fprintf(bw, "%-8s  ", r.Baseline)
 		}
-		fmt.Fprintf(bw, "%-12s  %s\n", r.Status, filesColumn(&r))
+		_, _ = fmt.Fprintf(bw, "%-12s  %s\n", r.Status, filesColumn(&r))
 		for _, ch := range r.Changes {
-			fmt.Fprintf(bw, "      %-8s %s\n", changeVerb(ch), ch.Path)
+			_, _ = fmt.Fprintf(bw, "      %-8s %s\n", changeVerb(ch), ch.Path)
 		}
 	}
 	modifiedResults := rep.Modified()
@@ -259,9 +259,9 @@ func renderIntegrity(w io.Writer, rep *integrity.Report, withBaseline bool) erro
 		restore = "Reinstall to restore them (npm install, or unpack the package again)."
 	}
 	if len(modifiedResults) > 0 {
-		fmt.Fprintf(bw, "\n✗  %d %s modified since install. %s\n", len(modifiedResults), noun, restore)
+		_, _ = fmt.Fprintf(bw, "\n✗  %d %s modified since install. %s\n", len(modifiedResults), noun, restore)
 	} else {
-		fmt.Fprintf(bw, "\n✓  %s\n", rep.Summary())
+		_, _ = fmt.Fprintf(bw, "\n✓  %s\n", rep.Summary())
 	}
 	return bw.Flush()
 }
@@ -311,7 +311,7 @@ RUNTIMETRUTH_INTEGRITY=off skips the check.`,
 			}
 			if err := integrityCheck(c.Context(), c.ErrOrStderr(), &f, runnable); err != nil {
 				// Never block the run: report and carry on.
-				fmt.Fprintf(c.ErrOrStderr(), "runtimetruth: warning: integrity check of %s failed: %v\n", runnable, err)
+				_, _ = fmt.Fprintf(c.ErrOrStderr(), "runtimetruth: warning: integrity check of %s failed: %v\n", runnable, err)
 			}
 			return nil
 		},
@@ -345,7 +345,7 @@ func integrityCheck(ctx context.Context, stderr io.Writer, f *integrityFlags, ru
 	if len(files) == 1 {
 		count = "1 installed file differs"
 	}
-	fmt.Fprintf(stderr, "⚠  %s: %s from the package (%s): %s. This run is recorded as modified. Reinstall the package to restore it; \"runtimetruth integrity verify\" lists the changes.\n",
+	_, _ = fmt.Fprintf(stderr, "⚠  %s: %s from the package (%s): %s. This run is recorded as modified. Reinstall the package to restore it; \"runtimetruth integrity verify\" lists the changes.\n",
 		runnable, count, strings.Join(pkgs, ", "), strings.Join(files, ", "))
 
 	host, _ := os.Hostname()

@@ -58,7 +58,9 @@ Other terminals reach the embedded server through the URL written to
 
 --nats uses an external NATS server instead of the embedded one.`,
 		Args: usageArgs(0, 0),
-		RunE: func(c *cobra.Command, _ []string) error { return runUp(c.Context(), c.OutOrStdout(), c.ErrOrStderr(), f) },
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runUp(c.Context(), c.OutOrStdout(), c.ErrOrStderr(), f)
+		},
 	}
 	c.Flags().StringVar(&f.dataDir, "data-dir", "", "data `DIR` for JetStream, the spool and integrity state (default ~/.local/state/runtimetruth/up)")
 	c.Flags().StringVar(&f.listen, "listen", "127.0.0.1:0", "address of the embedded NATS server (port 0 picks a free one)")
@@ -131,11 +133,11 @@ func runUp(ctx context.Context, out, errw io.Writer, f upFlags) error {
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 
-	fmt.Fprintf(out, "runtimetruth up: NATS %s, data %s\n", url, dir)
+	_, _ = fmt.Fprintf(out, "runtimetruth up: NATS %s, data %s\n", url, dir)
 	for _, t := range targets {
-		fmt.Fprintf(out, "  watching %-7s %s every %s\n", t.Kind, targetWhere(t), f.interval)
+		_, _ = fmt.Fprintf(out, "  watching %-7s %s every %s\n", t.Kind, targetWhere(t), f.interval)
 	}
-	fmt.Fprintln(out)
+	_, _ = fmt.Fprintln(out)
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -273,24 +275,24 @@ func (p *verdictPrinter) handle(m *nats.Msg) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if _, err := p.baselines.Approve(ctx, v.Target, verifier.ApproveOptions{Host: v.Host, By: "runtimetruth up --approve"}); err != nil {
-			fmt.Fprintf(p.out, "%s  ERROR  %s  approve: %v\n", stamp, key, err)
+			_, _ = fmt.Fprintf(p.out, "%s  ERROR  %s  approve: %v\n", stamp, key, err)
 		} else {
-			fmt.Fprintf(p.out, "%s  APPROVED  %s  (first snapshot; the next collection is verified against it)\n", stamp, key)
+			_, _ = fmt.Fprintf(p.out, "%s  APPROVED  %s  (first snapshot; the next collection is verified against it)\n", stamp, key)
 		}
 		return // the approval's verdict comes with the next collection
 	case v.Status == events.StatusError && v.BaselineDigest == "" && !p.explained[key]:
 		p.explained[key] = true
-		fmt.Fprintf(p.out, "%s  NO BASELINE  %s\n    review it:  runtimetruth status; then approve it from another terminal:\n    runtimetruth baseline approve '%s'\n", stamp, key, key)
+		_, _ = fmt.Fprintf(p.out, "%s  NO BASELINE  %s\n    review it:  runtimetruth status; then approve it from another terminal:\n    runtimetruth baseline approve '%s'\n", stamp, key, key)
 	default:
 		detail := verdictDetail(v)
 		if detail != "" {
 			detail = "  " + detail
 		}
-		fmt.Fprintf(p.out, "%s  %-5s  %s%s\n", stamp, statusWord(v.Status), key, detail)
+		_, _ = fmt.Fprintf(p.out, "%s  %-5s  %s%s\n", stamp, statusWord(v.Status), key, detail)
 		if v.Status == events.StatusDrift && v.Report != nil {
 			for _, c := range v.Report.Changes {
 				for _, fld := range c.Fields {
-					fmt.Fprintf(p.out, "    %s.%s: %s -> %s\n", c.Kind, fld.Field, side(fld.Before), side(fld.After))
+					_, _ = fmt.Fprintf(p.out, "    %s.%s: %s -> %s\n", c.Kind, fld.Field, side(fld.Before), side(fld.After))
 				}
 			}
 		}
