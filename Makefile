@@ -28,13 +28,14 @@ build: ## Build the binaries into ./bin/
 	@echo "built $(BIN)/runtimetruth $(foreach s,$(SERVICES),$(BIN)/runtimetruth-$(s))"
 
 .PHONY: deps
-deps: ## Install what the tests need (idempotent): git, the pinned Codex CLI
+deps: ## Install what the tests need (idempotent): git, python3-venv, npm, the pinned Codex and cosign CLIs
 	scripts/test-deps.sh
 
 .PHONY: test
 test: deps ## Install test dependencies, then vet and run every test under the race detector
 	go vet $(MODULES)
 	RUNTIMETRUTH_CODEX_BIN="$$(scripts/install-codex.sh --print-bin)" \
+	RUNTIMETRUTH_COSIGN_BIN="$$(scripts/install-cosign.sh --print-bin)" \
 	  $(GOTEST) -race -count=1 -timeout 25m $(MODULES)
 	for d in $$(go list -m -f '{{.Dir}}'); do (cd $$d && GOWORK=off go build ./...) || exit 1; done
 

@@ -19,4 +19,5 @@ if ((${#need[@]})); then
 fi
 
 scripts/install-codex.sh
+scripts/install-cosign.sh
 log "ok"

@@ -173,6 +173,3 @@ func printVerdict(w io.Writer, res *diff.Result, sels []diff.Selector, asJSON bo
 	_, err := fmt.Fprintf(w, "DRIFT: runtime differs from baseline.\n\n%s\n", res.Render())
 	return err
 }
-
-// evaluate is diff.Verify; kept for callers written against the old name.
-var evaluate = diff.Verify

@@ -1,0 +1,279 @@
+package attestor_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/statement"
+	"github.com/runtimetruth/runtimetruth/services/attestor"
+	"github.com/runtimetruth/runtimetruth/services/attestor/attestation"
+	"github.com/runtimetruth/runtimetruth/services/attestor/attestation/attestationtest"
+)
+
+const (
+	identity = "attestor@example.com"
+	issuer   = "https://issuer.example.com"
+)
+
+// keyConfig configures key signing; an encrypted key (cosign's format,
+// password "hunter2" in a file) costs a scrypt derivation at New.
+func keyConfig(t *testing.T, url string, encrypted bool) attestor.Config {
+	t.Helper()
+	dir := t.TempDir()
+	key, err := attestation.GenerateKey()
+	require.NoError(t, err)
+	var password []byte
+	if encrypted {
+		password = []byte("hunter2")
+	}
+	pemKey, err := attestation.MarshalPrivateKey(key, password)
+	require.NoError(t, err)
+	cfg := attestor.NewDefaultConfig()
+	cfg.NATS.URL = url
+	cfg.Instance = "test"
+	cfg.Signing = attestor.SigningConfig{
+		Mode: attestor.ModeKey, KeyFile: filepath.Join(dir, "cosign.key"), KeyPasswordFile: filepath.Join(dir, "password"),
+		Timeout: time.Second,
+	}
+	require.NoError(t, os.WriteFile(cfg.Signing.KeyFile, pemKey, 0o600))
+	require.NoError(t, os.WriteFile(cfg.Signing.KeyPasswordFile, []byte("hunter2\n"), 0o600))
+	return cfg
+}
+
+func TestLifecycle(t *testing.T) {
+	_, url := natstest.RunJetStream(t)
+	ctx := context.Background()
+
+	t.Run("shutdown without start", func(t *testing.T) {
+		a, err := attestor.New(keyConfig(t, url, false), attestor.Settings{})
+		require.NoError(t, err)
+		require.NoError(t, a.Shutdown(ctx))
+		require.NoError(t, a.Shutdown(ctx))
+		require.ErrorIs(t, a.Start(ctx), attestor.ErrShutdown)
+	})
+	t.Run("start, shutdown twice", func(t *testing.T) {
+		a, err := attestor.New(keyConfig(t, url, false), attestor.Settings{})
+		require.NoError(t, err)
+		require.NoError(t, a.Start(ctx))
+		require.Error(t, a.Start(ctx))
+		require.NoError(t, a.Shutdown(ctx))
+		require.NoError(t, a.Shutdown(ctx))
+		require.ErrorIs(t, a.Start(ctx), attestor.ErrShutdown)
+	})
+	t.Run("bad key password", func(t *testing.T) {
+		cfg := keyConfig(t, url, true)
+		require.NoError(t, os.WriteFile(cfg.Signing.KeyPasswordFile, []byte("wrong"), 0o600))
+		_, err := attestor.New(cfg, attestor.Settings{})
+		require.ErrorIs(t, err, attestation.ErrKey)
+		assert.NotContains(t, err.Error(), "wrong")
+		assert.NotContains(t, err.Error(), "hunter2")
+	})
+	t.Run("missing key", func(t *testing.T) {
+		cfg := keyConfig(t, url, false)
+		cfg.Signing.KeyFile = filepath.Join(t.TempDir(), "missing.key")
+		_, err := attestor.New(cfg, attestor.Settings{})
+		require.Error(t, err)
+	})
+	t.Run("invalid config", func(t *testing.T) {
+		cfg := keyConfig(t, url, false)
+		cfg.Concurrency = 0
+		_, err := attestor.New(cfg, attestor.Settings{})
+		require.Error(t, err)
+	})
+}
+
+// One request end to end, key-based: sign, store, announce.
+func TestSignRequestWithKey(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	_, url := natstest.RunJetStream(t)
+	nc, js := natstest.Connect(t, url)
+	cfg := keyConfig(t, url, true)
+	a, err := attestor.New(cfg, attestor.Settings{})
+	require.NoError(t, err)
+	require.NoError(t, a.Start(ctx))
+	defer func() { require.NoError(t, a.Shutdown(context.Background())) }()
+
+	kv, err := js.KeyValue(ctx, topology.BucketBaselines)
+	require.NoError(t, err)
+	before := fixture(t, "before.json")
+	digest := putBaseline(ctx, t, kv, before, identity, issuer)
+	rep, err := attestor.RequestSign(ctx, nc, "", attestor.SignRequest{Target: targetOf(before), Digest: digest})
+	require.NoError(t, err)
+	assert.Equal(t, digest, rep.BaselineDigest)
+	assert.NotEmpty(t, rep.KeyHint)
+	assert.Empty(t, rep.CertificateIdentity)
+
+	rec, err := attestation.GetRecord(ctx, kv, targetOf(before))
+	require.NoError(t, err)
+	keyPEM, err := os.ReadFile(cfg.Signing.KeyFile)
+	require.NoError(t, err)
+	key, err := attestation.LoadPrivateKey(keyPEM, []byte("hunter2"))
+	require.NoError(t, err)
+	v, err := attestation.NewVerifier(attestation.Policy{PublicKey: &key.PublicKey})
+	require.NoError(t, err)
+	_, err = v.Verify(digest, 1, []byte(rec.Statement), rec.Bundle)
+	require.NoError(t, err)
+	assert.Equal(t, attestor.Metrics{Requests: 1, Signed: 1}, a.Metrics())
+}
+
+// The keyless flow through the bus, as the verifier sees it: a baseline
+// naming a required identity, a sign request, the stored attestation that
+// verifies (and is then answered from the cache), the event; then the
+// baseline replaced without signing again, which no longer verifies.
+func TestSignRequestKeylessThroughTheBus(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	_, url := natstest.RunJetStream(t)
+	nc, js := natstest.Connect(t, url)
+	srv := attestationtest.NewServers(t)
+	dir := t.TempDir()
+	token := attestationtest.Token(identity, issuer)
+	cfg := attestor.NewDefaultConfig()
+	cfg.NATS.URL, cfg.Instance = url, "test"
+	cfg.Signing.IdentityTokenFile = filepath.Join(dir, "oidc-token")
+	cfg.Signing.FulcioURL, cfg.Signing.RekorURL, cfg.Signing.TSAURL = srv.FulcioURL, "", srv.TSAURL
+	cfg.Signing.TrustedRootFile = filepath.Join(dir, "trusted_root.json")
+	require.NoError(t, os.WriteFile(cfg.Signing.IdentityTokenFile, []byte(token), 0o600))
+	require.NoError(t, os.WriteFile(cfg.Signing.TrustedRootFile, srv.TrustedRootJSON(t), 0o600))
+	var logs logBuffer
+	a, err := attestor.New(cfg, attestor.Settings{Logger: newLogger(&logs)})
+	require.NoError(t, err)
+	require.NoError(t, a.Start(ctx))
+
+	kv, err := js.KeyValue(ctx, topology.BucketBaselines)
+	require.NoError(t, err)
+	before := fixture(t, "before.json")
+	target := targetOf(before)
+	digest := putBaseline(ctx, t, kv, before, identity, issuer)
+
+	rep, err := attestor.RequestSign(ctx, nc, cfg.Subject, attestor.SignRequest{Target: target})
+	require.NoError(t, err)
+	assert.Equal(t, identity, rep.CertificateIdentity)
+	assert.Equal(t, issuer, rep.OIDCIssuer)
+	assert.Equal(t, attestation.RecordKey(target), rep.Key)
+	assert.Equal(t, topology.BaselineKey(target)+".attestation", rep.Key)
+
+	// The verifier's check: verified, then cached by digest.
+	checker := attestation.NewChecker(srv.TrustedRoot(t), attestation.CheckerOptions{})
+	b := attestation.Baseline{Target: target, Digest: digest, Identity: identity, Issuer: issuer}
+	res, err := checker.CheckStored(ctx, kv, b)
+	require.NoError(t, err)
+	assert.Equal(t, identity, res.Identity)
+	_, err = checker.CheckStored(ctx, kv, b)
+	require.NoError(t, err)
+	hits, misses := checker.CacheStats()
+	assert.Equal(t, [2]uint64{1, 1}, [2]uint64{hits, misses})
+
+	// The event, on the BASELINES stream.
+	stream, err := js.Stream(ctx, topology.StreamBaselines)
+	require.NoError(t, err)
+	raw, err := stream.GetLastMsgForSubject(ctx, events.AttestationSubject(target))
+	require.NoError(t, err)
+	e, err := events.FromNATS(raw.Header, raw.Data)
+	require.NoError(t, err)
+	assert.Equal(t, rep.EventID, e.ID())
+	assert.Equal(t, "/attestor/test", e.Source())
+	ev, err := events.Decode[events.AttestationCreated](e)
+	require.NoError(t, err)
+	require.NoError(t, ev.Validate())
+	assert.Equal(t, digest, ev.BaselineDigest)
+	assert.Equal(t, statement.PredicateType, ev.PredicateType)
+	assert.Equal(t, identity, ev.CertificateIdentity)
+	assert.Equal(t, rep.BundleDigest, ev.BundleDigest)
+
+	// Signing the same bundle again would announce the same id; a new
+	// signature is a new event.
+	rep2, err := attestor.RequestSign(ctx, nc, cfg.Subject, attestor.SignRequest{Target: target, Digest: digest})
+	require.NoError(t, err)
+	assert.NotEqual(t, rep.EventID, rep2.EventID)
+
+	// Replace the baseline without signing again: the stored attestation
+	// no longer verifies.
+	after := fixture(t, "after.json")
+	newDigest := putBaseline(ctx, t, kv, after, identity, issuer)
+	_, err = checker.CheckStored(ctx, kv, attestation.Baseline{Target: target, Digest: newDigest, Identity: identity, Issuer: issuer})
+	require.ErrorIs(t, err, attestation.ErrAttestationRequired)
+	require.ErrorIs(t, err, statement.ErrDigestMismatch)
+
+	// Refusals: another digest than the stored one, no baseline, bad
+	// requests. Each is answered, and logged without the token.
+	_, err = attestor.RequestSign(ctx, nc, cfg.Subject, attestor.SignRequest{Target: target, Digest: digest})
+	require.ErrorContains(t, err, "not the requested")
+	_, err = attestor.RequestSign(ctx, nc, cfg.Subject, attestor.SignRequest{Target: events.Target{Kind: "git.repository", Identifier: "/nowhere"}})
+	require.ErrorContains(t, err, "no baseline for git.repository:/nowhere")
+	m, err := nc.RequestWithContext(ctx, cfg.Subject, []byte(`{"target":{"kind":"x","identifier":"y"},"extra":1}`))
+	require.NoError(t, err)
+	assert.Contains(t, string(m.Data), "invalid sign request")
+
+	// A token Fulcio refuses: the error reaches the reply and the log,
+	// the token does not.
+	require.NoError(t, os.WriteFile(cfg.Signing.IdentityTokenFile, []byte("not.a-jwt-at-all.token"), 0o600))
+	_, err = attestor.RequestSign(ctx, nc, cfg.Subject, attestor.SignRequest{Target: target})
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "a-jwt-at-all")
+
+	require.NoError(t, a.Shutdown(context.Background()))
+	m2 := a.Metrics()
+	assert.Equal(t, uint64(6), m2.Requests)
+	assert.Equal(t, uint64(2), m2.Signed)
+	assert.Equal(t, uint64(4), m2.Failed)
+
+	// The token appears in no log line, reply or event.
+	out := logs.String()
+	assert.Contains(t, out, "attestor started")
+	assert.Contains(t, out, "sign request failed")
+	for _, secret := range append([]string{token, "a-jwt-at-all"}, strings.Split(token, ".")...) {
+		assert.NotContains(t, out, secret)
+		assert.NotContains(t, string(raw.Data), secret)
+		rec, err := attestation.GetRecord(ctx, kv, target)
+		require.NoError(t, err)
+		data, err := json.Marshal(rec)
+		require.NoError(t, err)
+		assert.NotContains(t, string(data), secret)
+	}
+}
+
+// Two instances share the requests through the queue group; a request
+// while shutting down is refused, not lost.
+func TestQueueGroupAndDrain(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	_, url := natstest.RunJetStream(t)
+	nc, js := natstest.Connect(t, url)
+	cfg := keyConfig(t, url, false)
+	var as []*attestor.Attestor
+	for range 2 {
+		a, err := attestor.New(cfg, attestor.Settings{Conn: nc})
+		require.NoError(t, err)
+		require.NoError(t, a.Start(ctx))
+		as = append(as, a)
+	}
+	kv, err := js.KeyValue(ctx, topology.BucketBaselines)
+	require.NoError(t, err)
+	before := fixture(t, "before.json")
+	putBaseline(ctx, t, kv, before, identity, issuer)
+	for range 6 {
+		_, err := attestor.RequestSign(ctx, nc, "", attestor.SignRequest{Target: targetOf(before)})
+		require.NoError(t, err)
+	}
+	total := as[0].Metrics().Requests + as[1].Metrics().Requests
+	assert.Equal(t, uint64(6), total)
+	for _, a := range as {
+		require.NoError(t, a.Shutdown(ctx))
+	}
+	assert.False(t, nc.IsClosed(), "a given connection is not closed")
+	_, err = attestor.RequestSign(ctx, nc, "", attestor.SignRequest{Target: targetOf(before)})
+	require.Error(t, err, "no responders once both are gone")
+}

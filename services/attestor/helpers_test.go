@@ -1,0 +1,84 @@
+package attestor_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+)
+
+// The tests start servers, clients and attestors; none may leave a
+// goroutine behind.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// net/http keeps idle connections to the test Fulcio and TSA.
+		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
+	)
+}
+
+func fixture(tb testing.TB, name string) *snapshot.Snapshot {
+	tb.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "pkg", "evidence", "testdata", "snapshots", name))
+	require.NoError(tb, err)
+	s, err := snapshot.Parse(data)
+	require.NoError(tb, err)
+	return s
+}
+
+func targetOf(s *snapshot.Snapshot) events.Target {
+	return events.Target{Kind: s.Target.Kind, Identifier: s.Target.Identifier}
+}
+
+// putBaseline stores s as its target's baseline the way the verifier's
+// Baselines.Put does (its JSON shape), requiring identity from issuer.
+func putBaseline(ctx context.Context, t *testing.T, kv jetstream.KeyValue, s *snapshot.Snapshot, identity, issuer string) string {
+	t.Helper()
+	canon, err := s.Canonical()
+	require.NoError(t, err)
+	digest, err := s.Digest()
+	require.NoError(t, err)
+	value, err := json.Marshal(map[string]any{
+		"target": targetOf(s), "snapshot": json.RawMessage(canon), "digest": digest,
+		"required_identity": map[string]string{"issuer": issuer, "identity": identity},
+		"approved_at":       time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), "approved_by": "reviewer",
+	})
+	require.NoError(t, err)
+	_, err = kv.Put(ctx, topology.BaselineKey(targetOf(s)), value)
+	require.NoError(t, err)
+	return digest
+}
+
+// logBuffer is a concurrency-safe log sink.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func newLogger(b *logBuffer) *slog.Logger { return slog.New(slog.NewJSONHandler(b, nil)) }
