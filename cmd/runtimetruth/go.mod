@@ -117,6 +117,7 @@ require (
 
 require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/runtimetruth/runtimetruth/pkg/attestation v0.0.0
 	github.com/runtimetruth/runtimetruth/pkg/events v0.0.0
 	github.com/runtimetruth/runtimetruth/pkg/platform v0.0.0
 	github.com/runtimetruth/runtimetruth/services/attestor v0.0.0
@@ -131,6 +132,8 @@ require (
 replace github.com/runtimetruth/runtimetruth/pkg/evidence => ../../pkg/evidence
 
 replace github.com/runtimetruth/runtimetruth/services/collector => ../../services/collector
+
+replace github.com/runtimetruth/runtimetruth/pkg/attestation => ../../pkg/attestation
 
 replace github.com/runtimetruth/runtimetruth/pkg/events => ../../pkg/events
 

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/runtimetruth/runtimetruth/pkg/attestation"
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
@@ -241,7 +242,7 @@ func (b *Baselines) List(ctx context.Context) ([]Baseline, error) {
 	if err != nil {
 		return nil, err
 	}
-	all, err := entries(ctx, kv, ">")
+	all, err := entries(ctx, kv, "*.*") // baselines only, not <kind>.<id>.attestation
 	if err != nil {
 		return nil, err
 	}
@@ -368,12 +369,28 @@ func (b *Baselines) Delete(ctx context.Context, target events.Target, actor stri
 			}
 			return fmt.Errorf("delete baseline of %s: %w", target, err)
 		}
+		// The attestation of the removed baseline goes with it.
+		if err := deleteRecord(ctx, kv, target); err != nil {
+			return err
+		}
 		if ev.PreviousDigest == "" {
 			// A damaged value has no digest to name as removed.
 			return nil
 		}
 		return b.announce(ctx, ev, e.Revision())
 	}
+}
+
+// deleteRecord removes the attestation record of target, if there is one.
+func deleteRecord(ctx context.Context, kv jetstream.KeyValue, target events.Target) error {
+	key := attestation.RecordKey(target)
+	if _, err := kv.Get(ctx, key); errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil
+	}
+	if err := kv.Delete(ctx, key); err != nil {
+		return fmt.Errorf("delete attestation of %s: %w", target, err)
+	}
+	return nil
 }
 
 // announceSpace is the UUIDv5 namespace of baseline.changed ids.

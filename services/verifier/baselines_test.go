@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runtimetruth/runtimetruth/pkg/attestation"
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
@@ -103,6 +104,31 @@ func TestBaselinesPutGetListDelete(t *testing.T) {
 		{Target: other, Change: events.BaselineCreated, Digest: digest(t, repo)},
 		{Target: testTarget, Change: events.BaselineRemoved, PreviousDigest: upd.Digest, Actor: "alice"},
 	}, announcements(ctx, t, js))
+}
+
+// The attestation record stored next to a baseline is not listed as a
+// baseline, and goes when the baseline is deleted.
+func TestBaselinesListAndDeleteSkipTheAttestationRecord(t *testing.T) {
+	ctx, js := buckets(t)
+	bls := verifier.NewBaselines(js, "/cli/alice")
+	_, err := bls.Put(ctx, verifier.Baseline{Snapshot: canonical(t, snap(unit(1)))})
+	require.NoError(t, err)
+	kv, err := js.KeyValue(ctx, topology.BucketBaselines)
+	require.NoError(t, err)
+	_, err = kv.Put(ctx, attestation.RecordKey(testTarget), []byte(`{}`))
+	require.NoError(t, err)
+
+	list, err := bls.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	assert.Equal(t, testTarget, list[0].Target)
+
+	require.NoError(t, bls.Delete(ctx, testTarget, "alice"))
+	_, err = kv.Get(ctx, attestation.RecordKey(testTarget))
+	require.ErrorIs(t, err, jetstream.ErrKeyNotFound)
+	list, err = bls.List(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, list)
 }
 
 func TestBaselinesRejectInvalidInput(t *testing.T) {

@@ -39,6 +39,17 @@ type Config struct {
 	StartTimeout time.Duration `mapstructure:"start_timeout"`
 	// ShutdownTimeout bounds Shutdown: finishing the snapshots in hand.
 	ShutdownTimeout time.Duration `mapstructure:"shutdown_timeout"`
+	// Attestation configures the check of baselines that name a required
+	// identity.
+	Attestation AttestationConfig `mapstructure:"attestation"`
+}
+
+// AttestationConfig configures attestation checks.
+type AttestationConfig struct {
+	// TrustedRootFile is the Sigstore trusted root (trusted_root.json)
+	// attestations are verified against; empty: none, and baselines that
+	// name a required identity get error verdicts.
+	TrustedRootFile string `mapstructure:"trusted_root_file"`
 }
 
 // NATSConfig says how to reach NATS. Its keys are those of the shared

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/runtimetruth/runtimetruth/pkg/attestation"
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
@@ -26,6 +27,7 @@ type handler struct {
 	source    string
 	counts    *counts
 	baselines jetstream.KeyValue
+	attest    *attestation.Checker
 	latest    *latestBucket // evidence-latest
 	verdicts  *latestBucket // verdicts-latest
 
@@ -33,8 +35,8 @@ type handler struct {
 	parsed map[string]*parsed // baseline key → the last baseline decoded, by revision
 }
 
-func newHandler(ctx context.Context, js jetstream.JetStream, source string, c *counts) (*handler, error) {
-	h := &handler{js: js, source: source, counts: c, parsed: map[string]*parsed{}}
+func newHandler(ctx context.Context, js jetstream.JetStream, source string, c *counts, attest *attestation.Checker) (*handler, error) {
+	h := &handler{js: js, source: source, counts: c, attest: attest, parsed: map[string]*parsed{}}
 	for name, dst := range map[string]*jetstream.KeyValue{topology.BucketBaselines: &h.baselines} {
 		kv, err := js.KeyValue(ctx, name)
 		if err != nil {
@@ -176,6 +178,17 @@ func (h *handler) verify(ctx context.Context, evidenceID string, ev events.Evide
 		return v, err
 	}
 	v.BaselineDigest = bl.Digest
+	if id := bl.RequiredIdentity; id != nil {
+		_, err := h.attest.CheckStored(ctx, h.baselines, attestation.Baseline{
+			Target: bl.Target, Digest: bl.Digest, SchemaVersion: bl.snap.SchemaVersion, Identity: id.Identity, Issuer: id.Issuer,
+		})
+		switch {
+		case errors.Is(err, attestation.ErrAttestationRequired):
+			return fail("%v", err)
+		case err != nil:
+			return v, err // the bucket could not be read: retry
+		}
+	}
 	current, err := ev.ParseSnapshot()
 	if err != nil {
 		return fail("snapshot: %v", err)

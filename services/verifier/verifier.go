@@ -12,7 +12,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/sigstore/sigstore-go/pkg/root"
 
+	"github.com/runtimetruth/runtimetruth/pkg/attestation"
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
@@ -27,6 +29,11 @@ type Settings struct {
 	// (the embedded mode of `runtimetruth up`); the verifier never closes
 	// it.
 	Conn *nats.Conn
+	// TrustedMaterial verifies the attestations of baselines that name a
+	// required identity (a Sigstore trusted root); nil means the one of
+	// Config.Attestation.TrustedRootFile, and without either such
+	// baselines get error verdicts.
+	TrustedMaterial root.TrustedMaterial
 }
 
 // Verifier verifies every evidence snapshot against its target's baseline
@@ -37,6 +44,7 @@ type Verifier struct {
 	log    *slog.Logger
 	source string
 	conn   *nats.Conn
+	attest *attestation.Checker
 
 	consume natsbus.Stats
 	counts  counts
@@ -75,7 +83,16 @@ func New(cfg Config, set Settings) (*Verifier, error) {
 		}
 		instance = h
 	}
-	return &Verifier{cfg: cfg, log: log, source: events.Source("verifier", instance), conn: set.Conn}, nil
+	trusted := set.TrustedMaterial
+	if trusted == nil && cfg.Attestation.TrustedRootFile != "" {
+		tr, err := attestation.LoadTrustedRoot(cfg.Attestation.TrustedRootFile)
+		if err != nil {
+			return nil, err
+		}
+		trusted = tr
+	}
+	return &Verifier{cfg: cfg, log: log, source: events.Source("verifier", instance), conn: set.Conn,
+		attest: attestation.NewChecker(trusted, attestation.CheckerOptions{})}, nil
 }
 
 // Name names the component in logs.
@@ -144,7 +161,7 @@ func (v *Verifier) prepare(ctx context.Context, nc *nats.Conn) (*handler, jetstr
 	if err != nil {
 		return nil, nil, fmt.Errorf("consumer %s: %w", v.cfg.Consumer, err)
 	}
-	h, err := newHandler(ctx, js, v.source, &v.counts)
+	h, err := newHandler(ctx, js, v.source, &v.counts, v.attest)
 	if err != nil {
 		return nil, nil, err
 	}

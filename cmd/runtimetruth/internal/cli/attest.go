@@ -16,13 +16,13 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/spf13/cobra"
 
+	"github.com/runtimetruth/runtimetruth/pkg/attestation"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/jsontree"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/pyjson"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/report"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/statement"
-	"github.com/runtimetruth/runtimetruth/services/attestor/attestation"
 )
 
 // Public-good Sigstore, the default of keyless signing.

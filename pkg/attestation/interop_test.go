@@ -21,9 +21,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runtimetruth/runtimetruth/pkg/attestation"
+	"github.com/runtimetruth/runtimetruth/pkg/attestation/attestationtest"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/statement"
-	"github.com/runtimetruth/runtimetruth/services/attestor/attestation"
-	"github.com/runtimetruth/runtimetruth/services/attestor/attestation/attestationtest"
 )
 
 // cosignBin returns $RUNTIMETRUTH_COSIGN_BIN or where

@@ -8,10 +8,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runtimetruth/runtimetruth/pkg/attestation"
+	"github.com/runtimetruth/runtimetruth/pkg/attestation/attestationtest"
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/statement"
-	"github.com/runtimetruth/runtimetruth/services/attestor/attestation"
-	"github.com/runtimetruth/runtimetruth/services/attestor/attestation/attestationtest"
 )
 
 var checkTarget = events.Target{Kind: "systemd.unit", Identifier: "agent-worker.service"}

@@ -19,11 +19,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runtimetruth/runtimetruth/pkg/attestation"
+	"github.com/runtimetruth/runtimetruth/pkg/attestation/attestationtest"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/canonjson"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/statement"
-	"github.com/runtimetruth/runtimetruth/services/attestor/attestation"
-	"github.com/runtimetruth/runtimetruth/services/attestor/attestation/attestationtest"
 )
 
 const (
@@ -33,7 +33,7 @@ const (
 
 func fixture(tb testing.TB, name string) *snapshot.Snapshot {
 	tb.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "..", "pkg", "evidence", "testdata", "snapshots", name))
+	data, err := os.ReadFile(filepath.Join("..", "evidence", "testdata", "snapshots", name))
 	require.NoError(tb, err)
 	s, err := snapshot.Parse(data)
 	require.NoError(tb, err)

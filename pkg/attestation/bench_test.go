@@ -10,11 +10,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/runtimetruth/runtimetruth/pkg/attestation"
+	"github.com/runtimetruth/runtimetruth/pkg/attestation/attestationtest"
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
-	"github.com/runtimetruth/runtimetruth/services/attestor/attestation"
-	"github.com/runtimetruth/runtimetruth/services/attestor/attestation/attestationtest"
 )
 
 // BenchmarkSign: one statement signed into a bundle (JSON). The reference
