@@ -32,11 +32,11 @@ deps: ## Install what the tests need (idempotent): git, python3-venv, npm, the p
 	scripts/test-deps.sh
 
 .PHONY: test
-test: deps ## Install test dependencies, then vet and run every test under the race detector
+test: deps ## Install test dependencies, start ClickHouse and rsyslog on loopback, vet, run every test (race detector)
 	go vet $(MODULES)
 	RUNTIMETRUTH_CODEX_BIN="$$(scripts/install-codex.sh --print-bin)" \
 	RUNTIMETRUTH_COSIGN_BIN="$$(scripts/install-cosign.sh --print-bin)" \
-	  $(GOTEST) -race -count=1 -timeout 25m $(MODULES)
+	  scripts/test-services.sh $(GOTEST) -race -count=1 -timeout 25m $(MODULES)
 	for d in $$(go list -m -f '{{.Dir}}'); do (cd $$d && GOWORK=off go build ./...) || exit 1; done
 
 .PHONY: bench

@@ -1,0 +1,247 @@
+package auditor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
+	"github.com/runtimetruth/runtimetruth/services/auditor/link"
+)
+
+// Settings carries the auditor's dependencies.
+type Settings struct {
+	// Logger receives the start and stop lines and sink trouble (never
+	// one line per message); nil discards.
+	Logger *slog.Logger
+	// Conn, when set, is used instead of connecting as Config.NATS says
+	// (the embedded mode of `runtimetruth up`); the auditor never closes
+	// it.
+	Conn *nats.Conn
+}
+
+// Auditor appends every message of the pipeline's streams to the audit
+// chains. It is a lifecycle component: New, Start, Shutdown.
+type Auditor struct {
+	cfg    Config
+	log    *slog.Logger
+	source string
+	conn   *nats.Conn
+	stats  Stats
+
+	mu      sync.Mutex
+	started bool
+	stopped bool
+	nc      *nats.Conn
+	ownConn bool
+	w       *Writer
+	cp      *checkpointer
+	cancel  context.CancelFunc
+	done    chan struct{}
+
+	// test hooks (export_test.go)
+	wrapSink func(Sink) Sink
+	dropAcks func() bool
+	aborting bool
+}
+
+// ErrShutdown is returned by Start after Shutdown.
+var ErrShutdown = errors.New("auditor shut down")
+
+// New checks cfg and returns an auditor; it connects nowhere until Start.
+func New(cfg Config, set Settings) (*Auditor, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := set.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	instance := cfg.Instance
+	if instance == "" {
+		h, err := os.Hostname()
+		if err != nil || h == "" {
+			h = "unknown"
+		}
+		instance = h
+	}
+	return &Auditor{cfg: cfg, log: log, source: events.Source("auditor", instance), conn: set.Conn}, nil
+}
+
+// Name names the component in logs.
+func (a *Auditor) Name() string { return "auditor" }
+
+// Stats returns the auditor's counters.
+func (a *Auditor) Stats() *Stats { return &a.stats }
+
+// Heads returns the committed head of every chain (nil before Start).
+func (a *Auditor) Heads() map[string]link.Head {
+	a.mu.Lock()
+	w := a.w
+	a.mu.Unlock()
+	if w == nil {
+		return nil
+	}
+	return w.Heads()
+}
+
+// Start connects (unless Settings.Conn is set), ensures the topology,
+// opens the sinks and brings them level (Writer.Recover), and starts one
+// loop per stream. It returns within Config.StartTimeout.
+func (a *Auditor) Start(ctx context.Context) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch {
+	case a.stopped:
+		return ErrShutdown
+	case a.started:
+		return errors.New("auditor already started")
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.StartTimeout)
+	defer cancel()
+
+	nc, own := a.conn, false
+	if nc == nil {
+		var err error
+		if nc, err = natsbus.Connect(a.cfg.NATS, "runtimetruth-auditor", natsbus.LogEvents(a.log)); err != nil {
+			return err
+		}
+		own = true
+	}
+	loops, w, cp, err := a.prepare(ctx, nc)
+	if err != nil {
+		if own {
+			nc.Close()
+		}
+		return err
+	}
+	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, l := range loops {
+		wg.Go(func() { l.run(runCtx) })
+	}
+	if cp != nil {
+		wg.Go(func() { cp.run(runCtx) })
+	}
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	a.started, a.nc, a.ownConn, a.w, a.cp, a.cancel, a.done = true, nc, own, w, cp, stop, done
+	a.log.InfoContext(ctx, "auditor started", "streams", a.cfg.Streams, "consumer", a.cfg.Consumer,
+		"chains", len(w.Heads()), "keyed", a.cfg.HMAC.KeyFile != "")
+	return nil
+}
+
+func (a *Auditor) prepare(ctx context.Context, nc *nats.Conn) ([]*streamLoop, *Writer, *checkpointer, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("jetstream: %w", err)
+	}
+	if err := topology.Ensure(ctx, js, a.cfg.Replicas); err != nil {
+		return nil, nil, nil, err
+	}
+	key, err := LoadKey(a.cfg.HMAC.KeyFile)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	h := link.NewHasher(key)
+	sinks, cpSinks, err := a.openSinks(ctx, h)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	w := NewWriter(h, sinks, a.log, &a.stats)
+	if err := w.Recover(ctx); err != nil {
+		return nil, nil, nil, errors.Join(err, w.Close())
+	}
+	cp, err := a.newCheckpointer(w, cpSinks)
+	if err != nil {
+		return nil, nil, nil, errors.Join(err, w.Close())
+	}
+	var loops []*streamLoop
+	for _, s := range a.cfg.Streams {
+		cons, err := js.Consumer(ctx, s, a.cfg.Consumer)
+		if err != nil {
+			return nil, nil, nil, errors.Join(fmt.Errorf("consumer %s on %s: %w", a.cfg.Consumer, s, err), w.Close())
+		}
+		batch := a.cfg.Batch
+		if info := cons.CachedInfo(); info != nil && info.Config.MaxAckPending > 0 {
+			batch = min(batch, info.Config.MaxAckPending)
+		}
+		l := &streamLoop{stream: s, consumer: a.cfg.Consumer, source: a.source, batch: batch, idle: a.cfg.IdleWait,
+			js: js, cons: cons, w: w, stats: &a.stats, log: a.log, dropAcks: a.dropAcks,
+			aborted: func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.aborting }}
+		if cp != nil {
+			l.committed = cp.poke
+		}
+		loops = append(loops, l)
+	}
+	return loops, w, cp, nil
+}
+
+// Shutdown stops pulling, lets each stream finish (or, past ctx's
+// deadline, give back) the batch in hand, sends a last checkpoint, closes
+// the sinks and the connection it opened. It is safe without Start and
+// safe to call twice.
+func (a *Auditor) Shutdown(ctx context.Context) error {
+	a.mu.Lock()
+	if a.stopped || !a.started {
+		a.stopped = true
+		a.mu.Unlock()
+		return nil
+	}
+	a.stopped = true
+	cancel, done, w, cp := a.cancel, a.done, a.w, a.cp
+	a.mu.Unlock()
+
+	cancel()
+	var errs []error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("auditor: streams did not stop: %w", ctx.Err()))
+	}
+	if cp != nil {
+		cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		if err := cp.emit(cctx); err != nil {
+			errs = append(errs, err)
+		}
+		ccancel()
+	}
+	errs = append(errs, w.Close())
+	if a.ownConn {
+		a.nc.Close()
+	}
+	a.log.InfoContext(ctx, "auditor stopped", "appended", a.stats.Appended.Load(), "duplicates", a.stats.Duplicates.Load(),
+		"rejected", a.stats.Rejected.Load())
+	return errors.Join(errs...)
+}
+
+// LoadKey reads an HMAC key file (a final newline is not part of the key);
+// an empty path is no key.
+func LoadKey(path string) ([]byte, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("hmac key: %w", err)
+	}
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	if len(b) < 16 {
+		return nil, fmt.Errorf("hmac key %s: %d bytes, want at least 16", path, len(b))
+	}
+	return b, nil
+}

@@ -1,0 +1,296 @@
+package auditor_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/config"
+	"github.com/runtimetruth/runtimetruth/services/auditor"
+	"github.com/runtimetruth/runtimetruth/services/auditor/internal/auditortest"
+	"github.com/runtimetruth/runtimetruth/services/auditor/jsonl"
+)
+
+func TestShutdownWithoutStart(t *testing.T) {
+	a, err := auditor.New(auditor.NewDefaultConfig(), auditor.Settings{})
+	require.NoError(t, err)
+	require.NoError(t, a.Shutdown(context.Background()))
+	require.NoError(t, a.Shutdown(context.Background()))
+	require.ErrorIs(t, a.Start(context.Background()), auditor.ErrShutdown)
+}
+
+func TestLifecycleOneMessage(t *testing.T) {
+	e := newEnv(t, 30*time.Second)
+	a := start(t, e.config())
+	n := e.publish(t, 0, 1)
+	waitLinks(t, a, n)
+	stop(t, a)
+	require.NoError(t, a.Shutdown(context.Background()), "twice")
+	recs := readLog(t, e.config().JSONL.Path)
+	require.Len(t, recs, 2)
+	chains := []string{recs[0].Chain, recs[1].Chain}
+	assert.ElementsMatch(t, []string{"VERDICTS/web-01.example.com", "DLQ"}, chains)
+}
+
+// TestEveryEventOnceInStreamOrder audits every stream of a busy pipeline,
+// a malformed event included, then restarts: every message is in the
+// chain once, each chain in stream order, and the log verifies.
+func TestEveryEventOnceInStreamOrder(t *testing.T) {
+	e := newEnv(t, 30*time.Second)
+	cfg := e.config()
+	cfg.Batch = 50
+	a := start(t, cfg)
+	n := e.publish(t, 0, 400)
+	_, err := e.js.PublishMsg(context.Background(), auditortest.Malformed("web-01.example.com", 1))
+	require.NoError(t, err)
+	n++
+	waitLinks(t, a, n)
+	stop(t, a)
+
+	recs := readLog(t, cfg.JSONL.Path)
+	exactlyOnce(t, recs, e.stored(t))
+	rejected := 0
+	for _, r := range recs {
+		if r.Meta.Rejected {
+			rejected++
+			assert.Equal(t, "EVIDENCE/web-01.example.com", r.Chain)
+			assert.Equal(t, events.TypeEventRejected, r.Meta.Type)
+			assert.Equal(t, "/auditor/test", r.Meta.Source)
+			assert.NotEmpty(t, r.Meta.Reason)
+		}
+	}
+	assert.Equal(t, 1, rejected, "the malformed event is recorded as rejected")
+	chains := map[string]bool{}
+	for _, r := range recs {
+		chains[r.Chain] = true
+	}
+	for _, want := range []string{"EVIDENCE/web-01.example.com", "EVIDENCE/db 03", "VERDICTS/web-02.example.com", "BASELINES", "DLQ"} {
+		assert.True(t, chains[want], "chain %s", want)
+	}
+
+	// A restart resumes from the log's heads.
+	a = start(t, cfg)
+	m := e.publish(t, 400, 100)
+	waitLinks(t, a, n+m)
+	stop(t, a)
+	exactlyOnce(t, readLog(t, cfg.JSONL.Path), e.stored(t))
+}
+
+// TestCrashMidBatchThenRestart kills the auditor while a batch is half
+// written (in the log, not acknowledged) and while messages are taken but
+// not recorded; the restarted auditor records every message exactly once.
+func TestCrashMidBatchThenRestart(t *testing.T) {
+	e := newEnv(t, time.Second)
+	cfg := e.config()
+	cfg.Batch = 40
+	var slow *faultySink
+	a := start(t, cfg, func(a *auditor.Auditor) {
+		a.WrapSinks(func(s auditor.Sink) auditor.Sink { slow = &faultySink{Sink: s}; return slow })
+	})
+	n := e.publish(t, 0, 200)
+	waitLinks(t, a, n)
+	// From now on the log stores a batch but the auditor never returns
+	// from the write: killed after the fsync, before the acknowledgement.
+	slow.mu.Lock()
+	base := slow.writes
+	slow.mu.Unlock()
+	slow.storeThenHang.Store(true)
+	m := e.publish(t, 200, 300)
+	natstest.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		slow.mu.Lock()
+		defer slow.mu.Unlock()
+		if slow.writes < base+3 { // a hung write in three streams at least
+			return assert.AnError
+		}
+		return nil
+	})
+	a.Abort()
+
+	b := start(t, cfg)
+	k := e.publish(t, 500, 100)
+	waitLinks(t, b, n+m+k)
+	// Redeliveries of what the first run had stored arrive after the ack
+	// wait and are acknowledged as duplicates.
+	natstest.CheckFor(t, 20*time.Second, 50*time.Millisecond, func() error {
+		for _, s := range auditor.DefaultStreams {
+			c, err := e.js.Consumer(context.Background(), s, testConsumer)
+			if err != nil {
+				return err
+			}
+			if info := c.CachedInfo(); info.NumAckPending+int(info.NumPending) > 0 {
+				return assert.AnError
+			}
+		}
+		return nil
+	})
+	stop(t, b)
+	assert.Positive(t, b.Stats().Duplicates.Load(), "redeliveries of stored links are duplicates")
+	t.Logf("restart: recovered %d from the stream, %d duplicates", b.Stats().Recovered.Load(), b.Stats().Duplicates.Load())
+	exactlyOnce(t, readLog(t, cfg.JSONL.Path), e.stored(t))
+}
+
+// TestLostAcksAreDuplicates drops the acknowledgements of committed
+// batches: the redeliveries are recognized and not appended again.
+func TestLostAcksAreDuplicates(t *testing.T) {
+	e := newEnv(t, 500*time.Millisecond)
+	cfg := e.config()
+	cfg.Batch = 20
+	var dropped atomic.Int32
+	a := start(t, cfg, func(a *auditor.Auditor) {
+		a.DropAcks(func() bool { return dropped.Add(1) <= 5 })
+	})
+	n := e.publish(t, 0, 150)
+	waitLinks(t, a, n)
+	natstest.CheckFor(t, 20*time.Second, 50*time.Millisecond, func() error {
+		if a.Stats().Duplicates.Load() == 0 {
+			return assert.AnError
+		}
+		return nil
+	})
+	stop(t, a)
+	exactlyOnce(t, readLog(t, cfg.JSONL.Path), e.stored(t))
+}
+
+// TestSinkOutageKeepsTheBacklog fails the log's writes for a while: the
+// messages wait unacknowledged, then are all recorded once.
+func TestSinkOutageKeepsTheBacklog(t *testing.T) {
+	e := newEnv(t, 30*time.Second)
+	cfg := e.config()
+	var s *faultySink
+	a := start(t, cfg, func(a *auditor.Auditor) {
+		a.WrapSinks(func(in auditor.Sink) auditor.Sink { s = &faultySink{Sink: in}; return s })
+	})
+	s.fail.Store(true)
+	n := e.publish(t, 0, 300)
+	natstest.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if a.Stats().Retries.Load() < 2 {
+			return assert.AnError
+		}
+		return nil
+	})
+	assert.Empty(t, a.Heads())
+	s.fail.Store(false)
+	waitLinks(t, a, n)
+	stop(t, a)
+	exactlyOnce(t, readLog(t, cfg.JSONL.Path), e.stored(t))
+}
+
+// TestRotationKeepsTheChain rotates the log many times, across a restart.
+func TestRotationKeepsTheChain(t *testing.T) {
+	e := newEnv(t, 30*time.Second)
+	cfg := e.config()
+	cfg.Batch = 10
+	cfg.JSONL.MaxBytes = 16 << 10
+	a := start(t, cfg)
+	n := e.publish(t, 0, 150)
+	waitLinks(t, a, n)
+	stop(t, a)
+	a = start(t, cfg)
+	m := e.publish(t, 150, 50)
+	waitLinks(t, a, n+m)
+	stop(t, a)
+	files, err := jsonl.Files(cfg.JSONL.Path)
+	require.NoError(t, err)
+	assert.Greater(t, len(files), 5)
+	assert.Equal(t, cfg.JSONL.Path, files[len(files)-1])
+	assert.Equal(t, jsonl.RotatedName(cfg.JSONL.Path, 1), files[0])
+	exactlyOnce(t, readLog(t, cfg.JSONL.Path), e.stored(t))
+	// The directory and a glob list the same files.
+	dir, err := jsonl.Files(filepath.Dir(cfg.JSONL.Path))
+	require.NoError(t, err)
+	assert.Equal(t, files, dir)
+	glob, err := jsonl.Files(filepath.Join(filepath.Dir(cfg.JSONL.Path), "audit.jsonl*"))
+	require.NoError(t, err)
+	assert.Equal(t, files, glob)
+}
+
+// TestTornLineAndTamperedLog: a torn last line (a crash mid-write) is
+// dropped at start; a tampered log is refused.
+func TestTornLineAndTamperedLog(t *testing.T) {
+	e := newEnv(t, 30*time.Second)
+	cfg := e.config()
+	a := start(t, cfg)
+	n := e.publish(t, 0, 20)
+	waitLinks(t, a, n)
+	stop(t, a)
+
+	f, err := os.OpenFile(cfg.JSONL.Path, os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(`{"chain":"VERDICTS/web-01.example.com","event":{"attri`)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	a = start(t, cfg)
+	m := e.publish(t, 20, 10)
+	waitLinks(t, a, n+m)
+	stop(t, a)
+	exactlyOnce(t, readLog(t, cfg.JSONL.Path), e.stored(t))
+
+	data, err := os.ReadFile(cfg.JSONL.Path)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(cfg.JSONL.Path, []byte(string(data[:100])+"X"+string(data[101:])), 0o600))
+	b, err := auditor.New(cfg, auditor.Settings{})
+	require.NoError(t, err)
+	err = b.Start(context.Background())
+	require.ErrorIs(t, err, jsonl.ErrBroken)
+	assert.Contains(t, err.Error(), "audit.jsonl:1")
+	require.NoError(t, b.Shutdown(context.Background()))
+}
+
+func TestSecondWriterIsRefused(t *testing.T) {
+	e := newEnv(t, 30*time.Second)
+	cfg := e.config()
+	a := start(t, cfg)
+	defer stop(t, a)
+	b, err := auditor.New(cfg, auditor.Settings{})
+	require.NoError(t, err)
+	require.ErrorIs(t, b.Start(context.Background()), jsonl.ErrLocked)
+}
+
+func TestConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*auditor.Config)
+		err  string
+	}{
+		{"default", func(*auditor.Config) {}, ""},
+		{"no sink", func(c *auditor.Config) { c.JSONL.Path = "" }, "no sink"},
+		{"nothing required", func(c *auditor.Config) { c.JSONL.Required = false }, "must be required"},
+		{"bad stream", func(c *auditor.Config) { c.Streams = []string{"A", "A"} }, "streams"},
+		{"bad table", func(c *auditor.Config) { c.ClickHouse.DSN = "clickhouse://x"; c.ClickHouse.Table = "a;b" }, "clickhouse.table"},
+		{"bad syslog", func(c *auditor.Config) { c.Syslog.Address = "x:1"; c.Syslog.Network = "http" }, "syslog.network"},
+		{"batch", func(c *auditor.Config) { c.Batch = 0 }, "batch"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := auditor.NewDefaultConfig()
+			tc.edit(&cfg)
+			err := cfg.Validate()
+			if tc.err == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, config.ErrInvalid)
+			assert.Contains(t, err.Error(), tc.err)
+		})
+	}
+}
+
+func TestConfigLoadsStrictly(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "auditor.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("streams: [EVIDENCE]\nclickhouse:\n  dsn: clickhouse://127.0.0.1:9000/default\nsyslog:\n  address: 127.0.0.1:514\n"), 0o600))
+	cfg := auditor.NewDefaultConfig()
+	require.NoError(t, config.Load(path, "RUNTIMETRUTH_AUDITOR", &cfg, nil))
+	assert.Equal(t, []string{"EVIDENCE"}, cfg.Streams)
+	assert.Equal(t, "audit_links", cfg.ClickHouse.Table)
+	require.NoError(t, os.WriteFile(path, []byte("clickhouse:\n  dns: x\n"), 0o600))
+	cfg = auditor.NewDefaultConfig()
+	require.Error(t, config.Load(path, "RUNTIMETRUTH_AUDITOR", &cfg, nil))
+}

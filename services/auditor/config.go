@@ -1,0 +1,233 @@
+package auditor
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/config"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
+)
+
+// Config is the auditor's configuration (README.md lists every key). Load
+// it with config.Load(path, "RUNTIMETRUTH_AUDITOR", &cfg, nil) over
+// NewDefaultConfig().
+type Config struct {
+	// NATS says how to reach NATS; ignored when Settings.Conn is set.
+	NATS natsbus.Config `mapstructure:"nats"`
+	// Instance names this auditor in the source of the rejection records it
+	// makes (/auditor/<instance>); empty means the host name.
+	Instance string `mapstructure:"instance"`
+	// Replicas is the replica count of the streams and consumers the
+	// auditor ensures.
+	Replicas int `mapstructure:"replicas"`
+	// Streams are the streams this instance audits, each through its
+	// durable Consumer. Every stream must be audited by exactly one
+	// instance (one writer per chain); split the streams over instances to
+	// scale out.
+	Streams []string `mapstructure:"streams"`
+	// Consumer is the durable consumer on each stream.
+	Consumer string `mapstructure:"consumer"`
+	// Batch is the most messages appended and acknowledged together
+	// (bounded by the consumer's MaxAckPending).
+	Batch int `mapstructure:"batch"`
+	// IdleWait is how long one pull waits for a message when the stream is
+	// idle.
+	IdleWait time.Duration `mapstructure:"idle_wait"`
+	// HMAC keys the chain.
+	HMAC HMACConfig `mapstructure:"hmac"`
+	// JSONL is the file sink; an empty path turns it off.
+	JSONL JSONLConfig `mapstructure:"jsonl"`
+	// ClickHouse is the database sink; an empty DSN turns it off.
+	ClickHouse ClickHouseConfig `mapstructure:"clickhouse"`
+	// Syslog forwards every link (and the checkpoints) to a syslog
+	// receiver; an empty address turns it off.
+	Syslog SyslogConfig `mapstructure:"syslog"`
+	// Checkpoint configures the signed checkpoints.
+	Checkpoint CheckpointConfig `mapstructure:"checkpoint"`
+	// StartTimeout bounds Start: connecting, opening and reconciling the
+	// sinks.
+	StartTimeout time.Duration `mapstructure:"start_timeout"`
+	// ShutdownTimeout bounds Shutdown.
+	ShutdownTimeout time.Duration `mapstructure:"shutdown_timeout"`
+}
+
+// HMACConfig keys the chain's hashes (HMAC-SHA-256).
+type HMACConfig struct {
+	// KeyFile holds the key (at least 16 bytes; a final newline is not
+	// part of it). Empty: plain SHA-256 links. A chain keeps the key it was
+	// started with.
+	KeyFile string `mapstructure:"key_file"`
+}
+
+// JSONLConfig configures the JSONL file sink.
+type JSONLConfig struct {
+	// Path is the active file; rotated files are Path.000001, ….
+	Path string `mapstructure:"path"`
+	// MaxBytes rotates the active file at this size (0: never).
+	MaxBytes int64 `mapstructure:"max_bytes"`
+	// Required: a message is acknowledged only once its link is in this
+	// sink. A sink that is not required is written best effort.
+	Required bool `mapstructure:"required"`
+}
+
+// ClickHouseConfig configures the ClickHouse sink.
+type ClickHouseConfig struct {
+	// DSN is clickhouse://user:password@host:9000/database?dial_timeout=5s
+	// (native protocol).
+	DSN string `mapstructure:"dsn"`
+	// Table is the links table (the views are named after it).
+	Table string `mapstructure:"table"`
+	// Required: acknowledge only once the link is in ClickHouse.
+	Required bool `mapstructure:"required"`
+	// Timeout bounds one query or insert.
+	Timeout time.Duration `mapstructure:"timeout"`
+}
+
+// SyslogConfig configures the syslog sink (RFC 5424).
+type SyslogConfig struct {
+	// Network is tcp (RFC 6587 octet counting), tls (RFC 5425), udp
+	// (RFC 5426) or unixgram (a local socket such as /dev/log).
+	Network string `mapstructure:"network"`
+	// Address is host:port, or the socket path.
+	Address string `mapstructure:"address"`
+	// CAFile verifies a TLS receiver (default: the system pool);
+	// ServerName overrides the name checked.
+	CAFile     string `mapstructure:"ca_file"`
+	ServerName string `mapstructure:"server_name"`
+	// Facility is a syslog facility name (auth, authpriv, daemon, local0…7,
+	// audit, …).
+	Facility string `mapstructure:"facility"`
+	// Hostname is the HOSTNAME field; empty means the host name.
+	Hostname string `mapstructure:"hostname"`
+	// SDID is the structured-data ID of the link element (name@PEN).
+	SDID string `mapstructure:"sd_id"`
+	// CursorFile records the last link sent per chain, so links missed
+	// across a crash are sent after a restart; empty: none.
+	CursorFile string `mapstructure:"cursor_file"`
+	// Required: acknowledge only once the link is written to the
+	// receiver.
+	Required bool `mapstructure:"required"`
+	// Timeout bounds a connection attempt and a write.
+	Timeout time.Duration `mapstructure:"timeout"`
+}
+
+// CheckpointConfig configures checkpoints: every Interval, each chain that
+// grew gets a checkpoint (chain, seq, head hash), signed with the Ed25519
+// key, sent to syslog and appended to File.
+type CheckpointConfig struct {
+	// Interval between checkpoints (0: none).
+	Interval time.Duration `mapstructure:"interval"`
+	// KeyFile is a PEM Ed25519 private key (PKCS #8); empty: unsigned.
+	KeyFile string `mapstructure:"key_file"`
+	// File receives the checkpoints as JSON lines; empty: none.
+	File string `mapstructure:"file"`
+}
+
+// DefaultStreams are the pipeline's streams.
+var DefaultStreams = []string{topology.StreamEvidence, topology.StreamVerdicts, topology.StreamBaselines, topology.StreamDLQ}
+
+// NewDefaultConfig returns the defaults: a local NATS server, every stream,
+// the JSONL sink under /var/lib/runtimetruth/auditor.
+func NewDefaultConfig() Config {
+	return Config{
+		NATS:            natsbus.NewDefaultConfig(),
+		Replicas:        1,
+		Streams:         slices.Clone(DefaultStreams),
+		Consumer:        topology.ConsumerAuditor,
+		Batch:           topology.MaxAckPending,
+		IdleWait:        time.Second,
+		JSONL:           JSONLConfig{Path: "/var/lib/runtimetruth/auditor/audit.jsonl", MaxBytes: 256 << 20, Required: true},
+		ClickHouse:      ClickHouseConfig{Table: "audit_links", Required: true, Timeout: 10 * time.Second},
+		Syslog:          SyslogConfig{Network: "tcp", Facility: "auth", SDID: "rtlink@32473", Required: true, Timeout: 5 * time.Second},
+		Checkpoint:      CheckpointConfig{Interval: time.Minute},
+		StartTimeout:    time.Minute,
+		ShutdownTimeout: 20 * time.Second,
+	}
+}
+
+// Validate checks every value.
+func (c *Config) Validate() error {
+	if err := c.NATS.Validate(); err != nil {
+		return err
+	}
+	if strings.IndexFunc(c.Instance, unicode.IsControl) >= 0 || len(c.Instance) > events.MaxNameLength {
+		return invalid("instance: control characters or longer than %d bytes", events.MaxNameLength)
+	}
+	if c.Replicas < 1 || c.Replicas > 5 {
+		return invalid("replicas: %d (want 1 to 5)", c.Replicas)
+	}
+	if len(c.Streams) == 0 {
+		return invalid("streams: empty")
+	}
+	seen := map[string]bool{}
+	for _, s := range c.Streams {
+		if s == "" || strings.ContainsAny(s, ".*>/\\ \t\r\n") || seen[s] {
+			return invalid("streams: %q is empty, not a stream name, or listed twice", s)
+		}
+		seen[s] = true
+	}
+	if c.Consumer == "" || len(c.Consumer) > 255 || strings.ContainsAny(c.Consumer, ".*>/\\ \t\r\n") {
+		return invalid("consumer: %q is not a durable consumer name", c.Consumer)
+	}
+	if c.Batch < 1 || c.Batch > 100000 {
+		return invalid("batch: %d (want 1 to 100000)", c.Batch)
+	}
+	if c.IdleWait < 10*time.Millisecond {
+		return invalid("idle_wait: %s (want at least 10ms)", c.IdleWait)
+	}
+	if c.JSONL.Path == "" && c.ClickHouse.DSN == "" {
+		return invalid("no sink that keeps the chain: set jsonl.path or clickhouse.dsn")
+	}
+	if !(c.JSONL.Path != "" && c.JSONL.Required) && !(c.ClickHouse.DSN != "" && c.ClickHouse.Required) {
+		return invalid("the JSONL or the ClickHouse sink must be required: the auditor resumes from it")
+	}
+	if c.JSONL.MaxBytes < 0 {
+		return invalid("jsonl.max_bytes: %d", c.JSONL.MaxBytes)
+	}
+	if c.ClickHouse.DSN != "" {
+		if !identifier(c.ClickHouse.Table) {
+			return invalid("clickhouse.table: %q is not a plain identifier", c.ClickHouse.Table)
+		}
+		if c.ClickHouse.Timeout <= 0 {
+			return invalid("clickhouse.timeout: %s (want above 0)", c.ClickHouse.Timeout)
+		}
+	}
+	if c.Syslog.Address != "" {
+		switch c.Syslog.Network {
+		case "tcp", "tls", "udp", "unixgram", "unix":
+		default:
+			return invalid("syslog.network: %q (want tcp, tls, udp or unixgram)", c.Syslog.Network)
+		}
+		if c.Syslog.Timeout <= 0 {
+			return invalid("syslog.timeout: %s (want above 0)", c.Syslog.Timeout)
+		}
+	}
+	if c.Checkpoint.Interval < 0 {
+		return invalid("checkpoint.interval: %s", c.Checkpoint.Interval)
+	}
+	if c.StartTimeout <= 0 || c.ShutdownTimeout <= 0 {
+		return invalid("start_timeout and shutdown_timeout must be above 0")
+	}
+	return nil
+}
+
+func identifier(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i, r := range s {
+		if !(r == '_' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || i > 0 && '0' <= r && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", config.ErrInvalid, fmt.Sprintf(format, args...))
+}

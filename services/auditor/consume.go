@@ -1,0 +1,278 @@
+package auditor
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runtimetruth/runtimetruth/services/auditor/link"
+)
+
+// streamLoop appends one stream's messages to their chains, in stream
+// order. It is the only writer of the stream's chains.
+type streamLoop struct {
+	stream   string
+	consumer string
+	source   string
+	batch    int
+	idle     time.Duration
+	js       jetstream.JetStream
+	cons     jetstream.Consumer
+	w        *Writer
+	stats    *Stats
+	log      *slog.Logger
+	// committed is called after each committed batch.
+	committed func()
+	// hooks for tests
+	dropAcks func() bool
+	aborted  func() bool
+
+	applied uint64
+	floor   uint64 // the consumer's ack floor at start
+	st      jetstream.Stream
+}
+
+// retry bounds the wait between two attempts to commit a batch.
+const (
+	retryFirst = 50 * time.Millisecond
+	retryMax   = 5 * time.Second
+)
+
+func (l *streamLoop) run(ctx context.Context) {
+	l.applied = l.w.Applied(l.stream)
+	if !l.retry(ctx, func() error { return l.recoverPending(ctx) }) {
+		return
+	}
+	wait := retryFirst
+	for ctx.Err() == nil {
+		msgs, err := l.fetch(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				l.release(msgs)
+				return
+			}
+			l.stats.FetchErrors.Add(1)
+			l.log.WarnContext(ctx, "pull messages", "stream", l.stream, "err", err)
+			sleep(ctx, wait)
+			wait = min(2*wait, retryMax)
+		}
+		if len(msgs) == 0 {
+			continue
+		}
+		wait = retryFirst
+		if !l.handle(ctx, msgs) {
+			return
+		}
+	}
+}
+
+// handle appends a fetched batch and acknowledges it once committed. It
+// returns false when ctx ended before the batch was committed.
+func (l *streamLoop) handle(ctx context.Context, msgs []jetstream.Msg) bool {
+	var b Batch
+	for _, m := range msgs {
+		l.stats.Received.Add(1)
+		md, err := m.Metadata()
+		if err != nil { // not a JetStream message: cannot happen on a consumer
+			continue
+		}
+		seq := md.Sequence.Stream
+		if seq <= l.applied {
+			l.stats.Duplicates.Add(1)
+			continue
+		}
+		if from := max(l.applied, l.floor) + 1; seq > from {
+			// Messages before this one were delivered but never handled
+			// (lost in flight, or taken by a run that crashed): they come
+			// first, read from the stream. Their redeliveries, later, are
+			// duplicates.
+			if !l.retry(ctx, func() error { return l.fill(ctx, &b, from, seq-1) }) {
+				l.release(msgs)
+				return false
+			}
+		}
+		l.w.Seal(&b, &link.Message{
+			Stream: l.stream, Seq: seq, Subject: m.Subject(), Header: m.Headers(), Data: m.Data(),
+			Stored: md.Timestamp, Deliveries: md.NumDelivered, Consumer: l.consumer,
+		}, l.source)
+		l.applied = seq
+	}
+	if !l.commit(ctx, &b) {
+		l.release(msgs)
+		return false
+	}
+	if l.dropAcks != nil && l.dropAcks() {
+		return true
+	}
+	for _, m := range msgs {
+		if err := m.Ack(); err != nil {
+			l.stats.AckErrors.Add(1)
+		}
+	}
+	return true
+}
+
+// fill seals the messages stored in the stream from sequence from to to,
+// skipping the ones deleted.
+func (l *streamLoop) fill(ctx context.Context, b *Batch, from, to uint64) error {
+	for seq := from; seq <= to; {
+		raw, err := l.st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(">"))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if raw.Sequence > to {
+			break
+		}
+		l.w.Seal(b, &link.Message{
+			Stream: l.stream, Seq: raw.Sequence, Subject: raw.Subject, Header: raw.Header, Data: raw.Data,
+			Stored: raw.Time, Consumer: l.consumer,
+		}, l.source)
+		l.stats.Recovered.Add(1)
+		l.applied = raw.Sequence
+		seq = raw.Sequence + 1
+	}
+	l.applied = max(l.applied, to)
+	return nil
+}
+
+// retry runs op until it succeeds or ctx ends.
+func (l *streamLoop) retry(ctx context.Context, op func() error) bool {
+	wait := retryFirst
+	for {
+		err := op()
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		l.log.WarnContext(ctx, "read the stream; retrying", "stream", l.stream, "err", err)
+		sleep(ctx, wait)
+		wait = min(2*wait, retryMax)
+	}
+}
+
+// commit writes the batch, retrying with backoff until it succeeds or ctx
+// ends; the messages stay unacknowledged meanwhile (the backlog waits in
+// the stream).
+func (l *streamLoop) commit(ctx context.Context, b *Batch) bool {
+	wait := retryFirst
+	for {
+		err := l.w.Commit(ctx, b)
+		if err == nil {
+			if l.committed != nil {
+				l.committed()
+			}
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		l.stats.Retries.Add(1)
+		if wait == retryFirst || wait == retryMax {
+			l.log.WarnContext(ctx, "append to the audit chain; retrying", "stream", l.stream, "links", len(b.Recs), "err", err)
+		}
+		sleep(ctx, wait)
+		wait = min(2*wait, retryMax)
+	}
+}
+
+// release hands back messages that were not committed, for a prompt
+// redelivery (the next run also reads them from the stream at start).
+func (l *streamLoop) release(msgs []jetstream.Msg) {
+	if l.aborted != nil && l.aborted() {
+		return
+	}
+	for _, m := range msgs {
+		if err := m.Nak(); err != nil {
+			l.stats.AckErrors.Add(1)
+		}
+	}
+}
+
+// fetch pulls the next messages: what is there at once, or else waits up
+// to idle for one and takes what followed it.
+func (l *streamLoop) fetch(ctx context.Context) ([]jetstream.Msg, error) {
+	msgs, err := collect(l.cons.FetchNoWait(l.batch))
+	if len(msgs) > 0 || err != nil {
+		return msgs, err
+	}
+	fctx, cancel := context.WithTimeout(ctx, l.idle)
+	defer cancel()
+	one, err := collect(l.cons.Fetch(1, jetstream.FetchContext(fctx)))
+	if err != nil || len(one) == 0 {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			err = nil
+		}
+		return one, err
+	}
+	if l.batch == 1 {
+		return one, nil
+	}
+	more, err := collect(l.cons.FetchNoWait(l.batch - 1))
+	return append(one, more...), err
+}
+
+func collect(b jetstream.MessageBatch, err error) ([]jetstream.Msg, error) {
+	if err != nil {
+		return nil, err
+	}
+	var out []jetstream.Msg
+	for m := range b.Messages() {
+		out = append(out, m)
+	}
+	err = b.Error()
+	if errors.Is(err, jetstream.ErrNoMessages) {
+		err = nil
+	}
+	return out, err
+}
+
+// recoverPending appends, from the stream, the messages a previous run
+// took but did not record: those delivered to the consumer after the last
+// one in the chain. Their redeliveries, later, are duplicates. This keeps
+// the chain in stream order across a crash, when the consumer would
+// otherwise deliver newer messages before redelivering these.
+func (l *streamLoop) recoverPending(ctx context.Context) error {
+	info, err := l.cons.Info(ctx)
+	if err != nil {
+		return err
+	}
+	if l.st, err = l.js.Stream(ctx, l.stream); err != nil {
+		return err
+	}
+	l.floor = info.AckFloor.Stream
+	from := max(l.floor, l.applied) + 1
+	to := info.Delivered.Stream
+	if from > to {
+		return nil
+	}
+	l.log.InfoContext(ctx, "recovering messages taken but not recorded", "stream", l.stream, "from", from, "to", to)
+	for from <= to {
+		var b Batch
+		end := min(to, from+uint64(l.batch)-1)
+		if err := l.fill(ctx, &b, from, end); err != nil {
+			return err
+		}
+		if !l.commit(ctx, &b) {
+			return ctx.Err()
+		}
+		from = end + 1
+	}
+	return nil
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}

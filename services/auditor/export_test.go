@@ -1,0 +1,32 @@
+package auditor
+
+import "context"
+
+// WrapSinks makes Start wrap every sink it opens (fault injection).
+func (a *Auditor) WrapSinks(f func(Sink) Sink) { a.wrapSink = f }
+
+// DropAcks makes the stream loops skip acknowledging a committed batch
+// whenever f returns true (lost acknowledgements).
+func (a *Auditor) DropAcks(f func() bool) { a.dropAcks = f }
+
+// Abort stops the auditor as a crash would: the stream loops stop at
+// once, in-flight messages are neither finished nor given back, no last
+// checkpoint is sent; the sinks are closed and the connection too.
+func (a *Auditor) Abort() {
+	a.mu.Lock()
+	a.aborting = true
+	a.stopped = true
+	cancel, done, w, nc, own := a.cancel, a.done, a.w, a.nc, a.ownConn
+	a.mu.Unlock()
+	if cancel == nil {
+		return
+	}
+	cancel()
+	<-done
+	_ = w.Close()
+	if own {
+		nc.Close()
+	}
+}
+
+var _ = context.Background

@@ -1,0 +1,241 @@
+package auditor_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
+	"github.com/runtimetruth/runtimetruth/services/auditor"
+	"github.com/runtimetruth/runtimetruth/services/auditor/internal/auditortest"
+	"github.com/runtimetruth/runtimetruth/services/auditor/jsonl"
+	"github.com/runtimetruth/runtimetruth/services/auditor/link"
+	"github.com/runtimetruth/runtimetruth/services/auditor/verify"
+)
+
+var hosts = []string{"web-01.example.com", "web-02.example.com", "db 03"}
+
+// testConsumer is the durable consumer the tests audit through: the
+// topology's auditor consumer with a short ack wait, so that redeliveries
+// happen within the test.
+const testConsumer = "auditor-test"
+
+type env struct {
+	url string
+	nc  *nats.Conn
+	js  jetstream.JetStream
+	dir string
+}
+
+// newEnv starts a JetStream server with the topology and the test
+// consumers (ack wait ackWait).
+func newEnv(t *testing.T, ackWait time.Duration) *env {
+	t.Helper()
+	_, url := natstest.RunJetStream(t)
+	nc, js := natstest.Connect(t, url)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, topology.Ensure(ctx, js, 1))
+	for _, s := range auditor.DefaultStreams {
+		_, err := js.CreateOrUpdateConsumer(ctx, s, jetstream.ConsumerConfig{
+			Durable: testConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
+			DeliverPolicy: jetstream.DeliverAllPolicy, MaxAckPending: topology.MaxAckPending, MaxDeliver: -1,
+		})
+		require.NoError(t, err)
+	}
+	return &env{url: url, nc: nc, js: js, dir: t.TempDir()}
+}
+
+func (e *env) config() auditor.Config {
+	cfg := auditor.NewDefaultConfig()
+	cfg.NATS.URL = e.url
+	cfg.Instance = "test"
+	cfg.Consumer = testConsumer
+	cfg.IdleWait = 100 * time.Millisecond
+	cfg.JSONL.Path = filepath.Join(e.dir, "audit", "audit.jsonl")
+	cfg.Checkpoint.Interval = 0
+	cfg.StartTimeout = 30 * time.Second
+	return cfg
+}
+
+func start(t *testing.T, cfg auditor.Config, prep ...func(*auditor.Auditor)) *auditor.Auditor {
+	t.Helper()
+	a, err := auditor.New(cfg, auditor.Settings{})
+	require.NoError(t, err)
+	for _, p := range prep {
+		p(a)
+	}
+	require.NoError(t, a.Start(context.Background()))
+	return a
+}
+
+func stop(t *testing.T, a *auditor.Auditor) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, a.Shutdown(ctx))
+}
+
+// publish publishes n mixed events from offset on, every tenth one also a
+// dead-letter record, and returns how many messages it published.
+func (e *env) publish(t *testing.T, offset, n int) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	auditortest.Publish(ctx, t, e.js, hosts, offset, n)
+	total := n
+	for i := offset; i < offset+n; i += 10 {
+		_, err := e.js.PublishMsg(ctx, auditortest.Msg(t, auditortest.DeadLetter(i), 1_000_000+i))
+		require.NoError(t, err)
+		total++
+	}
+	return total
+}
+
+// stored counts the messages of every stream.
+func (e *env) stored(t *testing.T) map[string]uint64 {
+	t.Helper()
+	out := map[string]uint64{}
+	for _, s := range auditor.DefaultStreams {
+		st, err := e.js.Stream(context.Background(), s)
+		require.NoError(t, err)
+		out[s] = st.CachedInfo().State.LastSeq
+	}
+	return out
+}
+
+// waitHeads waits until the auditor's chains hold want links in all.
+func waitLinks(t *testing.T, a *auditor.Auditor, want int) {
+	t.Helper()
+	natstest.CheckFor(t, 60*time.Second, 20*time.Millisecond, func() error {
+		n := 0
+		for _, h := range a.Heads() {
+			n += int(h.Seq)
+		}
+		if n != want {
+			return fmt.Errorf("%d links, want %d", n, want)
+		}
+		return nil
+	})
+}
+
+// readLog verifies the JSONL log and returns its records.
+func readLog(t *testing.T, path string) []link.Record {
+	t.Helper()
+	files, err := jsonl.Files(path)
+	require.NoError(t, err)
+	rep, err := verify.Run(context.Background(), link.NewHasher(nil), nil, verify.Files(files))
+	require.NoError(t, err)
+	require.Nil(t, rep.Broken, "the log verifies")
+	var out []link.Record
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		for _, ln := range splitLines(data) {
+			r, err := link.Parse(ln)
+			require.NoError(t, err)
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func splitLines(b []byte) [][]byte {
+	var out [][]byte
+	for len(b) > 0 {
+		i := 0
+		for i < len(b) && b[i] != '\n' {
+			i++
+		}
+		if i > 0 {
+			out = append(out, b[:i])
+		}
+		if i == len(b) {
+			break
+		}
+		b = b[i+1:]
+	}
+	return out
+}
+
+// exactlyOnce checks that records hold every stream message exactly once,
+// each chain in stream order.
+func exactlyOnce(t *testing.T, recs []link.Record, stored map[string]uint64) {
+	t.Helper()
+	seen := map[string]map[uint64]int{}
+	last := map[string]uint64{}
+	for _, r := range recs {
+		m := r.Meta
+		if seen[m.Stream] == nil {
+			seen[m.Stream] = map[uint64]int{}
+		}
+		seen[m.Stream][m.StreamSeq]++
+		assert.Greater(t, m.StreamSeq, last[r.Chain], "chain %s in stream order", r.Chain)
+		last[r.Chain] = m.StreamSeq
+	}
+	for s, n := range stored {
+		assert.Len(t, seen[s], int(n), "stream %s: every message recorded", s)
+		for seq := uint64(1); seq <= n; seq++ {
+			assert.Equal(t, 1, seen[s][seq], "stream %s seq %d recorded once", s, seq)
+		}
+	}
+}
+
+// faultySink wraps a sink: while hang is set, writes block until their
+// context ends (after storing the links, with storeThenHang); while fail
+// is set, they fail (after storing, when failAfter is set: the sink
+// stored the links but the caller sees an error).
+type faultySink struct {
+	auditor.Sink
+	hang, fail, failAfter, storeThenHang atomic.Bool
+	mu                                   sync.Mutex
+	writes                               int
+}
+
+var errInjected = errors.New("injected sink failure")
+
+func (f *faultySink) Write(ctx context.Context, recs []link.Record) error {
+	f.mu.Lock()
+	f.writes++
+	f.mu.Unlock()
+	if f.hang.Load() {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	if f.storeThenHang.Load() {
+		if err := f.Sink.Write(ctx, recs); err != nil {
+			return err
+		}
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	if f.fail.Load() {
+		if f.failAfter.Load() {
+			if err := f.Sink.Write(ctx, recs); err != nil {
+				return err
+			}
+		}
+		return errInjected
+	}
+	return f.Sink.Write(ctx, recs)
+}
+
+func (f *faultySink) Heads(ctx context.Context) (map[string]link.Head, error) {
+	return f.Sink.(auditor.HeadReader).Heads(ctx)
+}
+
+func (f *faultySink) Links(ctx context.Context, c string, after uint64, fn func(link.Record) error) error {
+	return f.Sink.(auditor.LinkReader).Links(ctx, c, after, fn)
+}

@@ -1,0 +1,325 @@
+// Package auditortest builds catalog events and the real services the
+// auditor's tests run against: ClickHouse (the DSN from
+// RUNTIMETRUTH_CLICKHOUSE_DSN, a database per test) and rsyslog (the
+// RUNTIMETRUTH_RSYSLOG_* variables), as scripts/test-services.sh exports
+// them. A test whose service is missing fails; it never skips.
+package auditortest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/report"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+	"github.com/runtimetruth/runtimetruth/services/auditor/link"
+)
+
+// Time is the time of the fixture events.
+var Time = time.Date(2026, 10, 6, 3, 9, 41, 123456000, time.UTC)
+
+func digest(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// Target is the i-th fixture target.
+func Target(i int) events.Target {
+	return events.Target{Kind: "systemd.unit", Identifier: "agent-" + strconv.Itoa(i%7) + ".service"}
+}
+
+// Payload returns the i-th event of a mix that covers the catalog's
+// payloads: drift, pass and error verdicts, runnable.modified, evidence,
+// collection failures and baseline changes, spread over hosts.
+func Payload(tb testing.TB, hosts []string, i int) events.Payload {
+	tb.Helper()
+	host := hosts[i%len(hosts)]
+	t := Target(i)
+	id := fmt.Sprintf("01920000-0000-7000-8000-%012d", i)
+	switch i % 8 {
+	case 0, 4:
+		return Drift(host, t, id, i)
+	case 1:
+		r := &report.Report{Changes: []report.Change{}, Protected: []string{}, ReportSchemaVersion: report.SchemaVersion,
+			Status: report.Pass, Target: report.Target{Kind: t.Kind, Identifier: t.Identifier}}
+		return events.Verdict{Status: events.StatusPass, Host: host, Target: t, EvidenceID: id,
+			SnapshotDigest: digest(id), BaselineDigest: digest(id), Report: r}
+	case 2:
+		return events.Verdict{Status: events.StatusError, Host: host, Target: t, EvidenceID: id,
+			SnapshotDigest: digest(id), Error: "no baseline for " + t.String()}
+	case 3:
+		return Modified(host, i)
+	case 5:
+		return Evidence(tb, host, i)
+	case 6:
+		return events.CollectionFailed{Host: host, Collector: "codex", Reason: "timeout",
+			Message: "codex app-server did not answer within 10s", Retryable: true}
+	default:
+		return events.BaselineChanged{Target: t, Change: events.BaselineUpdated, Digest: digest("b" + id),
+			PreviousDigest: digest("a" + id), Actor: "alice@example.com"}
+	}
+}
+
+// Drift is a drift verdict with a two-field report.
+func Drift(host string, t events.Target, id string, i int) events.Verdict {
+	before, after := snapshot.Int(3036), snapshot.Int(int64(4000+i))
+	gone := snapshot.String("agent")
+	r := &report.Report{
+		Changes: []report.Change{{Change: diff.Modified, Kind: "systemd.unit", Fields: []report.Field{
+			{After: &after, Before: &before, Change: diff.Modified, Field: "main_pid"},
+			{Before: &gone, Change: diff.Removed, Field: "user"},
+		}}},
+		Protected: []string{}, ReportSchemaVersion: report.SchemaVersion, Status: report.Drift,
+		Target: report.Target{Kind: t.Kind, Identifier: t.Identifier},
+	}
+	return events.Verdict{Status: events.StatusDrift, Host: host, Target: t, EvidenceID: id,
+		SnapshotDigest: digest(id), BaselineDigest: digest("base"), Report: r}
+}
+
+// Modified is a runnable.modified event.
+func Modified(host string, i int) events.RunnableModified {
+	return events.RunnableModified{Host: host, Ecosystem: events.Python, Environment: "/srv/agent/.venv",
+		Package: "runspec_linux", Version: "0.20." + strconv.Itoa(i), Source: "index", Baseline: "RECORD",
+		ChangedFiles: []events.FileChange{{Path: "runspec_linux/files.py", Change: events.FileModified,
+			Observed: digest("obs" + strconv.Itoa(i))}},
+		ChangeDigest: digest(strconv.Itoa(i))[len("sha256:"):]}
+}
+
+// Evidence is an evidence.collected event of a small systemd snapshot.
+func Evidence(tb testing.TB, host string, i int) events.EvidenceCollected {
+	tb.Helper()
+	t := Target(i)
+	s := &snapshot.Snapshot{
+		SchemaVersion: snapshot.SchemaVersion,
+		CapturedAt:    Time,
+		Target:        snapshot.Target{Kind: t.Kind, Identifier: t.Identifier},
+		Evidence: []snapshot.Record{{
+			Plane: snapshot.Live, Kind: "systemd.unit",
+			Source: snapshot.Source{Collector: "systemd", Method: "systemctl show"},
+			Data:   snapshot.Data{"active_state": snapshot.String("active"), "main_pid": snapshot.Int(int64(3000 + i))},
+		}},
+	}
+	ev, err := events.NewEvidenceCollected(host, s, time.Minute)
+	if err != nil {
+		tb.Fatalf("evidence fixture: %v", err)
+	}
+	return ev
+}
+
+// Msg encodes a payload as a NATS message with a fixed time and an id
+// derived from i.
+func Msg(tb testing.TB, p events.Payload, i int) *nats.Msg {
+	tb.Helper()
+	m, _, err := events.NewMsg(events.Source("test", "fixture"), p,
+		events.WithID(fmt.Sprintf("01930000-0000-7000-8000-%012d", i)), events.WithTime(Time.Add(time.Duration(i)*time.Millisecond)))
+	if err != nil {
+		tb.Fatalf("encode fixture %d: %v", i, err)
+	}
+	return m
+}
+
+// Message is a fixture as the auditor reads it from a stream.
+func Message(tb testing.TB, stream string, seq uint64, m *nats.Msg) *link.Message {
+	tb.Helper()
+	return &link.Message{Stream: stream, Seq: seq, Subject: m.Subject, Header: m.Header, Data: m.Data,
+		Stored: Time.Add(time.Duration(seq) * time.Second), Deliveries: 1, Consumer: "auditor"}
+}
+
+// StreamOf names the stream a subject belongs to.
+func StreamOf(subject string) string {
+	switch {
+	case len(subject) > 10 && subject[:11] == "rt.verdict.":
+		return "VERDICTS"
+	case len(subject) > 11 && (subject[:12] == "rt.baseline." || subject[:12] == "rt.attestati"):
+		return "BASELINES"
+	case len(subject) > 6 && subject[:7] == "rt.dlq.":
+		return "DLQ"
+	}
+	return "EVIDENCE"
+}
+
+// Publish publishes n mixed events (Payload) from offset on, and waits for
+// the server to store them.
+func Publish(ctx context.Context, tb testing.TB, js jetstream.JetStream, hosts []string, offset, n int) {
+	tb.Helper()
+	for i := offset; i < offset+n; i++ {
+		if _, err := js.PublishMsgAsync(Msg(tb, Payload(tb, hosts, i), i)); err != nil {
+			tb.Fatalf("publish %d: %v", i, err)
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-ctx.Done():
+		tb.Fatalf("publish: %v", ctx.Err())
+	}
+}
+
+// Malformed is a message on an evidence subject whose data is not JSON.
+func Malformed(host string, i int) *nats.Msg {
+	m := nats.NewMsg(events.EvidenceSubject(host, "systemd.unit"))
+	m.Header.Set("ce-specversion", "1.0")
+	m.Header.Set("ce-id", fmt.Sprintf("bad-%d", i))
+	m.Header.Set("ce-type", events.TypeEvidenceCollected)
+	m.Data = []byte(`{"host": "` + host + `", "host": "twice"`)
+	return m
+}
+
+// DeadLetter is a dead-letter record (event.rejected on rt.dlq.EVIDENCE).
+func DeadLetter(i int) events.EventRejected {
+	return events.Rejected("EVIDENCE", "verifier", events.EvidenceSubject("web-01", "git.repository"), uint64(i+1), 1,
+		nats.Header{"ce-id": []string{fmt.Sprintf("x-%d", i)}}, []byte(`{}`), fmt.Errorf("handler gave up on %d", i))
+}
+
+// ClickHouseDSN returns the DSN of the test ClickHouse server
+// (RUNTIMETRUTH_CLICKHOUSE_DSN, set by scripts/test-services.sh) with a
+// fresh database for the test, dropped when it ends. Without the variable
+// the test fails.
+func ClickHouseDSN(tb testing.TB) string {
+	tb.Helper()
+	base := os.Getenv("RUNTIMETRUTH_CLICKHOUSE_DSN")
+	if base == "" {
+		tb.Fatal("RUNTIMETRUTH_CLICKHOUSE_DSN is not set: run the tests through scripts/test-services.sh (make test), which starts ClickHouse")
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		tb.Fatalf("RUNTIMETRUTH_CLICKHOUSE_DSN: %v", err)
+	}
+	db := fmt.Sprintf("rt_test_%d_%d", time.Now().UnixNano()%1e12, rand.IntN(1e6))
+	opts, err := clickhouse.ParseDSN(base)
+	if err != nil {
+		tb.Fatalf("RUNTIMETRUTH_CLICKHOUSE_DSN: %v", err)
+	}
+	conn, err := clickhouse.Open(opts)
+	if err != nil {
+		tb.Fatalf("clickhouse: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := conn.Exec(ctx, "CREATE DATABASE "+db); err != nil {
+		_ = conn.Close()
+		tb.Fatalf("clickhouse at %s: create database: %v", u.Host, err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+db)
+		_ = conn.Close()
+	})
+	u.Path = "/" + db
+	return u.String()
+}
+
+// Exec runs statements on the ClickHouse database of dsn (for tampering).
+func Exec(tb testing.TB, dsn string, stmts ...string) {
+	tb.Helper()
+	opts, err := clickhouse.ParseDSN(dsn)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	conn, err := clickhouse.Open(opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer func() { _ = conn.Close() }()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, s := range stmts {
+		if err := conn.Exec(ctx, s); err != nil {
+			tb.Fatalf("clickhouse %q: %v", s, err)
+		}
+	}
+	// Mutations (ALTER … UPDATE/DELETE) run in the background: wait.
+	for {
+		var n uint64
+		if err := conn.QueryRow(ctx, "SELECT count() FROM system.mutations WHERE database = ? AND is_done = 0", opts.Auth.Database).Scan(&n); err != nil {
+			tb.Fatalf("clickhouse mutations: %v", err)
+		}
+		if n == 0 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Records seals n fixture events (the Payload mix, a malformed one every
+// 50) into their chains, as the auditor would record stream messages.
+func Records(tb testing.TB, h link.Hasher, n int, hosts []string) []link.Record {
+	tb.Helper()
+	heads := map[string]link.Head{}
+	seqs := map[string]uint64{}
+	out := make([]link.Record, 0, n)
+	for i := range n {
+		m := Msg(tb, Payload(tb, hosts, i), i)
+		if i%50 == 49 {
+			m = Malformed(hosts[i%len(hosts)], i)
+		}
+		stream := StreamOf(m.Subject)
+		seqs[stream]++
+		msg := Message(tb, stream, seqs[stream], m)
+		name := link.ChainName(msg.Stream, msg.Subject)
+		r, err := h.Seal(name, heads[name], link.Entry(msg, events.Source("auditor", "fixture")))
+		if err != nil {
+			tb.Fatalf("seal %d: %v", i, err)
+		}
+		heads[name] = r.Head()
+		out = append(out, r)
+	}
+	return out
+}
+
+// Rsyslog is the test rsyslog receiver (scripts/start-rsyslog.sh).
+type Rsyslog struct {
+	TCP, TLS, TLSCA, UDP, Unix, File string
+}
+
+// RsyslogEnv returns the receiver's addresses from the
+// RUNTIMETRUTH_RSYSLOG_* variables; without them the test fails.
+func RsyslogEnv(tb testing.TB) Rsyslog {
+	tb.Helper()
+	r := Rsyslog{
+		TCP: os.Getenv("RUNTIMETRUTH_RSYSLOG_TCP"), TLS: os.Getenv("RUNTIMETRUTH_RSYSLOG_TLS"),
+		TLSCA: os.Getenv("RUNTIMETRUTH_RSYSLOG_TLS_CA"), UDP: os.Getenv("RUNTIMETRUTH_RSYSLOG_UDP"),
+		Unix: os.Getenv("RUNTIMETRUTH_RSYSLOG_UNIX"), File: os.Getenv("RUNTIMETRUTH_RSYSLOG_FILE"),
+	}
+	if r.TCP == "" || r.TLS == "" || r.UDP == "" || r.Unix == "" || r.File == "" || r.TLSCA == "" {
+		tb.Fatal("RUNTIMETRUTH_RSYSLOG_* are not set: run the tests through scripts/test-services.sh (make test), which starts rsyslog")
+	}
+	return r
+}
+
+// UniqueHost is a HOSTNAME that tells one test's messages apart in the
+// shared receiver's file.
+func UniqueHost(prefix string) string {
+	return fmt.Sprintf("%s-%d-%d", prefix, time.Now().UnixNano()%1e9, rand.IntN(1e6))
+}
+
+// SyslogLines returns the receiver's lines whose HOSTNAME is host.
+func SyslogLines(tb testing.TB, file, host string) []string {
+	tb.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		tb.Fatalf("rsyslog output: %v", err)
+	}
+	var out []string
+	for _, ln := range strings.Split(string(data), "\n") {
+		f := strings.SplitN(ln, " ", 4)
+		if len(f) == 4 && f[2] == host {
+			out = append(out, ln)
+		}
+	}
+	return out
+}

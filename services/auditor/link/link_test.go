@@ -1,0 +1,95 @@
+package link_test
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
+	"github.com/runtimetruth/runtimetruth/services/auditor/internal/auditortest"
+	"github.com/runtimetruth/runtimetruth/services/auditor/link"
+)
+
+var hosts = []string{"web-01.example.com", "db 02"}
+
+// seal builds a chain of n fixture links per hasher.
+func seal(t *testing.T, h link.Hasher, n int) []link.Record {
+	t.Helper()
+	heads := map[string]link.Head{}
+	var out []link.Record
+	for i := range n {
+		m := auditortest.Msg(t, auditortest.Payload(t, hosts, i), i)
+		if i == 5 {
+			m = auditortest.Malformed(hosts[0], i)
+		}
+		msg := auditortest.Message(t, auditortest.StreamOf(m.Subject), uint64(i+1), m)
+		name := link.ChainName(msg.Stream, msg.Subject)
+		r, err := h.Seal(name, heads[name], link.Entry(msg, events.Source("auditor", "test")))
+		require.NoError(t, err)
+		heads[name] = r.Head()
+		out = append(out, r)
+	}
+	return out
+}
+
+func TestSealMatchesTheChainPackage(t *testing.T) {
+	for _, key := range [][]byte{nil, []byte("0123456789abcdef0123456789abcdef")} {
+		h := link.NewHasher(key)
+		var file bytes.Buffer
+		for _, r := range seal(t, h, 40) {
+			want, err := h.Chain().Sum(r.Chain, r.Seq, r.Prev, r.Link.Event)
+			require.NoError(t, err)
+			assert.Equal(t, want, r.Hash)
+			line, err := r.Link.Marshal()
+			require.NoError(t, err)
+			assert.Equal(t, string(line), string(r.Line))
+			back, err := link.Parse(r.Line)
+			require.NoError(t, err)
+			assert.Equal(t, r.Meta, back.Meta)
+			assert.Equal(t, string(r.Event), string(back.Event))
+			file.Write(append(r.Line, '\n'))
+		}
+		rep, err := chain.Verify(&file, h.Chain(), nil)
+		require.NoError(t, err)
+		assert.Nil(t, rep.Broken)
+		assert.Equal(t, 40, rep.Links)
+	}
+}
+
+func TestMeta(t *testing.T) {
+	recs := seal(t, link.NewHasher(nil), 8)
+	drift := recs[0].Meta
+	assert.Equal(t, "VERDICTS", drift.Stream)
+	assert.Equal(t, events.TypeVerdictDrift, drift.Type)
+	assert.Equal(t, "web-01.example.com", drift.Host)
+	assert.Equal(t, "systemd.unit:agent-0.service", drift.Target)
+	assert.Equal(t, "drift", drift.Status)
+	assert.Equal(t, "VERDICTS/web-01.example.com", recs[0].Chain)
+	assert.Equal(t, "EVIDENCE/db 02", recs[3].Chain, "runnable.modified of host db 02")
+
+	bad := recs[5].Meta
+	assert.True(t, bad.Rejected)
+	assert.Equal(t, events.TypeEventRejected, bad.Type)
+	assert.Equal(t, "missing_attribute", bad.Reason)
+	assert.Equal(t, "web-01.example.com", bad.Host)
+	assert.Equal(t, "EVIDENCE/web-01.example.com", recs[5].Chain)
+	assert.Equal(t, "BASELINES", recs[7].Chain)
+}
+
+func TestChainName(t *testing.T) {
+	for _, tc := range []struct{ stream, subject, want string }{
+		{"EVIDENCE", events.EvidenceSubject("web-01.example.com", "git.repository"), "EVIDENCE/web-01.example.com"},
+		{"EVIDENCE", events.IntegritySubject("a b"), "EVIDENCE/a b"},
+		{"EVIDENCE", events.CollectFailedSubject("h"), "EVIDENCE/h"},
+		{"EVIDENCE", "rt.collect", "EVIDENCE/="},
+		{"EVIDENCE", "rt.evidence.bad=ZZ.x", "EVIDENCE/bad=ZZ"},
+		{"VERDICTS", events.VerdictSubject("h.example", events.StatusDrift), "VERDICTS/h.example"},
+		{"BASELINES", "rt.baseline.a.b", "BASELINES"},
+		{"DLQ", "rt.dlq.EVIDENCE", "DLQ"},
+	} {
+		assert.Equal(t, tc.want, link.ChainName(tc.stream, tc.subject), tc.subject)
+	}
+}

@@ -1,0 +1,188 @@
+package link
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/jsontree"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
+)
+
+// Message is a JetStream message as the auditor records it.
+type Message struct {
+	// Stream and Seq are the stream and the message's stream sequence.
+	Stream string
+	Seq    uint64
+	// Subject, Header and Data are the message.
+	Subject string
+	Header  nats.Header
+	Data    []byte
+	// Stored is when the stream stored the message.
+	Stored time.Time
+	// Deliveries counts the deliveries so far (1 for the first); 0 when
+	// read from the stream directly.
+	Deliveries uint64
+	// Consumer is the consumer the message came through.
+	Consumer string
+}
+
+// msg adapts a Message to events.Msg.
+type msg struct{ m *Message }
+
+func (v msg) Subject() string      { return v.m.Subject }
+func (v msg) Headers() nats.Header { return v.m.Header }
+func (v msg) Data() []byte         { return v.m.Data }
+
+// ChainName is the chain a stream's message belongs to. Host-scoped
+// streams (EVIDENCE, VERDICTS) have one chain per host, "<stream>/<host>",
+// the host taken from the NATS subject (rt.evidence.<host>.…,
+// rt.integrity.<host>, rt.collect.failed.<host>, rt.verdict.<host>.…), so
+// even a malformed message lands in its host's chain; every other stream
+// is one chain named after it.
+func ChainName(stream, subject string) string {
+	switch stream {
+	case "EVIDENCE", "VERDICTS":
+		return stream + "/" + HostOf(stream, subject)
+	}
+	return stream
+}
+
+// HostOf returns the host a subject of a host-scoped stream names: the
+// decoded token, or the token as it is when it does not decode to a
+// printable name (a shortened or malformed token); "=" when there is none.
+func HostOf(stream, subject string) string {
+	tokens := strings.Split(subject, ".")
+	i := 2
+	if len(tokens) > 1 && tokens[1] == "collect" {
+		i = 3
+	}
+	if len(tokens) <= i || tokens[i] == "" {
+		return "="
+	}
+	tok := tokens[i]
+	host, err := events.ParseToken(tok)
+	if err != nil || host == "" || strings.IndexFunc(host, unicode.IsControl) >= 0 {
+		return tok
+	}
+	return host
+}
+
+// Entry builds the event of m's link. A message that is not a valid
+// catalog event (events.ReadAny) becomes an auditor-made event.rejected
+// from source, with "rejected": true; Entry never fails.
+func Entry(m *Message, source string) jsontree.Value {
+	e, _, err := events.ReadAny(msg{m})
+	var data jsontree.Value
+	if err == nil {
+		data, err = jsontree.Parse(e.Data())
+	}
+	if err != nil {
+		return rejected(m, source, err)
+	}
+	attrs, err := attributes(e)
+	if err != nil {
+		return rejected(m, source, err)
+	}
+	return jsontree.Value{Kind: jsontree.Object, Members: []jsontree.Member{
+		{Key: "attributes", Value: attrs},
+		{Key: "data", Value: data},
+		{Key: "nats", Value: position(m)},
+	}}
+}
+
+func position(m *Message) jsontree.Value {
+	return object(
+		"seq", jsontree.Value{Kind: jsontree.Number, Text: strconv.FormatUint(m.Seq, 10)},
+		"stream", str(m.Stream),
+		"subject", str(m.Subject),
+		"time", str(m.Stored.UTC().Format(time.RFC3339Nano)),
+	)
+}
+
+func attributes(e event.Event) (jsontree.Value, error) {
+	kv := []any{
+		"datacontenttype", str(e.DataContentType()),
+		"dataschema", str(e.DataSchema()),
+		"id", str(e.ID()),
+		"source", str(e.Source()),
+		"specversion", str(e.SpecVersion()),
+		"subject", str(e.Subject()),
+		"time", str(e.Time().UTC().Format(time.RFC3339Nano)),
+		"type", str(e.Type()),
+	}
+	for name, v := range e.Extensions() {
+		s, ok := v.(string)
+		if !ok {
+			return jsontree.Value{}, fmt.Errorf("extension %s is a %T", name, v)
+		}
+		kv = append(kv, name, str(s))
+	}
+	return object(kv...), nil
+}
+
+// Reject is the event of a message the auditor cannot record as it is:
+// an auditor-made event.rejected naming the cause.
+func Reject(m *Message, source string, cause error) jsontree.Value { return rejected(m, source, cause) }
+
+// rejected is the event of a message that is not a valid catalog event.
+func rejected(m *Message, source string, cause error) jsontree.Value {
+	deliveries := max(m.Deliveries, 1)
+	consumer := m.Consumer
+	if consumer == "" {
+		consumer = "auditor"
+	}
+	rec := events.Rejected(m.Stream, consumer, m.Subject, m.Seq, deliveries, m.Header, m.Data, cause)
+	if !errors.Is(cause, events.ErrInvalid) {
+		rec.Reason = "unrecordable"
+	}
+	b, err := json.Marshal(rec)
+	data := jsontree.Value{Kind: jsontree.Object}
+	if err == nil {
+		if v, perr := jsontree.Parse(b); perr == nil {
+			data = v
+		}
+	}
+	spec, _ := events.Lookup(events.TypeEventRejected)
+	attrs := object(
+		"datacontenttype", str(events.ContentType),
+		"dataschema", str(spec.SchemaURI),
+		"id", str(RejectionID(m.Stream, m.Seq)),
+		"source", str(source),
+		"specversion", str(events.SpecVersion),
+		"subject", str(rec.Subject()),
+		"time", str(m.Stored.UTC().Format(time.RFC3339Nano)),
+		"type", str(events.TypeEventRejected),
+	)
+	return jsontree.Value{Kind: jsontree.Object, Members: []jsontree.Member{
+		{Key: "attributes", Value: attrs},
+		{Key: "data", Value: data},
+		{Key: "nats", Value: position(m)},
+		{Key: "rejected", Value: jsontree.Value{Kind: jsontree.Bool, Bool: true}},
+	}}
+}
+
+// RejectionID is the id of the auditor's rejection record of a stream's
+// message (as natsbus.DeadLetterID names the consumer "auditor").
+func RejectionID(stream string, seq uint64) string {
+	return natsbus.DeadLetterID(stream, "auditor", seq)
+}
+
+func str(s string) jsontree.Value { return jsontree.Value{Kind: jsontree.String, Text: s} }
+
+// object builds an object from key, value pairs.
+func object(kv ...any) jsontree.Value {
+	v := jsontree.Value{Kind: jsontree.Object, Members: make([]jsontree.Member, 0, len(kv)/2)}
+	for i := 0; i+1 < len(kv); i += 2 {
+		v.Members = append(v.Members, jsontree.Member{Key: kv[i].(string), Value: kv[i+1].(jsontree.Value)})
+	}
+	return v
+}

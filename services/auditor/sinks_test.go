@@ -1,0 +1,260 @@
+package auditor_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
+	"github.com/runtimetruth/runtimetruth/services/auditor"
+	"github.com/runtimetruth/runtimetruth/services/auditor/checkpoint"
+	"github.com/runtimetruth/runtimetruth/services/auditor/chstore"
+	"github.com/runtimetruth/runtimetruth/services/auditor/internal/auditortest"
+	"github.com/runtimetruth/runtimetruth/services/auditor/jsonl"
+	"github.com/runtimetruth/runtimetruth/services/auditor/link"
+	"github.com/runtimetruth/runtimetruth/services/auditor/verify"
+)
+
+const hmacKey = "an audit key of at least 16 bytes"
+
+// keys writes an HMAC key and an Ed25519 checkpoint key.
+func keys(t *testing.T, dir string) (hmacFile, cpFile string, pub ed25519.PublicKey) {
+	t.Helper()
+	hmacFile = filepath.Join(dir, "hmac.key")
+	require.NoError(t, os.WriteFile(hmacFile, []byte(hmacKey+"\n"), 0o600))
+	_, k, err := ed25519.GenerateKey(nil)
+	require.NoError(t, err)
+	cpFile = filepath.Join(dir, "checkpoint.pem")
+	require.NoError(t, os.WriteFile(cpFile, checkpoint.MarshalPrivateKey(k), 0o600))
+	return hmacFile, cpFile, k.Public().(ed25519.PublicKey)
+}
+
+type linkKey struct {
+	chain string
+	seq   uint64
+}
+
+func verifyStore(t *testing.T, dsn string, h link.Hasher, cps []chain.Checkpoint) (verify.Report, map[linkKey]string) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := chstore.Open(ctx, chstore.Options{DSN: dsn})
+	require.NoError(t, err)
+	defer func() { _ = s.Close() }()
+	rep, err := verify.Run(ctx, h, cps, s.Source(ctx))
+	require.NoError(t, err)
+	rows := map[linkKey]string{}
+	r, err := s.Conn().Query(ctx, "SELECT chain, seq, hash FROM "+s.Table())
+	require.NoError(t, err)
+	defer func() { _ = r.Close() }()
+	n := 0
+	for r.Next() {
+		var k linkKey
+		var hash string
+		require.NoError(t, r.Scan(&k.chain, &k.seq, &hash))
+		rows[k] = hash
+		n++
+	}
+	require.Equal(t, n, len(rows), "no row twice")
+	return rep, rows
+}
+
+// TestPipelineToEverySink audits the pipeline into JSONL, ClickHouse and
+// rsyslog at once, keyed, with signed checkpoints: the three hold equal
+// chains, and the checkpoints found in rsyslog's output make a truncation
+// of the table detectable.
+func TestPipelineToEverySink(t *testing.T) {
+	e := newEnv(t, 30*time.Second)
+	rs := auditortest.RsyslogEnv(t)
+	hmacFile, cpFile, pub := keys(t, e.dir)
+	host := auditortest.UniqueHost("auditor")
+	cfg := e.config()
+	cfg.HMAC.KeyFile = hmacFile
+	cfg.ClickHouse.DSN = auditortest.ClickHouseDSN(t)
+	cfg.Syslog.Address, cfg.Syslog.Hostname = rs.TCP, host
+	cfg.Syslog.CursorFile = filepath.Join(e.dir, "syslog.cursor")
+	cfg.Checkpoint = auditor.CheckpointConfig{Interval: 100 * time.Millisecond, KeyFile: cpFile, File: filepath.Join(e.dir, "checkpoints.jsonl")}
+	cfg.Batch = 64
+	a := start(t, cfg)
+	n := e.publish(t, 0, 300)
+	_, err := e.js.PublishMsg(context.Background(), auditortest.Malformed("db 03", 7))
+	require.NoError(t, err)
+	n++
+	waitLinks(t, a, n)
+	stop(t, a)
+
+	h := link.NewHasher([]byte(hmacKey))
+	files, err := jsonl.Files(cfg.JSONL.Path)
+	require.NoError(t, err)
+	jrep, err := verify.Run(context.Background(), h, nil, verify.Files(files))
+	require.NoError(t, err)
+	require.Nil(t, jrep.Broken)
+	crep, rows := verifyStore(t, cfg.ClickHouse.DSN, h, nil)
+	require.Nil(t, crep.Broken)
+	assert.Equal(t, jrep.Chains, crep.Chains, "JSONL and ClickHouse hold the same chains")
+	assert.Equal(t, n, crep.Links)
+
+	var cps []chain.Checkpoint
+	fromSyslog := map[linkKey]string{}
+	natstest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		cps = cps[:0]
+		for _, ln := range auditortest.SyslogLines(t, rs.File, host) {
+			m, err := auditortest.ParseSyslog(ln)
+			if err != nil {
+				return err
+			}
+			if m.MsgID == "checkpoint" {
+				c, _, err := checkpoint.Parse([]byte(ln))
+				if err != nil {
+					return err
+				}
+				if err := c.Verify(pub); err != nil {
+					return err
+				}
+				cps = append(cps, checkpoint.ForChain([]checkpoint.Checkpoint{c})...)
+				continue
+			}
+			sd := m.SD["rtlink@32473"]
+			seq, _ := strconv.ParseUint(sd["seq"], 10, 64)
+			fromSyslog[linkKey{sd["chain"], seq}] = sd["hash"]
+		}
+		if len(fromSyslog) < n {
+			return fmt.Errorf("%d of %d links in rsyslog", len(fromSyslog), n)
+		}
+		return nil
+	})
+	assert.Equal(t, rows, fromSyslog, "rsyslog holds the same links as ClickHouse")
+	require.NotEmpty(t, cps, "checkpoints reached rsyslog")
+	fileCps, err := checkpoint.ReadFile(cfg.Checkpoint.File, pub)
+	require.NoError(t, err)
+	assert.NotEmpty(t, fileCps)
+
+	// Against the checkpoints, the intact table verifies; cut its last
+	// links and it is reported truncated.
+	rep, _ := verifyStore(t, cfg.ClickHouse.DSN, h, cps)
+	require.Nil(t, rep.Broken)
+	last := cps[len(cps)-1]
+	auditortest.Exec(t, cfg.ClickHouse.DSN, fmt.Sprintf("ALTER TABLE audit_links DELETE WHERE chain = %s AND seq >= %d",
+		chstore.Quote(last.Chain), last.Seq))
+	rep, _ = verifyStore(t, cfg.ClickHouse.DSN, h, cps)
+	require.NotNil(t, rep.Broken)
+	assert.Equal(t, chain.Truncated, rep.Broken.Reason, rep.Broken.Error())
+}
+
+// TestClickHouseOutage stops ClickHouse while events arrive: the backlog
+// waits in JetStream, unacknowledged, and is written once ClickHouse is
+// back; nothing is lost or written twice.
+func TestClickHouseOutage(t *testing.T) {
+	e := newEnv(t, 30*time.Second)
+	srv := auditortest.StartClickHouse(t)
+	cfg := e.config()
+	cfg.JSONL.Path = ""
+	cfg.ClickHouse.DSN = srv.DSN
+	cfg.ClickHouse.Timeout = 3 * time.Second
+	a := start(t, cfg)
+	n := e.publish(t, 0, 100)
+	waitLinks(t, a, n)
+
+	srv.Stop()
+	m := e.publish(t, 100, 200)
+	natstest.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+		if a.Stats().Retries.Load() < 2 {
+			return fmt.Errorf("%d retries", a.Stats().Retries.Load())
+		}
+		return nil
+	})
+	backlog := 0
+	for _, s := range auditor.DefaultStreams {
+		c, err := e.js.Consumer(context.Background(), s, testConsumer)
+		require.NoError(t, err)
+		backlog += int(c.CachedInfo().NumPending) + c.CachedInfo().NumAckPending
+	}
+	assert.Equal(t, m, backlog, "the backlog waits in JetStream")
+
+	srv.Start()
+	waitLinks(t, a, n+m)
+	stop(t, a)
+	rep, rows := verifyStore(t, srv.DSN, link.NewHasher(nil), nil)
+	require.Nil(t, rep.Broken)
+	assert.Len(t, rows, n+m)
+	exactlyOnceRows(t, srv.DSN, e.stored(t))
+}
+
+// exactlyOnceRows checks the table holds every stream message once.
+func exactlyOnceRows(t *testing.T, dsn string, stored map[string]uint64) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := chstore.Open(ctx, chstore.Options{DSN: dsn})
+	require.NoError(t, err)
+	defer func() { _ = s.Close() }()
+	for stream, n := range stored {
+		var rows, distinct, top uint64
+		require.NoError(t, s.Conn().QueryRow(ctx, "SELECT count(), uniqExact(stream_seq), max(stream_seq) FROM "+s.Table()+
+			" WHERE stream = "+chstore.Quote(stream)).Scan(&rows, &distinct, &top))
+		assert.Equal(t, n, rows, stream)
+		assert.Equal(t, n, distinct, stream)
+		assert.Equal(t, n, top, stream)
+	}
+}
+
+// TestCrashBetweenSinks kills the auditor after a batch reached the JSONL
+// log but not ClickHouse: at restart ClickHouse is brought level from the
+// log, and every event is in both exactly once.
+func TestCrashBetweenSinks(t *testing.T) {
+	e := newEnv(t, time.Second)
+	cfg := e.config()
+	cfg.ClickHouse.DSN = auditortest.ClickHouseDSN(t)
+	cfg.Batch = 30
+	var ch *faultySink
+	a := start(t, cfg, func(a *auditor.Auditor) {
+		a.WrapSinks(func(s auditor.Sink) auditor.Sink {
+			if s.Name() == "clickhouse" {
+				ch = &faultySink{Sink: s}
+				return ch
+			}
+			return s
+		})
+	})
+	n := e.publish(t, 0, 100)
+	waitLinks(t, a, n)
+	ch.hang.Store(true)
+	m := e.publish(t, 100, 100)
+	natstest.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		heads, err := jsonlHeads(cfg.JSONL.Path)
+		if err != nil {
+			return err
+		}
+		if heads <= n {
+			return fmt.Errorf("log not ahead yet")
+		}
+		return nil
+	})
+	a.Abort()
+
+	b := start(t, cfg)
+	k := e.publish(t, 200, 50)
+	waitLinks(t, b, n+m+k)
+	stop(t, b)
+	assert.Positive(t, b.Stats().CaughtUp.Load(), "ClickHouse was brought level from the log")
+	exactlyOnce(t, readLog(t, cfg.JSONL.Path), e.stored(t))
+	exactlyOnceRows(t, cfg.ClickHouse.DSN, e.stored(t))
+	rep, _ := verifyStore(t, cfg.ClickHouse.DSN, link.NewHasher(nil), nil)
+	require.Nil(t, rep.Broken)
+}
+
+func jsonlHeads(path string) (int, error) {
+	files, err := jsonl.Files(path)
+	if err != nil {
+		return 0, err
+	}
+	rep, err := verify.Run(context.Background(), link.NewHasher(nil), nil, verify.Files(files))
+	return rep.Links, err
+}

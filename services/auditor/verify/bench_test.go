@@ -1,0 +1,76 @@
+package verify_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"testing"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
+	"github.com/runtimetruth/runtimetruth/services/auditor/internal/auditortest"
+	"github.com/runtimetruth/runtimetruth/services/auditor/link"
+	"github.com/runtimetruth/runtimetruth/services/auditor/verify"
+)
+
+// mixed seals n events of the fixture mix (verdicts with reports,
+// evidence snapshots, runnable.modified, ...) over 16 hosts.
+func mixed(b *testing.B, h link.Hasher, n int) []byte {
+	b.Helper()
+	hosts := []string{"h00", "h01", "h02", "h03", "h04", "h05", "h06", "h07", "h08", "h09", "h10", "h11", "h12", "h13", "h14", "h15"}
+	var buf bytes.Buffer
+	heads := map[string]link.Head{}
+	msgs := make([][]byte, 0, 64)
+	_ = msgs
+	for i := range n {
+		m := auditortest.Msg(b, auditortest.Payload(b, hosts, i), i)
+		msg := auditortest.Message(b, auditortest.StreamOf(m.Subject), uint64(i+1), m)
+		name := link.ChainName(msg.Stream, msg.Subject)
+		r, err := h.Seal(name, heads[name], link.Entry(msg, events.Source("auditor", "b")))
+		if err != nil {
+			b.Fatal(err)
+		}
+		heads[name] = r.Head()
+		buf.Write(r.Line)
+		buf.WriteByte('\n')
+	}
+	return buf.Bytes()
+}
+
+// BenchmarkVerifyJSONL reports links/s verified from a JSONL file in
+// memory: this package against pkg/evidence/chain.Verify (the reference)
+// and against bare SHA-256 over the same bytes.
+func BenchmarkVerifyJSONL(b *testing.B) {
+	h := link.NewHasher([]byte("0123456789abcdef0123456789abcdef"))
+	const n = 50000
+	data := mixed(b, h, n)
+	b.Run("reference-chain.Verify", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			rep, err := chain.Verify(bytes.NewReader(data), h.Chain(), nil)
+			if err != nil || rep.Broken != nil || rep.Links != n {
+				b.Fatal(err, rep.Broken)
+			}
+		}
+		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "links/s")
+	})
+	b.Run("reference-sha256", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			for line := range bytes.SplitSeq(data, []byte{'\n'}) {
+				sha256.Sum256(line)
+			}
+		}
+		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "links/s")
+	})
+	b.Run("verify", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			rep, err := verify.Run(context.Background(), h, nil, verify.Lines(bytes.NewReader(data), "bench"))
+			if err != nil || rep.Broken != nil || rep.Links != n {
+				b.Fatal(err, rep.Broken)
+			}
+		}
+		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "links/s")
+	})
+}

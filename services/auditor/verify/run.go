@@ -1,0 +1,220 @@
+package verify
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sync"
+
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
+	"github.com/runtimetruth/runtimetruth/services/auditor/link"
+)
+
+// batchSize is how many links one hashing task covers.
+const batchSize = 512
+
+// Source fills a batch with up to cap(cands) candidates and reports
+// whether more may follow. For rows, it sets Chain, Seq, Prev, Hash, Event
+// and Pos; for lines, Line and Pos.
+type Source func(ctx context.Context, b *Batch) (more bool, err error)
+
+// Batch is what a Source fills.
+type Batch struct {
+	// Cands are the candidates read; append to it.
+	Cands []Candidate
+	// Lines marks the candidates as JSONL lines to be parsed.
+	Lines bool
+}
+
+// Run verifies the links a source yields, in order, hashing them on
+// several goroutines while the source reads on. It returns the report,
+// or the source's error.
+func Run(ctx context.Context, h link.Hasher, checkpoints []chain.Checkpoint, src Source) (Report, error) {
+	return RunVisit(ctx, h, checkpoints, src, nil)
+}
+
+// RunVisit is Run calling visit, when not nil, with every link that
+// verified, in order.
+func RunVisit(ctx context.Context, h link.Hasher, checkpoints []chain.Checkpoint, src Source, visit func(*Candidate)) (Report, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	v := New(h, checkpoints)
+	workers := max(runtime.GOMAXPROCS(0), 1)
+	work := make(chan *pending, workers*2)
+	ordered := make(chan *pending, workers*2)
+	var srcErr error
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			d := NewDigester(h)
+			for p := range work {
+				for i := range p.b.Cands {
+					c := &p.b.Cands[i]
+					if c.Err != nil {
+						continue
+					}
+					if p.b.Lines {
+						d.Line(c.Line, c.Pos, c)
+					} else {
+						d.Row(c)
+					}
+				}
+				close(p.done)
+			}
+		})
+	}
+	go func() {
+		defer close(ordered)
+		defer close(work)
+		for {
+			p := &pending{b: &Batch{Cands: make([]Candidate, 0, batchSize)}, done: make(chan struct{})}
+			more, err := src(ctx, p.b)
+			if len(p.b.Cands) > 0 {
+				select {
+				case work <- p:
+				case <-ctx.Done():
+					return
+				}
+				select {
+				case ordered <- p:
+				case <-ctx.Done():
+					return
+				}
+			}
+			if err != nil {
+				if ctx.Err() == nil {
+					srcErr = err
+				}
+				return
+			}
+			if !more {
+				return
+			}
+		}
+	}()
+	defer wg.Wait()
+	for p := range ordered {
+		<-p.done
+		for i := range p.b.Cands {
+			c := &p.b.Cands[i]
+			if b := v.Check(c); b != nil {
+				cancel()
+				drain(ordered)
+				r := v.Finish()
+				r.Broken = b
+				return r, nil
+			}
+			if visit != nil {
+				visit(c)
+			}
+		}
+	}
+	if srcErr != nil {
+		return Report{}, srcErr
+	}
+	if err := ctx.Err(); err != nil {
+		return Report{}, err
+	}
+	return v.Finish(), nil
+}
+
+type pending struct {
+	b    *Batch
+	done chan struct{}
+}
+
+func drain(ch <-chan *pending) {
+	for p := range ch {
+		<-p.done
+	}
+}
+
+// chunk is how much Lines reads at a time.
+const chunk = 1 << 20
+
+// Lines returns a Source reading JSONL links from r, named name in
+// positions. Lines are sliced from large reads, not copied one by one.
+func Lines(r io.Reader, name string) Source {
+	var carry []byte
+	line := 0
+	eof := false
+	return func(ctx context.Context, b *Batch) (bool, error) {
+		b.Lines = true
+		for len(b.Cands) < batchSize {
+			if i := bytes.IndexByte(carry, '\n'); i >= 0 {
+				line++
+				if i > 0 {
+					ln := carry[:i:i]
+					b.Cands = append(b.Cands, Candidate{Line: ln, Pos: Position{File: name, Line: line}})
+				}
+				carry = carry[i+1:]
+				continue
+			}
+			if len(carry) > chain.MaxLinkSize {
+				b.Cands = append(b.Cands, Candidate{Pos: Position{File: name, Line: line + 1},
+					Err: fmt.Errorf("%w: longer than %d bytes", chain.ErrLink, chain.MaxLinkSize)})
+				return false, nil
+			}
+			if eof {
+				if len(carry) > 0 {
+					line++
+					b.Cands = append(b.Cands, Candidate{Line: carry, Pos: Position{File: name, Line: line}})
+					carry = nil
+				}
+				return false, nil
+			}
+			// A fresh buffer: the lines handed out keep pointing into the
+			// old one.
+			buf := make([]byte, len(carry), len(carry)+chunk)
+			copy(buf, carry)
+			n, err := io.ReadFull(r, buf[len(buf):cap(buf)])
+			carry = buf[:len(buf)+n]
+			switch {
+			case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+				eof = true
+			case err != nil:
+				return false, fmt.Errorf("read %s: %w", name, err)
+			}
+		}
+		return true, ctx.Err()
+	}
+}
+
+// Files returns a Source reading the JSONL files in order, as one
+// sequence of links (rotated files continue their chains).
+func Files(paths []string) Source {
+	i := 0
+	var f *os.File
+	var cur Source
+	return func(ctx context.Context, b *Batch) (bool, error) {
+		for {
+			if cur == nil {
+				if i == len(paths) {
+					return false, nil
+				}
+				var err error
+				if f, err = os.Open(paths[i]); err != nil {
+					return false, fmt.Errorf("open audit log: %w", err)
+				}
+				cur = Lines(f, paths[i])
+				i++
+			}
+			more, err := cur(ctx, b)
+			if err != nil || more {
+				if err != nil {
+					_ = f.Close()
+				}
+				return true, err
+			}
+			_ = f.Close()
+			cur = nil
+			if len(b.Cands) > 0 {
+				return true, nil
+			}
+		}
+	}
+}

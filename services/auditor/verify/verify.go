@@ -1,0 +1,469 @@
+// Package verify recomputes audit chains, from JSONL lines or database
+// rows, and names the first broken link and why: changed, missing,
+// reordered, duplicated, malformed, or — against external checkpoints —
+// truncated or rewritten (pkg/evidence/chain's reasons).
+//
+// It follows pkg/evidence/chain's link format and reasons, and is built
+// for speed: a link stored canonically (as the auditor writes it) is
+// checked by hashing its bytes as they are, and hashing runs in parallel
+// with reading; only a link whose bytes do not hash to its hash is parsed
+// and canonicalized, to tell a reformatted link from a changed one. It
+// keeps a small per-chain state (the head, the last few hashes, the hashes
+// at checkpointed sequence numbers), not the chain.
+package verify
+
+import (
+	"bytes"
+	"fmt"
+	"hash"
+	"strconv"
+	"strings"
+
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/canonjson"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/jsontree"
+	"github.com/runtimetruth/runtimetruth/services/auditor/link"
+)
+
+// KeyRequired is the reason of a break found where links carry an HMAC
+// but no key was given: the chain cannot be checked (an error, not a
+// verdict).
+const KeyRequired chain.Reason = "key required"
+
+// recent is how many of a chain's last hashes are kept to tell a
+// duplicated link from a reordered one.
+const recent = 64
+
+// Position says where a link was read: a file and line, or a row number.
+type Position struct {
+	File string
+	Line int
+	Row  int
+}
+
+// Break is the first broken link.
+type Break struct {
+	chain.Break
+	// File names the file of a JSONL link (Break.Line is its line).
+	File string
+	// Row is the 1-based row of a database link.
+	Row int
+}
+
+func newBreak(name string, seq uint64, pos Position, r chain.Reason, detail string) *Break {
+	return &Break{Break: chain.Break{Chain: name, Seq: seq, Line: pos.Line, Reason: r, Detail: detail}, File: pos.File, Row: pos.Row}
+}
+
+func (b *Break) Error() string {
+	var where string
+	switch {
+	case b.File != "" && b.Line > 0:
+		where = fmt.Sprintf("%s:%d: ", b.File, b.Line)
+	case b.Line > 0:
+		where = fmt.Sprintf("line %d: ", b.Line)
+	case b.Row > 0:
+		where = fmt.Sprintf("row %d: ", b.Row)
+	case b.File != "":
+		where = b.File + ": "
+	}
+	return fmt.Sprintf("%schain %q seq %d: %s: %s", where, b.Chain, b.Seq, b.Reason, b.Detail)
+}
+
+// Report is the outcome of a verification.
+type Report struct {
+	// Links counts the links checked.
+	Links int
+	// Chains holds each chain's last verified link.
+	Chains map[string]chain.Head
+	// Broken is the first broken link; nil when every chain verifies.
+	Broken *Break
+}
+
+// Candidate is one link to check: its stored parts and, once digested,
+// the hash its bytes give.
+type Candidate struct {
+	Chain string
+	Seq   uint64
+	Prev  string
+	Hash  string
+	// Event is the event's JSON as stored.
+	Event []byte
+	// Line is the whole line (JSONL input), when there is one.
+	Line []byte
+	Pos  Position
+	// Computed is the hash of the stored bytes (Digester); empty when the
+	// line is not in canonical layout.
+	Computed string
+	// Err is a read or parse error of the line or row.
+	Err error
+}
+
+// Digester computes Candidate.Computed; one per goroutine.
+type Digester struct {
+	h   link.Hasher
+	m   hash.Hash
+	buf []byte
+	sum []byte
+}
+
+// NewDigester returns a digester for links hashed by h.
+func NewDigester(h link.Hasher) *Digester { return &Digester{h: h, m: h.New()} }
+
+// Row hashes a row's parts, taking the stored event bytes as canonical.
+func (d *Digester) Row(c *Candidate) {
+	d.buf = link.Body(d.buf[:0], c.Chain, c.Seq, c.Prev, c.Event)
+	d.m.Reset()
+	d.m.Write(d.buf)
+	d.sum = d.m.Sum(d.sum[:0])
+	c.Computed = d.h.Format(d.sum)
+}
+
+// Line fills c from a JSONL line in the canonical layout
+// {"chain":…,"event":…,"hash":"…","prev":"…","seq":N} and hashes the line
+// without its hash member. A line in another layout is left for Check to
+// parse (c.Line set, c.Computed empty).
+func (d *Digester) Line(ln []byte, pos Position, c *Candidate) {
+	*c = Candidate{Line: ln, Pos: pos}
+	name, seq, prev, hashValue, eventStart, hashStart, prevStart, ok := layout(ln)
+	if !ok {
+		return
+	}
+	c.Chain, c.Seq, c.Prev, c.Hash = name, seq, prev, hashValue
+	c.Event = ln[eventStart:hashStart]
+	d.m.Reset()
+	d.m.Write(ln[:hashStart])
+	d.m.Write(ln[prevStart:])
+	d.sum = d.m.Sum(d.sum[:0])
+	c.Computed = d.h.Format(d.sum)
+}
+
+// layout parses the canonical line layout, from both ends.
+func layout(ln []byte) (name string, seq uint64, prev, hashValue string, eventStart, hashStart, prevStart int, ok bool) {
+	const head = `{"chain":"`
+	if !bytes.HasPrefix(ln, []byte(head)) || len(ln) < 100 || ln[len(ln)-1] != '}' {
+		return
+	}
+	// The chain name: a JSON string with canonical escapes.
+	i := len(head)
+	for ; i < len(ln); i++ {
+		if ln[i] == '\\' {
+			i++
+			continue
+		}
+		if ln[i] == '"' {
+			break
+		}
+	}
+	if i >= len(ln) {
+		return
+	}
+	raw := ln[len(head)-1 : i+1]
+	if bytes.IndexByte(raw, '\\') >= 0 {
+		s, err := strconv.Unquote(string(raw))
+		if err != nil || string(canonjson.AppendString(nil, s)) != string(raw) {
+			return
+		}
+		name = s
+	} else {
+		name = string(raw[1 : len(raw)-1])
+	}
+	if !bytes.HasPrefix(ln[i+1:], []byte(`,"event":{`)) {
+		return
+	}
+	eventStart = i + 1 + len(`,"event":`)
+	// The tail: ,"hash":"H","prev":"P","seq":N}
+	end := len(ln) - 1
+	j := end
+	for j > 0 && ln[j-1] >= '0' && ln[j-1] <= '9' {
+		j--
+	}
+	if j == end || (ln[j] == '0' && end-j > 1) {
+		return
+	}
+	n, err := strconv.ParseUint(string(ln[j:end]), 10, 64)
+	if err != nil || n == 0 {
+		return
+	}
+	seq = n
+	const seqKey, prevKey, hashKey = `","seq":`, `,"prev":"`, `,"hash":"`
+	if !bytes.HasSuffix(ln[:j], []byte(seqKey)) {
+		return
+	}
+	// prev's value ends before seqKey; a hash value is "sha256:" or
+	// "hmac-sha256:" and 64 hex digits.
+	k := j - len(seqKey)
+	var ok2 bool
+	if prev, prevStart, ok2 = member(ln, k, prevKey, eventStart); !ok2 || ln[prevStart-1] != '"' {
+		return
+	}
+	if hashValue, hashStart, ok2 = member(ln, prevStart-1, hashKey, eventStart); !ok2 || ln[hashStart-1] != '}' {
+		return
+	}
+	return name, seq, prev, hashValue, eventStart, hashStart, prevStart, true
+}
+
+// member finds the string member key:"<hash>" whose value ends at end
+// (the closing quote), and returns the value and where the member starts.
+func member(ln []byte, end int, key string, floor int) (string, int, bool) {
+	for _, n := range []int{len("sha256:") + 64, len("hmac-sha256:") + 64} {
+		start := end - n - len(key)
+		if start <= floor {
+			continue
+		}
+		if string(ln[start:start+len(key)]) == key {
+			v := string(ln[end-n : end])
+			if validHash(v) {
+				return v, start, true
+			}
+		}
+	}
+	return "", 0, false
+}
+
+func validHash(s string) bool {
+	var hexPart string
+	switch {
+	case strings.HasPrefix(s, "sha256:"):
+		hexPart = s[len("sha256:"):]
+	case strings.HasPrefix(s, "hmac-sha256:"):
+		hexPart = s[len("hmac-sha256:"):]
+	default:
+		return false
+	}
+	if len(hexPart) != 64 {
+		return false
+	}
+	for i := 0; i < len(hexPart); i++ {
+		c := hexPart[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Verifier checks links in the order they are stored; it keeps per-chain
+// state. Use it from one goroutine.
+type Verifier struct {
+	h       link.Hasher
+	d       *Digester
+	chains  map[string]*state
+	marks   map[string]map[uint64]string // checkpointed seqs per chain
+	cps     []chain.Checkpoint
+	links   int
+	pending *Break // a "missing" break that the next link may show to be a reordering
+	pendAt  *state
+}
+
+type state struct {
+	head   chain.Head
+	last   [recent]chain.Head // ring by seq
+	marked map[uint64]string  // hashes at checkpointed seqs
+}
+
+// New returns a verifier for links hashed by h, which will check the
+// chains against checkpoints at Finish.
+func New(h link.Hasher, checkpoints []chain.Checkpoint) *Verifier {
+	v := &Verifier{h: h, d: NewDigester(h), chains: map[string]*state{}, marks: map[string]map[uint64]string{}, cps: checkpoints}
+	for _, cp := range checkpoints {
+		if v.marks[cp.Chain] == nil {
+			v.marks[cp.Chain] = map[uint64]string{}
+		}
+		v.marks[cp.Chain][cp.Seq] = cp.Head
+	}
+	return v
+}
+
+// Check verifies the next stored link. It returns the first broken link
+// (possibly an earlier one whose verdict waited for this link), or nil.
+func (v *Verifier) Check(c *Candidate) *Break {
+	if c.Err != nil {
+		return v.flush(newBreak(c.Chain, c.Seq, c.Pos, chain.Malformed, c.Err.Error()))
+	}
+	valid := c.Computed != "" && c.Computed == c.Hash
+	if !valid {
+		var b *Break
+		if valid, b = v.slow(c); b != nil {
+			return v.flush(b)
+		}
+	}
+	v.links++
+	st := v.chains[c.Chain]
+	if st == nil {
+		st = &state{head: chain.Head{Hash: chain.Genesis}}
+		if m := v.marks[c.Chain]; m != nil {
+			st.marked = map[uint64]string{}
+		}
+		v.chains[c.Chain] = st
+	}
+	brk := func(r chain.Reason, format string, args ...any) *Break {
+		return newBreak(c.Chain, c.Seq, c.Pos, r, fmt.Sprintf(format, args...))
+	}
+	if v.pending != nil {
+		p := v.pending
+		if v.pendAt != st {
+			// Another chain: the pending link stays pending until its
+			// chain shows more, unless this one breaks first.
+			if b := v.step(st, c, valid, brk); b != nil {
+				return v.flush(b)
+			}
+			return nil
+		}
+		v.pending, v.pendAt = nil, nil
+		if valid && c.Seq == st.head.Seq+1 && c.Prev == st.head.Hash {
+			p.Reason = chain.Reordered
+			p.Detail = fmt.Sprintf("seq %d appears before seq %d", p.Seq, c.Seq)
+			return p
+		}
+		return p
+	}
+	return v.step(st, c, valid, brk)
+}
+
+// step applies one valid-or-not link to its chain's state.
+func (v *Verifier) step(st *state, c *Candidate, valid bool, brk func(chain.Reason, string, ...any) *Break) *Break {
+	if !valid && (strings.HasPrefix(c.Hash, "hmac-sha256:") != v.h.Keyed()) {
+		if !v.h.Keyed() {
+			return brk(KeyRequired, "the link carries an HMAC; give the chain's key")
+		}
+		return brk(chain.Changed, "the link carries a plain hash where the chain is keyed (recomputed without the key)")
+	}
+	expected := st.head.Seq + 1
+	switch {
+	case c.Seq < expected:
+		if !valid {
+			return brk(chain.Changed, "content does not match its hash")
+		}
+		if h := st.last[c.Seq%recent]; h.Seq == c.Seq && h.Hash == c.Hash {
+			return brk(chain.Duplicated, "seq %d already appeared", c.Seq)
+		}
+		if c.Seq == st.head.Seq {
+			return brk(chain.Changed, "a second, different link with seq %d (a link was inserted or replaced)", c.Seq)
+		}
+		return brk(chain.Reordered, "seq %d after seq %d", c.Seq, st.head.Seq)
+	case c.Seq > expected:
+		b := brk(chain.Missing, "links %d..%d are missing", expected, c.Seq-1)
+		if c.Seq == expected+1 {
+			b.Detail = fmt.Sprintf("link %d is missing", expected)
+			if valid && c.Line != nil {
+				// In a file, the missing link may come next (two links
+				// swapped): decide on the chain's next link.
+				v.pending, v.pendAt = b, st
+				return nil
+			}
+		}
+		return b
+	case !valid:
+		if s, ok := v.movedFrom(c); ok {
+			return brk(chain.Reordered, "the link of seq %d is stored at seq %d", s, c.Seq)
+		}
+		return brk(chain.Changed, "content does not match its hash")
+	case c.Prev != st.head.Hash:
+		return brk(chain.Changed, "prev %s does not match the hash of seq %d (%s)", c.Prev, st.head.Seq, st.head.Hash)
+	}
+	st.head = chain.Head{Seq: c.Seq, Hash: c.Hash}
+	st.last[c.Seq%recent] = st.head
+	if st.marked != nil {
+		if _, ok := v.marks[c.Chain][c.Seq]; ok {
+			st.marked[c.Seq] = c.Hash
+		}
+	}
+	return nil
+}
+
+// flush returns the pending break if there is one (it came first), else b.
+func (v *Verifier) flush(b *Break) *Break {
+	if p := v.pending; p != nil {
+		v.pending, v.pendAt = nil, nil
+		return p
+	}
+	return b
+}
+
+// slow parses a link whose stored bytes do not hash to its hash: a line
+// in another layout, or a reformatted or changed event. It reports
+// whether the canonical form matches the hash, or a malformed link.
+func (v *Verifier) slow(c *Candidate) (bool, *Break) {
+	if c.Line != nil && c.Computed == "" {
+		l, err := chain.ParseLink(c.Line)
+		if err != nil {
+			return false, newBreak("", 0, c.Pos, chain.Malformed, err.Error())
+		}
+		c.Chain, c.Seq, c.Prev, c.Hash = l.Chain, l.Seq, l.Prev, l.Hash
+		ev, err := canonjson.Marshal(l.Event)
+		if err != nil {
+			return false, newBreak(l.Chain, l.Seq, c.Pos, chain.Malformed, err.Error())
+		}
+		c.Event = ev
+		v.d.Row(c)
+		return c.Computed == c.Hash, nil
+	}
+	ev, err := jsontree.Parse(c.Event)
+	if err != nil || ev.Kind != jsontree.Object {
+		detail := "event is not a JSON object"
+		if err != nil {
+			detail = "event: " + err.Error()
+		}
+		return false, newBreak(c.Chain, c.Seq, c.Pos, chain.Malformed, detail)
+	}
+	canon, err := canonjson.Marshal(ev)
+	if err != nil {
+		return false, newBreak(c.Chain, c.Seq, c.Pos, chain.Malformed, "event: "+err.Error())
+	}
+	if bytes.Equal(canon, c.Event) {
+		return false, nil
+	}
+	cc := *c
+	cc.Event = canon
+	v.d.Row(&cc)
+	return cc.Computed == c.Hash, nil
+}
+
+// movedFrom finds whether a link whose hash does not match its seq was
+// sealed at a nearby seq (its seq was rewritten: rows reordered).
+func (v *Verifier) movedFrom(c *Candidate) (uint64, bool) {
+	for d := uint64(1); d <= 16; d++ {
+		for _, s := range []uint64{c.Seq + d, c.Seq - d} {
+			if s == 0 || s > c.Seq+d {
+				continue
+			}
+			if v.h.Sum(c.Chain, s, c.Prev, c.Event) == c.Hash {
+				return s, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// Finish ends the verification: a link still pending is reported, then
+// every checkpoint is checked (truncated: the chain ends before it;
+// rewritten: the link at its seq has another hash).
+func (v *Verifier) Finish() Report {
+	r := Report{Links: v.links, Chains: make(map[string]chain.Head, len(v.chains))}
+	for name, st := range v.chains {
+		r.Chains[name] = st.head
+	}
+	if v.pending != nil {
+		r.Broken = v.pending
+		v.pending = nil
+		return r
+	}
+	for _, cp := range v.cps {
+		st := v.chains[cp.Chain]
+		if st == nil || st.head.Seq < cp.Seq {
+			got := uint64(0)
+			if st != nil {
+				got = st.head.Seq
+			}
+			r.Broken = &Break{Break: chain.Break{Chain: cp.Chain, Seq: cp.Seq, Reason: chain.Truncated,
+				Detail: fmt.Sprintf("chain ends at seq %d but a checkpoint records seq %d", got, cp.Seq)}}
+			return r
+		}
+		if h := st.marked[cp.Seq]; h != cp.Head {
+			r.Broken = &Break{Break: chain.Break{Chain: cp.Chain, Seq: cp.Seq, Reason: chain.Rewritten,
+				Detail: fmt.Sprintf("hash %s differs from the checkpoint's %s", h, cp.Head)}}
+			return r
+		}
+	}
+	return r
+}

@@ -1,0 +1,380 @@
+package auditor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/runtimetruth/runtimetruth/services/auditor/link"
+)
+
+// Sink stores links. Write returns once the records are durable in the
+// sink (or fails); records arrive in chain order, each following its
+// chain's head in the sink.
+type Sink interface {
+	Name() string
+	Write(ctx context.Context, recs []link.Record) error
+	Close() error
+}
+
+// HeadReader is a sink that knows the last link of each chain it holds.
+type HeadReader interface {
+	Heads(ctx context.Context) (map[string]link.Head, error)
+}
+
+// ChainHeads is a HeadReader that can look up some chains only.
+type ChainHeads interface {
+	HeadsOf(ctx context.Context, chains []string) (map[string]link.Head, error)
+}
+
+// LinkReader is a sink that reads back a chain's links, to bring another
+// sink up to date.
+type LinkReader interface {
+	Links(ctx context.Context, chain string, after uint64, fn func(link.Record) error) error
+}
+
+// SinkSpec is a sink and whether acknowledging waits for it.
+type SinkSpec struct {
+	Sink Sink
+	// Required: a message is acknowledged only once its link is in this
+	// sink. A failing sink that is not required is skipped (counted).
+	Required bool
+}
+
+// ErrFork is returned by Recover when two sinks hold different links at
+// the same place of a chain.
+var ErrFork = errors.New("audit sinks disagree")
+
+// Writer seals links and writes them to every sink. The chains are
+// partitioned between callers (one stream each), so a chain has one
+// writer; Writer keeps the committed heads, the links durable in every
+// required sink.
+type Writer struct {
+	h     link.Hasher
+	sinks []SinkSpec
+	log   *slog.Logger
+	stats *Stats
+
+	mu    sync.Mutex
+	heads map[string]link.Head
+}
+
+// NewWriter returns a writer over sinks; call Recover before appending.
+func NewWriter(h link.Hasher, sinks []SinkSpec, log *slog.Logger, stats *Stats) *Writer {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if stats == nil {
+		stats = new(Stats)
+	}
+	return &Writer{h: h, sinks: sinks, log: log, stats: stats, heads: map[string]link.Head{}}
+}
+
+// Recover reads every sink's heads and brings the sinks that lag behind up
+// to date from the one furthest ahead (a crash between two sinks' writes
+// leaves them apart); it fails with ErrFork if two sinks disagree.
+func (w *Writer) Recover(ctx context.Context) error {
+	heads := make([]map[string]link.Head, len(w.sinks))
+	names := map[string]bool{}
+	for i, s := range w.sinks {
+		hr, ok := s.Sink.(HeadReader)
+		if !ok {
+			continue
+		}
+		h, err := hr.Heads(ctx)
+		if err != nil {
+			return fmt.Errorf("read heads of the %s sink: %w", s.Sink.Name(), err)
+		}
+		heads[i] = h
+		for c := range h {
+			names[c] = true
+		}
+	}
+	committed := map[string]link.Head{}
+	for c := range names {
+		lead := -1
+		for i, s := range w.sinks {
+			if _, ok := s.Sink.(LinkReader); !ok || heads[i] == nil {
+				continue
+			}
+			if lead < 0 || heads[i][c].Seq > heads[lead][c].Seq {
+				lead = i
+			}
+		}
+		if lead < 0 {
+			continue
+		}
+		top := heads[lead][c]
+		for i, s := range w.sinks {
+			if heads[i] == nil || i == lead || heads[i][c].Seq >= top.Seq {
+				if heads[i] != nil && heads[i][c].Seq == top.Seq && heads[i][c].Hash != top.Hash {
+					return fmt.Errorf("%w: chain %q seq %d is %s in the %s sink but %s in the %s sink", ErrFork,
+						c, top.Seq, heads[i][c].Hash, s.Sink.Name(), top.Hash, w.sinks[lead].Sink.Name())
+				}
+				continue
+			}
+			n, err := w.catchUp(ctx, w.sinks[lead].Sink, s.Sink, c, heads[i][c])
+			if err != nil {
+				if !s.Required {
+					w.log.WarnContext(ctx, "catch up audit sink", "sink", s.Sink.Name(), "chain", c, "err", err)
+					continue
+				}
+				return err
+			}
+			w.stats.CaughtUp.Add(uint64(n))
+			w.log.InfoContext(ctx, "audit sink caught up", "sink", s.Sink.Name(), "chain", c, "links", n, "from", w.sinks[lead].Sink.Name())
+		}
+		committed[c] = top
+	}
+	w.mu.Lock()
+	w.heads = committed
+	w.mu.Unlock()
+	return nil
+}
+
+// catchUp copies the links of chain c after head from one sink to another.
+func (w *Writer) catchUp(ctx context.Context, from, to Sink, c string, head link.Head) (int, error) {
+	const chunk = 1000
+	var batch []link.Record
+	n := 0
+	prev := head
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		if err := to.Write(ctx, batch); err != nil {
+			return fmt.Errorf("catch up the %s sink from the %s sink: %w", to.Name(), from.Name(), err)
+		}
+		n += len(batch)
+		batch = batch[:0]
+		return nil
+	}
+	err := from.(LinkReader).Links(ctx, c, head.Seq, func(r link.Record) error {
+		if r.Seq != prev.Seq+1 || (prev.Seq > 0 && r.Prev != prev.Hash) {
+			return fmt.Errorf("%w: chain %q: the %s sink's link %d does not follow the %s sink's head %d (%s)",
+				ErrFork, c, from.Name(), r.Seq, to.Name(), prev.Seq, prev.Hash)
+		}
+		prev = r.Head()
+		batch = append(batch, r)
+		if len(batch) == chunk {
+			return flush()
+		}
+		return nil
+	})
+	if err != nil {
+		return n, err
+	}
+	return n, flush()
+}
+
+// Heads returns the committed heads.
+func (w *Writer) Heads() map[string]link.Head {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[string]link.Head, len(w.heads))
+	for k, v := range w.heads {
+		out[k] = v
+	}
+	return out
+}
+
+// Head returns a chain's committed head.
+func (w *Writer) Head(c string) link.Head {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.heads[c]
+}
+
+// Applied returns the highest stream sequence recorded from stream.
+func (w *Writer) Applied(stream string) uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var top uint64
+	for _, h := range w.heads {
+		if h.Stream == stream {
+			top = max(top, h.StreamSeq)
+		}
+	}
+	return top
+}
+
+// Batch is a group of records written together, remembering which sinks
+// already hold them across retries.
+type Batch struct {
+	Recs     []link.Record
+	done     []bool
+	attempts []int
+	tip      map[string]link.Head
+}
+
+// Seal appends the link of m to the batch, following the batch's earlier
+// links of its chain or the chain's committed head. A message whose event
+// cannot be sealed is recorded as a rejection.
+func (w *Writer) Seal(b *Batch, m *link.Message, source string) link.Record {
+	name := link.ChainName(m.Stream, m.Subject)
+	if b.tip == nil {
+		b.tip = map[string]link.Head{}
+	}
+	head, ok := b.tip[name]
+	if !ok {
+		head = w.Head(name)
+	}
+	r, err := w.h.Seal(name, head, link.Entry(m, source))
+	if err != nil {
+		r, err = w.h.Seal(name, head, link.Reject(m, source, err))
+		if err != nil { // cannot happen: the rejection record is plain strings
+			panic(fmt.Sprintf("auditor: seal a rejection record: %v", err))
+		}
+	}
+	if r.Meta.Rejected {
+		w.stats.Rejected.Add(1)
+	}
+	b.tip[name] = r.Head()
+	b.Recs = append(b.Recs, r)
+	return r
+}
+
+// Commit writes the batch to every sink that does not hold it yet, in
+// parallel, and on success makes its links the committed heads. Call it
+// again after a failure: a sink that failed is first asked for its heads
+// (if it knows them), so that links it did store are not written twice.
+func (w *Writer) Commit(ctx context.Context, b *Batch) error {
+	if len(b.Recs) == 0 {
+		return nil
+	}
+	if b.done == nil {
+		b.done = make([]bool, len(w.sinks))
+		b.attempts = make([]int, len(w.sinks))
+	}
+	errs := make([]error, len(w.sinks))
+	var wg sync.WaitGroup
+	for i, s := range w.sinks {
+		if b.done[i] {
+			continue
+		}
+		wg.Go(func() {
+			recs := b.Recs
+			if b.attempts[i] > 0 {
+				var err error
+				if recs, err = w.missing(ctx, s.Sink, recs); err != nil {
+					errs[i] = err
+					return
+				}
+			}
+			b.attempts[i]++
+			if len(recs) > 0 {
+				errs[i] = s.Sink.Write(ctx, recs)
+			}
+		})
+	}
+	wg.Wait()
+	var failed []error
+	for i, s := range w.sinks {
+		if b.done[i] {
+			continue
+		}
+		if errs[i] == nil {
+			b.done[i] = true
+			continue
+		}
+		w.stats.SinkErrors.Add(1)
+		if !s.Required {
+			b.done[i] = true
+			w.stats.Skipped.Add(uint64(len(b.Recs)))
+			w.log.WarnContext(ctx, "optional audit sink failed; links skipped", "sink", s.Sink.Name(), "links", len(b.Recs), "err", errs[i])
+			continue
+		}
+		failed = append(failed, fmt.Errorf("%s sink: %w", s.Sink.Name(), errs[i]))
+	}
+	if len(failed) > 0 {
+		return errors.Join(failed...)
+	}
+	w.mu.Lock()
+	for c, h := range b.tip {
+		w.heads[c] = h
+	}
+	w.mu.Unlock()
+	w.stats.Appended.Add(uint64(len(b.Recs)))
+	w.stats.Batches.Add(1)
+	return nil
+}
+
+// missing drops the records a sink already holds (a write that failed
+// after it stored them, or timed out).
+func (w *Writer) missing(ctx context.Context, s Sink, recs []link.Record) ([]link.Record, error) {
+	var heads map[string]link.Head
+	var err error
+	switch hr := s.(type) {
+	case ChainHeads:
+		chains := map[string]bool{}
+		var list []string
+		for _, r := range recs {
+			if !chains[r.Chain] {
+				chains[r.Chain] = true
+				list = append(list, r.Chain)
+			}
+		}
+		heads, err = hr.HeadsOf(ctx, list)
+	case HeadReader:
+		heads, err = hr.Heads(ctx)
+	default:
+		return recs, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read heads: %w", err)
+	}
+	out := recs[:0:0]
+	for _, r := range recs {
+		if r.Seq > heads[r.Chain].Seq {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// Close closes every sink.
+func (w *Writer) Close() error {
+	var errs []error
+	for _, s := range w.sinks {
+		if err := s.Sink.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close the %s sink: %w", s.Sink.Name(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Stats counts what the auditor did; the fields are monotonic counters,
+// safe for concurrent use, meant to be exported as metrics.
+type Stats struct {
+	// Received counts messages taken from the streams (redeliveries
+	// included).
+	Received atomic.Uint64
+	// Appended counts links committed to every required sink.
+	Appended atomic.Uint64
+	// Batches counts committed batches.
+	Batches atomic.Uint64
+	// Duplicates counts messages already in the chain (redeliveries),
+	// acknowledged without a new link.
+	Duplicates atomic.Uint64
+	// Rejected counts messages recorded as rejection records.
+	Rejected atomic.Uint64
+	// Recovered counts messages read from the stream at start because a
+	// previous run had taken them without recording them.
+	Recovered atomic.Uint64
+	// SinkErrors counts failed sink writes; Retries counts commits tried
+	// again.
+	SinkErrors atomic.Uint64
+	Retries    atomic.Uint64
+	// Skipped counts links an optional sink missed.
+	Skipped atomic.Uint64
+	// CaughtUp counts links copied at start into a sink that lagged.
+	CaughtUp atomic.Uint64
+	// Checkpoints counts checkpoints sent.
+	Checkpoints atomic.Uint64
+	// FetchErrors counts failed pulls; AckErrors failed acknowledgements.
+	FetchErrors atomic.Uint64
+	AckErrors   atomic.Uint64
+}
