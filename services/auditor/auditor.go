@@ -161,6 +161,7 @@ func (a *Auditor) prepare(ctx context.Context, nc *nats.Conn) ([]*streamLoop, *W
 		return nil, nil, nil, err
 	}
 	w := NewWriter(h, sinks, a.log, &a.stats)
+	w.StrictPayloads(a.cfg.StrictPayloads)
 	if err := w.Recover(ctx); err != nil {
 		return nil, nil, nil, errors.Join(err, w.Close())
 	}

@@ -38,6 +38,11 @@ type Config struct {
 	// IdleWait is how long one pull waits for a message when the stream is
 	// idle.
 	IdleWait time.Duration `mapstructure:"idle_wait"`
+	// StrictPayloads checks every payload against its JSON Schema and
+	// rules before recording it (a failing one is recorded as rejected);
+	// off, the envelope and the JSON are checked and the payload recorded
+	// as it came, at a twentieth of the cost.
+	StrictPayloads bool `mapstructure:"strict_payloads"`
 	// HMAC keys the chain.
 	HMAC HMACConfig `mapstructure:"hmac"`
 	// JSONL is the file sink; an empty path turns it off.

@@ -53,10 +53,11 @@ var ErrFork = errors.New("audit sinks disagree")
 // writer; Writer keeps the committed heads, the links durable in every
 // required sink.
 type Writer struct {
-	h     link.Hasher
-	sinks []SinkSpec
-	log   *slog.Logger
-	stats *Stats
+	h      link.Hasher
+	strict bool
+	sinks  []SinkSpec
+	log    *slog.Logger
+	stats  *Stats
 
 	mu    sync.Mutex
 	heads map[string]link.Head
@@ -170,6 +171,10 @@ func (w *Writer) catchUp(ctx context.Context, from, to Sink, c string, head link
 	return n, flush()
 }
 
+// StrictPayloads makes Seal check every payload as its consumers do
+// (link.EntryStrict) instead of the envelope only.
+func (w *Writer) StrictPayloads(on bool) { w.strict = on }
+
 // Heads returns the committed heads.
 func (w *Writer) Heads() map[string]link.Head {
 	w.mu.Lock()
@@ -222,7 +227,11 @@ func (w *Writer) Seal(b *Batch, m *link.Message, source string) link.Record {
 	if !ok {
 		head = w.Head(name)
 	}
-	r, err := w.h.Seal(name, head, link.Entry(m, source))
+	entry := link.Entry
+	if w.strict {
+		entry = link.EntryStrict
+	}
+	r, err := w.h.Seal(name, head, entry(m, source))
 	if err != nil {
 		r, err = w.h.Seal(name, head, link.Reject(m, source, err))
 		if err != nil { // cannot happen: the rejection record is plain strings

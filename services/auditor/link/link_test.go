@@ -93,3 +93,21 @@ func TestChainName(t *testing.T) {
 		assert.Equal(t, tc.want, link.ChainName(tc.stream, tc.subject), tc.subject)
 	}
 }
+
+func BenchmarkSeal(b *testing.B) {
+	hosts := []string{"h1", "h2", "h3"}
+	var msgs []*link.Message
+	for i := range 64 {
+		m := auditortest.Msg(b, auditortest.Payload(b, hosts, i), i)
+		msgs = append(msgs, auditortest.Message(b, auditortest.StreamOf(m.Subject), uint64(i+1), m))
+	}
+	h := link.NewHasher([]byte("0123456789abcdef0123456789abcdef"))
+	i := 0
+	for b.Loop() {
+		m := msgs[i%len(msgs)]
+		i++
+		if _, err := h.Seal(link.ChainName(m.Stream, m.Subject), link.Head{}, link.Entry(m, "/auditor/b")); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -76,11 +76,27 @@ func HostOf(stream, subject string) string {
 	return host
 }
 
-// Entry builds the event of m's link. A message that is not a valid
-// catalog event (events.ReadAny) becomes an auditor-made event.rejected
-// from source, with "rejected": true; Entry never fails.
+// Entry builds the event of m's link, checking the envelope: a message
+// that is not a CloudEvent of the catalog (events.FromNATS: attributes,
+// encoding, type, sizes) or whose data is not one well-formed JSON value
+// without duplicate keys becomes an auditor-made event.rejected from
+// source, with "rejected": true. The payload is recorded as it came; its
+// schema is the consumers' to check (EntryStrict checks it too). Entry
+// never fails.
 func Entry(m *Message, source string) jsontree.Value {
+	e, err := events.FromNATS(m.Header, m.Data)
+	return entry(m, source, e, err)
+}
+
+// EntryStrict is Entry with the payload checked as its consumers check it
+// (events.ReadAny: JSON Schema, payload rules, NATS subject); about twenty
+// times the cost.
+func EntryStrict(m *Message, source string) jsontree.Value {
 	e, _, err := events.ReadAny(msg{m})
+	return entry(m, source, e, err)
+}
+
+func entry(m *Message, source string, e event.Event, err error) jsontree.Value {
 	var data jsontree.Value
 	if err == nil {
 		data, err = jsontree.Parse(e.Data())

@@ -79,6 +79,7 @@ Exit codes of verify: 0 runtime matches the baseline, 2 drift detected,
 		newUpCmd(),
 		newBaselineCmd(),
 		newStatusCmd(),
+		newAuditCmd(),
 		newVersionCmd(version),
 	)
 	return root

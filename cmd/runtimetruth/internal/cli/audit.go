@@ -1,0 +1,571 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
+	"github.com/runtimetruth/runtimetruth/services/auditor"
+	"github.com/runtimetruth/runtimetruth/services/auditor/checkpoint"
+	"github.com/runtimetruth/runtimetruth/services/auditor/chstore"
+	"github.com/runtimetruth/runtimetruth/services/auditor/jsonl"
+	"github.com/runtimetruth/runtimetruth/services/auditor/link"
+	"github.com/runtimetruth/runtimetruth/services/auditor/verify"
+)
+
+// auditSource says where the audit chain is: a JSONL log or ClickHouse.
+type auditSource struct {
+	jsonl      string
+	clickhouse string
+	table      string
+}
+
+func (s *auditSource) register(c *cobra.Command) {
+	c.Flags().StringVar(&s.jsonl, "jsonl", "", "the JSONL audit log: its active `PATH` (rotated PATH.NNNNNN files come first), a directory or a glob")
+	c.Flags().StringVar(&s.clickhouse, "clickhouse", "", "a ClickHouse `DSN` (clickhouse://user:password@host:9000/database), native protocol")
+	c.Flags().StringVar(&s.table, "table", chstore.DefaultTable, "the ClickHouse links `TABLE`")
+}
+
+func (s *auditSource) check() error {
+	switch {
+	case s.jsonl != "" && s.clickhouse != "":
+		return errors.New("give either --jsonl or --clickhouse, not both")
+	case s.jsonl == "" && s.clickhouse == "":
+		return errors.New("give --jsonl PATH or --clickhouse DSN")
+	}
+	return nil
+}
+
+func newAuditCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "audit",
+		Short: "Verify and follow the hash-chained audit log (JSONL or ClickHouse)",
+		Long: `The auditor appends every event of the pipeline to hash-chained audit logs: one
+chain per stream and host (EVIDENCE/<host>, VERDICTS/<host>) and one per
+low-volume stream (BASELINES, DLQ). Each link commits to the previous link's
+hash, its sequence number and the canonical form of the event.`,
+		Args: cobra.NoArgs,
+		RunE: helpRun,
+	}
+	c.AddCommand(newAuditVerifyCmd(), newAuditTailCmd())
+	return c
+}
+
+// auditReport is the --json document of audit verify.
+type auditReport struct {
+	ReportSchemaVersion int                  `json:"report_schema_version"`
+	Status              string               `json:"status"`
+	Source              string               `json:"source"`
+	Files               []string             `json:"files,omitempty"`
+	Links               int                  `json:"links"`
+	Chains              map[string]auditHead `json:"chains"`
+	Checkpoints         int                  `json:"checkpoints"`
+	SignaturesChecked   bool                 `json:"checkpoint_signatures_checked"`
+	Broken              *auditBreak          `json:"broken,omitempty"`
+	Seconds             float64              `json:"elapsed_seconds"`
+	LinksPerSecond      float64              `json:"links_per_second"`
+}
+
+type auditHead struct {
+	Seq  uint64 `json:"seq"`
+	Hash string `json:"hash"`
+}
+
+type auditBreak struct {
+	Chain  string       `json:"chain"`
+	Seq    uint64       `json:"seq"`
+	Reason chain.Reason `json:"reason"`
+	Detail string       `json:"detail"`
+	File   string       `json:"file,omitempty"`
+	Line   int          `json:"line,omitempty"`
+	Row    int          `json:"row,omitempty"`
+}
+
+func newAuditVerifyCmd() *cobra.Command {
+	var (
+		src       auditSource
+		keyFile   string
+		cpFile    string
+		cpKeyFile string
+		asJSON    bool
+		heads     bool
+	)
+	c := &cobra.Command{
+		Use:   "verify (--jsonl PATH | --clickhouse DSN) [--key FILE] [--checkpoints FILE [--checkpoint-key FILE]]",
+		Short: "Recompute every chain and name the first broken link and why",
+		Long: `Recompute every chain of the audit log and name the first broken link and why:
+changed (content or prev does not match), missing (links deleted), reordered,
+duplicated, malformed, or, against checkpoints, truncated (the chain ends
+before a checkpoint) or rewritten (the link at a checkpoint has another hash).
+
+--key is the chain's HMAC key (the auditor's hmac.key_file); without it, a
+keyed chain cannot be checked. --checkpoints reads the auditor's checkpoints
+from a file: its checkpoint file, or a syslog receiver's log holding its
+messages; --checkpoint-key (the Ed25519 public or private key, PEM) checks
+their signatures.
+
+Exit codes: 0 every chain intact, 2 a broken link, 1 error (usage errors
+included).`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := src.check(); err != nil {
+				return err
+			}
+			key, err := auditor.LoadKey(keyFile)
+			if err != nil {
+				return err
+			}
+			h := link.NewHasher(key)
+			rep := auditReport{ReportSchemaVersion: 1, Chains: map[string]auditHead{}}
+			var cps []chain.Checkpoint
+			if cpFile != "" {
+				var pub ed25519.PublicKey
+				if cpKeyFile != "" {
+					if pub, err = checkpoint.LoadPublicKey(cpKeyFile); err != nil {
+						return err
+					}
+					rep.SignaturesChecked = true
+				}
+				found, err := checkpoint.ReadFile(cpFile, pub)
+				if err != nil {
+					return err
+				}
+				cps = checkpoint.ForChain(found)
+				rep.Checkpoints = len(cps)
+			} else if cpKeyFile != "" {
+				return errors.New("--checkpoint-key needs --checkpoints")
+			}
+			ctx := c.Context()
+			start := time.Now()
+			var vr verify.Report
+			if src.jsonl != "" {
+				rep.Source = "jsonl"
+				files, err := jsonl.Files(src.jsonl)
+				if err != nil {
+					return err
+				}
+				if len(files) == 0 {
+					return fmt.Errorf("no audit log at %s", src.jsonl)
+				}
+				rep.Files = files
+				if vr, err = verify.Run(ctx, h, cps, verify.Files(files)); err != nil {
+					return err
+				}
+			} else {
+				rep.Source = "clickhouse"
+				s, err := chstore.Open(ctx, chstore.Options{DSN: src.clickhouse, Table: src.table})
+				if err != nil {
+					return err
+				}
+				defer func() { _ = s.Close() }()
+				if vr, err = verify.Run(ctx, h, cps, s.Source(ctx)); err != nil {
+					return err
+				}
+			}
+			rep.Seconds = time.Since(start).Seconds()
+			rep.Links = vr.Links
+			if rep.Seconds > 0 {
+				rep.LinksPerSecond = float64(vr.Links) / rep.Seconds
+			}
+			for name, hd := range vr.Chains {
+				rep.Chains[name] = auditHead{Seq: hd.Seq, Hash: hd.Hash}
+			}
+			rep.Status = "intact"
+			if b := vr.Broken; b != nil {
+				if b.Reason == verify.KeyRequired {
+					return fmt.Errorf("%s: the chain is keyed (HMAC); give its key with --key", b.Error())
+				}
+				rep.Status = "broken"
+				rep.Broken = &auditBreak{Chain: b.Chain, Seq: b.Seq, Reason: b.Reason, Detail: b.Detail, File: b.File, Line: b.Line, Row: b.Row}
+			}
+			if asJSON {
+				enc := json.NewEncoder(c.OutOrStdout())
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(rep); err != nil {
+					return err
+				}
+			} else if err := renderAudit(c.OutOrStdout(), rep, vr, heads, cpFile != "" && cpKeyFile == ""); err != nil {
+				return err
+			}
+			if rep.Broken != nil {
+				return errDrift
+			}
+			return nil
+		},
+	}
+	src.register(c)
+	c.Flags().StringVar(&keyFile, "key", "", "the chain's HMAC key `FILE`")
+	c.Flags().StringVar(&cpFile, "checkpoints", "", "a `FILE` of checkpoints (JSON lines, or a syslog log with the auditor's messages)")
+	c.Flags().StringVar(&cpKeyFile, "checkpoint-key", "", "the Ed25519 key `FILE` (PEM, public or private) that signed the checkpoints")
+	c.Flags().BoolVar(&asJSON, "json", false, "print a versioned JSON report (exit code unchanged)")
+	c.Flags().BoolVar(&heads, "heads", false, "list every chain's last link")
+	return c
+}
+
+func renderAudit(w io.Writer, rep auditReport, vr verify.Report, heads, unsigned bool) error {
+	bw := bufio.NewWriter(w)
+	where := rep.Source
+	if len(rep.Files) > 0 {
+		where = fmt.Sprintf("%s, %d file(s)", where, len(rep.Files))
+	}
+	if unsigned {
+		_, _ = fmt.Fprintln(bw, "note: checkpoint signatures not checked (give --checkpoint-key)")
+	}
+	if b := vr.Broken; b != nil {
+		_, _ = fmt.Fprintf(bw, "✗  audit chain BROKEN: %s\n", b.Error())
+		_, _ = fmt.Fprintf(bw, "   %d links verified before it (%s)\n", vr.Links, where)
+	} else {
+		_, _ = fmt.Fprintf(bw, "✓  audit chain intact: %d links in %d chains (%s", vr.Links, len(vr.Chains), where)
+		if rep.Checkpoints > 0 {
+			_, _ = fmt.Fprintf(bw, ", %d checkpoints", rep.Checkpoints)
+		}
+		_, _ = fmt.Fprintf(bw, "), %.0f links/s\n", rep.LinksPerSecond)
+	}
+	if heads {
+		names := make([]string, 0, len(vr.Chains))
+		for n := range vr.Chains {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		for _, n := range names {
+			_, _ = fmt.Fprintf(bw, "   %-40s seq %-8d %s\n", n, vr.Chains[n].Seq, vr.Chains[n].Hash)
+		}
+	}
+	return bw.Flush()
+}
+
+func newAuditTailCmd() *cobra.Command {
+	var (
+		src    auditSource
+		last   int
+		follow bool
+		asJSON bool
+		poll   time.Duration
+	)
+	c := &cobra.Command{
+		Use:   "tail (--jsonl PATH | --clickhouse DSN) [-n N] [--follow=false] [--json]",
+		Short: "Print the last links, then follow new ones as the auditor appends them",
+		Long: `Print the last N links of the audit log, then every new link as the auditor
+appends it, until interrupted. A line shows the time the stream stored the
+event, the chain and sequence number, the event type, host and subject, and
+the start of the hash; --json prints the links as stored.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := src.check(); err != nil {
+				return err
+			}
+			if last < 0 {
+				return errors.New("-n must not be negative")
+			}
+			out := bufio.NewWriter(c.OutOrStdout())
+			print := func(r link.Record) error {
+				if asJSON {
+					_, _ = out.Write(r.Line)
+					_ = out.WriteByte('\n')
+				} else {
+					_, _ = fmt.Fprintln(out, tailLine(r))
+				}
+				return nil
+			}
+			if src.jsonl != "" {
+				return tailJSONL(c.Context(), src.jsonl, last, follow, poll, out, print)
+			}
+			return tailClickHouse(c.Context(), src, last, follow, poll, out, print)
+		},
+	}
+	src.register(c)
+	c.Flags().IntVarP(&last, "lines", "n", 10, "print the last `N` links first")
+	c.Flags().BoolVarP(&follow, "follow", "f", true, "keep printing new links")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the links as stored (JSON lines)")
+	c.Flags().DurationVar(&poll, "poll", 500*time.Millisecond, "how often to look for new links")
+	return c
+}
+
+func tailLine(r link.Record) string {
+	m := r.Meta
+	typ := strings.TrimPrefix(m.Type, "dev.runtimetruth.")
+	if m.Rejected {
+		typ = "REJECTED(" + m.Reason + ")"
+	}
+	h := r.Hash
+	if i := strings.IndexByte(h, ':'); i >= 0 && len(h) > i+13 {
+		h = h[:i+13]
+	}
+	host := m.Host
+	if host == "" {
+		host = "-"
+	}
+	return fmt.Sprintf("%s  %s #%d  %s  %s  %s  %s", m.Stored.UTC().Format(time.RFC3339), r.Chain, r.Seq, typ, host, m.Subject, h)
+}
+
+// tailJSONL prints the last links of the log, then follows the active
+// file, reopening it when it is rotated.
+func tailJSONL(ctx context.Context, path string, last int, follow bool, poll time.Duration, out *bufio.Writer, print func(link.Record) error) error {
+	files, err := jsonl.Files(path)
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 && !follow {
+		return fmt.Errorf("no audit log at %s", path)
+	}
+	active := path
+	if len(files) > 0 {
+		active = files[len(files)-1]
+	}
+	var f *os.File
+	var ino uint64
+	defer func() {
+		if f != nil {
+			_ = f.Close()
+		}
+	}()
+	var partial []byte
+	open := func(seekEnd bool) {
+		if f != nil {
+			_ = f.Close()
+			f = nil
+		}
+		nf, err := os.Open(active)
+		if err != nil {
+			return
+		}
+		if seekEnd {
+			if _, err := nf.Seek(0, io.SeekEnd); err != nil {
+				_ = nf.Close()
+				return
+			}
+		}
+		f, ino, partial = nf, inode(nf), nil
+	}
+	open(true)
+	// The last N links, up to where following starts: read the files from
+	// the newest back as needed.
+	var end int64 = -1
+	if f != nil {
+		end, _ = f.Seek(0, io.SeekCurrent)
+	}
+	var tail []link.Record
+	for i := len(files) - 1; i >= 0 && len(tail) < last; i-- {
+		limit := int64(-1)
+		if i == len(files)-1 && files[i] == active {
+			limit = end
+		}
+		recs, err := readLinksN(files[i], limit)
+		if err != nil {
+			return err
+		}
+		tail = append(recs[max(0, len(recs)-(last-len(tail))):], tail...)
+	}
+	for _, r := range tail {
+		_ = print(r)
+	}
+	if err := out.Flush(); err != nil || !follow {
+		return err
+	}
+	buf := make([]byte, 256<<10)
+	drain := func() error {
+		if f == nil {
+			return nil
+		}
+		for {
+			n, err := f.Read(buf)
+			partial = append(partial, buf[:n]...)
+			for {
+				i := slices.Index(partial, '\n')
+				if i < 0 {
+					break
+				}
+				if i > 0 {
+					r, perr := link.Parse(partial[:i])
+					if perr != nil {
+						return fmt.Errorf("%s: %w", active, perr)
+					}
+					_ = print(r)
+				}
+				partial = partial[i+1:]
+			}
+			if n == 0 || err != nil {
+				return out.Flush()
+			}
+		}
+	}
+	for {
+		if err := drain(); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(poll):
+		}
+		// Rotated: the active name now holds a new file. Finish the old
+		// one (the writer may have appended after the last read), then
+		// start the new one from its beginning.
+		if st, err := os.Stat(active); err == nil && (f == nil || statInode(st) != ino) {
+			if err := drain(); err != nil {
+				return err
+			}
+			// The writer may have rotated more than once: open the active
+			// file first, then print the whole files between the old one
+			// and it.
+			nf, err := os.Open(active)
+			if err != nil {
+				continue
+			}
+			newIno := inode(nf)
+			if files, err := jsonl.Files(path); err == nil {
+				started := false
+				for _, name := range files {
+					if name == active {
+						break // only rotated files come between
+					}
+					st, err := os.Stat(name)
+					if err != nil {
+						continue
+					}
+					switch in := statInode(st); {
+					case in == ino:
+						started = true
+						continue
+					case !started:
+						continue
+					case in == newIno:
+					default:
+						recs, err := readLinks(name)
+						if err != nil {
+							_ = nf.Close()
+							return err
+						}
+						for _, r := range recs {
+							_ = print(r)
+						}
+						continue
+					}
+					break
+				}
+			}
+			if f != nil {
+				_ = f.Close()
+			}
+			f, ino, partial = nf, newIno, nil
+		}
+	}
+}
+
+func inode(f *os.File) uint64 {
+	st, err := f.Stat()
+	if err != nil {
+		return 0
+	}
+	return statInode(st)
+}
+
+func statInode(st os.FileInfo) uint64 {
+	if s, ok := st.Sys().(*syscall.Stat_t); ok {
+		return s.Ino
+	}
+	return 0
+}
+
+func readLinks(path string) ([]link.Record, error) { return readLinksN(path, -1) }
+
+// readLinksN reads the links of a file's first limit bytes (all if limit
+// is negative).
+func readLinksN(path string, limit int64) ([]link.Record, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	var r io.Reader = f
+	if limit >= 0 {
+		r = io.LimitReader(f, limit)
+	}
+	var out []link.Record
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 256<<10), chain.MaxLinkSize+1)
+	for sc.Scan() {
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		r, err := link.Parse(sc.Bytes())
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		out = append(out, r)
+	}
+	return out, sc.Err()
+}
+
+// tailClickHouse prints the newest links, then polls every chain's head
+// and prints what follows the heads already printed.
+func tailClickHouse(ctx context.Context, src auditSource, last int, follow bool, poll time.Duration, out *bufio.Writer, print func(link.Record) error) error {
+	s, err := chstore.Open(ctx, chstore.Options{DSN: src.clickhouse, Table: src.table})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = s.Close() }()
+	seen, err := s.Heads(ctx)
+	if err != nil {
+		return err
+	}
+	if last > 0 {
+		recs, err := s.Latest(ctx, last)
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			_ = print(r)
+		}
+	}
+	if err := out.Flush(); err != nil || !follow {
+		return err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(poll):
+		}
+		heads, err := s.Heads(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		names := make([]string, 0, len(heads))
+		for n, h := range heads {
+			if h.Seq > seen[n].Seq {
+				names = append(names, n)
+			}
+		}
+		slices.Sort(names)
+		for _, n := range names {
+			if err := s.Links(ctx, n, seen[n].Seq, func(r link.Record) error {
+				seen[n] = r.Head()
+				return print(r)
+			}); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+		}
+		if err := out.Flush(); err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,306 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/spf13/cobra"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/services/auditor/checkpoint"
+	"github.com/runtimetruth/runtimetruth/services/auditor/chstore"
+	"github.com/runtimetruth/runtimetruth/services/auditor/jsonl"
+	"github.com/runtimetruth/runtimetruth/services/auditor/link"
+)
+
+// runAudit runs `runtimetruth audit ARGS` as Run does (exit codes
+// included), with the audit command alone under the root.
+func runAudit(ctx context.Context, args ...string) (int, string, string) {
+	var out, errb syncBuffer
+	root := &cobra.Command{Use: "runtimetruth", SilenceErrors: true, SilenceUsage: true}
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	root.AddCommand(newAuditCmd())
+	root.SetArgs(append([]string{"audit"}, args...))
+	err := root.ExecuteContext(ctx)
+	switch {
+	case err == nil:
+		return ExitPass, out.String(), errb.String()
+	case errors.Is(err, errDrift):
+		return ExitDrift, out.String(), errb.String()
+	default:
+		return ExitError, out.String(), "runtimetruth: error: " + err.Error() + "\n"
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// auditRecords seals n events (verdicts and baseline changes of two hosts)
+// as the auditor records stream messages.
+func auditRecords(t *testing.T, h link.Hasher, from, n int, heads map[string]link.Head) []link.Record {
+	t.Helper()
+	var out []link.Record
+	for i := from; i < from+n; i++ {
+		host := []string{"web-01", "web-02"}[i%2]
+		target := events.Target{Kind: "systemd.unit", Identifier: fmt.Sprintf("u%d.service", i%3)}
+		var p events.Payload = events.Verdict{Status: events.StatusError, Host: host, Target: target,
+			EvidenceID: fmt.Sprintf("e-%d", i), SnapshotDigest: "sha256:" + strings.Repeat("a", 64), Error: "no baseline"}
+		stream := "VERDICTS"
+		if i%5 == 4 {
+			p = events.BaselineChanged{Target: target, Change: events.BaselineCreated, Digest: "sha256:" + strings.Repeat("b", 64)}
+			stream = "BASELINES"
+		}
+		m, _, err := events.NewMsg(events.Source("test", "t"), p, events.WithID(fmt.Sprintf("id-%d", i)),
+			events.WithTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i)*time.Second)))
+		require.NoError(t, err)
+		msg := &link.Message{Stream: stream, Seq: uint64(i + 1), Subject: m.Subject, Header: m.Header, Data: m.Data,
+			Stored: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Second)}
+		name := link.ChainName(stream, m.Subject)
+		r, err := h.Seal(name, heads[name], link.Entry(msg, "/auditor/t"))
+		require.NoError(t, err)
+		heads[name] = r.Head()
+		out = append(out, r)
+	}
+	return out
+}
+
+// writeLog writes n links to a rotated JSONL log and returns its path.
+func writeLog(t *testing.T, h link.Hasher, n int) (string, []link.Record) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "audit", "audit.jsonl")
+	s, err := jsonl.Open(context.Background(), jsonl.Options{Path: path, MaxBytes: 8 << 10, Hasher: h})
+	require.NoError(t, err)
+	recs := auditRecords(t, h, 0, n, map[string]link.Head{})
+	for i := 0; i < len(recs); i += 7 {
+		require.NoError(t, s.Write(context.Background(), recs[i:min(i+7, len(recs))]))
+	}
+	require.NoError(t, s.Close())
+	return path, recs
+}
+
+func TestAuditVerifyJSONL(t *testing.T) {
+	ctx := context.Background()
+	path, recs := writeLog(t, link.NewHasher(nil), 60)
+	files, err := jsonl.Files(path)
+	require.NoError(t, err)
+	require.Greater(t, len(files), 2, "rotated")
+
+	for _, arg := range []string{path, filepath.Dir(path), filepath.Join(filepath.Dir(path), "audit.jsonl*")} {
+		code, out, errs := runAudit(ctx, "verify", "--jsonl", arg)
+		require.Equal(t, ExitPass, code, errs)
+		assert.Contains(t, out, "audit chain intact: 60 links in 3 chains")
+	}
+
+	// Change one event in a rotated file.
+	data, err := os.ReadFile(files[1])
+	require.NoError(t, err)
+	lines := strings.Split(string(data), "\n")
+	lines[2] = strings.Replace(lines[2], `"specversion":"1.0"`, `"specversion":"1.1"`, 1)
+	require.NoError(t, os.WriteFile(files[1], []byte(strings.Join(lines, "\n")), 0o600))
+	code, out, _ := runAudit(ctx, "verify", "--jsonl", path)
+	require.Equal(t, ExitDrift, code, out)
+	assert.Contains(t, out, files[1]+":3: chain ")
+	assert.Contains(t, out, ": changed: ")
+
+	code, out, _ = runAudit(ctx, "verify", "--jsonl", path, "--json")
+	require.Equal(t, ExitDrift, code)
+	var rep auditReport
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	assert.Equal(t, 1, rep.ReportSchemaVersion)
+	assert.Equal(t, "broken", rep.Status)
+	require.NotNil(t, rep.Broken)
+	assert.Equal(t, "changed", string(rep.Broken.Reason))
+	assert.Equal(t, 3, rep.Broken.Line)
+	_ = recs
+}
+
+func TestAuditVerifyKeyAndCheckpoints(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "hmac.key")
+	require.NoError(t, os.WriteFile(keyFile, []byte("a key of sixteen bytes or more\n"), 0o600))
+	h := link.NewHasher([]byte("a key of sixteen bytes or more"))
+	path, recs := writeLog(t, h, 40)
+
+	code, _, errs := runAudit(ctx, "verify", "--jsonl", path)
+	require.Equal(t, ExitError, code)
+	assert.Contains(t, errs, "--key")
+	code, out, errs := runAudit(ctx, "verify", "--jsonl", path, "--key", keyFile)
+	require.Equal(t, ExitPass, code, out+errs)
+
+	// Signed checkpoints of the last links, as the auditor sends them.
+	_, k, err := ed25519.GenerateKey(nil)
+	require.NoError(t, err)
+	pub := filepath.Join(dir, "pub.pem")
+	require.NoError(t, os.WriteFile(pub, checkpoint.MarshalPublicKey(k.Public().(ed25519.PublicKey)), 0o600))
+	last := recs[len(recs)-1]
+	cp := checkpoint.Sign(checkpoint.Checkpoint{Chain: last.Chain, Seq: last.Seq, Head: last.Hash, Time: time.Now(), Auditor: "/auditor/t"}, k)
+	cpFile := filepath.Join(dir, "messages.log")
+	require.NoError(t, os.WriteFile(cpFile, []byte("<13>1 - h runtimetruth-auditor 1 checkpoint "+cp.SD("32473")+" checkpoint\n"), 0o600))
+	code, out, errs = runAudit(ctx, "verify", "--jsonl", path, "--key", keyFile, "--checkpoints", cpFile, "--checkpoint-key", pub)
+	require.Equal(t, ExitPass, code, out+errs)
+	assert.Contains(t, out, "1 checkpoints")
+
+	// Truncate the log: the checkpoint tells.
+	files, err := jsonl.Files(path)
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(files[len(files)-1]))
+	code, out, _ = runAudit(ctx, "verify", "--jsonl", path, "--key", keyFile, "--checkpoints", cpFile, "--checkpoint-key", pub)
+	require.Equal(t, ExitDrift, code, out)
+	assert.Contains(t, out, "truncated")
+
+	// A checkpoint signed by someone else is an error, not a verdict.
+	_, other, err := ed25519.GenerateKey(nil)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(pub, checkpoint.MarshalPublicKey(other.Public().(ed25519.PublicKey)), 0o600))
+	code, _, errs = runAudit(ctx, "verify", "--jsonl", path, "--key", keyFile, "--checkpoints", cpFile, "--checkpoint-key", pub)
+	require.Equal(t, ExitError, code)
+	assert.Contains(t, errs, "signature")
+}
+
+func TestAuditUsage(t *testing.T) {
+	ctx := context.Background()
+	for _, args := range [][]string{
+		{"verify"},
+		{"verify", "--jsonl", "a", "--clickhouse", "b"},
+		{"verify", "--jsonl", filepath.Join(t.TempDir(), "none.jsonl")},
+		{"verify", "--jsonl", "x", "--checkpoint-key", "k"},
+		{"tail"},
+	} {
+		code, _, errs := runAudit(ctx, args...)
+		assert.Equal(t, ExitError, code, "%v: %s", args, errs)
+		assert.True(t, strings.HasPrefix(errs, "runtimetruth: error: "), errs)
+	}
+}
+
+func TestAuditTailJSONL(t *testing.T) {
+	h := link.NewHasher(nil)
+	path, recs := writeLog(t, h, 30)
+	code, out, errs := runAudit(context.Background(), "tail", "--jsonl", path, "-n", "3", "--follow=false")
+	require.Equal(t, ExitPass, code, errs)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 3)
+	assert.Contains(t, lines[2], fmt.Sprintf("%s #%d", recs[29].Chain, recs[29].Seq))
+
+	// Follow: new links (across a rotation) appear.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var (
+		got  string
+		done = make(chan struct{})
+	)
+	var buf syncBuffer
+	go func() {
+		defer close(done)
+		root := &cobra.Command{Use: "runtimetruth", SilenceErrors: true, SilenceUsage: true}
+		root.SetOut(&buf)
+		root.AddCommand(newAuditCmd())
+		root.SetArgs([]string{"audit", "tail", "--jsonl", path, "-n", "30", "--poll", "20ms", "--json"})
+		_ = root.ExecuteContext(ctx)
+	}()
+	require.Eventually(t, func() bool { return strings.Count(buf.String(), "\n") == 30 }, 10*time.Second, 10*time.Millisecond)
+	s, err := jsonl.Open(context.Background(), jsonl.Options{Path: path, MaxBytes: 8 << 10, Hasher: h})
+	require.NoError(t, err)
+	heads, err := s.Heads(context.Background())
+	require.NoError(t, err)
+	more := auditRecords(t, h, 30, 20, heads)
+	for _, r := range more {
+		require.NoError(t, s.Write(context.Background(), []link.Record{r}))
+	}
+	require.NoError(t, s.Close())
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && strings.Count(buf.String(), "\n") < 30+len(more) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	got = buf.String()
+	if !assert.Equal(t, 30+len(more), strings.Count(got, "\n"), "each link once") {
+		seen := map[string]int{}
+		for _, l := range strings.Split(got, "\n") {
+			seen[l]++
+			if seen[l] == 2 {
+				t.Logf("twice: %.120s", l[strings.Index(l, `"id"`):])
+			}
+		}
+	}
+	for _, r := range append(recs, more...) {
+		assert.Contains(t, got, string(r.Line))
+	}
+}
+
+func clickHouseDSN(t *testing.T) string {
+	t.Helper()
+	base := os.Getenv("RUNTIMETRUTH_CLICKHOUSE_DSN")
+	if base == "" {
+		t.Fatal("RUNTIMETRUTH_CLICKHOUSE_DSN is not set: run the tests through scripts/test-services.sh (make test), which starts ClickHouse")
+	}
+	opts, err := clickhouse.ParseDSN(base)
+	require.NoError(t, err)
+	conn, err := clickhouse.Open(opts)
+	require.NoError(t, err)
+	db := fmt.Sprintf("rt_cli_%d", time.Now().UnixNano())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, conn.Exec(ctx, "CREATE DATABASE "+db))
+	t.Cleanup(func() {
+		_ = conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+db)
+		_ = conn.Close()
+	})
+	i := strings.LastIndex(base, "/")
+	return base[:i+1] + db
+}
+
+func TestAuditClickHouse(t *testing.T) {
+	ctx := context.Background()
+	dsn := clickHouseDSN(t)
+	s, err := chstore.Open(ctx, chstore.Options{DSN: dsn})
+	require.NoError(t, err)
+	defer func() { _ = s.Close() }()
+	_, err = s.Migrate(ctx)
+	require.NoError(t, err)
+	recs := auditRecords(t, link.NewHasher(nil), 0, 50, map[string]link.Head{})
+	require.NoError(t, s.Write(ctx, recs))
+
+	code, out, errs := runAudit(ctx, "verify", "--clickhouse", dsn)
+	require.Equal(t, ExitPass, code, errs)
+	assert.Contains(t, out, "audit chain intact: 50 links in 3 chains (clickhouse)")
+	code, out, errs = runAudit(ctx, "tail", "--clickhouse", dsn, "-n", "2", "--follow=false")
+	require.Equal(t, ExitPass, code, errs)
+	assert.Len(t, strings.Split(strings.TrimSpace(out), "\n"), 2)
+
+	require.NoError(t, s.Conn().Exec(ctx, "ALTER TABLE "+s.Table()+" DELETE WHERE chain = 'VERDICTS/web-02' AND seq = 4"))
+	require.Eventually(t, func() bool {
+		code, out, _ = runAudit(ctx, "verify", "--clickhouse", dsn)
+		return code == ExitDrift
+	}, 20*time.Second, 50*time.Millisecond)
+	assert.Contains(t, out, `chain "VERDICTS/web-02" seq 5: missing: link 4 is missing`)
+}
