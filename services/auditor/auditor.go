@@ -182,9 +182,6 @@ func (a *Auditor) prepare(ctx context.Context, nc *nats.Conn) ([]*streamLoop, *W
 		l := &streamLoop{stream: s, consumer: a.cfg.Consumer, source: a.source, batch: batch, idle: a.cfg.IdleWait,
 			js: js, cons: cons, w: w, stats: &a.stats, log: a.log, dropAcks: a.dropAcks,
 			aborted: func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.aborting }}
-		if cp != nil {
-			l.committed = cp.poke
-		}
 		loops = append(loops, l)
 	}
 	return loops, w, cp, nil

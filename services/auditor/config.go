@@ -144,7 +144,7 @@ func NewDefaultConfig() Config {
 		Replicas:        1,
 		Streams:         slices.Clone(DefaultStreams),
 		Consumer:        topology.ConsumerAuditor,
-		Batch:           topology.MaxAckPending,
+		Batch:           topology.MaxAckPending / 2,
 		IdleWait:        time.Second,
 		JSONL:           JSONLConfig{Path: "/var/lib/runtimetruth/auditor/audit.jsonl", MaxBytes: 256 << 20, Required: true},
 		ClickHouse:      ClickHouseConfig{Table: "audit_links", Required: true, Timeout: 10 * time.Second},
@@ -188,7 +188,9 @@ func (c *Config) Validate() error {
 	if c.JSONL.Path == "" && c.ClickHouse.DSN == "" {
 		return invalid("no sink that keeps the chain: set jsonl.path or clickhouse.dsn")
 	}
-	if !(c.JSONL.Path != "" && c.JSONL.Required) && !(c.ClickHouse.DSN != "" && c.ClickHouse.Required) {
+	jsonlKeeps := c.JSONL.Path != "" && c.JSONL.Required
+	clickhouseKeeps := c.ClickHouse.DSN != "" && c.ClickHouse.Required
+	if !jsonlKeeps && !clickhouseKeeps {
 		return invalid("the JSONL or the ClickHouse sink must be required: the auditor resumes from it")
 	}
 	if c.JSONL.MaxBytes < 0 {
@@ -226,7 +228,9 @@ func identifier(s string) bool {
 		return false
 	}
 	for i, r := range s {
-		if !(r == '_' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || i > 0 && '0' <= r && r <= '9') {
+		letter := r == '_' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z'
+		digit := i > 0 && '0' <= r && r <= '9'
+		if !letter && !digit {
 			return false
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -24,8 +25,6 @@ type streamLoop struct {
 	w        *Writer
 	stats    *Stats
 	log      *slog.Logger
-	// committed is called after each committed batch.
-	committed func()
 	// hooks for tests
 	dropAcks func() bool
 	aborted  func() bool
@@ -33,6 +32,7 @@ type streamLoop struct {
 	applied uint64
 	floor   uint64 // the consumer's ack floor at start
 	st      jetstream.Stream
+	tips    map[string]link.Head // chain tips of the batches sealed
 }
 
 // retry bounds the wait between two attempts to commit a batch.
@@ -43,9 +43,20 @@ const (
 
 func (l *streamLoop) run(ctx context.Context) {
 	l.applied = l.w.Applied(l.stream)
+	l.tips = map[string]link.Head{}
 	if !l.retry(ctx, func() error { return l.recoverPending(ctx) }) {
 		return
 	}
+	// Sealing the next batch overlaps committing the previous one: a
+	// batch is handed to the committer, which writes, then acknowledges,
+	// in order.
+	work := make(chan sealed, 1)
+	var wg sync.WaitGroup
+	wg.Go(func() { l.commitLoop(ctx, work) })
+	defer func() {
+		close(work)
+		wg.Wait()
+	}()
 	wait := retryFirst
 	for ctx.Err() == nil {
 		msgs, err := l.fetch(ctx)
@@ -63,16 +74,53 @@ func (l *streamLoop) run(ctx context.Context) {
 			continue
 		}
 		wait = retryFirst
-		if !l.handle(ctx, msgs) {
+		b, ok := l.seal(ctx, msgs)
+		if !ok {
+			l.release(msgs)
+			return
+		}
+		select {
+		case work <- sealed{b: b, msgs: msgs}:
+		case <-ctx.Done():
+			l.release(msgs)
 			return
 		}
 	}
 }
 
-// handle appends a fetched batch and acknowledges it once committed. It
-// returns false when ctx ended before the batch was committed.
-func (l *streamLoop) handle(ctx context.Context, msgs []jetstream.Msg) bool {
-	var b Batch
+// sealed is a batch on its way to the committer.
+type sealed struct {
+	b    *Batch
+	msgs []jetstream.Msg
+}
+
+// commitLoop commits the batches in order and acknowledges their
+// messages; once ctx ends, what is left is given back.
+func (l *streamLoop) commitLoop(ctx context.Context, work <-chan sealed) {
+	stopped := false
+	for s := range work {
+		if stopped || !l.commit(ctx, s.b) {
+			stopped = true
+			l.release(s.msgs)
+			continue
+		}
+		if l.dropAcks != nil && l.dropAcks() {
+			continue
+		}
+		for _, m := range s.msgs {
+			if err := m.Ack(); err != nil {
+				l.stats.AckErrors.Add(1)
+			}
+		}
+	}
+}
+
+// seal turns fetched messages into the batch's links: redeliveries of
+// messages already recorded are skipped, and messages missing before one
+// (delivered but never handled) are read from the stream first. It
+// returns false when ctx ended.
+func (l *streamLoop) seal(ctx context.Context, msgs []jetstream.Msg) (*Batch, bool) {
+	ordered := make([]*link.Message, 0, len(msgs))
 	for _, m := range msgs {
 		l.stats.Received.Add(1)
 		md, err := m.Metadata()
@@ -89,56 +137,50 @@ func (l *streamLoop) handle(ctx context.Context, msgs []jetstream.Msg) bool {
 			// (lost in flight, or taken by a run that crashed): they come
 			// first, read from the stream. Their redeliveries, later, are
 			// duplicates.
-			if !l.retry(ctx, func() error { return l.fill(ctx, &b, from, seq-1) }) {
-				l.release(msgs)
-				return false
+			var got []*link.Message
+			if !l.retry(ctx, func() (err error) { got, err = l.fill(ctx, from, seq-1); return err }) {
+				return nil, false
 			}
+			ordered = append(ordered, got...)
 		}
-		l.w.Seal(&b, &link.Message{
+		ordered = append(ordered, &link.Message{
 			Stream: l.stream, Seq: seq, Subject: m.Subject(), Header: m.Headers(), Data: m.Data(),
 			Stored: md.Timestamp, Deliveries: md.NumDelivered, Consumer: l.consumer,
-		}, l.source)
+		})
 		l.applied = seq
 	}
-	if !l.commit(ctx, &b) {
-		l.release(msgs)
-		return false
+	b := &Batch{Base: l.tips}
+	l.w.SealAll(b, ordered, l.source)
+	for c, h := range b.Tips() {
+		l.tips[c] = h
 	}
-	if l.dropAcks != nil && l.dropAcks() {
-		return true
-	}
-	for _, m := range msgs {
-		if err := m.Ack(); err != nil {
-			l.stats.AckErrors.Add(1)
-		}
-	}
-	return true
+	return b, true
 }
 
-// fill seals the messages stored in the stream from sequence from to to,
+// fill reads the messages stored in the stream from sequence from to to,
 // skipping the ones deleted.
-func (l *streamLoop) fill(ctx context.Context, b *Batch, from, to uint64) error {
+func (l *streamLoop) fill(ctx context.Context, from, to uint64) ([]*link.Message, error) {
+	var out []*link.Message
 	for seq := from; seq <= to; {
 		raw, err := l.st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(">"))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			break
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if raw.Sequence > to {
 			break
 		}
-		l.w.Seal(b, &link.Message{
+		out = append(out, &link.Message{
 			Stream: l.stream, Seq: raw.Sequence, Subject: raw.Subject, Header: raw.Header, Data: raw.Data,
 			Stored: raw.Time, Consumer: l.consumer,
-		}, l.source)
-		l.stats.Recovered.Add(1)
-		l.applied = raw.Sequence
+		})
 		seq = raw.Sequence + 1
 	}
+	l.stats.Recovered.Add(uint64(len(out)))
 	l.applied = max(l.applied, to)
-	return nil
+	return out, nil
 }
 
 // retry runs op until it succeeds or ctx ends.
@@ -166,9 +208,6 @@ func (l *streamLoop) commit(ctx context.Context, b *Batch) bool {
 	for {
 		err := l.w.Commit(ctx, b)
 		if err == nil {
-			if l.committed != nil {
-				l.committed()
-			}
 			return true
 		}
 		if ctx.Err() != nil {
@@ -255,12 +294,17 @@ func (l *streamLoop) recoverPending(ctx context.Context) error {
 	}
 	l.log.InfoContext(ctx, "recovering messages taken but not recorded", "stream", l.stream, "from", from, "to", to)
 	for from <= to {
-		var b Batch
 		end := min(to, from+uint64(l.batch)-1)
-		if err := l.fill(ctx, &b, from, end); err != nil {
+		got, err := l.fill(ctx, from, end)
+		if err != nil {
 			return err
 		}
-		if !l.commit(ctx, &b) {
+		b := &Batch{Base: l.tips}
+		l.w.SealAll(b, got, l.source)
+		for c, h := range b.Tips() {
+			l.tips[c] = h
+		}
+		if !l.commit(ctx, b) {
 			return ctx.Err()
 		}
 		from = end + 1

@@ -1,7 +1,32 @@
-// Package auditor appends every event of the pipeline to a tamper-evident hash chain stored in ClickHouse, mirrored to syslog and JSONL.
+// Package auditor appends every event of the pipeline to tamper-evident
+// hash chains, stored in ClickHouse, a JSONL log and syslog.
 //
-// The module exists so the workspace has its final shape; the service is
-// built by a later milestone (see docs/architecture.md, "Status"). Until
-// then the single-machine commands of cmd/runtimetruth cover its logic
-// through pkg/evidence.
+// It consumes every stream of the pipeline (EVIDENCE, VERDICTS, BASELINES,
+// DLQ) through the durable "auditor" consumers, one loop per stream, and
+// appends each message to its chain in stream order: one chain per stream
+// and host for the host-scoped streams ("EVIDENCE/<host>",
+// "VERDICTS/<host>", the host taken from the NATS subject) and one chain
+// per other stream ("BASELINES", "DLQ"). A stream's loop is the only
+// writer of its chains.
+//
+// A link (pkg/evidence/chain) commits to the previous link's hash, its
+// sequence number and the canonical form of the event: every attribute,
+// the data, and the message's stream, stream sequence, subject and store
+// time (package link). With a key, links are HMAC-SHA-256. A message that
+// is not a valid catalog event is recorded as an auditor-made rejection
+// record, never dropped.
+//
+// A batch is acknowledged only once its links are durable in every
+// required sink (Writer.Commit; a failing sink is retried, the backlog
+// waiting in JetStream). A redelivered message already in the chain is
+// recognized by its stream sequence and not appended again; messages a
+// crashed run took but never recorded are read back from the stream, so
+// the chain stays in stream order. At start the auditor resumes from the
+// heads stored in the sinks and first brings a sink that lags behind
+// level from the one ahead (Writer.Recover).
+//
+// Signed checkpoints (chain, seq, head hash; Ed25519) go to syslog and a
+// file, so that truncation and a full rewrite are detectable from outside
+// the database. `runtimetruth audit verify` recomputes the chains
+// (package verify).
 package auditor

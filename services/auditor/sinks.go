@@ -95,8 +95,6 @@ func (a *Auditor) newCheckpointer(w *Writer, sinks []CheckpointSink) (*checkpoin
 	return c, nil
 }
 
-func (c *checkpointer) poke() {}
-
 func (c *checkpointer) run(ctx context.Context) {
 	t := time.NewTicker(c.interval)
 	defer t.Stop()

@@ -177,7 +177,7 @@ func TestClickHouseOutage(t *testing.T) {
 		require.NoError(t, err)
 		backlog += int(c.CachedInfo().NumPending) + c.CachedInfo().NumAckPending
 	}
-	assert.Equal(t, m, backlog, "the backlog waits in JetStream")
+	assert.GreaterOrEqual(t, backlog, m, "the backlog waits in JetStream")
 
 	srv.Start()
 	waitLinks(t, a, n+m)

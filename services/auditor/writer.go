@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/jsontree"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
 )
 
@@ -209,41 +211,75 @@ func (w *Writer) Applied(stream string) uint64 {
 // Batch is a group of records written together, remembering which sinks
 // already hold them across retries.
 type Batch struct {
-	Recs     []link.Record
+	Recs []link.Record
+	// Base, when set, holds chain tips that come before the batch (the
+	// batches sealed but not yet committed); Seal follows them before the
+	// committed heads.
+	Base     map[string]link.Head
 	done     []bool
 	attempts []int
 	tip      map[string]link.Head
 }
 
-// Seal appends the link of m to the batch, following the batch's earlier
-// links of its chain or the chain's committed head. A message whose event
-// cannot be sealed is recorded as a rejection.
+// Tips returns the last link of each chain in the batch.
+func (b *Batch) Tips() map[string]link.Head { return b.tip }
+
+// Seal appends the link of m to the batch (see SealAll).
 func (w *Writer) Seal(b *Batch, m *link.Message, source string) link.Record {
-	name := link.ChainName(m.Stream, m.Subject)
+	w.SealAll(b, []*link.Message{m}, source)
+	return b.Recs[len(b.Recs)-1]
+}
+
+// prepareChunk is how many messages one goroutine prepares at a time.
+const prepareChunk = 32
+
+// SealAll appends the links of msgs to the batch, in order: each follows
+// the batch's earlier link of its chain, else Base's, else the chain's
+// committed head. The messages are checked and canonicalized in parallel;
+// a message whose event cannot be recorded as it is becomes a rejection.
+func (w *Writer) SealAll(b *Batch, msgs []*link.Message, source string) {
 	if b.tip == nil {
 		b.tip = map[string]link.Head{}
 	}
-	head, ok := b.tip[name]
-	if !ok {
-		head = w.Head(name)
-	}
-	entry := link.Entry
-	if w.strict {
-		entry = link.EntryStrict
-	}
-	r, err := w.h.Seal(name, head, entry(m, source))
-	if err != nil {
-		r, err = w.h.Seal(name, head, link.Reject(m, source, err))
-		if err != nil { // cannot happen: the rejection record is plain strings
-			panic(fmt.Sprintf("auditor: seal a rejection record: %v", err))
+	prep := make([]link.Prepared, len(msgs))
+	if workers := min(runtime.GOMAXPROCS(0), (len(msgs)+prepareChunk-1)/prepareChunk); workers <= 1 {
+		for i, m := range msgs {
+			prep[i] = link.Prepare(m, source, w.strict)
 		}
+	} else {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(func() {
+				for {
+					lo := int(next.Add(prepareChunk)) - prepareChunk
+					if lo >= len(msgs) {
+						return
+					}
+					for i := lo; i < min(lo+prepareChunk, len(msgs)); i++ {
+						prep[i] = link.Prepare(msgs[i], source, w.strict)
+					}
+				}
+			})
+		}
+		wg.Wait()
 	}
-	if r.Meta.Rejected {
-		w.stats.Rejected.Add(1)
+	for _, p := range prep {
+		head, ok := b.tip[p.Chain]
+		if !ok {
+			if head, ok = b.Base[p.Chain]; !ok {
+				head = w.Head(p.Chain)
+			}
+		}
+		r := w.h.SealPrepared(p, head)
+		// The sinks need the bytes, not the tree: let it go early.
+		r.Link.Event = jsontree.Value{}
+		if r.Meta.Rejected {
+			w.stats.Rejected.Add(1)
+		}
+		b.tip[p.Chain] = r.Head()
+		b.Recs = append(b.Recs, r)
 	}
-	b.tip[name] = r.Head()
-	b.Recs = append(b.Recs, r)
-	return r
 }
 
 // Commit writes the batch to every sink that does not hold it yet, in

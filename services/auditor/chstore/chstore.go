@@ -309,7 +309,9 @@ func identifier(s string) bool {
 		return false
 	}
 	for i, r := range s {
-		if !(r == '_' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || i > 0 && '0' <= r && r <= '9') {
+		letter := r == '_' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z'
+		digit := i > 0 && '0' <= r && r <= '9'
+		if !letter && !digit {
 			return false
 		}
 	}

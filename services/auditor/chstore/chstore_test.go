@@ -206,3 +206,15 @@ func TestOpenFailsFast(t *testing.T) {
 	require.Error(t, err)
 	assert.Less(t, time.Since(start), 5*time.Second)
 }
+
+func openStore(ctx context.Context, dsn string) (*chstore.Store, error) {
+	s, err := chstore.Open(ctx, chstore.Options{DSN: dsn})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.Migrate(ctx); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
+}

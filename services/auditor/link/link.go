@@ -81,7 +81,9 @@ type Meta struct {
 	Reason   string
 }
 
-// Record is one sealed link.
+// Record is one sealed link. Its Link.Event (the parsed tree) may be
+// empty: sinks use the canonical bytes (Line, Event), and the auditor's
+// writer drops the tree once sealed.
 type Record struct {
 	chain.Link
 	// Line is the link as one canonical JSON line, without the newline.
@@ -177,32 +179,72 @@ func (h Hasher) Sum(chainName string, seq uint64, prev string, event []byte) str
 	return h.Format(m.Sum(nil))
 }
 
-// Seal makes the link that follows head (the zero Head for a new chain) in
-// chainName for the event ev.
-func (h Hasher) Seal(chainName string, head Head, ev jsontree.Value) (Record, error) {
-	if chainName == "" {
-		return Record{}, fmt.Errorf("%w: empty chain name", ErrRecord)
+// Prepared is an event ready to be sealed into its chain: the costly
+// part of sealing (checking, canonical form), independent of the chain's
+// head, so that events are prepared in parallel and sealed in order.
+type Prepared struct {
+	Chain string
+	Event jsontree.Value
+	// Bytes is the event's canonical JSON.
+	Bytes []byte
+	Meta  Meta
+}
+
+// Prepare checks m and builds its event (Entry, or EntryStrict when
+// strict) in canonical form. An event the canonical form cannot carry (a
+// number out of RFC 8785's range) is recorded as a rejection.
+func Prepare(m *Message, source string, strict bool) Prepared {
+	var ev jsontree.Value
+	if strict {
+		ev = EntryStrict(m, source)
+	} else {
+		ev = Entry(m, source)
 	}
-	event, err := canonjson.Marshal(ev)
+	p, err := prepare(ChainName(m.Stream, m.Subject), ev)
 	if err != nil {
-		return Record{}, fmt.Errorf("%w: event: %w", ErrRecord, err)
+		p, _ = prepare(p.Chain, Reject(m, source, err))
 	}
-	meta, err := MetaOf(ev)
-	if err != nil {
-		return Record{}, err
+	return p
+}
+
+func prepare(chainName string, ev jsontree.Value) (Prepared, error) {
+	p := Prepared{Chain: chainName, Event: ev}
+	var err error
+	if p.Bytes, err = canonjson.Marshal(ev); err != nil {
+		return p, fmt.Errorf("%w: event: %w", ErrRecord, err)
 	}
+	p.Meta, err = MetaOf(ev)
+	return p, err
+}
+
+// SealPrepared makes the link of p that follows head (the zero Head for a
+// new chain).
+func (h Hasher) SealPrepared(p Prepared, head Head) Record {
 	seq, prev := head.Seq+1, head.Hash
 	if head.Seq == 0 {
 		prev = chain.Genesis
 	}
-	sum := h.Sum(chainName, seq, prev, event)
-	ln, start, end := line(make([]byte, 0, len(event)+len(chainName)+260), chainName, seq, prev, sum, event)
+	sum := h.Sum(p.Chain, seq, prev, p.Bytes)
+	ln, start, end := line(make([]byte, 0, len(p.Bytes)+len(p.Chain)+260), p.Chain, seq, prev, sum, p.Bytes)
 	return Record{
-		Link:  chain.Link{Chain: chainName, Seq: seq, Prev: prev, Hash: sum, Event: ev},
+		Link:  chain.Link{Chain: p.Chain, Seq: seq, Prev: prev, Hash: sum, Event: p.Event},
 		Line:  ln,
 		Event: ln[start:end:end],
-		Meta:  meta,
-	}, nil
+		Meta:  p.Meta,
+	}
+}
+
+// Seal makes the link that follows head (the zero Head for a new chain)
+// in chainName for the event ev.
+func (h Hasher) Seal(chainName string, head Head, ev jsontree.Value) (Record, error) {
+	if chainName == "" {
+		return Record{}, fmt.Errorf("%w: empty chain name", ErrRecord)
+	}
+	p, err := prepare(chainName, ev)
+	if err != nil {
+		return Record{}, err
+	}
+	return h.SealPrepared(p, head), nil
 }
 
 // Parse reads a link line (strictly, as chain.ParseLink) into a record; it
@@ -269,7 +311,7 @@ func MetaOf(ev jsontree.Value) (Meta, error) {
 	if m.Rejected {
 		m.Reason = text(data, "reason")
 		if m.Host == "" {
-			m.Host = HostOf(m.Stream, m.NATSSubject)
+			m.Host = HostOf(m.NATSSubject)
 		}
 	}
 	return m, nil

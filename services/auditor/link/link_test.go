@@ -43,7 +43,7 @@ func TestSealMatchesTheChainPackage(t *testing.T) {
 			want, err := h.Chain().Sum(r.Chain, r.Seq, r.Prev, r.Link.Event)
 			require.NoError(t, err)
 			assert.Equal(t, want, r.Hash)
-			line, err := r.Link.Marshal()
+			line, err := r.Marshal()
 			require.NoError(t, err)
 			assert.Equal(t, string(line), string(r.Line))
 			back, err := link.Parse(r.Line)

@@ -51,7 +51,7 @@ func (v msg) Data() []byte         { return v.m.Data }
 func ChainName(stream, subject string) string {
 	switch stream {
 	case "EVIDENCE", "VERDICTS":
-		return stream + "/" + HostOf(stream, subject)
+		return stream + "/" + HostOf(subject)
 	}
 	return stream
 }
@@ -59,7 +59,7 @@ func ChainName(stream, subject string) string {
 // HostOf returns the host a subject of a host-scoped stream names: the
 // decoded token, or the token as it is when it does not decode to a
 // printable name (a shortened or malformed token); "=" when there is none.
-func HostOf(stream, subject string) string {
+func HostOf(subject string) string {
 	tokens := strings.Split(subject, ".")
 	i := 2
 	if len(tokens) > 1 && tokens[1] == "collect" {
@@ -116,33 +116,34 @@ func entry(m *Message, source string, e event.Event, err error) jsontree.Value {
 }
 
 func position(m *Message) jsontree.Value {
-	return object(
-		"seq", jsontree.Value{Kind: jsontree.Number, Text: strconv.FormatUint(m.Seq, 10)},
-		"stream", str(m.Stream),
-		"subject", str(m.Subject),
-		"time", str(m.Stored.UTC().Format(time.RFC3339Nano)),
-	)
+	return jsontree.Value{Kind: jsontree.Object, Members: []jsontree.Member{
+		{Key: "seq", Value: jsontree.Value{Kind: jsontree.Number, Text: strconv.FormatUint(m.Seq, 10)}},
+		{Key: "stream", Value: str(m.Stream)},
+		{Key: "subject", Value: str(m.Subject)},
+		{Key: "time", Value: str(m.Stored.UTC().Format(time.RFC3339Nano))},
+	}}
 }
 
 func attributes(e event.Event) (jsontree.Value, error) {
-	kv := []any{
-		"datacontenttype", str(e.DataContentType()),
-		"dataschema", str(e.DataSchema()),
-		"id", str(e.ID()),
-		"source", str(e.Source()),
-		"specversion", str(e.SpecVersion()),
-		"subject", str(e.Subject()),
-		"time", str(e.Time().UTC().Format(time.RFC3339Nano)),
-		"type", str(e.Type()),
-	}
+	members := make([]jsontree.Member, 0, 10)
+	members = append(members,
+		jsontree.Member{Key: "datacontenttype", Value: str(e.DataContentType())},
+		jsontree.Member{Key: "dataschema", Value: str(e.DataSchema())},
+		jsontree.Member{Key: "id", Value: str(e.ID())},
+		jsontree.Member{Key: "source", Value: str(e.Source())},
+		jsontree.Member{Key: "specversion", Value: str(e.SpecVersion())},
+		jsontree.Member{Key: "subject", Value: str(e.Subject())},
+		jsontree.Member{Key: "time", Value: str(e.Time().UTC().Format(time.RFC3339Nano))},
+		jsontree.Member{Key: "type", Value: str(e.Type())},
+	)
 	for name, v := range e.Extensions() {
 		s, ok := v.(string)
 		if !ok {
 			return jsontree.Value{}, fmt.Errorf("extension %s is a %T", name, v)
 		}
-		kv = append(kv, name, str(s))
+		members = append(members, jsontree.Member{Key: name, Value: str(s)})
 	}
-	return object(kv...), nil
+	return jsontree.Value{Kind: jsontree.Object, Members: members}, nil
 }
 
 // Reject is the event of a message the auditor cannot record as it is:

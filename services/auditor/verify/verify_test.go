@@ -90,7 +90,7 @@ func TestTamperedLines(t *testing.T) {
 		{name: "intact"},
 		{name: "intact keyed", hasher: keyed, built: keyed},
 		{name: "reformatted", tamper: func(_ *testing.T, _ []link.Record, ls [][]byte) [][]byte {
-			ls[7] = bytes.Replace(ls[7], []byte(`":`), []byte(`": `), -1)
+			ls[7] = bytes.ReplaceAll(ls[7], []byte(`":`), []byte(`": `))
 			return ls
 		}},
 		{name: "changed data", line: 12, seq: 6, reason: chain.Changed, tamper: func(_ *testing.T, _ []link.Record, ls [][]byte) [][]byte {

@@ -270,7 +270,7 @@ the start of the hash; --json prints the links as stored.`,
 				return errors.New("-n must not be negative")
 			}
 			out := bufio.NewWriter(c.OutOrStdout())
-			print := func(r link.Record) error {
+			emit := func(r link.Record) error {
 				if asJSON {
 					_, _ = out.Write(r.Line)
 					_ = out.WriteByte('\n')
@@ -280,9 +280,9 @@ the start of the hash; --json prints the links as stored.`,
 				return nil
 			}
 			if src.jsonl != "" {
-				return tailJSONL(c.Context(), src.jsonl, last, follow, poll, out, print)
+				return tailJSONL(c.Context(), src.jsonl, last, follow, poll, out, emit)
 			}
-			return tailClickHouse(c.Context(), src, last, follow, poll, out, print)
+			return tailClickHouse(c.Context(), src, last, follow, poll, out, emit)
 		},
 	}
 	src.register(c)
@@ -312,7 +312,7 @@ func tailLine(r link.Record) string {
 
 // tailJSONL prints the last links of the log, then follows the active
 // file, reopening it when it is rotated.
-func tailJSONL(ctx context.Context, path string, last int, follow bool, poll time.Duration, out *bufio.Writer, print func(link.Record) error) error {
+func tailJSONL(ctx context.Context, path string, last int, follow bool, poll time.Duration, out *bufio.Writer, emit func(link.Record) error) error {
 	files, err := jsonl.Files(path)
 	if err != nil {
 		return err
@@ -369,7 +369,7 @@ func tailJSONL(ctx context.Context, path string, last int, follow bool, poll tim
 		tail = append(recs[max(0, len(recs)-(last-len(tail))):], tail...)
 	}
 	for _, r := range tail {
-		_ = print(r)
+		_ = emit(r)
 	}
 	if err := out.Flush(); err != nil || !follow {
 		return err
@@ -392,7 +392,7 @@ func tailJSONL(ctx context.Context, path string, last int, follow bool, poll tim
 					if perr != nil {
 						return fmt.Errorf("%s: %w", active, perr)
 					}
-					_ = print(r)
+					_ = emit(r)
 				}
 				partial = partial[i+1:]
 			}
@@ -449,7 +449,7 @@ func tailJSONL(ctx context.Context, path string, last int, follow bool, poll tim
 							return err
 						}
 						for _, r := range recs {
-							_ = print(r)
+							_ = emit(r)
 						}
 						continue
 					}
@@ -511,7 +511,7 @@ func readLinksN(path string, limit int64) ([]link.Record, error) {
 
 // tailClickHouse prints the newest links, then polls every chain's head
 // and prints what follows the heads already printed.
-func tailClickHouse(ctx context.Context, src auditSource, last int, follow bool, poll time.Duration, out *bufio.Writer, print func(link.Record) error) error {
+func tailClickHouse(ctx context.Context, src auditSource, last int, follow bool, poll time.Duration, out *bufio.Writer, emit func(link.Record) error) error {
 	s, err := chstore.Open(ctx, chstore.Options{DSN: src.clickhouse, Table: src.table})
 	if err != nil {
 		return err
@@ -527,7 +527,7 @@ func tailClickHouse(ctx context.Context, src auditSource, last int, follow bool,
 			return err
 		}
 		for _, r := range recs {
-			_ = print(r)
+			_ = emit(r)
 		}
 	}
 	if err := out.Flush(); err != nil || !follow {
@@ -556,7 +556,7 @@ func tailClickHouse(ctx context.Context, src auditSource, last int, follow bool,
 		for _, n := range names {
 			if err := s.Links(ctx, n, seen[n].Seq, func(r link.Record) error {
 				seen[n] = r.Head()
-				return print(r)
+				return emit(r)
 			}); err != nil {
 				if ctx.Err() != nil {
 					return nil

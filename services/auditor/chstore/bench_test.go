@@ -1,0 +1,107 @@
+package chstore_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/runtimetruth/runtimetruth/services/auditor/internal/auditortest"
+	"github.com/runtimetruth/runtimetruth/services/auditor/link"
+	"github.com/runtimetruth/runtimetruth/services/auditor/verify"
+)
+
+// BenchmarkVerifyClickHouse reports the rows/s `audit verify --clickhouse`
+// checks (ordered scan, hashing on every core), against a bare ordered
+// scan of the same columns (the reference).
+func BenchmarkVerifyClickHouse(b *testing.B) {
+	const n = 50000
+	dsn := auditortest.ClickHouseDSN(b)
+	ctx := context.Background()
+	s, err := openStore(ctx, dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	h := link.NewHasher([]byte("0123456789abcdef0123456789abcdef"))
+	recs := auditortest.Records(b, h, 2000, []string{"h0", "h1", "h2", "h3", "h4", "h5", "h6", "h7"})
+	// 25 rounds of the same 2000 events, re-sealed so the chains continue.
+	heads := map[string]link.Head{}
+	for round := 0; round < n/len(recs); round++ {
+		batch := make([]link.Record, 0, len(recs))
+		for _, r := range recs {
+			nr, err := h.Seal(r.Chain, heads[r.Chain], r.Link.Event)
+			if err != nil {
+				b.Fatal(err)
+			}
+			heads[r.Chain] = nr.Head()
+			batch = append(batch, nr)
+		}
+		if err := s.Write(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("reference-scan", func(b *testing.B) {
+		for b.Loop() {
+			rows, err := s.Conn().Query(ctx, "SELECT chain, seq, prev, hash, event FROM "+s.Table()+" ORDER BY chain, seq")
+			if err != nil {
+				b.Fatal(err)
+			}
+			got := 0
+			for rows.Next() {
+				var c, p, hh, e string
+				var seq uint64
+				if err := rows.Scan(&c, &seq, &p, &hh, &e); err != nil {
+					b.Fatal(err)
+				}
+				got++
+			}
+			_ = rows.Close()
+			if got != n {
+				b.Fatalf("%d rows", got)
+			}
+		}
+		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "rows/s")
+	})
+	b.Run("scan-unordered", func(b *testing.B) {
+		for b.Loop() {
+			rows, err := s.Conn().Query(ctx, "SELECT chain, seq, prev, hash, event FROM "+s.Table())
+			if err != nil {
+				b.Fatal(err)
+			}
+			for rows.Next() {
+				var c, p, hh, e string
+				var seq uint64
+				if err := rows.Scan(&c, &seq, &p, &hh, &e); err != nil {
+					b.Fatal(err)
+				}
+			}
+			_ = rows.Close()
+		}
+		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "rows/s")
+	})
+	b.Run("scan-no-event", func(b *testing.B) {
+		for b.Loop() {
+			rows, err := s.Conn().Query(ctx, "SELECT chain, seq, prev, hash, length(event) FROM "+s.Table()+" ORDER BY chain, seq")
+			if err != nil {
+				b.Fatal(err)
+			}
+			for rows.Next() {
+				var c, p, hh string
+				var seq, l uint64
+				if err := rows.Scan(&c, &seq, &p, &hh, &l); err != nil {
+					b.Fatal(err)
+				}
+			}
+			_ = rows.Close()
+		}
+		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "rows/s")
+	})
+	b.Run("verify", func(b *testing.B) {
+		for b.Loop() {
+			rep, err := verify.Run(ctx, h, nil, s.Source(ctx))
+			if err != nil || rep.Broken != nil || rep.Links != n {
+				b.Fatal(err, rep.Broken)
+			}
+		}
+		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "rows/s")
+	})
+}
