@@ -5,8 +5,17 @@
 #
 #   scripts/bench.sh [go test -bench regexp]      (default: .)
 #   BENCHTIME=2s scripts/bench.sh                 (default: 1s)
+#
+# The auditor's benchmarks (append into ClickHouse against a raw insert,
+# audit verify against ClickHouse) need the real ClickHouse: unless the
+# caller already runs under scripts/test-services.sh (RUNTIMETRUTH_CLICKHOUSE_DSN
+# set), the script runs itself under it, which starts ClickHouse and
+# rsyslog for the run and stops them after.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [[ -z "${RUNTIMETRUTH_CLICKHOUSE_DSN:-}" || -z "${RUNTIMETRUTH_RSYSLOG_TCP:-}" ]]; then
+	exec scripts/test-services.sh scripts/bench.sh "$@"
+fi
 pattern="${1:-.}"
 out="${BENCH_OUT:-$(mktemp -t runtimetruth-bench.XXXXXX)}"
 modules=$(go list -m -f '{{.Path}}/...')
@@ -38,14 +47,21 @@ END {
 	for (g = 1; g <= groups; g++) {
 		group = order[g]
 		m = split(substr(subs[group], 2), list, "\t")
-		ref = ""
-		for (i = 1; i <= m; i++) if (list[i] ~ /^reference/) { ref = list[i]; break }
+		first = ""
+		for (i = 1; i <= m; i++) if (list[i] ~ /^reference/) { first = list[i]; break }
 		for (i = 1; i <= m; i++) {
 			key = group SUBSEP list[i]
+			# The reference of the same parameters (auditor/batch=N against
+			# reference-…/batch=N), else the first one.
+			ref = first
+			if (index(list[i], "/") > 0) {
+				tail_ = substr(list[i], index(list[i], "/"))
+				for (j = 1; j <= m; j++) if (list[j] ~ /^reference/ && substr(list[j], length(list[j]) - length(tail_) + 1) == tail_) { ref = list[j]; break }
+			}
 			ratio = ""
 			if (ref != "" && list[i] !~ /^reference/) ratio = sprintf("%.2fx", opsps[key] / opsps[group SUBSEP ref])
 			printf "%-44s %-34s %14.1f %12s %s\n", group, list[i], opsps[key], ratio, extras[key]
 		}
 	}
-	print "\nvs reference = ops/s of the variant / ops/s of the first reference-* variant of the same benchmark (higher is faster)."
+	print "\nvs reference = ops/s of the variant / ops/s of the reference-* variant of the same benchmark with the same parameters (after the first /), else the first one (higher is faster)."
 }' "$out"

@@ -23,6 +23,6 @@
 //
 // Checker is the verifier service's side: it verifies the attestation
 // stored next to a baseline (Record, in the baselines bucket under
-// RecordKey) for a baseline that names a required identity, and caches the
-// outcome by digest.
+// events.AttestationKey) for a baseline that names a required identity,
+// and caches the outcome by digest.
 package attestation

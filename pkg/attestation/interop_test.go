@@ -4,7 +4,8 @@ package attestation_test
 // builds the pinned version into ~/.cache/runtimetruth/bin; make test runs it first). These
 // tests fail, never skip, when cosign is missing. Every cosign command runs
 // offline: key signatures without a transparency log, keyless ones checked
-// against an exported trusted root with signed timestamps.
+// against an exported trusted root with signed timestamps or with the test
+// Rekor's log entries.
 
 import (
 	"context"
@@ -241,4 +242,40 @@ func TestOurVerifierAcceptsCosignBundles(t *testing.T) {
 		_, err = keylessVerifier(t, vs, "mallory@example.com", issuer).Verify(digest, 1, stmt, b)
 		requireStep(t, err, attestation.StepSignature, attestation.ErrIdentity)
 	})
+}
+
+// A keyless bundle with a transparency log entry (test Fulcio and Rekor, no
+// timestamp authority): cosign verifies the entry — its signed entry
+// timestamp, inclusion proof and checkpoint — against the trusted root that
+// lists the log, offline, and checks the certificate at the entry's
+// integrated time. Only the SCT check is skipped: the test Fulcio embeds
+// none.
+func TestCosignVerifiesOurRekorBundle(t *testing.T) {
+	c := newCosign(t)
+	_, stmt := baseline(t, "before.json")
+	srv := attestationtest.NewServers(t)
+	signed, err := rekorSigner(t, srv, false).Sign(context.Background(), stmt)
+	require.NoError(t, err)
+	c.file(t, "bundle.json", signed.Bundle)
+	c.file(t, "root.json", srv.TrustedRootJSON(t, attestationtest.WithRekor()))
+	c.file(t, "root-without-log.json", srv.TrustedRootJSON(t))
+	c.file(t, "artifact.json", canonical(t, "before.json"))
+	c.file(t, "after.json", canonical(t, "after.json"))
+	verify := func(root, id, iss, artifact string) (string, error) {
+		return c.run(t, "verify-blob-attestation", "--bundle", "bundle.json", "--new-bundle-format", "--trusted-root", root,
+			"--certificate-identity", id, "--certificate-oidc-issuer", iss, "--insecure-ignore-sct=true",
+			"--type", statement.PredicateType, artifact)
+	}
+	out, err := verify("root.json", identity, issuer, "artifact.json")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "Verified OK")
+	out, err = verify("root.json", "mallory@example.com", issuer, "artifact.json")
+	require.Error(t, err, "wrong identity: %s", out)
+	out, err = verify("root.json", identity, "https://other.example.com", "artifact.json")
+	require.Error(t, err, "wrong issuer: %s", out)
+	out, err = verify("root.json", identity, issuer, "after.json")
+	require.Error(t, err, "another baseline: %s", out)
+	out, err = verify("root-without-log.json", identity, issuer, "artifact.json")
+	require.Error(t, err, "a trusted root without the log: %s", out)
+	assert.Contains(t, out, "not enough verified log entries")
 }

@@ -12,21 +12,21 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
-	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/statement"
 )
 
-// RecordSuffix follows a baseline's key (topology.BaselineKey: two tokens,
-// <kind>.<identifier>) to make the key of its attestation in the same
-// bucket: <kind>.<identifier>.attestation. Baseline keys have exactly two
-// tokens, so the "*.*" filter lists the baselines only.
-const RecordSuffix = ".attestation"
+// RecordSuffix follows a baseline's key (<kind>.<identifier>) to make the
+// key of its attestation in the same bucket; it is
+// events.AttestationKeySuffix, where the key naming lives.
+const RecordSuffix = events.AttestationKeySuffix
 
-// RecordKey is the baselines-bucket key of a target's attestation.
-func RecordKey(t events.Target) string { return topology.BaselineKey(t) + RecordSuffix }
+// RecordKey is the baselines-bucket key of a target's attestation:
+// events.AttestationKey.
+func RecordKey(t events.Target) string { return events.AttestationKey(t) }
 
-// IsRecordKey reports whether a baselines-bucket key holds an attestation.
-func IsRecordKey(key string) bool { return strings.HasSuffix(key, RecordSuffix) }
+// IsRecordKey reports whether a baselines-bucket key holds an attestation:
+// events.IsAttestationKey.
+func IsRecordKey(key string) bool { return events.IsAttestationKey(key) }
 
 // ErrNoAttestation means no attestation is stored for the target.
 var ErrNoAttestation = errors.New("no attestation")

@@ -17,11 +17,46 @@ import (
 // then Unmarshal into a map, without any check.
 
 func BenchmarkCodecVerdict(b *testing.B) {
-	benchCodec(b, fixtures(b)["verdict.drift.v1.golden.json"])
+	p := fixtures(b)["verdict.drift.v1.golden.json"]
+	benchCodec(b, p)
+	// NewVerdictMsg: Validate and the report rules once per report.
+	b.Run("encode-verdict-msg", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, err := events.NewVerdictMsg(fixtureSource, p.(events.Verdict)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 func BenchmarkCodecEvidence(b *testing.B) {
-	benchCodec(b, fixtures(b)["evidence.collected.v1.golden.json"])
+	p := fixtures(b)["evidence.collected.v1.golden.json"]
+	benchCodec(b, p)
+	m, _, err := events.NewMsg(fixtureSource, p)
+	require.NoError(b, err)
+	// ReadEvidence: the typed decoder, the snapshot parsed once (decode
+	// plus ParseSnapshot is what the schema path costs a verifier).
+	b.Run("decode-typed-with-snapshot", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, _, err := events.ReadEvidence(received{m}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decode-schema-with-snapshot", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_, p, err := events.Read[events.EvidenceCollected](received{m})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := p.ParseSnapshot(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 func benchCodec(b *testing.B, p events.Payload) {

@@ -48,6 +48,12 @@ func WithTraceContext(traceparent, tracestate string) Option {
 // New checks the event as FromNATS and Decode will, so what it returns
 // encodes and decodes.
 func New(source string, p Payload, opts ...Option) (event.Event, error) {
+	return newEvent(source, p, func(s *Spec, _ Payload, data []byte) error { return validateData(s, data) }, opts...)
+}
+
+// newEvent is New with the check of the encoded data given: check runs
+// after p's Validate, on the JSON New sends.
+func newEvent(source string, p Payload, check func(s *Spec, p Payload, data []byte) error, opts ...Option) (event.Event, error) {
 	o := options{}
 	for _, opt := range opts {
 		opt(&o)
@@ -79,7 +85,7 @@ func New(source string, p Payload, opts ...Option) (event.Event, error) {
 	if err != nil {
 		return event.Event{}, fmt.Errorf("encode %s: %w", s.Type, err)
 	}
-	if err := validateData(s, data); err != nil {
+	if err := check(s, p, data); err != nil {
 		return event.Event{}, err
 	}
 	e := event.New(SpecVersion)
@@ -140,7 +146,9 @@ func NewMsg(source string, p Payload, opts ...Option) (*nats.Msg, event.Event, e
 }
 
 // marshal encodes a payload as compact JSON without HTML escaping.
-func marshal(p Payload) ([]byte, error) {
+func marshal(p Payload) ([]byte, error) { return marshalJSON(p) }
+
+func marshalJSON(p any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

@@ -98,6 +98,7 @@ func fixtures(tb testing.TB) map[string]events.Payload {
 	ev, err := events.NewEvidenceCollected(fixtureHost, fixtureSnapshot(tb), time.Minute)
 	require.NoError(tb, err)
 	snapDigest := ev.Digest
+	ev.Baseline = &events.Target{Kind: "systemd.unit", Identifier: "agent.service"}
 	bundleDigest, err := events.BundleDigest(bundle())
 	require.NoError(tb, err)
 	pass := driftReport()

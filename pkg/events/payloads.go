@@ -60,6 +60,19 @@ type EvidenceCollected struct {
 	// Snapshot is the snapshot document (canonical JSON when built by
 	// NewEvidenceCollected).
 	Snapshot json.RawMessage `json:"snapshot"`
+	// Baseline names the baseline to verify the snapshot against, when
+	// the collector's target configuration names one; nil means the
+	// baseline of Target.
+	Baseline *Target `json:"baseline,omitempty"`
+}
+
+// BaselineTarget is the target whose baseline the snapshot is verified
+// against: Baseline when set, else Target.
+func (p EvidenceCollected) BaselineTarget() Target {
+	if p.Baseline != nil {
+		return *p.Baseline
+	}
+	return p.Target
 }
 
 // NewEvidenceCollected builds the payload of a snapshot collected on host
@@ -110,6 +123,11 @@ func (p EvidenceCollected) Validate() error {
 	}
 	if p.IntervalSeconds < 0 {
 		return fieldErr("interval_seconds", "negative")
+	}
+	if p.Baseline != nil {
+		if err := p.Baseline.validate("baseline"); err != nil {
+			return err
+		}
 	}
 	s, err := p.ParseSnapshot()
 	if err != nil {

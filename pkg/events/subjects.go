@@ -65,6 +65,36 @@ func AttestationSubject(t Target) string { return join("attestation", TargetToke
 // the EVIDENCE stream captures rt.collect.>).
 func CollectNowSubject(host string) string { return join("ctl", "collect", Token(host)) }
 
+// AttestSubject is the request-reply subject on which an attestor signs
+// the stored baseline of a target (core NATS, outside every stream: no
+// stream captures rt.ctl.>). Attestors share it in a queue group; the
+// request and the reply are JSON (services/attestor's SignRequest and
+// SignReply). It is the default of the attestor's "subject" setting.
+const AttestSubject = Prefix + ".ctl.attest"
+
+// Keys of the baselines bucket. A target's baseline is stored under
+// TargetTokens (<kind>.<identifier>: two tokens), the attestation of that
+// baseline — the signed statement and its Sigstore bundle — under
+// AttestationKey (<kind>.<identifier>.attestation: three tokens).
+const (
+	// AttestationKeySuffix ends the key of an attestation record.
+	AttestationKeySuffix = ".attestation"
+	// BaselineKeysFilter matches the baselines of the bucket and none of
+	// their attestation records.
+	BaselineKeysFilter = "*.*"
+)
+
+// AttestationKey is the baselines-bucket key of the attestation record of
+// a target's baseline: <kind>.<identifier>.attestation.
+func AttestationKey(t Target) string { return TargetTokens(t) + AttestationKeySuffix }
+
+// IsAttestationKey reports whether a baselines-bucket key is an
+// attestation record's: three tokens, the last "attestation". A baseline
+// key has two, even for a target whose identifier is "attestation".
+func IsAttestationKey(key string) bool {
+	return strings.HasSuffix(key, AttestationKeySuffix) && strings.Count(key, ".") == 2
+}
+
 // DeadLetterSubject is rt.dlq.<stream>, where the dead letters of the
 // named stream's consumers go.
 func DeadLetterSubject(stream string) string { return join("dlq", Token(stream)) }

@@ -113,3 +113,40 @@ func TestSourceAndPackageURL(t *testing.T) {
 	assert.Equal(t, "pkg:npm/%40scope/name@1.0.0", events.PackageURL(events.Node, "@scope/name", "1.0.0"))
 	assert.Equal(t, "pkg:npm/mytools@1.0.0", events.PackageURL(events.Node, "mytools", "1.0.0"))
 }
+
+func TestAttestSubjectIsOutsideEveryStream(t *testing.T) {
+	assert.Equal(t, "rt.ctl.attest", events.AttestSubject)
+	assert.True(t, events.ValidSubject(events.AttestSubject))
+	for _, f := range []string{
+		events.FilterEvidence, events.FilterIntegrity, events.FilterCollect, events.FilterVerdict,
+		events.FilterBaseline, events.FilterAttestation, events.FilterDeadLetter,
+	} {
+		assert.False(t, strings.HasPrefix(events.AttestSubject, strings.TrimSuffix(f, ">")), "%s captures the sign requests", f)
+	}
+}
+
+func TestAttestationKey(t *testing.T) {
+	target := events.Target{Kind: "systemd.unit", Identifier: "agent worker.service"}
+	baseline := events.TargetTokens(target)
+	key := events.AttestationKey(target)
+	assert.Equal(t, "systemd=2Eunit.agent=20worker=2Eservice.attestation", key)
+	assert.True(t, events.IsAttestationKey(key))
+	assert.False(t, events.IsAttestationKey(baseline))
+	// A target whose identifier is "attestation" still has a baseline key
+	// of two tokens.
+	odd := events.TargetTokens(events.Target{Kind: "x", Identifier: "attestation"})
+	assert.Equal(t, "x.attestation", odd)
+	assert.False(t, events.IsAttestationKey(odd))
+	// The filter of baselines: two tokens match, three do not ('*' is one
+	// token, so a filter of wildcards only matches keys of as many tokens).
+	require.Equal(t, "*.*", events.BaselineKeysFilter)
+	match := func(filter, key string) bool {
+		return len(strings.Split(filter, ".")) == len(strings.Split(key, "."))
+	}
+	assert.True(t, match(events.BaselineKeysFilter, baseline))
+	assert.False(t, match(events.BaselineKeysFilter, key))
+	for _, c := range key {
+		assert.True(t, c == '.' || c == '=' || c == '-' || c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z',
+			"%q is not a key-value key character", c)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go"
 )
 
 // The extension attributes the codec accepts: W3C trace context, as the
@@ -82,6 +83,83 @@ func (c Carrier) Keys() []string {
 	for _, k := range []string{ExtTraceparent, ExtTracestate} {
 		if _, ok := c.e.Extensions()[k]; ok {
 			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// HeaderCarrier reads and writes the trace context of an event already
+// encoded as a NATS message (ToNATS): its ce-traceparent and ce-tracestate
+// headers. It has the method set of OpenTelemetry's
+// propagation.TextMapCarrier, so a consumer can continue the producer's
+// trace from a received message without decoding it, and a publisher can
+// add its span's context to a message built by NewMsg:
+//
+//	ctx = otel.GetTextMapPropagator().Extract(ctx, events.TraceHeaderCarrier(msg.Headers()))
+type HeaderCarrier struct{ h nats.Header }
+
+// TraceHeaderCarrier returns the carrier of the trace context headers in h.
+// Set needs a non-nil h.
+func TraceHeaderCarrier(h nats.Header) HeaderCarrier { return HeaderCarrier{h: h} }
+
+// Get returns the decoded traceparent or tracestate header value, or ""
+// when it is absent, given more than once or malformed. Header names match
+// case-insensitively, as FromNATS matches them.
+func (c HeaderCarrier) Get(key string) string {
+	key = strings.ToLower(key)
+	if key != ExtTraceparent && key != ExtTracestate {
+		return ""
+	}
+	var found []string
+	for k, vs := range c.h {
+		if strings.EqualFold(k, HeaderPrefix+key) {
+			found = append(found, vs...)
+		}
+	}
+	if len(found) != 1 {
+		return ""
+	}
+	v, err := decodeValue(found[0])
+	if err != nil {
+		return ""
+	}
+	return v
+}
+
+// Set sets the traceparent or tracestate header, replacing any copy under
+// another case; other keys, and values the codec would reject (so that the
+// consumer would dead-letter the event), are ignored.
+func (c HeaderCarrier) Set(key, value string) {
+	key = strings.ToLower(key)
+	switch key {
+	case ExtTraceparent:
+		if validTraceparent(value) != nil {
+			return
+		}
+	case ExtTracestate:
+		if validTracestate(value) != nil {
+			return
+		}
+	default:
+		return
+	}
+	for k := range c.h {
+		if strings.EqualFold(k, HeaderPrefix+key) {
+			delete(c.h, k)
+		}
+	}
+	c.h[HeaderPrefix+key] = []string{encodeValue(value)}
+}
+
+// Keys lists the trace context keys present.
+func (c HeaderCarrier) Keys() []string {
+	var keys []string
+	for _, k := range []string{ExtTraceparent, ExtTracestate} {
+		for hk := range c.h {
+			if strings.EqualFold(hk, HeaderPrefix+k) {
+				keys = append(keys, k)
+				break
+			}
 		}
 	}
 	return keys

@@ -1,4 +1,19 @@
 // Package platform is the runtime plumbing every runtimetruth service
-// shares: configuration loading (config) and the component lifecycle
-// (lifecycle).
+// shares:
+//
+//   - config: strict configuration loading (file, RUNTIMETRUTH_<SERVICE>_
+//     environment, overrides);
+//   - lifecycle: components started in order and drained in reverse
+//     within a deadline;
+//   - servicemain: the whole main of a service (flags, config, logging,
+//     telemetry, health port, signals, lifecycle);
+//   - health: /healthz, /readyz and /metrics;
+//   - telemetry: OpenTelemetry providers (Prometheus metrics always,
+//     OTLP trace export when configured);
+//   - eventtrace: trace context through CloudEvents on NATS;
+//   - natsbus: NATS connections (TLS and credentials), the instrumented
+//     consume loop and publisher;
+//   - buspolicy: the per-service NATS subject permissions.
+//
+// See README.md for the configuration keys and the instrumentation API.
 package platform

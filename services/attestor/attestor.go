@@ -85,7 +85,7 @@ var (
 
 // Attestor answers sign requests: it signs the stored baseline of a
 // target, stores the statement and bundle next to it in the baselines
-// bucket (attestation.RecordKey) and publishes an attestation.created
+// bucket (events.AttestationKey) and publishes an attestation.created
 // event. It is a lifecycle component: New, Start, Shutdown.
 type Attestor struct {
 	cfg    Config
@@ -419,7 +419,7 @@ func (a *Attestor) Sign(ctx context.Context, req SignRequest) (SignReply, error)
 	}
 	rep.BaselineDigest, rep.StatementDigest, rep.BundleDigest = digest, statement.Digest(stmt), bundleDigest
 	rep.CertificateIdentity, rep.OIDCIssuer, rep.KeyHint = signed.Identity, signed.Issuer, signed.KeyHint
-	rep.Key, rep.Revision = attestation.RecordKey(req.Target), rev
+	rep.Key, rep.Revision = events.AttestationKey(req.Target), rev
 
 	ev := events.AttestationCreated{
 		Target: req.Target, BaselineDigest: digest, PredicateType: statement.PredicateType,

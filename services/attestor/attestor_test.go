@@ -162,7 +162,7 @@ func TestSignRequestKeylessThroughTheBus(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, identity, rep.CertificateIdentity)
 	assert.Equal(t, issuer, rep.OIDCIssuer)
-	assert.Equal(t, attestation.RecordKey(target), rep.Key)
+	assert.Equal(t, events.AttestationKey(target), rep.Key)
 	assert.Equal(t, topology.BaselineKey(target)+".attestation", rep.Key)
 
 	// The verifier's check: verified, then cached by digest.
@@ -276,4 +276,55 @@ func TestQueueGroupAndDrain(t *testing.T) {
 	assert.False(t, nc.IsClosed(), "a given connection is not closed")
 	_, err = attestor.RequestSign(ctx, nc, "", attestor.SignRequest{Target: targetOf(before)})
 	require.Error(t, err, "no responders once both are gone")
+}
+
+// Keyless through the bus with a transparency log (the test Fulcio and
+// Rekor, no timestamp authority): the stored bundle carries the log entry,
+// and the verifier's check, under the trusted root listing the log,
+// requires and verifies it.
+func TestSignRequestKeylessWithRekor(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	_, url := natstest.RunJetStream(t)
+	nc, js := natstest.Connect(t, url)
+	srv := attestationtest.NewServers(t)
+	dir := t.TempDir()
+	cfg := attestor.NewDefaultConfig()
+	cfg.NATS.URL, cfg.Instance = url, "test"
+	cfg.Signing.IdentityTokenFile = filepath.Join(dir, "oidc-token")
+	cfg.Signing.FulcioURL, cfg.Signing.RekorURL, cfg.Signing.TSAURL = srv.FulcioURL, srv.RekorURL, ""
+	cfg.Signing.TrustedRootFile = filepath.Join(dir, "trusted_root.json")
+	require.NoError(t, os.WriteFile(cfg.Signing.IdentityTokenFile, []byte(attestationtest.Token(identity, issuer)), 0o600))
+	require.NoError(t, os.WriteFile(cfg.Signing.TrustedRootFile, srv.TrustedRootJSON(t, attestationtest.WithRekor()), 0o600))
+	a, err := attestor.New(cfg, attestor.Settings{Conn: nc})
+	require.NoError(t, err)
+	require.NoError(t, a.Start(ctx))
+	defer func() { require.NoError(t, a.Shutdown(context.Background())) }()
+
+	kv, err := js.KeyValue(ctx, topology.BucketBaselines)
+	require.NoError(t, err)
+	before := fixture(t, "before.json")
+	target := targetOf(before)
+	digest := putBaseline(ctx, t, kv, before, identity, issuer)
+	rep, err := attestor.RequestSign(ctx, nc, events.AttestSubject, attestor.SignRequest{Target: target, Digest: digest})
+	require.NoError(t, err)
+	assert.Equal(t, identity, rep.CertificateIdentity)
+	assert.Equal(t, 1, srv.Rekor.Size())
+
+	rec, err := attestation.GetRecord(ctx, kv, target)
+	require.NoError(t, err)
+	var b struct {
+		VerificationMaterial struct {
+			TlogEntries []json.RawMessage `json:"tlogEntries"`
+		} `json:"verificationMaterial"`
+	}
+	require.NoError(t, json.Unmarshal(rec.Bundle, &b))
+	assert.Len(t, b.VerificationMaterial.TlogEntries, 1)
+
+	base := attestation.Baseline{Target: target, Digest: digest, Identity: identity, Issuer: issuer}
+	res, err := attestation.NewChecker(srv.TrustedRoot(t, attestationtest.WithRekor()), attestation.CheckerOptions{}).CheckStored(ctx, kv, base)
+	require.NoError(t, err)
+	assert.Len(t, res.Timestamps, 1, "the entry's integrated time")
+	_, err = attestation.NewChecker(attestationtest.NewServers(t).TrustedRoot(t, attestationtest.WithRekor()), attestation.CheckerOptions{}).CheckStored(ctx, kv, base)
+	require.ErrorIs(t, err, attestation.ErrAttestationRequired, "another CA and log")
 }

@@ -75,9 +75,9 @@ type SigningConfig struct {
 	Timeout time.Duration `mapstructure:"timeout"`
 }
 
-// DefaultSubject is the default request-reply subject of sign requests:
-// core NATS, outside every stream (no stream captures rt.ctl.>).
-const DefaultSubject = "rt.ctl.attest"
+// DefaultSubject is the default request-reply subject of sign requests,
+// events.AttestSubject (rt.ctl.attest): core NATS, outside every stream.
+const DefaultSubject = events.AttestSubject
 
 // NewDefaultConfig returns the defaults: a local server, keyless signing
 // with public-good Sigstore and a projected token file.
@@ -99,6 +99,23 @@ func NewDefaultConfig() Config {
 			Timeout:           30 * time.Second,
 		},
 	}
+}
+
+// NewKeyConfig returns the defaults with signing mode key: the private key
+// in keyFile (PEM PKCS #8 or SEC 1, or cosign's encrypted format, whose
+// password is the content of passwordFile; "" for none). It is what a
+// process embedding the attestor passes to New, with its own connection in
+// Settings.Conn and Instance set — runtimetruth up, for one:
+//
+//	a, err := attestor.New(attestor.NewKeyConfig(keyFile, ""), attestor.Settings{Conn: nc, Logger: log})
+//	// a.Start(ctx) … a.Shutdown(ctx)
+//
+// New reads the key; neither it nor its password appears in an error, a
+// log line, a reply or an event.
+func NewKeyConfig(keyFile, passwordFile string) Config {
+	c := NewDefaultConfig()
+	c.Signing = SigningConfig{Mode: ModeKey, KeyFile: keyFile, KeyPasswordFile: passwordFile, Timeout: c.Signing.Timeout}
+	return c
 }
 
 // Validate checks every value (files are read by New).

@@ -63,3 +63,18 @@ func TestConfigLoadIsStrict(t *testing.T) {
 	cfg = attestor.NewDefaultConfig()
 	require.Error(t, config.Load(path, "RUNTIMETRUTH_ATTESTOR", &cfg, nil))
 }
+
+// NewKeyConfig is what an embedding process (runtimetruth up) passes to
+// New: the defaults, signing with a key file.
+func TestNewKeyConfig(t *testing.T) {
+	cfg := attestor.NewKeyConfig("/etc/runtimetruth/cosign.key", "/etc/runtimetruth/cosign.password")
+	require.NoError(t, cfg.Validate())
+	assert.Equal(t, attestor.ModeKey, cfg.Signing.Mode)
+	assert.Equal(t, "/etc/runtimetruth/cosign.key", cfg.Signing.KeyFile)
+	assert.Equal(t, "/etc/runtimetruth/cosign.password", cfg.Signing.KeyPasswordFile)
+	assert.Equal(t, attestor.DefaultSubject, cfg.Subject)
+	assert.Equal(t, "rt.ctl.attest", attestor.DefaultSubject)
+
+	_, err := attestor.New(attestor.NewKeyConfig(filepath.Join(t.TempDir(), "missing.key"), ""), attestor.Settings{})
+	require.ErrorContains(t, err, "signing key")
+}

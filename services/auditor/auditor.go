@@ -94,6 +94,49 @@ func (a *Auditor) Heads() map[string]link.Head {
 	return w.Heads()
 }
 
+// Sync waits until every message the audited streams hold when it is
+// called is in the chains, or ctx ends (the embedded `runtimetruth up
+// --once` calls it before shutting down, so that its run is audited).
+func (a *Auditor) Sync(ctx context.Context) error {
+	a.mu.Lock()
+	nc, w := a.nc, a.w
+	a.mu.Unlock()
+	if w == nil {
+		return errors.New("auditor not started")
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	want := map[string]uint64{}
+	for _, s := range a.cfg.Streams {
+		st, err := js.Stream(ctx, s)
+		if err != nil {
+			return fmt.Errorf("stream %s: %w", s, err)
+		}
+		want[s] = st.CachedInfo().State.LastSeq
+	}
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for {
+		behind := ""
+		for s, seq := range want {
+			if w.Applied(s) < seq {
+				behind = s
+				break
+			}
+		}
+		if behind == "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("audit of stream %s up to seq %d: %w", behind, want[behind], ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
 // Start connects (unless Settings.Conn is set), ensures the topology,
 // opens the sinks and brings them level (Writer.Recover), and starts one
 // loop per stream. It returns within Config.StartTimeout.

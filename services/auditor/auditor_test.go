@@ -17,6 +17,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/services/auditor"
 	"github.com/runtimetruth/runtimetruth/services/auditor/internal/auditortest"
 	"github.com/runtimetruth/runtimetruth/services/auditor/jsonl"
+	"github.com/runtimetruth/runtimetruth/services/auditor/link"
 )
 
 func TestShutdownWithoutStart(t *testing.T) {
@@ -85,56 +86,74 @@ func TestEveryEventOnceInStreamOrder(t *testing.T) {
 }
 
 // TestCrashMidBatchThenRestart kills the auditor while a batch is half
-// written (in the log, not acknowledged) and while messages are taken but
-// not recorded; the restarted auditor records every message exactly once.
+// written (in the sink, not acknowledged) and while messages are taken but
+// not recorded; the restarted auditor resumes from the sink's heads and
+// records every message exactly once. It runs with the JSONL log and with
+// ClickHouse as the only sink.
 func TestCrashMidBatchThenRestart(t *testing.T) {
-	e := newEnv(t, time.Second)
-	cfg := e.config()
-	cfg.Batch = 40
-	var slow *faultySink
-	a := start(t, cfg, func(a *auditor.Auditor) {
-		a.WrapSinks(func(s auditor.Sink) auditor.Sink { slow = &faultySink{Sink: s}; return slow })
-	})
-	n := e.publish(t, 0, 200)
-	waitLinks(t, a, n)
-	// From now on the log stores a batch but the auditor never returns
-	// from the write: killed after the fsync, before the acknowledgement.
-	slow.mu.Lock()
-	base := slow.writes
-	slow.mu.Unlock()
-	slow.storeThenHang.Store(true)
-	m := e.publish(t, 200, 300)
-	natstest.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-		slow.mu.Lock()
-		defer slow.mu.Unlock()
-		if slow.writes < base+3 { // a hung write in three streams at least
-			return assert.AnError
-		}
-		return nil
-	})
-	a.Abort()
+	for _, sink := range []string{"jsonl", "clickhouse"} {
+		t.Run(sink, func(t *testing.T) {
+			e := newEnv(t, time.Second)
+			cfg := e.config()
+			cfg.Batch = 40
+			if sink == "clickhouse" {
+				cfg.JSONL.Path = ""
+				cfg.ClickHouse.DSN = auditortest.ClickHouseDSN(t)
+			}
+			var slow *faultySink
+			a := start(t, cfg, func(a *auditor.Auditor) {
+				a.WrapSinks(func(s auditor.Sink) auditor.Sink { slow = &faultySink{Sink: s}; return slow })
+			})
+			n := e.publish(t, 0, 200)
+			waitLinks(t, a, n)
+			// From now on the sink stores a batch but the auditor never
+			// returns from the write: killed after the write, before the
+			// acknowledgement.
+			slow.mu.Lock()
+			base := slow.writes
+			slow.mu.Unlock()
+			slow.storeThenHang.Store(true)
+			m := e.publish(t, 200, 300)
+			natstest.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+				slow.mu.Lock()
+				defer slow.mu.Unlock()
+				if slow.writes < base+3 { // a hung write in three streams at least
+					return assert.AnError
+				}
+				return nil
+			})
+			a.Abort()
 
-	b := start(t, cfg)
-	k := e.publish(t, 500, 100)
-	waitLinks(t, b, n+m+k)
-	// Redeliveries of what the first run had stored arrive after the ack
-	// wait and are acknowledged as duplicates.
-	natstest.CheckFor(t, 20*time.Second, 50*time.Millisecond, func() error {
-		for _, s := range auditor.DefaultStreams {
-			c, err := e.js.Consumer(context.Background(), s, testConsumer)
-			if err != nil {
-				return err
+			b := start(t, cfg)
+			k := e.publish(t, 500, 100)
+			waitLinks(t, b, n+m+k)
+			// Redeliveries of what the first run had stored arrive after
+			// the ack wait and are acknowledged as duplicates.
+			natstest.CheckFor(t, 20*time.Second, 50*time.Millisecond, func() error {
+				for _, s := range auditor.DefaultStreams {
+					c, err := e.js.Consumer(context.Background(), s, testConsumer)
+					if err != nil {
+						return err
+					}
+					if info := c.CachedInfo(); info.NumAckPending+int(info.NumPending) > 0 {
+						return assert.AnError
+					}
+				}
+				return nil
+			})
+			stop(t, b)
+			assert.Positive(t, b.Stats().Duplicates.Load(), "redeliveries of stored links are duplicates")
+			t.Logf("restart: recovered %d from the stream, %d duplicates", b.Stats().Recovered.Load(), b.Stats().Duplicates.Load())
+			if sink == "jsonl" {
+				exactlyOnce(t, readLog(t, cfg.JSONL.Path), e.stored(t))
+				return
 			}
-			if info := c.CachedInfo(); info.NumAckPending+int(info.NumPending) > 0 {
-				return assert.AnError
-			}
-		}
-		return nil
-	})
-	stop(t, b)
-	assert.Positive(t, b.Stats().Duplicates.Load(), "redeliveries of stored links are duplicates")
-	t.Logf("restart: recovered %d from the stream, %d duplicates", b.Stats().Recovered.Load(), b.Stats().Duplicates.Load())
-	exactlyOnce(t, readLog(t, cfg.JSONL.Path), e.stored(t))
+			exactlyOnceRows(t, cfg.ClickHouse.DSN, e.stored(t))
+			rep, _ := verifyStore(t, cfg.ClickHouse.DSN, link.NewHasher(nil), nil)
+			require.Nil(t, rep.Broken)
+			assert.Equal(t, n+m+k, rep.Links)
+		})
+	}
 }
 
 // TestLostAcksAreDuplicates drops the acknowledgements of committed

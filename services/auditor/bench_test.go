@@ -71,7 +71,8 @@ func rawInsert(b *testing.B, s *chstore.Store, recs []link.Record, batch int) {
 // BenchmarkClickHouseAppend compares appending to the chain in ClickHouse
 // through the auditor's writer — decode and check each event, canonical
 // form, hash, batched insert, heads — with a raw batch insert of the same
-// rows, in batches of the consumer's MaxAckPending (256) and of 4096.
+// rows, in batches of the old consumer window (256), of the auditor's
+// default batch (half the auditor consumers' MaxAckPending) and of 4096.
 func BenchmarkClickHouseAppend(b *testing.B) {
 	const n = 16384
 	msgs := benchMessages(b, n)
@@ -81,7 +82,7 @@ func BenchmarkClickHouseAppend(b *testing.B) {
 	for _, m := range msgs {
 		seal.Seal(&pre, m, "/auditor/bench")
 	}
-	for _, batch := range []int{topology.MaxAckPending, 4096} {
+	for _, batch := range []int{topology.MaxAckPending, auditor.NewDefaultConfig().Batch, 4096} {
 		b.Run(fmt.Sprintf("reference-raw-insert/batch=%d", batch), func(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
@@ -132,7 +133,7 @@ func BenchmarkClickHouseAppend(b *testing.B) {
 // BenchmarkAuditorThroughput runs the whole auditor — JetStream pull,
 // append to ClickHouse, acknowledgement — over a backlog of events on one
 // stream, and reports events/s against a raw batch insert of the same rows
-// in batches of the auditor's default size (half the consumer's
+// in batches of the auditor's default size (half the auditor consumers'
 // MaxAckPending).
 func BenchmarkAuditorThroughput(b *testing.B) {
 	const n = 20000
@@ -154,7 +155,7 @@ func BenchmarkAuditorThroughput(b *testing.B) {
 			b.StopTimer()
 			s := benchStore(b)
 			b.StartTimer()
-			rawInsert(b, s, pre.Recs, topology.MaxAckPending/2)
+			rawInsert(b, s, pre.Recs, auditor.NewDefaultConfig().Batch)
 		}
 		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "rows/s")
 	})

@@ -144,7 +144,7 @@ func NewDefaultConfig() Config {
 		Replicas:        1,
 		Streams:         slices.Clone(DefaultStreams),
 		Consumer:        topology.ConsumerAuditor,
-		Batch:           topology.MaxAckPending / 2,
+		Batch:           topology.AuditorMaxAckPending / 2,
 		IdleWait:        time.Second,
 		JSONL:           JSONLConfig{Path: "/var/lib/runtimetruth/auditor/audit.jsonl", MaxBytes: 256 << 20, Required: true},
 		ClickHouse:      ClickHouseConfig{Table: "audit_links", Required: true, Timeout: 10 * time.Second},

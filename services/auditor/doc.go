@@ -23,7 +23,10 @@
 // crashed run took but never recorded are read back from the stream, so
 // the chain stays in stream order. At start the auditor resumes from the
 // heads stored in the sinks and first brings a sink that lags behind
-// level from the one ahead (Writer.Recover).
+// level from the one ahead (Writer.Recover). Before it reads a sink's
+// heads, to resume or to retry, it waits for the sink's writes still in
+// flight (Settler: an insert ClickHouse commits after the auditor gave up
+// on it), so that no link is written twice.
 //
 // Signed checkpoints (chain, seq, head hash; Ed25519) go to syslog and a
 // file, so that truncation and a full rewrite are detectable from outside

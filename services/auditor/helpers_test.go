@@ -51,7 +51,7 @@ func newEnv(t *testing.T, ackWait time.Duration) *env {
 	for _, s := range auditor.DefaultStreams {
 		_, err := js.CreateOrUpdateConsumer(ctx, s, jetstream.ConsumerConfig{
 			Durable: testConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
-			DeliverPolicy: jetstream.DeliverAllPolicy, MaxAckPending: topology.MaxAckPending, MaxDeliver: -1,
+			DeliverPolicy: jetstream.DeliverAllPolicy, MaxAckPending: topology.AuditorMaxAckPending, MaxDeliver: -1,
 		})
 		require.NoError(t, err)
 	}
@@ -234,6 +234,13 @@ func (f *faultySink) Write(ctx context.Context, recs []link.Record) error {
 
 func (f *faultySink) Heads(ctx context.Context) (map[string]link.Head, error) {
 	return f.Sink.(auditor.HeadReader).Heads(ctx)
+}
+
+func (f *faultySink) Settle(ctx context.Context) error {
+	if s, ok := f.Sink.(auditor.Settler); ok {
+		return s.Settle(ctx)
+	}
+	return nil
 }
 
 func (f *faultySink) Links(ctx context.Context, c string, after uint64, fn func(link.Record) error) error {

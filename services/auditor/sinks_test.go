@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/services/auditor"
@@ -21,6 +22,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/services/auditor/internal/auditortest"
 	"github.com/runtimetruth/runtimetruth/services/auditor/jsonl"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
+	"github.com/runtimetruth/runtimetruth/services/auditor/syslog"
 	"github.com/runtimetruth/runtimetruth/services/auditor/verify"
 )
 
@@ -104,6 +106,7 @@ func TestPipelineToEverySink(t *testing.T) {
 
 	var cps []chain.Checkpoint
 	fromSyslog := map[linkKey]string{}
+	severity := map[linkKey]int{}
 	natstest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
 		cps = cps[:0]
 		for _, ln := range auditortest.SyslogLines(t, rs.File, host) {
@@ -125,6 +128,7 @@ func TestPipelineToEverySink(t *testing.T) {
 			sd := m.SD["rtlink@32473"]
 			seq, _ := strconv.ParseUint(sd["seq"], 10, 64)
 			fromSyslog[linkKey{sd["chain"], seq}] = sd["hash"]
+			severity[linkKey{sd["chain"], seq}] = m.Severity
 		}
 		if len(fromSyslog) < n {
 			return fmt.Errorf("%d of %d links in rsyslog", len(fromSyslog), n)
@@ -132,6 +136,24 @@ func TestPipelineToEverySink(t *testing.T) {
 		return nil
 	})
 	assert.Equal(t, rows, fromSyslog, "rsyslog holds the same links as ClickHouse")
+	// runnable.modified, drift verdicts and rejected events (the auditor's
+	// and the dead-letter records) reach the SIEM
+	// at warning severity, the rest below it.
+	recs := readLogKeyed(t, cfg.JSONL.Path, h)
+	warnings := 0
+	for _, r := range recs {
+		sev := severity[linkKey{r.Chain, r.Seq}]
+		switch {
+		case r.Meta.Rejected, r.Meta.Type == events.TypeEventRejected, r.Meta.Type == events.TypeRunnableModified,
+			r.Meta.Type == events.TypeVerdictDrift:
+			assert.Equal(t, syslog.SevWarning, sev, "%s %s seq %d", r.Meta.Type, r.Chain, r.Seq)
+			warnings++
+		default:
+			assert.Greater(t, sev, syslog.SevWarning, "%s %s seq %d", r.Meta.Type, r.Chain, r.Seq)
+		}
+	}
+	assert.Positive(t, warnings)
+	dashboards(t, cfg.ClickHouse.DSN, recs)
 	require.NotEmpty(t, cps, "checkpoints reached rsyslog")
 	fileCps, err := checkpoint.ReadFile(cfg.Checkpoint.File, pub)
 	require.NoError(t, err)
@@ -147,6 +169,75 @@ func TestPipelineToEverySink(t *testing.T) {
 	rep, _ = verifyStore(t, cfg.ClickHouse.DSN, h, cps)
 	require.NotNil(t, rep.Broken)
 	assert.Equal(t, chain.Truncated, rep.Broken.Reason, rep.Broken.Error())
+}
+
+// readLogKeyed returns the records of a JSONL log (verified above).
+func readLogKeyed(t *testing.T, path string, _ link.Hasher) []link.Record {
+	t.Helper()
+	files, err := jsonl.Files(path)
+	require.NoError(t, err)
+	var out []link.Record
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		for _, ln := range splitLines(data) {
+			r, err := link.Parse(ln)
+			require.NoError(t, err)
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// dashboards checks the views over what the auditor wrote against the
+// records: events per type, verdicts by status, drifts by host and
+// target, modified runnables and rejected events.
+func dashboards(t *testing.T, dsn string, recs []link.Record) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := chstore.Open(ctx, chstore.Options{DSN: dsn})
+	require.NoError(t, err)
+	defer func() { _ = s.Close() }()
+	types, verdicts, drifts := map[string]uint64{}, map[string]uint64{}, map[string]uint64{}
+	var modified, rejected uint64
+	for _, r := range recs {
+		m := r.Meta
+		types[m.Type]++
+		switch m.Type {
+		case events.TypeVerdictPass, events.TypeVerdictDrift, events.TypeVerdictError:
+			verdicts[m.Status]++
+		}
+		if m.Type == events.TypeVerdictDrift {
+			drifts[m.Host+" "+m.Target]++
+		}
+		if m.Type == events.TypeRunnableModified {
+			modified++
+		}
+		if m.Rejected {
+			rejected++
+		}
+	}
+	sum := func(q string) map[string]uint64 {
+		out := map[string]uint64{}
+		rows, err := s.Conn().Query(ctx, q)
+		require.NoError(t, err, q)
+		defer func() { _ = rows.Close() }()
+		for rows.Next() {
+			var k string
+			var n uint64
+			require.NoError(t, rows.Scan(&k, &n))
+			out[k] = n
+		}
+		require.NoError(t, rows.Err())
+		return out
+	}
+	v := s.Table() + "_"
+	assert.Equal(t, types, sum("SELECT event_type, sum(events) FROM "+v+"events_per_type GROUP BY event_type"))
+	assert.Equal(t, verdicts, sum("SELECT status, sum(verdicts) FROM "+v+"verdicts_over_time GROUP BY status"))
+	assert.Equal(t, drifts, sum("SELECT concat(host, ' ', target), drifts FROM "+v+"drift_by_target"))
+	assert.Equal(t, map[string]uint64{"": modified}, sum("SELECT '', count() FROM "+v+"modified_runnables"))
+	assert.Equal(t, map[string]uint64{"": rejected}, sum("SELECT '', count() FROM "+v+"rejected"))
+	assert.Positive(t, rejected)
 }
 
 // TestClickHouseOutage stops ClickHouse while events arrive: the backlog

@@ -38,6 +38,15 @@ type LinkReader interface {
 	Links(ctx context.Context, chain string, after uint64, fn func(link.Record) error) error
 }
 
+// Settler is a sink whose writes may take effect after the writer gave up
+// on them (ClickHouse commits an insert whose client timed out or
+// crashed): Settle waits until those have ended, so that heads read next
+// are final. The writer settles a sink before reading its heads to resume
+// or to retry.
+type Settler interface {
+	Settle(ctx context.Context) error
+}
+
 // SinkSpec is a sink and whether acknowledging waits for it.
 type SinkSpec struct {
 	Sink Sink
@@ -87,6 +96,7 @@ func (w *Writer) Recover(ctx context.Context) error {
 		if !ok {
 			continue
 		}
+		w.settle(ctx, s.Sink)
 		h, err := hr.Heads(ctx)
 		if err != nil {
 			return fmt.Errorf("read heads of the %s sink: %w", s.Sink.Name(), err)
@@ -347,11 +357,25 @@ func (w *Writer) Commit(ctx context.Context, b *Batch) error {
 	return nil
 }
 
+// settle waits for a Settler sink's writes in flight. A sink that cannot
+// tell (a role without access to ClickHouse's system.processes) is read as
+// it is, with a warning.
+func (w *Writer) settle(ctx context.Context, s Sink) {
+	st, ok := s.(Settler)
+	if !ok {
+		return
+	}
+	if err := st.Settle(ctx); err != nil && ctx.Err() == nil {
+		w.log.WarnContext(ctx, "audit sink: cannot wait for writes in flight; reading its heads as they are", "sink", s.Name(), "err", err)
+	}
+}
+
 // missing drops the records a sink already holds (a write that failed
 // after it stored them, or timed out).
 func (w *Writer) missing(ctx context.Context, s Sink, recs []link.Record) ([]link.Record, error) {
 	var heads map[string]link.Head
 	var err error
+	w.settle(ctx, s)
 	switch hr := s.(type) {
 	case ChainHeads:
 		chains := map[string]bool{}

@@ -65,7 +65,7 @@ func (c *Collector) collect(ctx context.Context, t *target, interval time.Durati
 	var msgs []spooled
 	var digests []string
 	if cerr == nil {
-		m, digest, err := c.evidenceMsg(obs.snap, interval)
+		m, digest, err := c.evidenceMsg(obs.snap, interval, t.cfg.Baseline)
 		if err != nil {
 			cerr = err // too large, or a snapshot the codec refuses
 		} else {
@@ -177,16 +177,31 @@ func (c *Collector) newMsg(p events.Payload, opts ...events.Option) (spooled, er
 	return spooled{id: e.ID(), data: encodeMsg(m, time.Now())}, nil
 }
 
-func (c *Collector) evidenceMsg(s *snapshot.Snapshot, interval time.Duration) (spooled, string, error) {
+func (c *Collector) evidenceMsg(s *snapshot.Snapshot, interval time.Duration, baseline string) (spooled, string, error) {
 	p, err := events.NewEvidenceCollected(c.cfg.Host, s, interval)
 	if err != nil {
 		return spooled{}, "", fmt.Errorf("snapshot: %w", err)
+	}
+	if baseline != "" {
+		b := BaselineTarget(baseline, s.Target.Kind)
+		p.Baseline = &b
 	}
 	m, err := c.newMsg(p)
 	if err != nil {
 		return spooled{}, "", err
 	}
 	return m, p.Digest, nil
+}
+
+// BaselineTarget is the target whose baseline a target configured with
+// baseline (TargetConfig.Baseline) is verified against: KIND:IDENTIFIER
+// names it as `runtimetruth baseline` does (a KIND holds no '/'); any other
+// value is an identifier of the snapshot's own kind, kind.
+func BaselineTarget(baseline, kind string) events.Target {
+	if k, id, ok := strings.Cut(baseline, ":"); ok && k != "" && id != "" && !strings.Contains(k, "/") {
+		return events.Target{Kind: k, Identifier: id}
+	}
+	return events.Target{Kind: kind, Identifier: baseline}
 }
 
 // enqueue appends the batch to the spool; a full spool refuses it whole.

@@ -237,3 +237,39 @@ func TestCodexAndProcessTargets(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, exe, self.Target.Identifier)
 }
+
+// A target's configured baseline rides in every evidence.collected event
+// of it; without one the event names none (the verifier then uses the
+// snapshot's own target).
+func TestConfiguredBaselineIsCarried(t *testing.T) {
+	b := runBus(t, t.TempDir(), 0)
+	repo := gittest.New(t)
+	named := gitTarget("named", repo, time.Hour)
+	named.Baseline = "git.repository:/srv/app"
+	short := gitTarget("short", repo, time.Hour)
+	short.Baseline = "app-prod"
+	plain := gitTarget("plain", repo, time.Hour)
+	c, _ := newCollector(t, testConfig(t, b.url, named, short, plain), collector.Settings{})
+	require.NoError(t, c.Start(t.Context()))
+	var baselines []string
+	for _, m := range b.waitStored(t, 3) {
+		if bl := evidence(t, m).Baseline; bl != nil {
+			baselines = append(baselines, bl.String())
+		} else {
+			baselines = append(baselines, "none")
+		}
+	}
+	assert.ElementsMatch(t, []string{"git.repository:/srv/app", "git.repository:app-prod", "none"}, baselines)
+}
+
+func TestBaselineTarget(t *testing.T) {
+	for _, tc := range []struct{ value, kind, want string }{
+		{"git.repository:/srv/app", "git.repository", "git.repository:/srv/app"},
+		{"systemd.unit:app.service", "git.repository", "systemd.unit:app.service"},
+		{"app-prod", "git.repository", "git.repository:app-prod"},
+		{"/srv/app:blue", "git.repository", "git.repository:/srv/app:blue"},
+		{":x", "systemd.unit", "systemd.unit::x"},
+	} {
+		assert.Equal(t, tc.want, collector.BaselineTarget(tc.value, tc.kind).String(), tc.value)
+	}
+}

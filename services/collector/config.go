@@ -90,9 +90,11 @@ type TargetConfig struct {
 	Options TargetOptions `mapstructure:"options"`
 	// Interval is the time between collections; 0 means 60s.
 	Interval time.Duration `mapstructure:"interval"`
-	// Baseline names the baseline to verify against; empty means the
-	// target's own identity (its snapshot target). Not yet carried by
-	// evidence.collected (see the README).
+	// Baseline names the baseline to verify against, carried by every
+	// evidence.collected event of the target: KIND:IDENTIFIER (as
+	// `runtimetruth baseline` names one), or an identifier of the
+	// snapshot's own kind (see BaselineTarget). Empty means the target's
+	// own (its snapshot target).
 	Baseline string `mapstructure:"baseline"`
 }
 

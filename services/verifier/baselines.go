@@ -16,7 +16,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/runtimetruth/runtimetruth/pkg/attestation"
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
@@ -242,7 +241,7 @@ func (b *Baselines) List(ctx context.Context) ([]Baseline, error) {
 	if err != nil {
 		return nil, err
 	}
-	all, err := entries(ctx, kv, "*.*") // baselines only, not <kind>.<id>.attestation
+	all, err := entries(ctx, kv, events.BaselineKeysFilter) // baselines only, not their attestation records
 	if err != nil {
 		return nil, err
 	}
@@ -383,7 +382,7 @@ func (b *Baselines) Delete(ctx context.Context, target events.Target, actor stri
 
 // deleteRecord removes the attestation record of target, if there is one.
 func deleteRecord(ctx context.Context, kv jetstream.KeyValue, target events.Target) error {
-	key := attestation.RecordKey(target)
+	key := events.AttestationKey(target)
 	if _, err := kv.Get(ctx, key); errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil
 	}

@@ -30,7 +30,8 @@ type Config struct {
 	// Consumer is the durable consumer on the EVIDENCE stream; every
 	// verifier instance sharing it shares the work.
 	Consumer string `mapstructure:"consumer"`
-	// Concurrency is how many snapshots one instance verifies at once.
+	// Concurrency is how many batches one instance verifies at once (each
+	// up to 64 snapshots: what has arrived when a worker is free).
 	Concurrency int `mapstructure:"concurrency"`
 	// HandlerTimeout bounds the handling of one snapshot; with the ack it
 	// stays within the consumer's ack wait (30 s), so at most 25 s.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runtimetruth/runtimetruth/pkg/attestation"
@@ -18,6 +19,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/report"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 )
 
@@ -64,92 +66,256 @@ func VerdictID(evidenceID string) string {
 	return uuid.NewSHA1(verdictSpace, []byte(evidenceID)).String()
 }
 
-// handle verifies one evidence event: it records the snapshot as its host's
-// latest, verifies it against the baseline, publishes the verdict and
-// records it as the latest verdict. A malformed event is a permanent error
-// (dead-lettered); a store or publish failure is retried.
-func (h *handler) handle(ctx context.Context, m jetstream.Msg) error {
-	e, ev, err := events.Read[events.EvidenceCollected](m)
-	if err != nil {
-		if errors.Is(err, events.ErrInvalid) {
-			return natsbus.Permanent(err)
+// item is one message of a batch on its way to a verdict.
+type item struct {
+	m    jetstream.Msg
+	e    event.Event
+	ev   events.EvidenceCollected
+	snap *snapshot.Snapshot
+	key  string // topology.VerdictKey
+	ord  ordering
+	err  error // the message's result once settled
+	done bool  // settled: err is final
+
+	verdict events.Verdict
+	vm      *nats.Msg
+	ve      event.Event
+	ack     *jetstream.PubAck
+}
+
+func (it *item) fail(err error) { it.err, it.done = err, true }
+
+// handleBatch verifies a batch of evidence events, each as handle did one
+// by one: it records every snapshot as its host's latest, verifies it
+// against its baseline, publishes the verdict and records it as the latest
+// verdict, and only then reports the message handled. The work is shared
+// across the batch: one latest-snapshot and one latest-verdict write per
+// host and target (the newest of the batch; the older ones would be
+// replaced at once), one baseline read per baseline, the verdicts
+// published without waiting on each in turn, the writes of different keys
+// made at once. A malformed event is a permanent error (dead-lettered); a
+// store or publish failure is retried.
+func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg) []error {
+	items := make([]*item, len(msgs))
+	for i, m := range msgs {
+		it := &item{m: m}
+		items[i] = it
+		e, ev, snap, err := events.ReadEvidence(m)
+		if err != nil {
+			if errors.Is(err, events.ErrInvalid) {
+				err = natsbus.Permanent(err)
+			}
+			it.fail(err)
+			continue
 		}
-		return err
+		md, err := m.Metadata()
+		if err != nil {
+			it.fail(natsbus.Permanent(fmt.Errorf("metadata: %w", err)))
+			continue
+		}
+		it.e, it.ev, it.snap = e, ev, snap
+		it.key = topology.VerdictKey(ev.Host, ev.Target)
+		it.ord = ordering{EvidenceID: e.ID(), EvidenceSequence: md.Sequence.Stream}
 	}
-	md, err := m.Metadata()
-	if err != nil {
-		return natsbus.Permanent(fmt.Errorf("metadata: %w", err))
-	}
-	key := topology.VerdictKey(ev.Host, ev.Target)
-	order := ordering{EvidenceID: e.ID(), EvidenceSequence: md.Sequence.Stream}
 
-	obs, err := json.Marshal(Observation{
-		Host: ev.Host, Target: ev.Target, Digest: ev.Digest,
-		EvidenceID: e.ID(), EvidenceSequence: order.EvidenceSequence,
-		Time: e.Time().UTC(), Snapshot: ev.Snapshot,
+	// The latest snapshot per host and target, before any verdict says
+	// to approve it.
+	h.putNewest(ctx, h.latest, items, func(it *item) ([]byte, error) {
+		obs, err := json.Marshal(Observation{
+			Host: it.ev.Host, Target: it.ev.Target, Digest: it.ev.Digest,
+			EvidenceID: it.e.ID(), EvidenceSequence: it.ord.EvidenceSequence,
+			Time: it.e.Time().UTC(), Snapshot: it.ev.Snapshot,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("encode latest snapshot: %w", err)
+		}
+		return obs, nil
 	})
-	if err != nil {
-		return fmt.Errorf("encode latest snapshot: %w", err)
-	}
-	if _, err := h.latest.put(ctx, key, order, obs); err != nil {
-		return err
+
+	for _, it := range pending(items) {
+		cur, found, err := h.verdicts.lookup(ctx, it.key)
+		switch {
+		case err != nil:
+			it.fail(err)
+		case found && cur.EvidenceID == it.e.ID():
+			h.counts.duplicate.Add(1) // published and recorded before a redelivery
+			it.fail(nil)
+		}
 	}
 
-	if cur, found, err := h.verdicts.lookup(ctx, key); err != nil {
-		return err
-	} else if found && cur.EvidenceID == e.ID() {
-		h.counts.duplicate.Add(1) // published and recorded before a redelivery
-		return nil
+	baselines := h.baselinesOf(ctx, pending(items))
+	for _, it := range pending(items) {
+		bl := baselines[topology.BaselineKey(it.ev.BaselineTarget())]
+		verdict, err := h.verify(ctx, it.e.ID(), it.ev, it.snap, bl.p, bl.err)
+		if err != nil {
+			it.fail(err)
+			continue
+		}
+		id := VerdictID(it.e.ID())
+		vm, ve, err := events.NewVerdictMsg(h.source, verdict, events.WithID(id), traceOf(it.e))
+		if err != nil && verdict.Status == events.StatusDrift && events.ReasonOf(err) == events.ReasonTooLarge {
+			verdict = tooLarge(verdict)
+			vm, ve, err = events.NewVerdictMsg(h.source, verdict, events.WithID(id), traceOf(it.e))
+		}
+		if err != nil {
+			it.fail(natsbus.Permanent(fmt.Errorf("build verdict: %w", err)))
+			continue
+		}
+		it.verdict, it.vm, it.ve = verdict, vm, ve
 	}
 
-	verdict, err := h.verify(ctx, e.ID(), ev)
-	if err != nil {
-		return err
-	}
-	vm, ve, err := events.NewMsg(h.source, verdict, events.WithID(VerdictID(e.ID())), traceOf(e))
-	if err != nil && verdict.Status == events.StatusDrift && events.ReasonOf(err) == events.ReasonTooLarge {
-		verdict = tooLarge(verdict)
-		vm, ve, err = events.NewMsg(h.source, verdict, events.WithID(VerdictID(e.ID())), traceOf(e))
-	}
-	if err != nil {
-		return natsbus.Permanent(fmt.Errorf("build verdict: %w", err))
-	}
-	var ack *jetstream.PubAck
-	err = natsbus.Retry(ctx, func(ctx context.Context) (err error) {
-		ack, err = h.js.PublishMsg(ctx, vm)
-		return err
+	h.publishVerdicts(ctx, pending(items))
+
+	h.putNewest(ctx, h.verdicts, items, func(it *item) ([]byte, error) {
+		rec, err := json.Marshal(VerdictRecord{
+			ID: it.ve.ID(), Time: it.ve.Time().UTC(),
+			EvidenceID: it.e.ID(), EvidenceSequence: it.ord.EvidenceSequence, Verdict: it.verdict,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("encode verdict record: %w", err)
+		}
+		return rec, nil
 	})
-	if err != nil {
-		return fmt.Errorf("publish verdict: %w", err)
-	}
 
-	rec, err := json.Marshal(VerdictRecord{
-		ID: ve.ID(), Time: ve.Time().UTC(),
-		EvidenceID: e.ID(), EvidenceSequence: order.EvidenceSequence, Verdict: verdict,
-	})
-	if err != nil {
-		return fmt.Errorf("encode verdict record: %w", err)
+	out := make([]error, len(items))
+	for i, it := range items {
+		if it.done {
+			out[i] = it.err
+			continue
+		}
+		switch {
+		case it.ack.Duplicate:
+			h.counts.duplicate.Add(1)
+		case it.verdict.Status == events.StatusPass:
+			h.counts.pass.Add(1)
+		case it.verdict.Status == events.StatusDrift:
+			h.counts.drift.Add(1)
+		default:
+			h.counts.fail.Add(1)
+		}
 	}
-	wrote, err := h.verdicts.put(ctx, key, order, rec)
-	if err != nil {
-		return err
+	return out
+}
+
+// pending returns the items not settled yet.
+func pending(items []*item) []*item {
+	out := make([]*item, 0, len(items))
+	for _, it := range items {
+		if !it.done {
+			out = append(out, it)
+		}
 	}
-	if !wrote {
-		h.counts.stale.Add(1)
+	return out
+}
+
+// putNewest writes, for every key of the pending items, the value of the
+// newest of them (by evidence sequence) to b, the keys at once; a failed
+// write fails every item of its key (to be retried).
+func (h *handler) putNewest(ctx context.Context, b *latestBucket, items []*item, value func(*item) ([]byte, error)) {
+	newest := map[string]*item{}
+	var keys []string
+	for _, it := range pending(items) {
+		cur, ok := newest[it.key]
+		if !ok {
+			keys = append(keys, it.key)
+		}
+		if !ok || it.ord.EvidenceSequence > cur.ord.EvidenceSequence {
+			newest[it.key] = it
+		}
 	}
-	if ack.Duplicate {
-		h.counts.duplicate.Add(1)
-		return nil
+	errs := make([]error, len(keys))
+	var wg sync.WaitGroup
+	for i, key := range keys {
+		wg.Go(func() {
+			it := newest[key]
+			v, err := value(it)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			wrote, err := b.put(ctx, key, it.ord, v)
+			if err == nil && !wrote && b == h.verdicts {
+				h.counts.stale.Add(1)
+			}
+			errs[i] = err
+		})
 	}
-	switch verdict.Status {
-	case events.StatusPass:
-		h.counts.pass.Add(1)
-	case events.StatusDrift:
-		h.counts.drift.Add(1)
-	default:
-		h.counts.fail.Add(1)
+	wg.Wait()
+	failed := map[string]error{}
+	for i, key := range keys {
+		if errs[i] != nil {
+			failed[key] = errs[i]
+		}
 	}
-	return nil
+	if len(failed) == 0 {
+		return
+	}
+	for _, it := range pending(items) {
+		if err, ok := failed[it.key]; ok {
+			it.fail(err)
+		}
+	}
+}
+
+// baselineResult is a baseline read once for a batch.
+type baselineResult struct {
+	p   *parsed
+	err error
+}
+
+// baselinesOf reads the baseline of every item's baseline target, each
+// once and all at once, after the items arrived (so a baseline approved
+// before a snapshot was published is the one it is verified against).
+func (h *handler) baselinesOf(ctx context.Context, items []*item) map[string]baselineResult {
+	targets := map[string]events.Target{}
+	for _, it := range items {
+		t := it.ev.BaselineTarget()
+		targets[topology.BaselineKey(t)] = t
+	}
+	out := make(map[string]baselineResult, len(targets))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for key, t := range targets {
+		wg.Go(func() {
+			p, err := h.baseline(ctx, t)
+			mu.Lock()
+			out[key] = baselineResult{p: p, err: err}
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// publishVerdicts publishes the items' verdicts without waiting on each
+// in turn, then waits for every acknowledgement; a verdict the stream did
+// not acknowledge is published again one by one (the stream drops a copy
+// it stored), and fails its item if that fails too.
+func (h *handler) publishVerdicts(ctx context.Context, items []*item) {
+	futures := make([]jetstream.PubAckFuture, len(items))
+	for i, it := range items {
+		if f, err := h.js.PublishMsgAsync(it.vm); err == nil {
+			futures[i] = f
+		}
+	}
+	for i, it := range items {
+		if f := futures[i]; f != nil {
+			select {
+			case ack := <-f.Ok():
+				it.ack = ack
+				continue
+			case <-f.Err():
+			case <-ctx.Done():
+			}
+		}
+		err := natsbus.Retry(ctx, func(ctx context.Context) (err error) {
+			it.ack, err = h.js.PublishMsg(ctx, it.vm)
+			return err
+		})
+		if err != nil {
+			it.fail(fmt.Errorf("publish verdict: %w", err))
+		}
+	}
 }
 
 func traceOf(e event.Event) events.Option {
@@ -159,23 +325,34 @@ func traceOf(e event.Event) events.Option {
 	return events.WithTraceContext(tp, ts)
 }
 
-// verify returns the verdict of a snapshot. Only a failure to read the
-// baseline is an error (to retry); everything about the snapshot or the
-// baseline themselves is an error verdict.
-func (h *handler) verify(ctx context.Context, evidenceID string, ev events.EvidenceCollected) (events.Verdict, error) {
+// verify returns the verdict of a snapshot, given its baseline as read
+// (bl, or the error reading it). The baseline is the one the event names
+// (EvidenceCollected.Baseline) or else its target's. Only a failure to
+// read the baseline is an error (to retry); everything about the snapshot
+// or the baseline themselves is an error verdict.
+//
+// A named baseline of another target of the same kind (the reviewed
+// snapshot of a sibling: the same unit or repository under another name)
+// is compared as the baseline of this target: its target is taken to be
+// the snapshot's. A baseline of another kind cannot apply.
+func (h *handler) verify(ctx context.Context, evidenceID string, ev events.EvidenceCollected, current *snapshot.Snapshot,
+	bl *parsed, blErr error) (events.Verdict, error) {
 	v := events.Verdict{Host: ev.Host, Target: ev.Target, EvidenceID: evidenceID, SnapshotDigest: ev.Digest}
 	fail := func(format string, args ...any) (events.Verdict, error) {
 		v.Status, v.Report, v.Error = events.StatusError, nil, clip(fmt.Sprintf(format, args...))
 		return v, nil
 	}
-	bl, err := h.baseline(ctx, ev.Target)
+	named := ev.BaselineTarget()
 	switch {
-	case errors.Is(err, ErrNoBaseline):
+	case errors.Is(blErr, ErrNoBaseline) && named != ev.Target:
+		return fail("no baseline for %s (the baseline named for %s); approve one with `runtimetruth baseline approve %s`",
+			named, ev.Target, shellQuote(named.String()))
+	case errors.Is(blErr, ErrNoBaseline):
 		return fail("no baseline for %s; approve one with `runtimetruth baseline approve %s`", ev.Target, shellQuote(ev.Target.String()))
-	case errors.Is(err, ErrInvalidBaseline):
-		return fail("%v", err)
-	case err != nil:
-		return v, err
+	case errors.Is(blErr, ErrInvalidBaseline):
+		return fail("%v", blErr)
+	case blErr != nil:
+		return v, blErr
 	}
 	v.BaselineDigest = bl.Digest
 	if id := bl.RequiredIdentity; id != nil {
@@ -189,11 +366,16 @@ func (h *handler) verify(ctx context.Context, evidenceID string, ev events.Evide
 			return v, err // the bucket could not be read: retry
 		}
 	}
-	current, err := ev.ParseSnapshot()
-	if err != nil {
-		return fail("snapshot: %v", err)
+	base := bl.snap
+	if named != ev.Target {
+		if named.Kind != ev.Target.Kind {
+			return fail("the baseline named for %s is %s, of another kind", ev.Target, named)
+		}
+		b := *bl.snap
+		b.Target = current.Target
+		base = &b
 	}
-	res, err := diff.Verify(bl.snap, current, bl.sels)
+	res, err := diff.Verify(base, current, bl.sels)
 	if err != nil {
 		return fail("%v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strings"
 	"sync"
@@ -95,6 +96,10 @@ type latestBucket struct {
 	kv    jetstream.KeyValue
 	mu    sync.Mutex
 	known map[string]seen
+	// writing serializes this process's writes of a key (striped by
+	// hash), so that concurrent batches do not race each other's
+	// compare-and-set.
+	writing [64]sync.Mutex
 }
 
 type seen struct {
@@ -158,6 +163,11 @@ func (b *latestBucket) forget(key string) {
 // put stores value under key unless the bucket holds a record of the same
 // or a later evidence sequence. It reports whether it wrote.
 func (b *latestBucket) put(ctx context.Context, key string, o ordering, value []byte) (bool, error) {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(key))
+	w := &b.writing[h.Sum32()%uint32(len(b.writing))]
+	w.Lock()
+	defer w.Unlock()
 	for attempt := 0; ; attempt++ {
 		cur, found, err := b.lookup(ctx, key)
 		if err != nil {

@@ -129,17 +129,7 @@ func (v *Verifier) Start(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		err := natsbus.Consume(runCtx, cons, h.handle, natsbus.Options{
-			JetStream:      h.js,
-			Source:         v.source,
-			Concurrency:    v.cfg.Concurrency,
-			HandlerTimeout: v.cfg.HandlerTimeout,
-			Stats:          &v.consume,
-			Logger:         v.log,
-		})
-		if err != nil {
-			v.log.ErrorContext(runCtx, "verifier stopped", "err", err)
-		}
+		newConsumer(cons, h.handleBatch, h.js, v.source, v.cfg.Concurrency, v.cfg.HandlerTimeout, &v.consume, v.log).run(runCtx)
 	}()
 	v.started, v.nc, v.ownConn, v.cancel, v.done, v.handler = true, nc, own, cancel, done, h
 	v.log.InfoContext(ctx, "verifier started", "source", v.source, "consumer", v.cfg.Consumer,
@@ -219,9 +209,10 @@ type Metrics struct {
 	// Duplicates counts redelivered snapshots whose verdict was already
 	// published (none published again).
 	Duplicates uint64
-	// Stale counts snapshots older than the latest one already recorded
-	// for their host and target: their verdict is published, but the
-	// latest snapshot and verdict are kept.
+	// Stale counts latest-verdict writes skipped because the bucket held
+	// a newer snapshot's verdict for the host and target: the verdict is
+	// published, but the latest snapshot and verdict are kept (older
+	// snapshots of the same batch are not counted).
 	Stale uint64
 }
 

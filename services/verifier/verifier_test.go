@@ -388,3 +388,66 @@ func TestLatestIsTheNewestSnapshot(t *testing.T) {
 	assert.Equal(t, last, obs[0].EvidenceID)
 	assert.Equal(t, uint64(n), vf.Metrics().VerdictsError)
 }
+
+// A snapshot that names a baseline (the collector's target config) is
+// verified against that baseline, a sibling target's of the same kind;
+// without a name, against its own target's.
+func TestNamedBaseline(t *testing.T) {
+	ctx, url, js := server(t)
+	start(ctx, t, url, nil)
+	bls := verifier.NewBaselines(js, "")
+	sibling := events.Target{Kind: testTarget.Kind, Identifier: "agent worker (prod).service"}
+	publishNamed := func(s *snapshot.Snapshot, baseline *events.Target) events.Verdict {
+		p, err := events.NewEvidenceCollected("web-01", s, time.Minute)
+		require.NoError(t, err)
+		p.Baseline = baseline
+		m, e, err := events.NewMsg(events.Source("collector", "web-01"), p)
+		require.NoError(t, err)
+		_, err = js.PublishMsg(ctx, m)
+		require.NoError(t, err)
+		return verdictOf(ctx, t, js, e.ID())
+	}
+
+	v := publishNamed(snap(unit(1)), &sibling)
+	assert.Equal(t, events.StatusError, v.Status)
+	assert.Equal(t, "no baseline for systemd.unit:agent worker (prod).service (the baseline named for systemd.unit:agent worker.service); "+
+		"approve one with `runtimetruth baseline approve 'systemd.unit:agent worker (prod).service'`", v.Error)
+
+	prod := snap(unit(1))
+	prod.Target.Identifier = sibling.Identifier
+	raw, err := prod.Canonical()
+	require.NoError(t, err)
+	bl, err := bls.Put(ctx, verifier.Baseline{Snapshot: raw})
+	require.NoError(t, err)
+	require.Equal(t, sibling, bl.Target)
+
+	v = publishNamed(snap(unit(1)), &sibling)
+	require.Equal(t, events.StatusPass, v.Status, v.Error)
+	assert.Equal(t, bl.Digest, v.BaselineDigest)
+	assert.Equal(t, testTarget, v.Target)
+	require.NotNil(t, v.Report)
+	assert.Equal(t, testTarget.Identifier, v.Report.Target.Identifier, "the report is about the snapshot's target")
+
+	v = publishNamed(snap(unit(2)), &sibling)
+	require.Equal(t, events.StatusDrift, v.Status, v.Error)
+	assert.Equal(t, bl.Digest, v.BaselineDigest)
+
+	v = publishNamed(snap(unit(1)), nil)
+	assert.Equal(t, events.StatusError, v.Status, "no name: the target's own baseline, which does not exist")
+	assert.Contains(t, v.Error, "no baseline for systemd.unit:agent worker.service;")
+
+	v = publishNamed(snap(unit(1)), &events.Target{Kind: "git.repository", Identifier: sibling.Identifier})
+	assert.Equal(t, events.StatusError, v.Status)
+	assert.Contains(t, v.Error, "no baseline for git.repository:")
+
+	other := snap(unit(1))
+	other.Target = snapshot.Target{Kind: "git.repository", Identifier: "/srv/app"}
+	other.Evidence[0].Kind = "git.repository"
+	raw, err = other.Canonical()
+	require.NoError(t, err)
+	_, err = bls.Put(ctx, verifier.Baseline{Snapshot: raw})
+	require.NoError(t, err)
+	v = publishNamed(snap(unit(1)), &events.Target{Kind: "git.repository", Identifier: "/srv/app"})
+	assert.Equal(t, events.StatusError, v.Status)
+	assert.Contains(t, v.Error, "of another kind")
+}

@@ -1,8 +1,8 @@
 // Package attestationtest provides in-memory Sigstore deployments for
 // tests: a VirtualSigstore (sigstore-go's pkg/testing/ca) that signs
-// bundles directly, and a Fulcio and a timestamp authority served over
-// HTTP on the loopback interface for the keyless signer. Nothing reaches
-// the network.
+// bundles directly, and a Fulcio, a timestamp authority and a Rekor
+// transparency log served over HTTP on the loopback interface for the
+// keyless signer. Nothing reaches the network.
 package attestationtest
 
 import (
@@ -208,14 +208,17 @@ func Token(identity, issuer string) string {
 
 func isEmail(s string) bool { return strings.Contains(s, "@") && !strings.Contains(s, "://") }
 
-// Servers is a Fulcio (POST /api/v2/signingCert) and an RFC 3161 timestamp
-// authority (POST /api/v1/timestamp) on httptest servers, with their own
-// CA. Fulcio certifies any requested key for the identity and issuer of
-// the bearer token after checking the proof of possession; it does not
-// verify the token's signature.
+// Servers is a Fulcio (POST /api/v2/signingCert), an RFC 3161 timestamp
+// authority (POST /api/v1/timestamp) and a Rekor transparency log (Rekor)
+// on httptest servers, with their own CA and log key. Fulcio certifies
+// any requested key for the identity and issuer of the bearer token after
+// checking the proof of possession; it does not verify the token's
+// signature.
 type Servers struct {
-	// FulcioURL and TSAURL are the services' URLs.
-	FulcioURL, TSAURL string
+	// FulcioURL, TSAURL and RekorURL are the services' URLs.
+	FulcioURL, TSAURL, RekorURL string
+	// Rekor is the transparency log.
+	Rekor *Rekor
 	// Requests counts the requests served.
 	Requests atomic.Int64
 	// Tokens receives every bearer token Fulcio was sent.
@@ -255,28 +258,50 @@ func NewServers(tb testing.TB) *Servers {
 	tsa := httptest.NewServer(http.HandlerFunc(s.tsa))
 	tb.Cleanup(tsa.Close)
 	s.FulcioURL, s.TSAURL = fulcio.URL, tsa.URL+"/api/v1/timestamp"
+	s.Rekor = NewRekor(tb)
+	s.RekorURL = s.Rekor.URL
 	return s
 }
 
+// RootOption adds to the trusted root of Servers.
+type RootOption func(*rootParts)
+
+type rootParts struct {
+	rekor bool
+}
+
+// WithRekor lists the transparency log in the trusted root, which makes a
+// verified log entry mandatory for the attestation verifier (and gives it
+// a signed time: the entry's integrated time).
+func WithRekor() RootOption { return func(p *rootParts) { p.rekor = true } }
+
 // TrustedRoot returns the servers' trusted root: the Fulcio CA and the
-// timestamp authority.
-func (s *Servers) TrustedRoot(tb testing.TB) *root.TrustedRoot {
+// timestamp authority, and the Rekor log WithRekor.
+func (s *Servers) TrustedRoot(tb testing.TB, opts ...RootOption) *root.TrustedRoot {
 	tb.Helper()
+	var parts rootParts
+	for _, o := range opts {
+		o(&parts)
+	}
+	var logs map[string]*root.TransparencyLog
+	if parts.rekor {
+		logs = s.Rekor.Logs()
+	}
 	fca := &root.FulcioCertificateAuthority{
 		Root: s.rootCert, Intermediates: []*x509.Certificate{s.fulcioCert}, ValidityPeriodStart: s.start, URI: s.FulcioURL,
 	}
 	tsa := &root.SigstoreTimestampingAuthority{
 		Root: s.tsaRoot, Intermediates: []*x509.Certificate{s.tsaInter}, Leaf: s.tsaLeaf, ValidityPeriodStart: s.start, URI: s.TSAURL,
 	}
-	tr, err := root.NewTrustedRoot(root.TrustedRootMediaType01, []root.CertificateAuthority{fca}, nil, []root.TimestampingAuthority{tsa}, nil)
+	tr, err := root.NewTrustedRoot(root.TrustedRootMediaType01, []root.CertificateAuthority{fca}, nil, []root.TimestampingAuthority{tsa}, logs)
 	require.NoError(tb, err)
 	return tr
 }
 
 // TrustedRootJSON returns TrustedRoot as trusted_root.json.
-func (s *Servers) TrustedRootJSON(tb testing.TB) []byte {
+func (s *Servers) TrustedRootJSON(tb testing.TB, opts ...RootOption) []byte {
 	tb.Helper()
-	return marshalRoot(tb, s.TrustedRoot(tb))
+	return marshalRoot(tb, s.TrustedRoot(tb, opts...))
 }
 
 var (

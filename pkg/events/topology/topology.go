@@ -26,12 +26,15 @@
 // created with the streams, so an interest stream never sees a message
 // without interest:
 //
-//	stream     consumer  filter           max deliver
-//	EVIDENCE   verifier  rt.evidence.>    10
-//	EVIDENCE   auditor   (all)            unlimited
-//	VERDICTS   auditor   (all)            unlimited
-//	BASELINES  auditor   (all)            unlimited
-//	DLQ        auditor   (all)            unlimited
+//	stream     consumer  filter           max deliver  max ack pending
+//	EVIDENCE   verifier  rt.evidence.>    10           256
+//	EVIDENCE   auditor   (all)            unlimited    4096
+//	VERDICTS   auditor   (all)            unlimited    4096
+//	BASELINES  auditor   (all)            unlimited    4096
+//	DLQ        auditor   (all)            unlimited    4096
+//
+// The auditor's larger window lets it append in batches of 2048 (large
+// ClickHouse inserts, one fsync per batch) with two batches in flight.
 //
 // An unacknowledged delivery (a crashed handler) is redelivered after
 // AckWait; a handler that wants a retry naks with RetryDelay. Consumers set
@@ -86,6 +89,11 @@ const (
 	VerifierMaxDeliver = 10
 	// MaxAckPending bounds a consumer's unacknowledged messages.
 	MaxAckPending = 256
+	// AuditorMaxAckPending bounds the auditor consumers' unacknowledged
+	// messages: the auditor appends in batches of half of it (two batches
+	// in flight, one written while the next is sealed), and ClickHouse
+	// wants inserts of thousands of rows.
+	AuditorMaxAckPending = 4096
 	// BaselineHistory is how many revisions of a baseline the bucket keeps.
 	BaselineHistory = 16
 )
@@ -147,7 +155,7 @@ func New(replicas int) Topology {
 		}
 	}
 	const day = 24 * time.Hour
-	consumer := func(stream, name, desc string, maxDeliver int, filters ...string) Consumer {
+	consumer := func(stream, name, desc string, maxDeliver, maxAckPending int, filters ...string) Consumer {
 		return Consumer{Stream: stream, Config: jetstream.ConsumerConfig{
 			Durable:        name,
 			Description:    desc,
@@ -156,7 +164,7 @@ func New(replicas int) Topology {
 			AckWait:        AckWait,
 			MaxDeliver:     maxDeliver,
 			ReplayPolicy:   jetstream.ReplayInstantPolicy,
-			MaxAckPending:  MaxAckPending,
+			MaxAckPending:  maxAckPending,
 			FilterSubjects: filters,
 			Replicas:       replicas,
 		}}
@@ -174,11 +182,11 @@ func New(replicas int) Topology {
 		},
 		Consumers: []Consumer{
 			consumer(StreamEvidence, ConsumerVerifier, "verifies evidence snapshots against baselines",
-				VerifierMaxDeliver, events.FilterEvidence),
-			consumer(StreamEvidence, ConsumerAuditor, "appends every event to the audit chain", -1),
-			consumer(StreamVerdicts, ConsumerAuditor, "appends every event to the audit chain", -1),
-			consumer(StreamBaselines, ConsumerAuditor, "appends every event to the audit chain", -1),
-			consumer(StreamDLQ, ConsumerAuditor, "appends every event to the audit chain", -1),
+				VerifierMaxDeliver, MaxAckPending, events.FilterEvidence),
+			consumer(StreamEvidence, ConsumerAuditor, "appends every event to the audit chain", -1, AuditorMaxAckPending),
+			consumer(StreamVerdicts, ConsumerAuditor, "appends every event to the audit chain", -1, AuditorMaxAckPending),
+			consumer(StreamBaselines, ConsumerAuditor, "appends every event to the audit chain", -1, AuditorMaxAckPending),
+			consumer(StreamDLQ, ConsumerAuditor, "appends every event to the audit chain", -1, AuditorMaxAckPending),
 		},
 		Buckets: []jetstream.KeyValueConfig{
 			{

@@ -80,8 +80,13 @@ func TestEnsureCreatesEverything(t *testing.T) {
 	assert.Equal(t, topology.AckWait, v.AckWait)
 	assert.Empty(t, v.BackOff, "a BackOff would stretch every NakWithDelay")
 	assert.Equal(t, []string{events.FilterEvidence}, v.FilterSubjects)
+	assert.Equal(t, topology.MaxAckPending, v.MaxAckPending)
 	a := st.consumers[topology.StreamDLQ+"/"+topology.ConsumerAuditor].Config
 	assert.Equal(t, -1, a.MaxDeliver)
+	for _, s := range []string{topology.StreamEvidence, topology.StreamVerdicts, topology.StreamBaselines, topology.StreamDLQ} {
+		a := st.consumers[s+"/"+topology.ConsumerAuditor].Config
+		assert.Equal(t, topology.AuditorMaxAckPending, a.MaxAckPending, "the auditor appends in large batches on %s", s)
+	}
 
 	kv, err := js.KeyValue(ctx, topology.BucketBaselines)
 	require.NoError(t, err)
@@ -203,4 +208,21 @@ func TestClusterR3(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, e.ID(), got.ID())
 	require.NoError(t, msg.DoubleAck(ctx))
+}
+
+// TestEnsureRaisesTheAuditorWindow: an auditor consumer made with the old
+// window (256) gets the auditor's larger one at the next Ensure.
+func TestEnsureRaisesTheAuditorWindow(t *testing.T) {
+	ctx := timeout(t)
+	_, url := natstest.RunJetStream(t)
+	_, js := natstest.Connect(t, url)
+	old := topology.New(1)
+	for i := range old.Consumers {
+		old.Consumers[i].Config.MaxAckPending = topology.MaxAckPending
+	}
+	require.NoError(t, old.Ensure(ctx, js))
+	require.NoError(t, topology.Ensure(ctx, js, 1))
+	c, err := js.Consumer(ctx, topology.StreamVerdicts, topology.ConsumerAuditor)
+	require.NoError(t, err)
+	assert.Equal(t, topology.AuditorMaxAckPending, c.CachedInfo().Config.MaxAckPending)
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -27,6 +28,9 @@ type Config struct {
 	// User and Password authenticate with a user name and password.
 	User     string `mapstructure:"user"`
 	Password string `mapstructure:"password"`
+	// PasswordFile is a file holding the password instead (a mounted
+	// Secret); one trailing newline is ignored.
+	PasswordFile string `mapstructure:"password_file"`
 	// NKeySeedFile is a file holding an nkey user seed (SU…).
 	NKeySeedFile string `mapstructure:"nkey_seed_file"`
 	// TLS configures the server CA and a client certificate.
@@ -102,8 +106,11 @@ func (c Config) Validate() error {
 	if methods > 1 {
 		return fmt.Errorf("%w: nats: set only one of creds_file, nkey_seed_file and user", config.ErrInvalid)
 	}
-	if c.Password != "" && c.User == "" {
+	if (c.Password != "" || c.PasswordFile != "") && c.User == "" {
 		return fmt.Errorf("%w: nats.password without nats.user", config.ErrInvalid)
+	}
+	if c.Password != "" && c.PasswordFile != "" {
+		return fmt.Errorf("%w: nats: set only one of password and password_file", config.ErrInvalid)
 	}
 	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
 		return fmt.Errorf("%w: nats.tls: cert_file and key_file go together", config.ErrInvalid)
@@ -184,7 +191,15 @@ func options(cfg Config, name string) ([]nats.Option, error) {
 		}
 		opts = append(opts, o)
 	case cfg.User != "":
-		opts = append(opts, nats.UserInfo(cfg.User, cfg.Password))
+		password := cfg.Password
+		if cfg.PasswordFile != "" {
+			b, err := os.ReadFile(cfg.PasswordFile)
+			if err != nil {
+				return nil, fmt.Errorf("nats password file: %w", err)
+			}
+			password = strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+		}
+		opts = append(opts, nats.UserInfo(cfg.User, password))
 	}
 	if cfg.TLS.CAFile != "" {
 		opts = append(opts, nats.RootCAs(cfg.TLS.CAFile))

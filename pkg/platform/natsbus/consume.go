@@ -16,6 +16,8 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/eventtrace"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
 )
 
 // Handler handles one message. It returns nil once the message is durably
@@ -125,6 +127,12 @@ type Options struct {
 	// Logger logs pull errors (never one line per message); default
 	// discards.
 	Logger *slog.Logger
+	// Telemetry receives a span per handled message (a child of the
+	// producer's span named by the event's traceparent) and the consumed,
+	// acked, nacked and dead_lettered counters and the handle duration
+	// (see the Metric constants); zero fields mean the OpenTelemetry
+	// globals.
+	Telemetry telemetry.Providers
 }
 
 // Consume pulls messages from cons and hands each to h, then decides the
@@ -179,10 +187,13 @@ func Consume(ctx context.Context, cons jetstream.Consumer, h Handler, opts Optio
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	c := &loop{cons: cons, h: h, o: opts, st: opts.Stats, maxDeliver: -1}
+	stream := ""
 	if info := cons.CachedInfo(); info != nil {
 		c.maxDeliver = info.Config.MaxDeliver
 		c.name = info.Name
+		stream = info.Stream
 	}
+	c.tel = newConsumeTelemetry(opts.Telemetry, stream, c.name)
 	return c.run(ctx)
 }
 
@@ -193,6 +204,7 @@ type loop struct {
 	st         *Stats
 	maxDeliver int
 	name       string
+	tel        *consumeTelemetry
 }
 
 func (c *loop) run(ctx context.Context) error {
@@ -287,6 +299,7 @@ func (c *loop) releaseMsg(ctx context.Context, m jetstream.Msg) {
 		return
 	}
 	c.st.Released.Add(1)
+	c.tel.nacked.Add(ctx, 1, c.tel.with(AttrReason.String("release")))
 }
 
 func (c *loop) fetchError(ctx context.Context, what string, err error) {
@@ -307,29 +320,39 @@ func (c *loop) last(m jetstream.Msg) bool {
 }
 
 // handle runs the handler on one message and acknowledges it as its
-// result says.
+// result says, inside the message's span.
 func (c *loop) handle(ctx context.Context, m jetstream.Msg) {
 	base := context.WithoutCancel(ctx)
+	base, span := c.tel.start(base, m)
+	began := time.Now()
+	c.tel.consumed.Add(base, 1, c.tel.with())
 	hctx, cancel := context.WithTimeout(base, c.o.HandlerTimeout)
 	err := c.call(hctx, m)
 	cancel()
 
+	ack := "nak"
 	switch {
 	case err == nil:
 		actx, cancel := context.WithTimeout(base, DefaultAckTimeout)
 		defer cancel()
 		if aerr := Retry(actx, m.DoubleAck); aerr != nil {
 			c.st.AckErrors.Add(1)
-			return
+			err, ack = fmt.Errorf("ack: %w", aerr), "ack_failed"
+			break
 		}
+		ack = "ack"
 		c.st.Acked.Add(1)
+		c.tel.acked.Add(base, 1, c.tel.with())
 	case IsPermanent(err) || c.last(m):
 		dctx, cancel := context.WithTimeout(base, c.o.HandlerTimeout)
 		defer cancel()
-		c.deadLetter(dctx, m, err)
+		if c.deadLetter(dctx, m, err) {
+			ack = "term"
+		}
 	default:
-		c.retry(m)
+		c.retry(base, m)
 	}
+	c.tel.end(base, span, began, ack, err)
 }
 
 func (c *loop) call(ctx context.Context, m jetstream.Msg) (err error) {
@@ -342,41 +365,48 @@ func (c *loop) call(ctx context.Context, m jetstream.Msg) (err error) {
 	return c.h(ctx, m)
 }
 
-func (c *loop) retry(m jetstream.Msg) {
+func (c *loop) retry(ctx context.Context, m jetstream.Msg) {
 	if err := m.NakWithDelay(c.o.RetryDelay(deliveries(m))); err != nil {
 		c.st.AckErrors.Add(1)
 		return
 	}
 	c.st.Retried.Add(1)
+	c.tel.nacked.Add(ctx, 1, c.tel.with(AttrReason.String("retry")))
 }
 
-// deadLetter publishes the message's dead-letter record, then terminates
-// it. The record's id derives from the stream, consumer and sequence, so a
+// deadLetter publishes the message's dead-letter record (carrying the
+// trace context of ctx), then terminates it, and reports whether it did.
+// The record's id derives from the stream, consumer and sequence, so a
 // record published again (the Term was lost) is dropped as a duplicate.
-func (c *loop) deadLetter(ctx context.Context, m jetstream.Msg, cause error) {
+func (c *loop) deadLetter(ctx context.Context, m jetstream.Msg, cause error) bool {
 	rec, err := events.Reject(m, cause)
 	if err != nil {
 		c.st.DeadLetterErrors.Add(1)
-		c.retry(m)
-		return
+		c.retry(ctx, m)
+		return false
 	}
 	dm, _, err := events.NewMsg(c.o.Source, rec, events.WithID(DeadLetterID(rec.Stream, rec.Consumer, rec.StreamSequence)))
 	if err == nil {
+		eventtrace.InjectMsg(ctx, c.tel.prop, dm)
 		err = publishRetrying(ctx, c.o.JetStream, dm)
 	}
 	if err != nil {
 		c.st.DeadLetterErrors.Add(1)
-		c.retry(m)
-		return
+		c.retry(ctx, m)
+		return false
 	}
 	if err := m.TermWithReason(string(rec.Reason)); err != nil {
 		c.st.AckErrors.Add(1)
-		return
+		return false
 	}
 	c.st.DeadLettered.Add(1)
+	reason := "max_deliver"
 	if IsPermanent(cause) {
 		c.st.Permanent.Add(1)
+		reason = "permanent"
 	}
+	c.tel.dead.Add(ctx, 1, c.tel.with(AttrReason.String(reason)))
+	return true
 }
 
 // deadLetterSpace is the UUIDv5 namespace of dead-letter record ids.

@@ -1,5 +1,9 @@
 // Package natsbus connects services to NATS JetStream: Connect (URL,
-// credentials, TLS), and Consume, the message loop that turns a handler's
-// result into an explicit acknowledgement (nil → Ack, retryable → NakWithDelay,
-// Permanent → dead-letter + Term).
+// credentials, TLS), Consume, the message loop that turns a handler's
+// result into an explicit acknowledgement (nil → Ack, retryable →
+// NakWithDelay, Permanent → dead-letter + Term), and Publisher. Both are
+// instrumented: a span per handled message, a child of the producer's span
+// named by the event's traceparent, a producer span per publish with its
+// context injected into the event, and the counters named by the Metric
+// constants.
 package natsbus

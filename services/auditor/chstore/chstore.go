@@ -19,6 +19,8 @@ package chstore
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -29,7 +31,6 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
-	"github.com/runtimetruth/runtimetruth/services/auditor/verify"
 )
 
 // DefaultTable is the default links table.
@@ -47,6 +48,10 @@ type Options struct {
 	Timeout time.Duration
 	// Logger receives the driver's log lines (nil discards).
 	Logger *slog.Logger
+	// PartStreams is the most data parts Source reads side by side
+	// (default MaxPartStreams); a table with more parts, or any table when
+	// it is negative, is read with ORDER BY.
+	PartStreams int
 }
 
 // Store reads and writes links in ClickHouse.
@@ -57,6 +62,8 @@ type Store struct {
 	table   string // qualified
 	name    string // unqualified
 	timeout time.Duration
+	streams int
+	qid     string // prefix of the query ids of the inserts
 }
 
 // Open connects and checks the server answers. It does not migrate.
@@ -87,6 +94,12 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if o.ReadTimeout == 0 {
 		o.ReadTimeout = 5 * time.Minute
 	}
+	// Source reads up to MaxPartStreams data parts at once, a connection
+	// each.
+	if opts.PartStreams == 0 {
+		opts.PartStreams = MaxPartStreams
+	}
+	o.MaxOpenConns = max(o.MaxOpenConns, opts.PartStreams+2)
 	o.Logger = opts.Logger
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -95,7 +108,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse: %w", err)
 	}
-	s := &Store{dsn: opts.DSN, conn: conn, db: db, name: opts.Table, table: db + "." + opts.Table, timeout: opts.Timeout}
+	s := &Store{dsn: opts.DSN, conn: conn, db: db, name: opts.Table, table: db + "." + opts.Table, timeout: opts.Timeout,
+		streams: opts.PartStreams, qid: "rtaudit:" + db + "." + opts.Table + ":"}
 	pctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 	if err := conn.Ping(pctx); err != nil {
@@ -136,6 +150,9 @@ func (s *Store) Write(ctx context.Context, recs []link.Record) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	ctx = clickhouse.Context(ctx, clickhouse.WithQueryID(s.qid+hex.EncodeToString(id[:])))
 	b, err := s.conn.PrepareBatch(ctx, "INSERT INTO "+s.table+" ("+strings.Join(columns, ", ")+")")
 	if err != nil {
 		return fmt.Errorf("clickhouse insert: %w", err)
@@ -161,6 +178,35 @@ func (s *Store) Write(ctx context.Context, recs []link.Record) error {
 		return fmt.Errorf("clickhouse insert: %w", err)
 	}
 	return nil
+}
+
+// Settle waits until the inserts into the table that were running when it
+// was called have ended. An insert the client gave up on (a timeout, a
+// crash) may still be committed by the server afterwards; heads read
+// before it ends would be behind, and the links written again. The
+// auditor settles the sink before it reads heads to resume or to retry.
+func (s *Store) Settle(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	start := time.Now()
+	for {
+		// Running at least as long as since the call: started before it.
+		elapsed := max(time.Since(start).Seconds()-0.05, 0)
+		var n uint64
+		err := s.conn.QueryRow(ctx, fmt.Sprintf("SELECT count() FROM system.processes WHERE substring(query_id, 1, %d) = %s AND elapsed >= %f",
+			len(s.qid), Quote(s.qid), elapsed)).Scan(&n)
+		if err != nil {
+			return fmt.Errorf("clickhouse inserts in flight: %w", err)
+		}
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("clickhouse inserts in flight: %w", ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 func dateTime(t time.Time) time.Time {
@@ -244,58 +290,6 @@ func (s *Store) Links(ctx context.Context, chainName string, after uint64, fn fu
 		return fmt.Errorf("clickhouse links: %w", err)
 	}
 	return nil
-}
-
-// Source returns every link, ordered by chain and seq, for verify.Run.
-// chains, when not empty, limits it to those chains.
-func (s *Store) Source(ctx context.Context, chains ...string) verify.Source {
-	var rows driver.Rows
-	row := 0
-	done := false
-	return func(_ context.Context, b *verify.Batch) (bool, error) {
-		if done {
-			return false, nil
-		}
-		if rows == nil {
-			where := ""
-			if len(chains) > 0 {
-				q := make([]string, len(chains))
-				for i, c := range chains {
-					q[i] = Quote(c)
-				}
-				where = " WHERE chain IN (" + strings.Join(q, ", ") + ")"
-			}
-			var err error
-			rows, err = s.conn.Query(ctx, "SELECT chain, seq, prev, hash, event FROM "+s.table+where+" ORDER BY chain, seq")
-			if err != nil {
-				done = true
-				return false, fmt.Errorf("clickhouse scan: %w", err)
-			}
-		}
-		for len(b.Cands) < cap(b.Cands) || len(b.Cands) < 512 {
-			if !rows.Next() {
-				done = true
-				err := rows.Err()
-				_ = rows.Close()
-				if err != nil {
-					return false, fmt.Errorf("clickhouse scan: %w", err)
-				}
-				return false, nil
-			}
-			row++
-			var c verify.Candidate
-			var event string
-			if err := rows.Scan(&c.Chain, &c.Seq, &c.Prev, &c.Hash, &event); err != nil {
-				done = true
-				_ = rows.Close()
-				return false, fmt.Errorf("clickhouse scan: %w", err)
-			}
-			c.Event = []byte(event)
-			c.Pos = verify.Position{Row: row}
-			b.Cands = append(b.Cands, c)
-		}
-		return true, nil
-	}
 }
 
 // Quote renders s as a ClickHouse string literal.

@@ -99,6 +99,29 @@ func TestWriteReadVerify(t *testing.T) {
 	rep := run(t, s, h, nil)
 	require.Nil(t, rep.Broken)
 	assert.Equal(t, 300, rep.Links)
+	var parts uint64
+	require.NoError(t, s.Conn().QueryRow(ctx, "SELECT uniqExact(_part) FROM "+s.Table()).Scan(&parts))
+	t.Logf("read %d data parts side by side", parts)
+	// One chain, and a table read with ORDER BY, verify the same.
+	ordered, err := chstore.Open(ctx, chstore.Options{DSN: s.DSN(), PartStreams: -1})
+	require.NoError(t, err)
+	defer func() { _ = ordered.Close() }()
+	orep := run(t, ordered, h, nil)
+	assert.Equal(t, rep, orep)
+	// Link by link, the merged read hands out what ORDER BY does.
+	order := func(st *chstore.Store) []string {
+		var out []string
+		_, err := verify.RunVisit(ctx, h, nil, st.Source(ctx), func(c *verify.Candidate) {
+			out = append(out, fmt.Sprintf("%d %s %d %s", c.Pos.Row, c.Chain, c.Seq, c.Hash))
+		})
+		require.NoError(t, err)
+		return out
+	}
+	assert.Equal(t, order(ordered), order(s))
+	crep, err := verify.Run(ctx, h, nil, s.Source(ctx, "VERDICTS/db 02", "BASELINES"))
+	require.NoError(t, err)
+	require.Nil(t, crep.Broken)
+	assert.Equal(t, map[string]chain.Head{"VERDICTS/db 02": rep.Chains["VERDICTS/db 02"], "BASELINES": rep.Chains["BASELINES"]}, crep.Chains)
 
 	// The dashboard views.
 	var drifts, modified, rejected, types uint64
@@ -186,11 +209,18 @@ func TestTamper(t *testing.T) {
 			}
 			require.Nil(t, run(t, s, h, cps).Broken)
 			auditortest.Exec(t, dsnOf(t, s), tc.stmts(s.Table(), byseq)...)
-			rep := run(t, s, h, cps)
-			require.NotNil(t, rep.Broken)
-			assert.Equal(t, tc.reason, rep.Broken.Reason, rep.Broken.Error())
-			assert.Equal(t, c, rep.Broken.Chain, rep.Broken.Error())
-			assert.Equal(t, tc.seq, rep.Broken.Seq, rep.Broken.Error())
+			// The parts merged as read (the default) and the table read
+			// with ORDER BY (PartStreams < 0) find the same break.
+			ordered, err := chstore.Open(context.Background(), chstore.Options{DSN: s.DSN(), PartStreams: -1})
+			require.NoError(t, err)
+			defer func() { _ = ordered.Close() }()
+			for _, store := range []*chstore.Store{s, ordered} {
+				rep := run(t, store, h, cps)
+				require.NotNil(t, rep.Broken)
+				assert.Equal(t, tc.reason, rep.Broken.Reason, rep.Broken.Error())
+				assert.Equal(t, c, rep.Broken.Chain, rep.Broken.Error())
+				assert.Equal(t, tc.seq, rep.Broken.Seq, rep.Broken.Error())
+			}
 		})
 	}
 }

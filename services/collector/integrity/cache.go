@@ -128,9 +128,9 @@ func (c *Cache) Source(path string) SourceStat {
 	return SourceStat{key: keyOf(&st), ok: true}
 }
 
-// List is a parsed baseline: the files to hash (Want set, Dir empty and
-// Rel the full path), a label per file (the path as the baseline lists
-// it) and a count the caller keeps with it (e.g. unhashed rows).
+// List is a parsed baseline: the files to hash (Want set; Dir and Rel as
+// List documents), a label per file (the path as the baseline lists it)
+// and a count the caller keeps with it (e.g. unhashed rows).
 type List struct {
 	Files  []File
 	Labels []string
@@ -139,8 +139,11 @@ type List struct {
 
 // List returns a fresh copy of the baseline stored for path under the
 // same source status, or false (always on a full re-hash, so that the
-// baseline is parsed again too). It is safe for concurrent use.
-func (c *Cache) List(path string, src SourceStat) (*List, bool) {
+// baseline is parsed again too). A file whose full path lies under dir
+// comes with Dir set to dir and Rel relative to it (so that the hasher
+// resolves it from there); any other has Dir empty and Rel the full path.
+// It is safe for concurrent use.
+func (c *Cache) List(path string, src SourceStat, dir string) (*List, bool) {
 	if c == nil || c.full || !src.ok {
 		return nil, false
 	}
@@ -153,10 +156,14 @@ func (c *Cache) List(path string, src SourceStat) (*List, bool) {
 	if l == nil || l.key != src.key {
 		return nil, false
 	}
+	dir = strings.TrimSuffix(dir, "/")
 	out := &List{Files: make([]File, len(l.paths)), Labels: l.labels, Extra: l.extra}
 	for i := range out.Files {
 		f := &out.Files[i]
 		f.Rel, f.Want, f.ent = l.paths[i], l.wants[i], l.ents[i]
+		if p := f.Rel; dir != "" && len(p) > len(dir)+1 && p[len(dir)] == '/' && p[:len(dir)] == dir {
+			f.Dir, f.Rel = dir, p[len(dir)+1:]
+		}
 	}
 	return out, true
 }

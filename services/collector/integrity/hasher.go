@@ -88,7 +88,7 @@ func (f *File) Path() string {
 func (f *File) OK() bool { return f.State == FileHashed && f.Got.Equal(&f.Want) }
 
 // DefaultBufferSize is the per-worker read buffer Hasher uses by default.
-const DefaultBufferSize = 256 << 10
+const DefaultBufferSize = 64 << 10
 
 // Hasher hashes files in parallel. The zero value uses GOMAXPROCS workers
 // and DefaultBufferSize buffers.
@@ -130,6 +130,7 @@ func (h *Hasher) Run(ctx context.Context, files []File, c *Cache) error {
 	for range workers {
 		wg.Go(func() {
 			w := worker{buf: make([]byte, size), cache: c}
+			defer w.close()
 			for ctx.Err() == nil {
 				start := int(next.Add(batch)) - batch
 				if start >= len(files) {
@@ -146,20 +147,23 @@ func (h *Hasher) Run(ctx context.Context, files []File, c *Cache) error {
 	return ctx.Err()
 }
 
-// GroupSize is how many files callers of RunGroups should send at a time
-// for the workers to share the load evenly.
-const GroupSize = 256
-
-// RunGroups is Run over groups of files received from groups until it is
-// closed, so that a caller can hash the files it has prepared while it
-// prepares more. Each group is checked in place by one worker. When ctx
-// ends, the remaining groups are received but not checked. The caller
-// must not touch a group after sending it until RunGroups returns.
-func (h *Hasher) RunGroups(ctx context.Context, groups <-chan []File, c *Cache) error {
+// RunPlanned is Run over files the workers discover as they go: plan(i)
+// is called once for each i in [0, n), by whichever worker gets to it
+// first, and returns the files to check for item i (nil for none); the
+// workers then share out those files, batch by batch, with the files of
+// the items planned before. A worker plans the next item only when no
+// planned file is left to check, so every worker keeps busy, whether an
+// item has many files or few, without goroutines or channels between
+// planning and hashing. plan must be safe for concurrent use; the files it
+// returns are checked in place and must not be touched until RunPlanned
+// returns. When ctx ends, the remaining items are neither planned nor
+// checked.
+func (h *Hasher) RunPlanned(ctx context.Context, n int, plan func(i int) []File, c *Cache) error {
 	workers := h.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
+	workers = max(1, min(workers, n))
 	size := h.BufferSize
 	if size <= 0 {
 		size = DefaultBufferSize
@@ -167,22 +171,70 @@ func (h *Hasher) RunGroups(ctx context.Context, groups <-chan []File, c *Cache) 
 	if c != nil && c.full {
 		c = nil
 	}
+	items := make([]plannedItem, n)
+	var next atomic.Int64    // next item to plan
+	var planned atomic.Int64 // items whose files are published
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
 			w := worker{buf: make([]byte, size), cache: c}
-			for g := range groups {
-				if ctx.Err() != nil {
-					continue // drain
+			defer w.close()
+			low := 0 // items below low have no file left to claim
+			for ctx.Err() == nil {
+				if w.claim(items, &low) {
+					continue
 				}
-				for i := range g {
-					w.check(&g[i])
+				if i := int(next.Add(1)) - 1; i < n {
+					it := &items[i]
+					it.files = plan(i)
+					it.ready.Store(true)
+					planned.Add(1)
+					continue
 				}
+				if int(planned.Load()) == n && !w.claim(items, &low) {
+					return
+				}
+				runtime.Gosched() // another worker is planning the last items
 			}
 		})
 	}
 	wg.Wait()
 	return ctx.Err()
+}
+
+// plannedItem is one item of RunPlanned: its files once planned, and the
+// next of them to claim.
+type plannedItem struct {
+	ready  atomic.Bool
+	cursor atomic.Int64
+	files  []File
+}
+
+// claim checks the next batch of planned files, if any is left, scanning
+// the items from low (which it advances past items fully claimed).
+func (w *worker) claim(items []plannedItem, low *int) bool {
+	for i := *low; i < len(items); i++ {
+		it := &items[i]
+		if !it.ready.Load() {
+			continue
+		}
+		m := int64(len(it.files))
+		if it.cursor.Load() >= m {
+			if i == *low {
+				*low = i + 1
+			}
+			continue
+		}
+		start := it.cursor.Add(batch) - batch
+		if start >= m {
+			continue
+		}
+		for j := start; j < min(start+batch, m); j++ {
+			w.check(&it.files[j])
+		}
+		return true
+	}
+	return false
 }
 
 // Stats counts files hashed and files taken from the cache.
@@ -200,11 +252,72 @@ func Stats(files []File) (hashed, cached int) {
 // worker is one goroutine's reusable state.
 type worker struct {
 	buf    []byte
-	path   sysfile.Path
+	path   sysfile.Path // the path opened, relative to at
+	full   sysfile.Path // the full path, for cache lookups
+	at     sysfile.Dir  // where path is resolved from
 	st     sysfile.Stat
 	hashes [numAlgorithms]hash.Hash
 	sum    [64]byte
 	cache  *Cache
+	dirs   [maxDirs]openDir // directories opened, most recent first
+	ndirs  int
+}
+
+// maxDirs is how many directories a worker keeps open: files arrive
+// grouped by package, so a few suffice.
+const maxDirs = 8
+
+// openDir is a File.Dir the worker opened; ok is false when it could not
+// be opened (paths under it are then resolved from the root).
+type openDir struct {
+	name string
+	dir  sysfile.Dir
+	ok   bool
+}
+
+// dir returns the opened directory name, opening it on first use.
+// Resolving each file from its package's directory instead of from the
+// root saves the kernel walking the same leading components each time.
+func (w *worker) dir(name string) (sysfile.Dir, bool) {
+	for i := 0; i < w.ndirs; i++ {
+		if w.dirs[i].name == name {
+			d := w.dirs[i]
+			copy(w.dirs[1:i+1], w.dirs[:i])
+			w.dirs[0] = d
+			return d.dir, d.ok
+		}
+	}
+	if w.ndirs == maxDirs {
+		_ = w.dirs[maxDirs-1].dir.Close()
+		w.ndirs--
+	}
+	copy(w.dirs[1:w.ndirs+1], w.dirs[:w.ndirs])
+	d, err := sysfile.OpenDir(name)
+	w.dirs[0] = openDir{name: name, dir: d, ok: err == nil}
+	w.ndirs++
+	return d, err == nil
+}
+
+// close releases the directories the worker opened.
+func (w *worker) close() {
+	for i := 0; i < w.ndirs; i++ {
+		_ = w.dirs[i].dir.Close()
+	}
+	w.ndirs = 0
+}
+
+// setPath points path and at to the file: relative to its Dir when that
+// can be opened, else the full path.
+func (w *worker) setPath(f *File) {
+	if f.Dir != "" && f.Rel != "" && f.Rel[0] != '/' {
+		if d, ok := w.dir(f.Dir); ok {
+			w.at = d
+			w.path.Set("", f.Rel)
+			return
+		}
+	}
+	w.at = sysfile.Dir{}
+	w.path.Set(f.Dir, f.Rel)
 }
 
 func (w *worker) check(f *File) {
@@ -214,9 +327,9 @@ func (w *worker) check(f *File) {
 	if !algo.Valid() {
 		algo = SHA256
 	}
-	w.path.Set(f.Dir, f.Rel)
+	w.setPath(f)
 	if w.cache != nil {
-		if err := sysfile.Lstat(&w.path, &w.st); err != nil {
+		if err := sysfile.LstatAt(w.at, &w.path, &w.st); err != nil {
 			w.fail(f, err)
 			return
 		}
@@ -226,7 +339,8 @@ func (w *worker) check(f *File) {
 		}
 		e := f.ent
 		if e == nil {
-			e = w.cache.lookup(w.path.Bytes())
+			w.full.Set(f.Dir, f.Rel)
+			e = w.cache.lookup(w.full.Bytes())
 		}
 		if e != nil && e.key == keyOf(&w.st) && e.digest.Algo == algo {
 			f.State, f.Got, f.Size, f.Cached = FileHashed, e.digest, w.st.Size, true
@@ -234,7 +348,7 @@ func (w *worker) check(f *File) {
 			return
 		}
 	}
-	fd, err := sysfile.Open(&w.path)
+	fd, err := sysfile.OpenAt(w.at, &w.path)
 	if err != nil {
 		if sysfile.NotRegularStat(err, &w.st) {
 			w.irregular(f)
@@ -243,7 +357,12 @@ func (w *worker) check(f *File) {
 		w.fail(f, err)
 		return
 	}
-	defer func() { _ = fd.Close() }()
+	w.read(f, fd, algo)
+	_ = fd.Close()
+}
+
+// read hashes the open file fd for f.
+func (w *worker) read(f *File, fd sysfile.File, algo Algorithm) {
 	if err := fd.Stat(&w.st); err != nil {
 		w.fail(f, err)
 		return
@@ -296,7 +415,7 @@ func (w *worker) fail(f *File, err error) {
 		f.State = FileSymlink
 	default:
 		// A socket or device node may refuse to open: classify by type.
-		if sysfile.Lstat(&w.path, &w.st) == nil && !w.st.Regular() {
+		if sysfile.LstatAt(w.at, &w.path, &w.st) == nil && !w.st.Regular() {
 			w.irregular(f)
 			return
 		}

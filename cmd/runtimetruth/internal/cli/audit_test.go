@@ -289,10 +289,152 @@ func TestAuditClickHouse(t *testing.T) {
 	require.Equal(t, ExitPass, code, errs)
 	assert.Len(t, strings.Split(strings.TrimSpace(out), "\n"), 2)
 
+	// Follow: links appended meanwhile are printed once each, in order.
+	tctx, cancel := context.WithCancel(ctx)
+	var buf syncBuffer
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		root := &cobra.Command{Use: "runtimetruth", SilenceErrors: true, SilenceUsage: true}
+		root.SetOut(&buf)
+		root.AddCommand(newAuditCmd())
+		root.SetArgs([]string{"audit", "tail", "--clickhouse", dsn, "-n", "1", "--poll", "20ms", "--json"})
+		_ = root.ExecuteContext(tctx)
+	}()
+	heads := map[string]link.Head{}
+	for _, r := range recs {
+		heads[r.Chain] = r.Head()
+	}
+	// The last link printed: tail has read the heads it follows from.
+	require.Eventually(t, func() bool { return strings.Count(buf.String(), "\n") == 1 }, 10*time.Second, 10*time.Millisecond)
+	more := auditRecords(t, link.NewHasher(nil), 50, 20, heads)
+	require.NoError(t, s.Write(ctx, more[:10]))
+	require.NoError(t, s.Write(ctx, more[10:]))
+	require.Eventually(t, func() bool { return strings.Count(buf.String(), "\n") >= 1+len(more) }, 10*time.Second, 10*time.Millisecond)
+	cancel()
+	<-done
+	got := buf.String()
+	assert.Equal(t, 1+len(more), strings.Count(got, "\n"), "each new link once")
+	for _, r := range more {
+		assert.Contains(t, got, string(r.Line))
+	}
+	recs = append(recs, more...)
+
 	require.NoError(t, s.Conn().Exec(ctx, "ALTER TABLE "+s.Table()+" DELETE WHERE chain = 'VERDICTS/web-02' AND seq = 4"))
 	require.Eventually(t, func() bool {
 		code, out, _ = runAudit(ctx, "verify", "--clickhouse", dsn)
 		return code == ExitDrift
 	}, 20*time.Second, 50*time.Millisecond)
 	assert.Contains(t, out, `chain "VERDICTS/web-02" seq 5: missing: link 4 is missing`)
+}
+
+// TestAuditVerifyTamperedClickHouse changes the table as someone with
+// write access could; `audit verify --clickhouse` exits 2 and names the
+// link and why.
+func TestAuditVerifyTamperedClickHouse(t *testing.T) {
+	const c = "VERDICTS/web-01"
+	cols := "chain, seq, prev, hash, stream, stream_seq, nats_subject, stored, stored_ms, event_id, event_type, event_source, " +
+		"event_subject, event_time, event_time_ms, host, target, status, rejected, reason"
+	for _, tc := range []struct {
+		name  string
+		stmts func(table string, byseq map[uint64]link.Record) []string
+		want  string
+	}{
+		{"ALTER UPDATE", func(table string, _ map[uint64]link.Record) []string {
+			return []string{fmt.Sprintf(`ALTER TABLE %s UPDATE event = replaceOne(event, 'no baseline', 'all fine') WHERE chain = '%s' AND seq = 5`, table, c)}
+		}, `chain "VERDICTS/web-01" seq 5: changed: `},
+		{"DELETE", func(table string, _ map[uint64]link.Record) []string {
+			return []string{fmt.Sprintf(`ALTER TABLE %s DELETE WHERE chain = '%s' AND seq = 7`, table, c)}
+		}, `chain "VERDICTS/web-01" seq 8: missing: link 7 is missing`},
+		{"a row inserted twice", func(table string, _ map[uint64]link.Record) []string {
+			return []string{fmt.Sprintf(`INSERT INTO %s SELECT * FROM %s WHERE chain = '%s' AND seq = 3`, table, table, c)}
+		}, `chain "VERDICTS/web-01" seq 3: duplicated: `},
+		{"a forged row inserted", func(table string, _ map[uint64]link.Record) []string {
+			return []string{fmt.Sprintf(`INSERT INTO %s SELECT %s, replaceOne(event, 'no baseline', 'forged') FROM %s WHERE chain = '%s' AND seq = 4`,
+				table, cols, table, c)}
+		}, `chain "VERDICTS/web-01" seq 4: changed: `},
+		{"a reordered sequence", func(table string, byseq map[uint64]link.Record) []string {
+			return []string{
+				fmt.Sprintf(`INSERT INTO %s SELECT chain, if(seq = 5, 6, 5), %s, event FROM %s WHERE chain = '%s' AND seq IN (5, 6)`,
+					table, strings.TrimPrefix(cols, "chain, seq, "), table, c),
+				fmt.Sprintf(`ALTER TABLE %s DELETE WHERE chain = '%s' AND ((seq = 5 AND hash = '%s') OR (seq = 6 AND hash = '%s'))`,
+					table, c, byseq[5].Hash, byseq[6].Hash),
+			}
+		}, `chain "VERDICTS/web-01" seq 5: reordered: `},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			dsn := clickHouseDSN(t)
+			s, err := chstore.Open(ctx, chstore.Options{DSN: dsn})
+			require.NoError(t, err)
+			defer func() { _ = s.Close() }()
+			_, err = s.Migrate(ctx)
+			require.NoError(t, err)
+			recs := auditRecords(t, link.NewHasher(nil), 0, 60, map[string]link.Head{})
+			require.NoError(t, s.Write(ctx, recs))
+			byseq := map[uint64]link.Record{}
+			for _, r := range recs {
+				if r.Chain == c {
+					byseq[r.Seq] = r
+				}
+			}
+			code, out, errs := runAudit(ctx, "verify", "--clickhouse", dsn)
+			require.Equal(t, ExitPass, code, out+errs)
+			for _, stmt := range tc.stmts(s.Table(), byseq) {
+				require.NoError(t, s.Conn().Exec(ctx, stmt), stmt)
+			}
+			// Mutations run in the background.
+			require.Eventually(t, func() bool {
+				var n uint64
+				require.NoError(t, s.Conn().QueryRow(ctx, "SELECT count() FROM system.mutations WHERE is_done = 0").Scan(&n))
+				return n == 0
+			}, 30*time.Second, 20*time.Millisecond)
+			code, out, errs = runAudit(ctx, "verify", "--clickhouse", dsn)
+			require.Equal(t, ExitDrift, code, out+errs)
+			assert.Contains(t, out, "audit chain BROKEN: row ")
+			assert.Contains(t, out, tc.want)
+		})
+	}
+}
+
+// TestAuditVerifyTamperedJSONL edits the log file; `audit verify --jsonl`
+// exits 2 and names the file, line, link and why.
+func TestAuditVerifyTamperedJSONL(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		tamper func(lines []string) []string
+		want   string
+	}{
+		{"a line deleted", func(ls []string) []string { return append(ls[:4], ls[5:]...) }, ": missing: "},
+		{"two lines swapped", func(ls []string) []string { ls[1], ls[2] = ls[2], ls[1]; return ls }, ": reordered: "},
+		{"a line repeated", func(ls []string) []string { return append(ls[:3], append([]string{ls[1]}, ls[3:]...)...) }, ": duplicated: "},
+		{"an event changed", func(ls []string) []string {
+			ls[2] = strings.Replace(ls[2], "no baseline", "all fine", 1)
+			return ls
+		}, ": changed: "},
+		{"a torn line", func(ls []string) []string { ls[2] = ls[2][:len(ls[2])/2]; return ls }, ": malformed: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "audit.jsonl")
+			s, err := jsonl.Open(context.Background(), jsonl.Options{Path: path, Hasher: link.NewHasher(nil)})
+			require.NoError(t, err)
+			// One chain: web-01's verdicts.
+			var one []link.Record
+			for _, r := range auditRecords(t, link.NewHasher(nil), 0, 30, map[string]link.Head{}) {
+				if r.Chain == "VERDICTS/web-01" {
+					one = append(one, r)
+				}
+			}
+			require.NoError(t, s.Write(context.Background(), one))
+			require.NoError(t, s.Close())
+			data, err := os.ReadFile(path)
+			require.NoError(t, err)
+			lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+			require.NoError(t, os.WriteFile(path, []byte(strings.Join(tc.tamper(lines), "\n")+"\n"), 0o600))
+			code, out, errs := runAudit(context.Background(), "verify", "--jsonl", path)
+			require.Equal(t, ExitDrift, code, out+errs)
+			assert.Contains(t, out, "audit chain BROKEN: "+path+":")
+			assert.Contains(t, out, tc.want)
+		})
+	}
 }

@@ -1,15 +1,24 @@
 package cli
 
 import (
+	"context"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 	"text/tabwriter"
+	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
+	"github.com/runtimetruth/runtimetruth/services/attestor"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
 )
 
@@ -20,40 +29,34 @@ func newBaselineCmd() *cobra.Command {
 		Short: "Manage the reviewed baselines the verifier checks snapshots against",
 		Long: `Baselines live in the bus's "baselines" key-value bucket, one per target
 (KIND:IDENTIFIER, as in a snapshot's target). Each holds the snapshot, the
-selectors that gate it, and who approved it and when.`,
+selectors that gate it, and who approved it and when; "baseline sign" stores
+its Sigstore attestation next to it.`,
 		Args: cobra.NoArgs,
 		RunE: helpRun,
 	}
 	var protect []string
 	by := os.Getenv("USER")
+	author := func() string { return events.Source("cli", by) }
 	approve := &cobra.Command{
 		Use:   "approve TARGET",
 		Short: "Promote the latest snapshot of TARGET to its baseline",
 		Args:  usageArgs(1, 1),
-		RunE: func(c *cobra.Command, args []string) error {
-			t, err := parseTarget(args[0])
-			if err != nil {
-				return err
-			}
-			if _, err := diff.ParseSelectors(protect); err != nil {
-				return err
-			}
-			nc, js, err := bus.connect(c.Context())
-			if err != nil {
-				return err
-			}
-			defer nc.Close()
+		PreRunE: func(*cobra.Command, []string) error {
+			_, err := diff.ParseSelectors(protect)
+			return err
+		},
+		RunE: bus.onTarget(author, func(c *cobra.Command, s *baselineSession) error {
 			o := verifier.ApproveOptions{By: by}
 			if c.Flags().Changed("protect") {
 				o.Protect = protect
 			}
-			b, err := verifier.NewBaselines(js, events.Source("cli", by)).Approve(c.Context(), t, o)
+			b, err := s.baselines.Approve(c.Context(), s.target, o)
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(c.OutOrStdout(), "APPROVED: %s\n  digest: %s\n", t, b.Digest)
+			_, err = fmt.Fprintf(c.OutOrStdout(), "APPROVED: %s\n  digest: %s\n", s.target, b.Digest)
 			return err
-		},
+		}),
 	}
 	approve.Flags().StringArrayVar(&protect, "protect", nil, "selectors that gate the baseline (repeatable; default: keep the current ones, or strict)")
 	approve.Flags().StringVar(&by, "by", by, "approver recorded in the baseline")
@@ -63,24 +66,24 @@ selectors that gate it, and who approved it and when.`,
 		Short: "Store a reviewed snapshot file as the baseline of its target",
 		Args:  usageArgs(1, 1),
 		RunE: func(c *cobra.Command, args []string) error {
-			s, err := readSnapshot(args[0], "baseline", c.InOrStdin())
+			snap, err := readSnapshot(args[0], "baseline", c.InOrStdin())
 			if err != nil {
 				return err
 			}
 			if _, err := diff.ParseSelectors(protect); err != nil {
 				return err
 			}
-			raw, err := s.Marshal(false)
+			raw, err := snap.Marshal(false)
 			if err != nil {
 				return err
 			}
-			nc, js, err := bus.connect(c.Context())
+			s, err := bus.session(c.Context(), author())
 			if err != nil {
 				return err
 			}
-			defer nc.Close()
-			t := events.Target{Kind: s.Target.Kind, Identifier: s.Target.Identifier}
-			b, err := verifier.NewBaselines(js, events.Source("cli", by)).Put(c.Context(), verifier.Baseline{
+			defer s.close()
+			t := events.Target{Kind: snap.Target.Kind, Identifier: snap.Target.Identifier}
+			b, err := s.baselines.Put(c.Context(), verifier.Baseline{
 				Target: t, Snapshot: raw, Protect: protect, ApprovedBy: by,
 			})
 			if err != nil {
@@ -97,23 +100,14 @@ selectors that gate it, and who approved it and when.`,
 		Use:   "get TARGET",
 		Short: "Print the baseline snapshot of TARGET",
 		Args:  usageArgs(1, 1),
-		RunE: func(c *cobra.Command, args []string) error {
-			t, err := parseTarget(args[0])
-			if err != nil {
-				return err
-			}
-			nc, js, err := bus.connect(c.Context())
-			if err != nil {
-				return err
-			}
-			defer nc.Close()
-			b, err := verifier.NewBaselines(js, "").Get(c.Context(), t)
+		RunE: bus.onTarget(nil, func(c *cobra.Command, s *baselineSession) error {
+			b, err := s.baselines.Get(c.Context(), s.target)
 			if err != nil {
 				return err
 			}
 			_, err = c.OutOrStdout().Write(append(b.Snapshot, '\n'))
 			return err
-		},
+		}),
 	}
 	var asJSON bool
 	list := &cobra.Command{
@@ -121,12 +115,12 @@ selectors that gate it, and who approved it and when.`,
 		Short: "List the baselines",
 		Args:  usageArgs(0, 0),
 		RunE: func(c *cobra.Command, _ []string) error {
-			nc, js, err := bus.connect(c.Context())
+			s, err := bus.session(c.Context(), "")
 			if err != nil {
 				return err
 			}
-			defer nc.Close()
-			bs, err := verifier.NewBaselines(js, "").List(c.Context())
+			defer s.close()
+			bs, err := s.baselines.List(c.Context())
 			if err != nil {
 				return err
 			}
@@ -146,28 +140,169 @@ selectors that gate it, and who approved it and when.`,
 		Use:   "rm TARGET",
 		Short: "Remove the baseline of TARGET",
 		Args:  usageArgs(1, 1),
-		RunE: func(c *cobra.Command, args []string) error {
-			t, err := parseTarget(args[0])
-			if err != nil {
+		RunE: bus.onTarget(author, func(c *cobra.Command, s *baselineSession) error {
+			if err := s.baselines.Delete(c.Context(), s.target, by); err != nil {
 				return err
 			}
-			nc, js, err := bus.connect(c.Context())
-			if err != nil {
-				return err
-			}
-			defer nc.Close()
-			if err := verifier.NewBaselines(js, events.Source("cli", by)).Delete(c.Context(), t, by); err != nil {
-				return err
-			}
-			_, err = fmt.Fprintf(c.OutOrStdout(), "REMOVED: %s\n", t)
+			_, err := fmt.Fprintf(c.OutOrStdout(), "REMOVED: %s\n", s.target)
 			return err
-		},
+		}),
 	}
-	for _, sub := range []*cobra.Command{approve, put, get, list, rm} {
+	for _, sub := range []*cobra.Command{approve, put, get, list, rm, newBaselineSignCmd(&bus)} {
 		bus.register(sub)
 		c.AddCommand(sub)
 	}
 	return c
+}
+
+// baselineSession is a baseline subcommand's connection to the bus and the
+// baselines store over it.
+type baselineSession struct {
+	nc        *nats.Conn
+	baselines *verifier.Baselines
+	// target is the command's TARGET argument (onTarget).
+	target events.Target
+}
+
+// session connects to the bus; the baselines store announces its changes
+// with source (empty for a command that changes nothing).
+func (b *busFlags) session(ctx context.Context, source string) (*baselineSession, error) {
+	nc, js, err := b.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &baselineSession{nc: nc, baselines: verifier.NewBaselines(js, source)}, nil
+}
+
+func (s *baselineSession) close() { s.nc.Close() }
+
+// onTarget is the RunE of a subcommand on one TARGET (KIND:IDENTIFIER): it
+// parses the target — a bad one fails before any connection — opens a
+// session (source, when not nil, names the author of changes) and runs fn.
+func (b *busFlags) onTarget(source func() string, fn func(*cobra.Command, *baselineSession) error) func(*cobra.Command, []string) error {
+	return func(c *cobra.Command, args []string) error {
+		t, err := parseTarget(args[0])
+		if err != nil {
+			return err
+		}
+		src := ""
+		if source != nil {
+			src = source()
+		}
+		s, err := b.session(c.Context(), src)
+		if err != nil {
+			return err
+		}
+		defer s.close()
+		s.target = t
+		return fn(c, s)
+	}
+}
+
+// signReportVersion is the report_schema_version of baseline sign --json.
+const signReportVersion = 1
+
+// signReport is the --json document of baseline sign.
+type signReport struct {
+	ReportSchemaVersion int           `json:"report_schema_version"`
+	Status              string        `json:"status"`
+	Target              events.Target `json:"target"`
+	BaselineDigest      string        `json:"baseline_digest"`
+	StatementDigest     string        `json:"statement_digest"`
+	BundleDigest        string        `json:"bundle_digest"`
+	CertificateIdentity string        `json:"certificate_identity,omitempty"`
+	OIDCIssuer          string        `json:"oidc_issuer,omitempty"`
+	KeyHint             string        `json:"key_hint,omitempty"`
+	Bucket              string        `json:"bucket"`
+	Key                 string        `json:"key"`
+	Revision            uint64        `json:"revision"`
+	EventID             string        `json:"event_id,omitempty"`
+}
+
+func newBaselineSignCmd(bus *busFlags) *cobra.Command {
+	var (
+		digest  string
+		timeout time.Duration
+		asJSON  bool
+	)
+	c := &cobra.Command{
+		Use:   "sign TARGET",
+		Short: "Have the attestor sign the baseline of TARGET and store its attestation next to it",
+		Long: `Send a sign request for the stored baseline of TARGET to the attestor over
+the bus (request-reply on ` + events.AttestSubject + `). The attestor builds the baseline's
+in-toto statement, signs it with its key or keylessly, stores the statement
+and the Sigstore bundle in the "baselines" bucket next to the baseline (key
+<kind>.<identifier>` + events.AttestationKeySuffix + `) and announces an attestation.created
+event. A verifier requiring an identity for the baseline passes it only once
+this attestation verifies.
+
+With --digest, the attestor refuses to sign any baseline but the one you
+reviewed (as "baseline approve" or "digest" printed it).
+
+  SIGNED: KIND:IDENTIFIER
+    digest: sha256:<baseline>
+    certificate_identity: ...        (keyless; key_hint: ... for a key)
+    oidc_issuer: ...
+    stored: bucket baselines, key ..., revision N
+
+Any failure (no attestor, no baseline, another digest, a signing error)
+prints runtimetruth: error: ... and exits 1.`,
+		Args: usageArgs(1, 1),
+		PreRunE: func(*cobra.Command, []string) error {
+			if digest != "" && !validDigest(digest) {
+				return fmt.Errorf("--digest %q: want sha256:<64 hex digits>", digest)
+			}
+			if timeout <= 0 {
+				return fmt.Errorf("--timeout %s: want above 0", timeout)
+			}
+			return nil
+		},
+		RunE: bus.onTarget(nil, func(c *cobra.Command, s *baselineSession) error {
+			ctx, cancel := context.WithTimeout(c.Context(), timeout)
+			defer cancel()
+			rep, err := attestor.RequestSign(ctx, s.nc, events.AttestSubject, attestor.SignRequest{Target: s.target, Digest: digest})
+			if errors.Is(err, nats.ErrNoResponders) {
+				return fmt.Errorf("no attestor answers on %s: start runtimetruth-attestor (services/attestor) against this bus", events.AttestSubject)
+			}
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(c.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(signReport{
+					ReportSchemaVersion: signReportVersion, Status: "signed", Target: rep.Target,
+					BaselineDigest: rep.BaselineDigest, StatementDigest: rep.StatementDigest, BundleDigest: rep.BundleDigest,
+					CertificateIdentity: rep.CertificateIdentity, OIDCIssuer: rep.OIDCIssuer, KeyHint: rep.KeyHint,
+					Bucket: topology.BucketBaselines, Key: rep.Key, Revision: rep.Revision, EventID: rep.EventID,
+				})
+			}
+			var b strings.Builder
+			fmt.Fprintf(&b, "SIGNED: %s\n  digest: %s\n", rep.Target, rep.BaselineDigest)
+			if rep.KeyHint != "" {
+				fmt.Fprintf(&b, "  key_hint: %s\n", rep.KeyHint)
+			} else {
+				fmt.Fprintf(&b, "  certificate_identity: %s\n  oidc_issuer: %s\n", rep.CertificateIdentity, rep.OIDCIssuer)
+			}
+			fmt.Fprintf(&b, "  stored: bucket %s, key %s, revision %d\n", topology.BucketBaselines, rep.Key, rep.Revision)
+			_, err = io.WriteString(c.OutOrStdout(), b.String())
+			return err
+		}),
+	}
+	c.Flags().StringVar(&digest, "digest", "", "the baseline `DIGEST` you reviewed (sha256:<hex>); the attestor refuses any other")
+	c.Flags().DurationVar(&timeout, "timeout", 90*time.Second, "how long to wait for the attestor's reply")
+	c.Flags().BoolVar(&asJSON, "json", false, "print a versioned JSON report (exit code unchanged)")
+	return c
+}
+
+// validDigest reports whether d is sha256:<64 lower-case hex digits>.
+func validDigest(d string) bool {
+	sum, ok := strings.CutPrefix(d, "sha256:")
+	if !ok || len(sum) != 64 {
+		return false
+	}
+	_, err := hex.DecodeString(sum)
+	return err == nil && strings.ToLower(sum) == sum
 }
 
 func newStatusCmd() *cobra.Command {

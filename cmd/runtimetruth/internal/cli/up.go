@@ -23,6 +23,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/lifecycle"
+	"github.com/runtimetruth/runtimetruth/services/auditor"
 	"github.com/runtimetruth/runtimetruth/services/collector"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
 )
@@ -36,6 +37,7 @@ type upFlags struct {
 	approve  bool
 	once     bool
 	noCodex  bool
+	noAudit  bool
 	verbose  bool
 }
 
@@ -44,11 +46,18 @@ func newUpCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "up",
 		Short: "Run the whole pipeline in one process for this machine (embedded JetStream)",
-		Long: `Run the collector and the verifier in one process against an embedded NATS
-JetStream server storing in the data directory, with a default set of targets
-for this machine: the git repository of the current directory, the current
-Python environment's installed-code integrity, and Codex in the current
-directory when it is installed. Each verdict is printed as it arrives.
+		Long: `Run the collector, the verifier and the auditor in one process against an
+embedded NATS JetStream server storing in the data directory, with a default
+set of targets for this machine: the git repository of the current directory,
+the current Python environment's installed-code integrity, and Codex in the
+current directory when it is installed. Each verdict is printed as it arrives.
+
+The auditor appends every event to a hash-chained JSONL audit log,
+<data-dir>/auditor/audit.jsonl, with checkpoints in
+<data-dir>/auditor/checkpoints.jsonl; check it with
+
+  runtimetruth audit verify --jsonl <data-dir>/auditor/audit.jsonl \
+      --checkpoints <data-dir>/auditor/checkpoints.jsonl
 
 Other terminals reach the embedded server through the URL written to
 <data-dir>/nats.url, which runtimetruth baseline and status read by default:
@@ -56,7 +65,8 @@ Other terminals reach the embedded server through the URL written to
   runtimetruth status
   runtimetruth baseline approve git.repository:/path/to/repo
 
---nats uses an external NATS server instead of the embedded one.`,
+--nats uses an external NATS server instead of the embedded one; there the
+deployment's runtimetruth-auditor audits, so up embeds no auditor.`,
 		Args: usageArgs(0, 0),
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runUp(c.Context(), c.OutOrStdout(), c.ErrOrStderr(), f)
@@ -69,6 +79,7 @@ Other terminals reach the embedded server through the URL written to
 	c.Flags().BoolVar(&f.approve, "approve", false, "approve the first snapshot of every target without a baseline (trust on first use)")
 	c.Flags().BoolVar(&f.once, "once", false, "collect every target once, print the verdicts, and exit (exit 2 on drift, 1 on an error verdict)")
 	c.Flags().BoolVar(&f.noCodex, "no-codex", false, "leave Codex out of the default targets")
+	c.Flags().BoolVar(&f.noAudit, "no-audit", false, "run without the embedded auditor (no audit log)")
 	c.Flags().BoolVar(&f.verbose, "verbose", false, "log service start and stop")
 	return c
 }
@@ -126,6 +137,20 @@ func runUp(ctx context.Context, out, errw io.Writer, f upFlags) error {
 		return err
 	}
 
+	comps := []lifecycle.Component{v, col}
+	var aud *auditor.Auditor
+	var auditLog, auditCheckpoints string
+	if f.external == "" && !f.noAudit {
+		auditLog = filepath.Join(dir, "auditor", "audit.jsonl")
+		auditCheckpoints = filepath.Join(dir, "auditor", "checkpoints.jsonl")
+		if aud, err = newEmbeddedAuditor(auditLog, auditCheckpoints, host, log, nc); err != nil {
+			return err
+		}
+		// Started first and shut down last: it records what the others
+		// published until they stopped.
+		comps = append([]lifecycle.Component{aud}, comps...)
+	}
+
 	printer := &verdictPrinter{out: out, baselines: verifier.NewBaselines(js, events.Source("up", host)), approve: f.approve, host: host}
 	sub, err := nc.Subscribe(events.Prefix+".verdict.>", printer.handle)
 	if err != nil {
@@ -134,6 +159,14 @@ func runUp(ctx context.Context, out, errw io.Writer, f upFlags) error {
 	defer func() { _ = sub.Unsubscribe() }()
 
 	_, _ = fmt.Fprintf(out, "runtimetruth up: NATS %s, data %s\n", url, dir)
+	switch {
+	case aud != nil:
+		_, _ = fmt.Fprintf(out, "  audit log        %s (checkpoints %s)\n", auditLog, auditCheckpoints)
+	case f.external != "":
+		_, _ = fmt.Fprintln(out, "  audit log        none here: the deployment's runtimetruth-auditor audits NATS at", url)
+	default:
+		_, _ = fmt.Fprintln(out, "  audit log        none (--no-audit)")
+	}
 	for _, t := range targets {
 		_, _ = fmt.Fprintf(out, "  watching %-7s %s every %s\n", t.Kind, targetWhere(t), f.interval)
 	}
@@ -142,16 +175,44 @@ func runUp(ctx context.Context, out, errw io.Writer, f upFlags) error {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if f.once {
+		var finish sync.Once
 		printer.done = func(n int) {
-			if n >= len(targets) {
-				cancel()
+			if n < len(targets) {
+				return
 			}
+			finish.Do(func() {
+				go func() {
+					defer cancel()
+					if aud == nil {
+						return
+					}
+					// The run's events, verdicts included, go into the
+					// audit log before it stops.
+					sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
+					defer scancel()
+					if err := aud.Sync(sctx); err != nil {
+						log.Warn("audit log incomplete", "err", err)
+					}
+				}()
+			})
 		}
 	}
-	if err := lifecycle.Run(runCtx, log, 30*time.Second, v, col); err != nil {
+	if err := lifecycle.Run(runCtx, log, 30*time.Second, comps...); err != nil {
 		return err
 	}
 	return printer.exitErr(f.once)
+}
+
+// newEmbeddedAuditor is the auditor of `up`: every stream of the
+// embedded server into one JSONL log (the embedded default), with
+// checkpoints every minute and at shutdown in a file beside it.
+func newEmbeddedAuditor(logPath, checkpoints, host string, log *slog.Logger, nc *nats.Conn) (*auditor.Auditor, error) {
+	cfg := auditor.NewDefaultConfig()
+	cfg.Instance = host
+	cfg.JSONL.Path = logPath
+	cfg.Checkpoint.File = checkpoints
+	cfg.IdleWait = 100 * time.Millisecond
+	return auditor.New(cfg, auditor.Settings{Logger: log, Conn: nc})
 }
 
 // startEmbedded runs a JetStream server storing in dir/jetstream and writes

@@ -1,9 +1,11 @@
 package cli_test
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -25,6 +27,10 @@ func TestUpOnceApprovesThenDetectsDrift(t *testing.T) {
 	assert.Contains(t, r.stdout, "APPROVED  git.repository:"+repo)
 	assert.Contains(t, r.stdout, "PASS   git.repository:"+repo)
 	assert.NoFileExists(t, filepath.Join(data, "nats.url"), "the URL file goes with the server")
+	auditLog := filepath.Join(data, "auditor", "audit.jsonl")
+	checkpoints := filepath.Join(data, "auditor", "checkpoints.jsonl")
+	assert.Contains(t, r.stdout, "audit log        "+auditLog)
+	first := verifyAuditLog(t, auditLog, checkpoints)
 
 	// The baseline persists in the data directory's JetStream store.
 	require.NoError(t, os.WriteFile(filepath.Join(repo, "new.txt"), []byte("x"), 0o600))
@@ -32,6 +38,51 @@ func TestUpOnceApprovesThenDetectsDrift(t *testing.T) {
 	assert.Equal(t, 2, r.code, r.stdout+r.stderr)
 	assert.Contains(t, r.stdout, "DRIFT  git.repository:"+repo)
 	assert.Contains(t, r.stdout, "git.repository.dirty: false -> true")
+
+	// The second run continued the chains of the first, the drift
+	// verdict included.
+	second := verifyAuditLog(t, auditLog, checkpoints)
+	assert.Greater(t, second.Links, first.Links)
+	for name, h := range first.Chains {
+		assert.GreaterOrEqual(t, second.Chains[name].Seq, h.Seq, name)
+	}
+	log, err := os.ReadFile(auditLog)
+	require.NoError(t, err)
+	assert.Contains(t, string(log), `"type":"dev.runtimetruth.verdict.drift.v1"`)
+	assert.Contains(t, string(log), `"type":"dev.runtimetruth.verdict.pass.v1"`)
+}
+
+type auditVerifyReport struct {
+	Status      string `json:"status"`
+	Links       int    `json:"links"`
+	Checkpoints int    `json:"checkpoints"`
+	Chains      map[string]struct {
+		Seq uint64 `json:"seq"`
+	} `json:"chains"`
+}
+
+// verifyAuditLog runs `runtimetruth audit verify` on up's audit log with
+// its checkpoints: it must pass, hold the verdict and evidence chains, and
+// end no earlier than the last checkpoint.
+func verifyAuditLog(t *testing.T, path, checkpoints string) auditVerifyReport {
+	t.Helper()
+	r := run(t, "audit", "verify", "--jsonl", path, "--checkpoints", checkpoints)
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, "audit chain intact")
+	r = run(t, "audit", "verify", "--jsonl", path, "--checkpoints", checkpoints, "--json")
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	var rep auditVerifyReport
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
+	assert.Equal(t, "intact", rep.Status)
+	assert.Positive(t, rep.Checkpoints, "up leaves a checkpoint at shutdown")
+	var evidence, verdicts bool
+	for name := range rep.Chains {
+		evidence = evidence || strings.HasPrefix(name, "EVIDENCE/")
+		verdicts = verdicts || strings.HasPrefix(name, "VERDICTS/")
+	}
+	assert.True(t, evidence, "evidence chain in %v", rep.Chains)
+	assert.True(t, verdicts, "verdict chain in %v", rep.Chains)
+	return rep
 }
 
 func TestUpFirstRunExplainsApproval(t *testing.T) {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -15,10 +16,15 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/servicemain"
 	"github.com/runtimetruth/runtimetruth/services/collector/internal/gittest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func run(args []string) error {
+	return servicemain.Run(context.Background(), service, args, io.Discard, io.Discard)
+}
 
 func writeConfig(t *testing.T, text string) string {
 	t.Helper()

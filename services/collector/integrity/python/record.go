@@ -1,6 +1,7 @@
 package python
 
 import (
+	"bytes"
 	"fmt"
 	"strconv"
 	"strings"
@@ -53,15 +54,7 @@ func ParseRecord(data []byte) ([]RecordEntry, error) {
 	return entries, nil
 }
 
-func bytesCount(b []byte, c byte) int {
-	n := 0
-	for _, x := range b {
-		if x == c {
-			n++
-		}
-	}
-	return n
-}
+func bytesCount(b []byte, c byte) int { return bytes.Count(b, []byte{c}) }
 
 // eachRecordEntry parses data as ParseRecord does, calling fn for each
 // entry (the entry is reused between calls) instead of collecting them.
@@ -77,7 +70,10 @@ func eachRecordEntry(data []byte, fn func(*RecordEntry) error) error {
 	line := 1
 	for i := 0; i < len(text); {
 		start := line
-		n, next, nl, err := splitRow(text, i, &fields)
+		n, next, nl, err := splitPlainRow(text, i, &fields)
+		if n == 0 {
+			n, next, nl, err = splitRow(text, i, &fields)
+		}
 		if err != nil {
 			return fmt.Errorf("%w: line %d: %w", ErrBadRecord, start, err)
 		}
@@ -115,6 +111,41 @@ func eachRecordEntry(data []byte, fn func(*RecordEntry) error) error {
 }
 
 func quotePath(p string) string { return strconv.Quote(truncate(p)) }
+
+// splitPlainRow is splitRow for the common row without quotes, found with
+// byte searches rather than a byte-by-byte scan. It returns n == 0 for a
+// row with a quote (or a lone carriage return), which splitRow handles.
+func splitPlainRow(text string, i int, fields *[4]string) (n, next, lines int, err error) {
+	row := text[i:]
+	end := strings.IndexByte(row, '\n')
+	next = len(text)
+	if end >= 0 {
+		next, row = i+end+1, row[:end]
+	}
+	row = strings.TrimSuffix(row, "\r")
+	if strings.IndexByte(row, '"') >= 0 || strings.IndexByte(row, '\r') >= 0 {
+		return 0, 0, 0, nil
+	}
+	for {
+		j := strings.IndexByte(row, ',')
+		if j < 0 {
+			break
+		}
+		if n < len(fields) {
+			fields[n] = row[:j]
+		}
+		n++
+		row = row[j+1:]
+	}
+	if n < len(fields) {
+		fields[n] = row
+	}
+	n++
+	if end >= 0 {
+		lines = 1
+	}
+	return n, next, lines, nil
+}
 
 // splitRow splits the CSV row starting at text[i] into fields (at most
 // len(fields) kept; n counts them all) and returns the offset after the

@@ -7,9 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 
 	"github.com/runtimetruth/runtimetruth/services/collector/integrity"
 )
@@ -232,35 +230,18 @@ type plan struct {
 	paths []string // RECORD paths, parallel to files
 }
 
-// hash plans every selected distribution and hashes its files, as a
-// pipeline: RECORDs are parsed (or taken from the cache) while the files
-// of the distributions already planned are being hashed.
+// hash plans every selected distribution and hashes its files: the
+// hashing workers parse the RECORDs (or take them from the cache) as they
+// run out of files to hash, so planning and hashing overlap on the same
+// workers.
 func (e *Env) hash(ctx context.Context, sel []*Distribution, results []integrity.Result, cache *integrity.Cache, opts Options) ([]plan, integrity.CheckStats, error) {
-	work := make(chan []integrity.File, 64)
-	hashed := make(chan error, 1)
-	go func() {
-		h := integrity.Hasher{Workers: opts.Workers}
-		hashed <- h.RunGroups(ctx, work, cache)
-	}()
 	plans := make([]plan, len(sel))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))
-	for i, d := range sel {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			plans[i] = e.plan(d, &results[i], cache)
-			files := plans[i].files
-			for len(files) > 0 {
-				n := min(len(files), integrity.GroupSize)
-				work <- files[:n:n]
-				files = files[n:]
-			}
-		})
-	}
-	wg.Wait()
-	close(work)
-	if err := <-hashed; err != nil {
+	h := integrity.Hasher{Workers: opts.Workers}
+	err := h.RunPlanned(ctx, len(sel), func(i int) []integrity.File {
+		plans[i] = e.plan(sel[i], &results[i], cache)
+		return plans[i].files
+	}, cache)
+	if err != nil {
 		return nil, integrity.CheckStats{}, err
 	}
 	st := integrity.CheckStats{Full: cache.Full()}
@@ -289,7 +270,7 @@ func (e *Env) plan(d *Distribution, r *integrity.Result, cache *integrity.Cache)
 	}
 	recordPath := filepath.Join(d.InfoDir, "RECORD")
 	src := cache.Source(recordPath)
-	if l, ok := cache.List(recordPath, src); ok {
+	if l, ok := cache.List(recordPath, src, d.Site); ok {
 		r.Files, r.Unchecked = len(l.Files), l.Extra
 		return plan{files: l.Files, paths: l.Labels}
 	}

@@ -17,15 +17,56 @@ type File struct {
 	fd int
 }
 
+// Dir is a directory opened to resolve relative paths from (the *at
+// system calls), so that each file's path is walked from there rather than
+// from the root. The zero value stands for the current directory.
+type Dir struct {
+	fd int // descriptor + 1: 0 is the current directory
+}
+
+// OpenDir opens the directory at path (following symbolic links, as a
+// path through it would) for OpenAt and LstatAt. It opens it with O_PATH:
+// no read permission is needed and nothing is read.
+func OpenDir(path string) (Dir, error) {
+	for {
+		fd, err := unix.Open(path, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return Dir{}, err
+		}
+		return Dir{fd + 1}, nil
+	}
+}
+
+// Close closes the directory; closing the zero Dir does nothing.
+func (d Dir) Close() error {
+	if d.fd == 0 {
+		return nil
+	}
+	return unix.Close(d.fd - 1)
+}
+
+func (d Dir) at() uintptr {
+	if d.fd == 0 {
+		return uintptr(atFDCWD)
+	}
+	return uintptr(d.fd - 1)
+}
+
 // Open opens the path read-only without following a symbolic link in its
 // last component (a link fails with ELOOP) and without blocking on a FIFO
 // or device.
-func Open(p *Path) (File, error) {
+func Open(p *Path) (File, error) { return OpenAt(Dir{}, p) }
+
+// OpenAt is Open with a relative path resolved from d.
+func OpenAt(d Dir, p *Path) (File, error) {
 	if len(p.b) == 0 {
 		return File{-1}, unix.ENOENT
 	}
 	for {
-		r, _, e := unix.Syscall6(unix.SYS_OPENAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(&p.b[0])),
+		r, _, e := unix.Syscall6(unix.SYS_OPENAT, d.at(), uintptr(unsafe.Pointer(&p.b[0])),
 			uintptr(unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY), 0, 0, 0)
 		if e == unix.EINTR {
 			continue
@@ -71,13 +112,16 @@ func (f File) Close() error {
 
 // Lstat fills st with the path's status, not following a final symbolic
 // link.
-func Lstat(p *Path, st *Stat) error {
+func Lstat(p *Path, st *Stat) error { return LstatAt(Dir{}, p, st) }
+
+// LstatAt is Lstat with a relative path resolved from d.
+func LstatAt(d Dir, p *Path, st *Stat) error {
 	if len(p.b) == 0 {
 		return unix.ENOENT
 	}
 	var s unix.Stat_t
 	for {
-		_, _, e := unix.Syscall6(unix.SYS_NEWFSTATAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(&p.b[0])),
+		_, _, e := unix.Syscall6(unix.SYS_NEWFSTATAT, d.at(), uintptr(unsafe.Pointer(&p.b[0])),
 			uintptr(unsafe.Pointer(&s)), uintptr(unix.AT_SYMLINK_NOFOLLOW), 0, 0)
 		if e == unix.EINTR {
 			continue

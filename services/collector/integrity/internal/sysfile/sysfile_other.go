@@ -7,6 +7,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
 )
 
 // errLoop stands for ELOOP where the platform reports a final symbolic
@@ -18,10 +20,44 @@ type File struct {
 	f *os.File
 }
 
+// Dir is a directory relative paths are resolved from. Here it only
+// keeps the directory's path, which is joined to each relative path. The
+// zero value stands for the current directory.
+type Dir struct {
+	path string
+}
+
+// OpenDir checks that path is a directory and returns it for OpenAt and
+// LstatAt.
+func OpenDir(path string) (Dir, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return Dir{}, err
+	}
+	if !fi.IsDir() {
+		return Dir{}, &fs.PathError{Op: "open", Path: path, Err: errors.New("not a directory")}
+	}
+	return Dir{path}, nil
+}
+
+// Close does nothing: no descriptor is kept.
+func (d Dir) Close() error { return nil }
+
+func (d Dir) name(p *Path) string {
+	name := p.String()
+	if d.path == "" || name == "" || filepath.IsAbs(name) {
+		return name
+	}
+	return strings.TrimSuffix(d.path, string(filepath.Separator)) + string(filepath.Separator) + filepath.FromSlash(name)
+}
+
 // Open opens the path read-only; a final symbolic link fails with an error
 // IsLoop recognises. Unlike the Linux version it allocates.
-func Open(p *Path) (File, error) {
-	name := p.String()
+func Open(p *Path) (File, error) { return OpenAt(Dir{}, p) }
+
+// OpenAt is Open with a relative path resolved from d.
+func OpenAt(d Dir, p *Path) (File, error) {
+	name := d.name(p)
 	fi, err := os.Lstat(name)
 	if err != nil {
 		return File{}, err
@@ -74,8 +110,11 @@ func (f File) Close() error {
 
 // Lstat fills st with the path's status, not following a final symbolic
 // link.
-func Lstat(p *Path, st *Stat) error {
-	fi, err := os.Lstat(p.String())
+func Lstat(p *Path, st *Stat) error { return LstatAt(Dir{}, p, st) }
+
+// LstatAt is Lstat with a relative path resolved from d.
+func LstatAt(d Dir, p *Path, st *Stat) error {
+	fi, err := os.Lstat(d.name(p))
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,768 @@
+package deploy_test
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// chartDir is the chart, relative to this package.
+const chartDir = "helm/runtimetruth"
+
+// kubeVersion is the Kubernetes version the chart is rendered and linted
+// for: a helm built with `go install` defaults to v1.20, below the chart's
+// kubeVersion.
+const kubeVersion = "1.31.0"
+
+// components are the chart's services, with the kind of their workload.
+var components = map[string]string{
+	"collector": "DaemonSet",
+	"verifier":  "Deployment",
+	"auditor":   "Deployment",
+	"attestor":  "Deployment",
+}
+
+// valueSets are the value files in testdata/values (each a scenario of
+// deploy/README.md).
+var valueSets = []string{"minimal", "all-targets", "nats-external", "keyless", "key-signing", "clickhouse-syslog"}
+
+// helm returns the pinned helm binary (RUNTIMETRUTH_HELM_BIN); without it
+// the test fails.
+func helm(t *testing.T) string {
+	t.Helper()
+	bin := os.Getenv("RUNTIMETRUTH_HELM_BIN")
+	if bin == "" {
+		t.Fatal("RUNTIMETRUTH_HELM_BIN is not set: run scripts/install-helm.sh and export its --print-bin output (make test does)")
+	}
+	if fi, err := os.Stat(bin); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+		t.Fatalf("RUNTIMETRUTH_HELM_BIN=%s is not an executable: %v", bin, err)
+	}
+	return bin
+}
+
+func runHelm(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(helm(t), args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// Keep helm away from the user's repositories, plugins and caches.
+	home := t.TempDir()
+	cmd.Env = append(os.Environ(), "HELM_CONFIG_HOME="+filepath.Join(home, "config"),
+		"HELM_CACHE_HOME="+filepath.Join(home, "cache"), "HELM_DATA_HOME="+filepath.Join(home, "data"))
+	err := cmd.Run()
+	if err != nil {
+		return stdout.String(), fmt.Errorf("helm %s: %w\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+	}
+	return stdout.String(), nil
+}
+
+// object is one rendered Kubernetes object.
+type object map[string]any
+
+func (o object) kind() string { return str(o["kind"]) }
+func (o object) name() string { return str(get(o, "metadata", "name")) }
+
+// render runs helm template with the value files (paths) and --set pairs.
+func render(t *testing.T, files []string, sets ...string) []object {
+	t.Helper()
+	out, err := renderErr(t, files, sets...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func renderErr(t *testing.T, files []string, sets ...string) ([]object, error) {
+	t.Helper()
+	args := []string{"template", "rt", chartDir, "--namespace", "runtimetruth", "--kube-version", kubeVersion}
+	for _, f := range files {
+		args = append(args, "--values", f)
+	}
+	for _, s := range sets {
+		args = append(args, "--set", s)
+	}
+	out, err := runHelm(t, args...)
+	if err != nil {
+		return nil, err
+	}
+	var objs []object
+	dec := yaml.NewDecoder(strings.NewReader(out))
+	for {
+		var o object
+		err := dec.Decode(&o)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("rendered chart is not YAML: %w\n%s", err, out)
+		}
+		if o != nil {
+			objs = append(objs, o)
+		}
+	}
+	return objs, nil
+}
+
+func valueFile(set string) string { return filepath.Join("testdata", "values", set+".yaml") }
+
+func TestHelmLint(t *testing.T) {
+	for _, set := range valueSets {
+		t.Run(set, func(t *testing.T) {
+			out, err := runHelm(t, "lint", "--strict", chartDir, "--namespace", "runtimetruth", "--kube-version", kubeVersion, "--values", valueFile(set))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out, "0 chart(s) failed") {
+				t.Fatalf("helm lint:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestChartValueSets renders every value set and checks each rendered
+// service config with that service's --check-config, the security
+// contexts, the probes, hostPID and that no secret value is inlined.
+func TestChartValueSets(t *testing.T) {
+	bins := serviceBinaries(t)
+	for _, set := range valueSets {
+		t.Run(set, func(t *testing.T) {
+			objs := render(t, []string{valueFile(set)})
+			values := readValues(t, valueFile(set))
+			checkObjects(t, objs)
+			for comp, kind := range components {
+				w := find(t, objs, kind, "rt-runtimetruth-"+comp)
+				t.Run(comp, func(t *testing.T) {
+					checkConfig(t, bins[comp], comp, objs, w)
+					checkPod(t, w)
+				})
+			}
+			ds := find(t, objs, "DaemonSet", "rt-runtimetruth-collector")
+			wantPID := false
+			for _, tg := range list(get(values, "collector", "targets")) {
+				if str(get(tg, "kind")) == "process" {
+					wantPID = true
+				}
+			}
+			if got := get(ds, "spec", "template", "spec", "hostPID") == true; got != wantPID {
+				t.Errorf("collector hostPID = %v, want %v (process targets: %v)", got, wantPID, wantPID)
+			}
+			checkHostMounts(t, ds, list(get(values, "collector", "targets")))
+		})
+	}
+}
+
+// checkObjects checks what holds for the whole release: no Secret is
+// rendered (they are referenced), every component has its ServiceAccount,
+// NetworkPolicy, PodDisruptionBudget and Service.
+func checkObjects(t *testing.T, objs []object) {
+	t.Helper()
+	for _, o := range objs {
+		if o.kind() == "Secret" {
+			t.Errorf("the chart renders Secret %s: secrets must be referenced, never inlined", o.name())
+		}
+	}
+	for comp := range components {
+		for _, kind := range []string{"ServiceAccount", "NetworkPolicy", "PodDisruptionBudget", "Service", "ConfigMap"} {
+			find(t, objs, kind, "rt-runtimetruth-"+comp)
+		}
+	}
+}
+
+// podSpec returns a workload's pod spec.
+func podSpec(w object) map[string]any { return mapOf(get(w, "spec", "template", "spec")) }
+
+// checkPod checks the security contexts, the probes and the environment
+// of every container of a workload.
+func checkPod(t *testing.T, w object) {
+	t.Helper()
+	spec := podSpec(w)
+	psc := mapOf(spec["securityContext"])
+	if spec["hostNetwork"] == true || spec["hostIPC"] == true {
+		t.Errorf("%s: hostNetwork or hostIPC", w.name())
+	}
+	var containers []any
+	containers = append(containers, list(spec["initContainers"])...)
+	containers = append(containers, list(spec["containers"])...)
+	if len(containers) == 0 {
+		t.Fatalf("%s: no containers", w.name())
+	}
+	for _, c := range containers {
+		c := mapOf(c)
+		name := w.name() + "/" + str(c["name"])
+		sc := mapOf(c["securityContext"])
+		nonRoot := sc["runAsNonRoot"] == true || (sc["runAsNonRoot"] == nil && psc["runAsNonRoot"] == true)
+		if !nonRoot {
+			t.Errorf("%s: not runAsNonRoot", name)
+		}
+		for _, ctx := range []map[string]any{psc, sc} {
+			if uid, ok := ctx["runAsUser"]; ok && fmt.Sprint(uid) == "0" {
+				t.Errorf("%s: runAsUser 0", name)
+			}
+		}
+		if sc["readOnlyRootFilesystem"] != true {
+			t.Errorf("%s: readOnlyRootFilesystem is not true", name)
+		}
+		if sc["allowPrivilegeEscalation"] != false || sc["privileged"] == true {
+			t.Errorf("%s: privilege escalation is allowed", name)
+		}
+		if !slices.Contains(list(get(sc, "capabilities", "drop")), any("ALL")) {
+			t.Errorf("%s: capabilities are not all dropped", name)
+		}
+		port := ""
+		for _, p := range list(c["ports"]) {
+			if str(get(p, "name")) == "http" {
+				port = fmt.Sprint(get(p, "containerPort"))
+			}
+		}
+		if port == "" {
+			t.Errorf("%s: no http port", name)
+		}
+		for probe, path := range map[string]string{"livenessProbe": "/healthz", "readinessProbe": "/readyz"} {
+			if got := str(get(c, probe, "httpGet", "path")); got != path {
+				t.Errorf("%s: %s path %q, want %q", name, probe, got, path)
+			}
+			if got := fmt.Sprint(get(c, probe, "httpGet", "port")); got != "http" {
+				t.Errorf("%s: %s port %q, want the http port", name, probe, got)
+			}
+		}
+		for _, e := range list(c["env"]) {
+			checkEnv(t, name, mapOf(e))
+		}
+	}
+}
+
+var secretish = regexp.MustCompile(`(?i)password|secret|token|_key$|creds|seed`)
+
+// checkEnv fails for an environment variable that looks like it carries a
+// secret but holds a literal value (rather than a secretKeyRef), and for a
+// DSN with a literal password.
+func checkEnv(t *testing.T, container string, e map[string]any) {
+	t.Helper()
+	name, value := str(e["name"]), e["value"]
+	if value == nil {
+		return
+	}
+	if secretish.MatchString(name) {
+		t.Errorf("%s: env %s has a literal value; a secret must come from a secretKeyRef", container, name)
+	}
+	if strings.HasSuffix(name, "_DSN") {
+		if m := regexp.MustCompile(`://[^:@/]+:([^@]*)@`).FindStringSubmatch(str(value)); m != nil && !strings.HasPrefix(m[1], "$(") {
+			t.Errorf("%s: env %s holds a literal password", container, name)
+		}
+	}
+}
+
+// checkHostMounts checks the collector mounts each target's location from
+// the host, read-only, and nothing else from the host but what the values
+// ask for.
+func checkHostMounts(t *testing.T, ds object, targets []any) {
+	t.Helper()
+	spec := podSpec(ds)
+	hostVolumes := map[string]string{} // volume name → host path
+	for _, v := range list(spec["volumes"]) {
+		if p := str(get(v, "hostPath", "path")); p != "" {
+			hostVolumes[str(get(v, "name"))] = p
+		}
+	}
+	mounted := map[string]bool{}
+	c := mapOf(list(spec["containers"])[0])
+	for _, m := range list(c["volumeMounts"]) {
+		p, ok := hostVolumes[str(get(m, "name"))]
+		if !ok {
+			continue
+		}
+		if get(m, "readOnly") != true {
+			t.Errorf("host path %s is mounted writable", p)
+		}
+		if got := str(get(m, "mountPath")); got != p {
+			t.Errorf("host path %s is mounted at %s, not at the same path", p, got)
+		}
+		mounted[p] = true
+	}
+	for _, tg := range targets {
+		var want []string
+		switch str(get(tg, "kind")) {
+		case "git":
+			want = []string{str(get(tg, "path"))}
+		case "codex":
+			want = []string{str(get(tg, "cwd"))}
+		case "python":
+			want = []string{str(get(tg, "env"))}
+		case "node":
+			want = []string{str(get(tg, "dir"))}
+		case "systemd":
+			want = []string{"/run/systemd", "/run/dbus"}
+		}
+		for _, p := range want {
+			if !mounted[p] {
+				t.Errorf("target %s: host path %s is not mounted", str(get(tg, "name")), p)
+			}
+		}
+	}
+	if len(targets) == 0 && len(hostVolumes) != 0 {
+		t.Errorf("no targets, but host paths are mounted: %v", hostVolumes)
+	}
+}
+
+// checkConfig writes the component's rendered config file where the pod
+// would see it, builds the environment the pod would have (secret values
+// and field references replaced by stand-ins), maps every Secret and
+// ConfigMap mount to a temporary directory with stand-in files, and runs
+// the service's own --check-config.
+func checkConfig(t *testing.T, bin, comp string, objs []object, w object) {
+	t.Helper()
+	spec := podSpec(w)
+	c := mapOf(list(spec["containers"])[0])
+	args := list(c["args"])
+	if len(args) != 2 || args[0] != "--config" {
+		t.Fatalf("%s: args %v, want --config <file>", comp, args)
+	}
+	cfgPath := str(args[1])
+
+	volumes := map[string]map[string]any{}
+	for _, v := range list(spec["volumes"]) {
+		volumes[str(get(v, "name"))] = mapOf(v)
+	}
+	dir := t.TempDir()
+	var mounts [][2]string // mount path → local directory
+	var configText string
+	for i, m := range list(c["volumeMounts"]) {
+		mountPath := str(get(m, "mountPath"))
+		v := volumes[str(get(m, "name"))]
+		if v == nil {
+			t.Fatalf("%s: mount of unknown volume %v", comp, get(m, "name"))
+		}
+		local := filepath.Join(dir, fmt.Sprintf("mount-%d", i))
+		files := map[string][]byte{}
+		switch {
+		case v["configMap"] != nil:
+			name := str(get(v, "configMap", "name"))
+			if name == w.name() {
+				cm := find(t, objs, "ConfigMap", name)
+				for k, val := range mapOf(cm["data"]) {
+					files[k] = []byte(str(val))
+				}
+				if !strings.HasPrefix(cfgPath, mountPath+"/") {
+					t.Fatalf("%s: config %s is not in the config volume at %s", comp, cfgPath, mountPath)
+				}
+				configText = str(mapOf(cm["data"])[strings.TrimPrefix(cfgPath, mountPath+"/")])
+			} else {
+				for _, it := range list(get(v, "configMap", "items")) {
+					files[str(get(it, "path"))] = []byte(`{"mediaType": "application/vnd.dev.sigstore.trustedroot+json;version=0.1"}`)
+				}
+			}
+		case v["secret"] != nil:
+			items := list(get(v, "secret", "items"))
+			if len(items) == 0 {
+				t.Errorf("%s: Secret volume %s mounts every key; name the keys it needs", comp, get(v, "name"))
+			}
+			for _, it := range items {
+				files[str(get(it, "path"))] = standIn(t, str(get(v, "name")), str(get(it, "path")))
+			}
+		case v["projected"] != nil:
+			for _, src := range list(get(v, "projected", "sources")) {
+				if p := str(get(src, "serviceAccountToken", "path")); p != "" {
+					files[p] = []byte("eyJhbGciOiJub25lIn0.e30.")
+				}
+			}
+		default:
+			continue // emptyDir, hostPath, PVC: written at run time
+		}
+		for name, data := range files {
+			f := filepath.Join(local, name)
+			if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(f, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mounts = append(mounts, [2]string{mountPath, local})
+	}
+	if configText == "" {
+		t.Fatalf("%s: the rendered config file %s is empty or missing", comp, cfgPath)
+	}
+	checkNoLiteralSecrets(t, comp, configText)
+	checkListen(t, comp, configText, c)
+
+	// Rewrite the pod's paths to the local directories, longest first.
+	sort.Slice(mounts, func(i, j int) bool { return len(mounts[i][0]) > len(mounts[j][0]) })
+	local := configText
+	for _, m := range mounts {
+		local = strings.ReplaceAll(local, m[0]+"/", m[1]+"/")
+	}
+	file := filepath.Join(dir, filepath.Base(cfgPath))
+	if err := os.WriteFile(file, []byte(local), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	env := podEnv(t, comp, list(c["env"]))
+	cmd := exec.Command(bin, "--config", file, "--check-config")
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Errorf("%s --check-config rejects the rendered config: %v\n%s\nconfig:\n%s", comp, err, out, configText)
+	}
+}
+
+// checkListen checks the config's HTTP server listens on the container's
+// http port, which the probes use.
+func checkListen(t *testing.T, comp, text string, c map[string]any) {
+	t.Helper()
+	var cfg map[string]any
+	if err := yaml.Unmarshal([]byte(text), &cfg); err != nil {
+		t.Fatalf("%s: config is not YAML: %v", comp, err)
+	}
+	port := ""
+	for _, p := range list(c["ports"]) {
+		if str(get(p, "name")) == "http" {
+			port = fmt.Sprint(get(p, "containerPort"))
+		}
+	}
+	if got, want := str(get(cfg, "http", "listen")), ":"+port; got != want {
+		t.Errorf("%s: http.listen %q, want %q (the probed port)", comp, got, want)
+	}
+}
+
+// checkNoLiteralSecrets fails for a config file key that would hold a
+// secret itself rather than name a file.
+func checkNoLiteralSecrets(t *testing.T, comp, text string) {
+	t.Helper()
+	var cfg map[string]any
+	if err := yaml.Unmarshal([]byte(text), &cfg); err != nil {
+		t.Fatalf("%s: config is not YAML: %v", comp, err)
+	}
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				walk(path+"."+k, x)
+			}
+		case []any:
+			for i, x := range v {
+				walk(fmt.Sprintf("%s[%d]", path, i), x)
+			}
+		default:
+			if strings.HasSuffix(path, ".password") || strings.HasSuffix(path, ".dsn") || strings.HasSuffix(path, ".token") {
+				t.Errorf("%s: config key %s holds a value; secrets come from files or secretKeyRefs", comp, path[1:])
+			}
+		}
+	}
+	walk("", cfg)
+}
+
+// podEnv is the process environment of the pod's container: this
+// process's, without RUNTIMETRUTH_ variables, plus the container's env
+// with stand-ins for secretKeyRef and fieldRef values and $(VAR)
+// references expanded as the kubelet does.
+func podEnv(t *testing.T, comp string, vars []any) []string {
+	t.Helper()
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "RUNTIMETRUTH_") {
+			env = append(env, kv)
+		}
+	}
+	set := map[string]string{}
+	for _, e := range vars {
+		e := mapOf(e)
+		name := str(e["name"])
+		var val string
+		switch {
+		case get(e, "valueFrom", "secretKeyRef") != nil:
+			val = "stand-in-" + str(get(e, "valueFrom", "secretKeyRef", "key"))
+		case get(e, "valueFrom", "fieldRef") != nil:
+			val = "node-1"
+		case get(e, "valueFrom") != nil:
+			t.Fatalf("%s: env %s: unexpected source %v", comp, name, e["valueFrom"])
+		default:
+			val = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`).ReplaceAllStringFunc(str(e["value"]), func(ref string) string {
+				if v, ok := set[ref[2:len(ref)-1]]; ok {
+					return v
+				}
+				return ref
+			})
+		}
+		set[name] = val
+		env = append(env, name+"="+val)
+	}
+	return env
+}
+
+// standIn is the content of a stand-in secret file: a real ECDSA P-256 key
+// for the signing key (the attestor's --check-config loads it), text for
+// the rest.
+func standIn(t *testing.T, volume, path string) []byte {
+	t.Helper()
+	if volume == "signing-key" && strings.HasSuffix(path, ".key") {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		der, err := x509.MarshalPKCS8PrivateKey(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
+	}
+	return []byte("stand-in secret file content, 32+ bytes long\n")
+}
+
+var (
+	buildOnce sync.Once
+	builtDir  string
+	buildErr  error
+)
+
+// serviceBinaries builds the four services' binaries once (each from its
+// own module, so that it works with the workspace on or off).
+func serviceBinaries(t *testing.T) map[string]string {
+	t.Helper()
+	buildOnce.Do(func() {
+		builtDir, buildErr = os.MkdirTemp("", "runtimetruth-deploy-bin-")
+		if buildErr != nil {
+			return
+		}
+		for comp := range components {
+			out := filepath.Join(builtDir, "runtimetruth-"+comp)
+			cmd := exec.Command("go", "build", "-o", out, "./cmd/runtimetruth-"+comp)
+			cmd.Dir = filepath.Join("..", "services", comp)
+			if b, err := cmd.CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("go build runtimetruth-%s: %w\n%s", comp, err, b)
+				return
+			}
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	bins := map[string]string{}
+	for comp := range components {
+		bins[comp] = filepath.Join(builtDir, "runtimetruth-"+comp)
+	}
+	return bins
+}
+
+// TestCheckConfigIsStrict shows the check above has teeth: a config key
+// the service does not know fails its --check-config.
+func TestCheckConfigIsStrict(t *testing.T) {
+	bins := serviceBinaries(t)
+	objs := render(t, nil, "verifier.config.no_such_key=1")
+	cm := find(t, objs, "ConfigMap", "rt-runtimetruth-verifier")
+	file := filepath.Join(t.TempDir(), "verifier.yaml")
+	if err := os.WriteFile(file, []byte(str(mapOf(cm["data"])["verifier.yaml"])), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bins["verifier"], "--config", file, "--check-config").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "no_such_key") {
+		t.Fatalf("--check-config accepted an unknown key (err %v):\n%s", err, out)
+	}
+}
+
+// TestConfigChecksum checks that a config change changes the pod
+// template's checksum annotation of that component only.
+func TestConfigChecksum(t *testing.T) {
+	sum := func(objs []object, kind, name string) string {
+		return str(get(find(t, objs, kind, name), "spec", "template", "metadata", "annotations", "checksum/config"))
+	}
+	base := render(t, nil)
+	changed := render(t, nil, "verifier.concurrency=9")
+	for comp, kind := range components {
+		name := "rt-runtimetruth-" + comp
+		a, b := sum(base, kind, name), sum(changed, kind, name)
+		if !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(a) {
+			t.Fatalf("%s: checksum/config %q", comp, a)
+		}
+		if (a != b) != (comp == "verifier") {
+			t.Errorf("%s: checksum %s → %s after changing the verifier's config", comp, a, b)
+		}
+	}
+	if again := render(t, nil); sum(again, "Deployment", "rt-runtimetruth-verifier") != sum(base, "Deployment", "rt-runtimetruth-verifier") {
+		t.Error("the checksum is not stable across renders")
+	}
+}
+
+// TestChartRefusesBadValues checks the schema and the guards.
+func TestChartRefusesBadValues(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sets []string
+		want string
+	}{
+		{"writable root", []string{"securityContext.readOnlyRootFilesystem=false"}, "readOnlyRootFilesystem"},
+		{"root user", []string{"verifier.podSecurityContext.runAsUser=0"}, "runAsUser"},
+		{"auth without secret", []string{"nats.auth.type=creds"}, "existingSecret"},
+		{"key mode without secret", []string{"attestor.signing.mode=key"}, "attestor.signing.key.existingSecret"},
+		{"no required sink", []string{"auditor.jsonl.enabled=false"}, "required sink"},
+		{"clickhouse without host", []string{"clickhouse.enabled=true"}, "clickhouse.host"},
+		{"unknown target kind", []string{"collector.targets[0].name=x", "collector.targets[0].kind=docker"}, "kind"},
+		{"target without location", []string{"collector.targets[0].name=x", "collector.targets[0].kind=git"}, "path"},
+		{"typo", []string{"verifer.replicaCount=1"}, "verifer"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := renderErr(t, nil, tc.sets...)
+			if err == nil {
+				t.Fatalf("helm template accepted %v", tc.sets)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error does not name %q: %v", tc.want, err)
+			}
+		})
+	}
+}
+
+// TestDashboardsConfigMap checks the chart ships deploy/grafana/*.json
+// verbatim, labelled for the Grafana sidecar, only when asked.
+func TestDashboardsConfigMap(t *testing.T) {
+	for _, o := range render(t, nil) {
+		if o.kind() == "ConfigMap" && strings.HasSuffix(o.name(), "-dashboards") {
+			t.Fatal("dashboards ConfigMap rendered while grafana.dashboards.enabled is false")
+		}
+	}
+	objs := render(t, nil, "grafana.dashboards.enabled=true", "grafana.dashboards.labelValue=yes")
+	cm := find(t, objs, "ConfigMap", "rt-runtimetruth-grafana-dashboards")
+	if got := str(get(cm, "metadata", "labels", "grafana_dashboard")); got != "yes" {
+		t.Errorf("sidecar label grafana_dashboard=%q, want yes", got)
+	}
+	files, err := filepath.Glob(filepath.Join("grafana", "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no dashboards in grafana/: %v", err)
+	}
+	data := mapOf(cm["data"])
+	if len(data) != len(files) {
+		t.Errorf("ConfigMap holds %d dashboards, grafana/ %d", len(data), len(files))
+	}
+	for _, f := range files {
+		want, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := str(data[filepath.Base(f)]); got != strings.TrimRight(string(want), "\n") {
+			t.Errorf("%s differs from the ConfigMap's copy", f)
+		}
+	}
+}
+
+// Helpers over decoded YAML.
+
+func find(t *testing.T, objs []object, kind, name string) object {
+	t.Helper()
+	for _, o := range objs {
+		if o.kind() == kind && o.name() == name {
+			return o
+		}
+	}
+	t.Fatalf("no %s %s rendered", kind, name)
+	return nil
+}
+
+func readValues(t *testing.T, path string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v map[string]any
+	if err := yaml.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func get(v any, path ...string) any {
+	for _, p := range path {
+		m := mapOf(v)
+		if m == nil {
+			return nil
+		}
+		v = m[p]
+	}
+	return v
+}
+
+func mapOf(v any) map[string]any {
+	switch m := v.(type) {
+	case map[string]any:
+		return m
+	case object:
+		return m
+	}
+	return nil
+}
+
+func list(v any) []any {
+	l, _ := v.([]any)
+	return l
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+// TestNotes renders NOTES.txt with every value set (helm template skips
+// it, and helm install needs a cluster): in a copy of the chart it becomes
+// a ConfigMap's data.
+func TestNotes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "runtimetruth")
+	if err := os.CopyFS(dir, os.DirFS(chartDir)); err != nil {
+		t.Fatal(err)
+	}
+	// The dashboards link is relative to the original chart.
+	if err := os.Remove(filepath.Join(dir, "dashboards")); err != nil {
+		t.Fatal(err)
+	}
+	notes, err := os.ReadFile(filepath.Join(dir, "templates", "NOTES.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrapped := `{{- define "test.notes" }}` + string(notes) + "{{ end }}\n" +
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: notes}\ndata:\n  notes: {{ include \"test.notes\" . | quote }}\n"
+	if err := os.WriteFile(filepath.Join(dir, "templates", "notes.yaml"), []byte(wrapped), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "templates", "NOTES.txt")); err != nil {
+		t.Fatal(err)
+	}
+	for _, set := range valueSets {
+		out, err := runHelm(t, "template", "rt", dir, "--namespace", "runtimetruth", "--kube-version", kubeVersion,
+			"--values", valueFile(set), "--show-only", "templates/notes.yaml")
+		if err != nil {
+			t.Fatalf("%s: %v", set, err)
+		}
+		var cm object
+		if err := yaml.Unmarshal([]byte(out), &cm); err != nil {
+			t.Fatalf("%s: %v", set, err)
+		}
+		text := str(get(cm, "data", "notes"))
+		for _, want := range []string{"installed as release rt", "/healthz", "verifier: Deployment"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("%s: NOTES lack %q:\n%s", set, want, text)
+			}
+		}
+		if strings.Contains(text, "<no value>") {
+			t.Errorf("%s: NOTES print <no value>:\n%s", set, text)
+		}
+		if set == "all-targets" {
+			t.Logf("NOTES:\n%s", text)
+		}
+	}
+}

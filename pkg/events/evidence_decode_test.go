@@ -1,0 +1,319 @@
+package events_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+)
+
+// The typed evidence decoder (ReadEvidence's) stands in for the JSON
+// Schema on the verifier's hot path. These tests hold it to the schema:
+// over the golden example and every mutation below, the typed schema rules
+// and the compiled JSON Schema accept and reject the same documents, and
+// the whole typed decode gives what the schema path (schema,
+// encoding/json, Validate) gives: the same payload, or an error with the
+// same reason.
+
+// evidenceDocs returns the golden evidence.collected data and mutations of
+// it: every value replaced by values of every JSON type at and around the
+// schema's limits, every member removed, an unknown member added to every
+// object; each mutation also with its digest recomputed, so that the
+// snapshot rules are reached.
+func evidenceDocs(tb testing.TB) [][]byte {
+	tb.Helper()
+	raw, err := os.ReadFile(filepath.Join("testdata", "evidence.collected.v1.golden.json"))
+	require.NoError(tb, err)
+	root := decodeAny(tb, raw)
+	docs := [][]byte{raw}
+	add := func(doc any) {
+		docs = append(docs, encodeAny(tb, doc))
+		if fixed, ok := fixDigest(doc); ok {
+			docs = append(docs, encodeAny(tb, fixed))
+		}
+	}
+	var walk func(path []any, v any)
+	walk = func(path []any, v any) {
+		if len(path) > 0 {
+			for _, r := range replacements() {
+				add(setAt(decodeAny(tb, raw), path, r))
+			}
+			add(setAt(decodeAny(tb, raw), path, deleteMarker{}))
+		}
+		switch x := v.(type) {
+		case map[string]any:
+			add(setAt(decodeAny(tb, raw), append(append([]any(nil), path...), "unknown_member"), json.Number("1")))
+			for k, c := range x {
+				walk(append(append([]any(nil), path...), k), c)
+			}
+		case []any:
+			for i, c := range x {
+				walk(append(append([]any(nil), path...), i), c)
+			}
+			add(setAt(decodeAny(tb, raw), path, append(append([]any(nil), x...), x[0])))
+			add(setAt(decodeAny(tb, raw), path, []any{}))
+		}
+	}
+	walk(nil, root)
+	// Data keys whose UTF-8 and UTF-16 orders differ, escapes, raw DEL.
+	for _, k := range []string{`\ue000`, "😀", `a\u00e9`, `z\/`, `\u007f`, `\t`, "\x7f"} {
+		docs = append(docs, bytes.Replace(raw, []byte(`"active_state"`), []byte(`"`+k+`"`), 1))
+	}
+	for _, k := range []string{"x", "😀x", "é", ""} {
+		m := decodeAny(tb, raw)
+		m.(map[string]any)["snapshot"].(map[string]any)["evidence"].([]any)[0].(map[string]any)["data"].(map[string]any)[k] = "v"
+		add(m)
+	}
+	for _, lit := range []string{"", "null", "[]", `"x"`, "{}", `{"host":"a","host":"b"}`, `{"host":`, string(raw) + " x"} {
+		docs = append(docs, []byte(lit))
+	}
+	return docs
+}
+
+type deleteMarker struct{}
+
+// fast counts the documents the one-pass decoder took.
+var fast atomic.Int64
+
+func replacements() []any {
+	n := func(s string) any { return json.Number(s) }
+	return []any{
+		nil, true, false, map[string]any{}, []any{},
+		"", "x", "\u0001", "\u0085", "\u00a0", "a\u007fb", "café ☕",
+		strings.Repeat("é", events.MaxNameLength), strings.Repeat("a", events.MaxNameLength+1), strings.Repeat("a", events.MaxNameLength),
+		"declared", "resolved", "live", "Live",
+		"systemd.unit", "agent worker.service",
+		"sha256:" + strings.Repeat("ab", 32), "sha256:" + strings.Repeat("AB", 32), "sha256:" + strings.Repeat("a", 63),
+		"2026-10-06T03:09:40Z", "2026-10-06T03:09:40.5Z", "2026-10-06t03:09:40z", "2026-10-06T03:09:40,5Z",
+		"2026-10-06T23:59:60Z", "2026-10-06T03:09:60Z", "2026-10-06T03:09:40+24:00", "2026-10-06T03:09:40-02:30",
+		"2026-10-06T03:09:40.123456789+01:00", "2026-10-06 03:09:40Z", "2026-02-30T03:09:40Z", "2026-10-06T03:09:40",
+		n("0"), n("-0"), n("1"), n("-1"), n("2"), n("60"), n("1.0"), n("1e0"), n("10e-1"), n("0.1e1"), n("0.5"),
+		n("60.0"), n("6e1"), n("6E+1"), n("1e-400"), n("1e400"), n("-1e400"),
+		n("9007199254740991"), n("9007199254740992"), n("-9007199254740991"), n("-9007199254740992"),
+		n("9223372036854775807"), n("9223372036854775808"), n("1.5"),
+		map[string]any{"kind": "systemd.unit", "identifier": "agent.service"},
+		map[string]any{"kind": "systemd.unit"},
+		map[string]any{"kind": "", "identifier": "x"},
+	}
+}
+
+func decodeAny(tb testing.TB, b []byte) any {
+	tb.Helper()
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	require.NoError(tb, dec.Decode(&v))
+	return v
+}
+
+func encodeAny(tb testing.TB, v any) []byte {
+	tb.Helper()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	require.NoError(tb, enc.Encode(v))
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+// setAt sets (or, for deleteMarker, removes) the value at path in root.
+func setAt(root any, path []any, v any) any {
+	if len(path) == 0 {
+		return v
+	}
+	switch x := root.(type) {
+	case map[string]any:
+		k := path[0].(string)
+		if len(path) == 1 {
+			if _, del := v.(deleteMarker); del {
+				delete(x, k)
+			} else {
+				x[k] = v
+			}
+			return x
+		}
+		x[k] = setAt(x[k], path[1:], v)
+		return x
+	case []any:
+		i := path[0].(int)
+		if len(path) == 1 {
+			if _, del := v.(deleteMarker); del {
+				return append(x[:i:i], x[i+1:]...)
+			}
+			x[i] = v
+			return x
+		}
+		x[i] = setAt(x[i], path[1:], v)
+		return x
+	}
+	return root
+}
+
+// fixDigest sets the digest to the mutated snapshot's, when it parses.
+func fixDigest(doc any) (any, bool) {
+	m, ok := doc.(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	raw, err := json.Marshal(m["snapshot"])
+	if err != nil {
+		return nil, false
+	}
+	s, err := snapshot.Parse(raw)
+	if err != nil {
+		return nil, false
+	}
+	d, err := s.Digest()
+	if err != nil || d == m["digest"] {
+		return nil, false
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	out["digest"] = d
+	return out, true
+}
+
+// checkEquivalent holds the typed decoder to the schema path on one
+// document.
+func checkEquivalent(t testing.TB, doc []byte) (accepted bool) {
+	if parsed, typedErr := events.CheckEvidenceSchemaTyped(doc); parsed {
+		schemaErr := events.CheckEvidenceSchemaCompiled(doc)
+		require.Equal(t, schemaErr == nil, typedErr == nil,
+			"schema: compiled %v, typed %v, on %s", schemaErr, typedErr, doc)
+	}
+	p2, err2 := events.DecodeEvidenceSchemaPath(doc)
+	// The one-pass decoder takes a subset, with the same result.
+	if pf, sf, ok := events.FastEvidence(doc); ok {
+		require.NoError(t, err2, "the one-pass decoder took what the schema path refuses: %s", doc)
+		pt, st, err := events.DecodeEvidenceTree(doc)
+		require.NoError(t, err, "the one-pass decoder took what the tree decoder refuses: %s", doc)
+		require.Equal(t, st, sf, "snapshot of %s", doc)
+		require.Equal(t, pt, pf, "payload of %s", doc)
+		fast.Add(1)
+	}
+	pt, st, errt := events.DecodeEvidenceTree(doc)
+	require.Equal(t, err2 == nil, errt == nil, "decode: schema path %v, tree %v, on %s", err2, errt, doc)
+	if errt != nil {
+		require.Equal(t, events.ReasonOf(err2), events.ReasonOf(errt), "reasons: schema path %v, tree %v, on %s", err2, errt, doc)
+	} else {
+		_ = pt
+		_ = st
+	}
+	p1, s1, err1 := events.DecodeEvidenceTyped(doc)
+	require.Equal(t, err2 == nil, err1 == nil, "decode: schema path %v, typed %v, on %s", err2, err1, doc)
+	if err1 != nil {
+		require.Equal(t, events.ReasonOf(err2), events.ReasonOf(err1), "reasons: schema path %v, typed %v, on %s", err2, err1, doc)
+		return false
+	}
+	s2, err := p2.ParseSnapshot()
+	require.NoError(t, err)
+	require.Equal(t, s2, s1, "snapshot of %s", doc)
+	canon, err := s2.Canonical()
+	require.NoError(t, err)
+	require.Equal(t, string(canon), string(p1.Snapshot), "the typed payload carries the canonical snapshot")
+	p1.Snapshot, p2.Snapshot = nil, nil
+	require.Equal(t, p2, p1, "payload of %s", doc)
+	return true
+}
+
+func TestTypedEvidenceDecoderMatchesTheSchema(t *testing.T) {
+	docs := evidenceDocs(t)
+	accepted := 0
+	for _, doc := range docs {
+		if checkEquivalent(t, doc) {
+			accepted++
+		}
+	}
+	t.Logf("%d documents, %d accepted, %d of them by the one-pass decoder", len(docs), accepted, fast.Load())
+	assert.Greater(t, fast.Load(), int64(accepted/3), "the one-pass decoder takes the common documents")
+	assert.Greater(t, accepted, 50, "the mutations reach accepted documents")
+	assert.Greater(t, len(docs)-accepted, 500, "and rejected ones")
+}
+
+func FuzzTypedEvidenceDecoder(f *testing.F) {
+	for i, doc := range evidenceDocs(f) {
+		if i%7 == 0 {
+			f.Add(doc)
+		}
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) { checkEquivalent(t, doc) })
+}
+
+// ReadEvidence returns what Read returns, and the snapshot: for good
+// events and for every kind of bad one, with the same error.
+func TestReadEvidenceIsRead(t *testing.T) {
+	ev := fixtures(t)["evidence.collected.v1.golden.json"].(events.EvidenceCollected)
+	good, _, err := events.NewMsg(fixtureSource, ev)
+	require.NoError(t, err)
+	verdict, _, err := events.NewMsg(fixtureSource, fixtures(t)["verdict.error.v1.golden.json"])
+	require.NoError(t, err)
+	variant := func(edit func(*nats.Msg)) *nats.Msg {
+		m := &nats.Msg{Subject: good.Subject, Header: cloneHeader(good.Header), Data: good.Data}
+		edit(m)
+		return m
+	}
+	for name, m := range map[string]*nats.Msg{
+		"good":          good,
+		"no baseline":   mustMsg(t, func() events.Payload { p := ev; p.Baseline = nil; return p }()),
+		"malformed":     variant(func(m *nats.Msg) { m.Data = []byte(`{"host":`) }),
+		"duplicate key": variant(func(m *nats.Msg) { m.Data = append([]byte(`{"host":"a",`), m.Data[1:]...) }),
+		"schema": variant(func(m *nats.Msg) {
+			m.Data = bytes.Replace(m.Data, []byte(`"interval_seconds":60`), []byte(`"interval_seconds":-1`), 1)
+		}),
+		"not an int64": variant(func(m *nats.Msg) {
+			m.Data = bytes.Replace(m.Data, []byte(`"interval_seconds":60`), []byte(`"interval_seconds":6e1`), 1)
+		}),
+		"digest": variant(func(m *nats.Msg) {
+			m.Data = bytes.Replace(m.Data, []byte(`"main_pid":3036`), []byte(`"main_pid":3037`), 1)
+		}),
+		"subject attribute": variant(func(m *nats.Msg) { m.Header.Set("ce-subject", "systemd.unit:other") }),
+		"nats subject":      variant(func(m *nats.Msg) { m.Subject = events.EvidenceSubject("web-02", "systemd.unit") }),
+		"unknown type":      variant(func(m *nats.Msg) { m.Header.Set("ce-type", events.TypePrefix+"evidence.collected.v2") }),
+		"a verdict":         &nats.Msg{Subject: good.Subject, Header: verdict.Header, Data: verdict.Data},
+	} {
+		t.Run(name, func(t *testing.T) {
+			rm := received{m}
+			e1, p1, err1 := events.Read[events.EvidenceCollected](rm)
+			e2, p2, s2, err2 := events.ReadEvidence(rm)
+			if err1 != nil {
+				require.Error(t, err2)
+				assert.Equal(t, err1.Error(), err2.Error())
+				assert.Nil(t, s2)
+				return
+			}
+			require.NoError(t, err2)
+			assertSameEvent(t, e1, e2)
+			s1, err := p1.ParseSnapshot()
+			require.NoError(t, err)
+			assert.Equal(t, s1, s2)
+			assert.JSONEq(t, string(p1.Snapshot), string(p2.Snapshot))
+			p1.Snapshot, p2.Snapshot = nil, nil
+			assert.Equal(t, p1, p2)
+		})
+	}
+}
+
+func mustMsg(t *testing.T, p events.Payload) *nats.Msg {
+	t.Helper()
+	m, _, err := events.NewMsg(fixtureSource, p)
+	require.NoError(t, err)
+	return m
+}
+
+// received is a nats.Msg as events.Msg.
+type received struct{ m *nats.Msg }
+
+func (r received) Subject() string      { return r.m.Subject }
+func (r received) Headers() nats.Header { return r.m.Header }
+func (r received) Data() []byte         { return r.m.Data }

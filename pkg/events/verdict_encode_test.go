@@ -1,0 +1,184 @@
+package events_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/report"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+)
+
+// verdictVariants returns the golden verdicts and mutations of them: every
+// member given values at and past the schema's limits, and reports broken
+// in every way the report schema names.
+func verdictVariants(tb testing.TB) []events.Verdict {
+	tb.Helper()
+	all := fixtures(tb)
+	goldens := []events.Verdict{
+		all["verdict.pass.v1.golden.json"].(events.Verdict),
+		all["verdict.drift.v1.golden.json"].(events.Verdict),
+		all["verdict.error.v1.golden.json"].(events.Verdict),
+	}
+	clone := func(v events.Verdict) events.Verdict {
+		if v.Report != nil {
+			r := *v.Report
+			r.Changes = append([]report.Change(nil), r.Changes...)
+			for i := range r.Changes {
+				r.Changes[i].Fields = append([]report.Field(nil), r.Changes[i].Fields...)
+			}
+			r.Protected = append([]string(nil), r.Protected...)
+			v.Report = &r
+		}
+		return v
+	}
+	val := func(v snapshot.Value) *snapshot.Value { return &v }
+	texts := []string{"", " ", "x", "\x00", "\x01", "a\u0085", "café", strings.Repeat("é", 1024), strings.Repeat("a", 1025),
+		strings.Repeat("a", 2048), strings.Repeat("é", 1025), "sha256:" + strings.Repeat("a", 64), "with space", "~!"}
+	edits := []func(*events.Verdict){
+		func(v *events.Verdict) {},
+		func(v *events.Verdict) { v.Status = "weird" },
+		func(v *events.Verdict) { v.Status = events.StatusError },
+		func(v *events.Verdict) { v.Status = events.StatusPass },
+		func(v *events.Verdict) { v.Status = events.StatusDrift },
+		func(v *events.Verdict) { v.BaselineDigest = "" },
+		func(v *events.Verdict) { v.BaselineDigest = digestB },
+		func(v *events.Verdict) { v.Error = "" },
+		func(v *events.Verdict) { v.Error = "boom" },
+		func(v *events.Verdict) { v.Report = nil },
+		func(v *events.Verdict) { v.SnapshotDigest = "sha256:" + strings.Repeat("A", 64) },
+	}
+	for _, s := range texts {
+		edits = append(edits,
+			func(v *events.Verdict) { v.Host = s },
+			func(v *events.Verdict) { v.Target.Kind = s },
+			func(v *events.Verdict) { v.Target.Identifier = s },
+			func(v *events.Verdict) { v.EvidenceID = s },
+			func(v *events.Verdict) { v.Error = s },
+			func(v *events.Verdict) { v.BaselineDigest = s },
+			func(v *events.Verdict) {
+				if v.Report != nil {
+					v.Report.Protected = append(v.Report.Protected, s)
+				}
+			},
+			func(v *events.Verdict) {
+				if v.Report != nil && len(v.Report.Changes) > 0 {
+					v.Report.Changes[0].Kind = s
+				}
+			},
+			func(v *events.Verdict) {
+				if v.Report != nil && len(v.Report.Changes) > 0 {
+					v.Report.Changes[0].Fields[0].Field = s
+				}
+			},
+			func(v *events.Verdict) {
+				if v.Report != nil && len(v.Report.Changes) > 0 {
+					v.Report.Changes[0].Fields[0].After = val(snapshot.String(s))
+				}
+			},
+		)
+	}
+	for _, change := range []diff.Status{diff.Added, diff.Removed, diff.Modified, "renamed", ""} {
+		edits = append(edits,
+			func(v *events.Verdict) {
+				if v.Report != nil && len(v.Report.Changes) > 0 {
+					v.Report.Changes[0].Change = change
+				}
+			},
+			func(v *events.Verdict) {
+				if v.Report != nil && len(v.Report.Changes) > 0 {
+					v.Report.Changes[0].Fields[0].Change = change
+				}
+			},
+		)
+	}
+	edits = append(edits,
+		func(v *events.Verdict) {
+			if v.Report != nil {
+				v.Report.Protected = append(v.Report.Protected, v.Report.Protected...)
+			}
+		},
+		func(v *events.Verdict) {
+			if v.Report != nil {
+				v.Report.Protected = nil
+			}
+		},
+		func(v *events.Verdict) {
+			if v.Report != nil {
+				v.Report.Changes = nil
+			}
+		},
+		func(v *events.Verdict) {
+			if v.Report != nil {
+				v.Report.ReportSchemaVersion = 2
+			}
+		},
+		func(v *events.Verdict) {
+			if v.Report != nil && len(v.Report.Changes) > 0 {
+				v.Report.Changes[0].Fields[0].Before = nil
+			}
+		},
+		func(v *events.Verdict) {
+			if v.Report != nil && len(v.Report.Changes) > 0 {
+				v.Report.Changes[0].Fields[1].After = val(snapshot.Null())
+			}
+		},
+		func(v *events.Verdict) {
+			if v.Report != nil && len(v.Report.Changes) > 0 {
+				v.Report.Changes[0].Fields = nil
+			}
+		},
+		func(v *events.Verdict) {
+			if v.Report != nil {
+				v.Report.Changes = append(v.Report.Changes, report.Change{Change: diff.Added, Kind: "git.repository", Fields: []report.Field{}})
+			}
+		},
+		func(v *events.Verdict) {
+			if v.Report != nil {
+				v.Report.Target = report.Target{Kind: v.Target.Kind}
+			}
+		},
+	)
+	var out []events.Verdict
+	for _, g := range goldens {
+		for _, edit := range edits {
+			v := clone(g)
+			edit(&v)
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// NewVerdictMsg gives what NewMsg gives, for every verdict: the same
+// message and event, or an error of the same reason; again when the
+// report was seen before.
+func TestNewVerdictMsgIsNewMsg(t *testing.T) {
+	accepted, reasons := 0, map[events.Reason]int{}
+	for i, v := range verdictVariants(t) {
+		opts := []events.Option{events.WithID(fixtureID), events.WithTime(fixtureTime), events.WithTraceContext(fixtureTraceparent, "")}
+		m1, e1, err1 := events.NewMsg(fixtureSource, v, opts...)
+		for range 2 {
+			m2, e2, err2 := events.NewVerdictMsg(fixtureSource, v, opts...)
+			require.Equal(t, err1 == nil, err2 == nil, "variant %d: NewMsg %v, NewVerdictMsg %v: %+v", i, err1, err2, v)
+			if err1 != nil {
+				require.Equal(t, events.ReasonOf(err1), events.ReasonOf(err2), "variant %d: NewMsg %v, NewVerdictMsg %v", i, err1, err2)
+				continue
+			}
+			require.Equal(t, m1.Subject, m2.Subject)
+			require.Equal(t, m1.Header, m2.Header)
+			require.Equal(t, string(m1.Data), string(m2.Data))
+			assertSameEvent(t, e1, e2)
+		}
+		if err1 == nil {
+			accepted++
+		}
+		reasons[events.ReasonOf(err1)]++
+	}
+	t.Logf("accepted %d, rejected by reason %v", accepted, reasons)
+	require.Greater(t, accepted, 20)
+	require.Greater(t, reasons[events.ReasonSchema], 5, "the report rules are reached")
+}

@@ -1,0 +1,221 @@
+// Package buspolicy is the one statement of what each runtimetruth service
+// may do on NATS: the subjects it may publish to and subscribe to, and
+// whether it answers requests. Deployments give each service a NATS user
+// with exactly these permissions (ServerConfig renders them as a
+// nats-server authorization block), the tests run an embedded server with
+// them, and docs/security.md shows them (Markdown), so the three cannot
+// drift apart.
+//
+// The grants follow the services' defaults: the verifier's durable
+// consumer "verifier", the attestor's request subject rt.ctl.attest, the
+// buckets of package topology. A deployment that renames one adjusts the
+// grants to match.
+//
+// In short: a collector publishes evidence (rt.evidence, rt.integrity,
+// rt.collect.failed) and nothing else, and answers only its collect-now
+// requests; only the verifier publishes verdicts; only the attestor
+// answers sign requests and publishes attestations; the auditor reads every
+// stream and publishes nothing. No service may delete or purge a stream,
+// a consumer or a bucket; the services that create the topology at start
+// (verifier, auditor, attestor) may create and update only their streams,
+// consumers and buckets.
+package buspolicy
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
+)
+
+// Grant is one subject (NATS wildcards allowed) and why it is granted.
+type Grant struct {
+	Subject string
+	Why     string
+}
+
+// Role is what one service may do.
+type Role struct {
+	// Service is the service name: collector, verifier, auditor, attestor.
+	Service string
+	// Publish and Subscribe are the allowed subjects; anything else is
+	// refused with a permissions violation.
+	Publish   []Grant
+	Subscribe []Grant
+	// Responds says whether the service answers requests it receives
+	// (nats-server allow_responses: one reply to the reply subject of each
+	// request, for a limited time), so that replies need no publish grant
+	// on _INBOX.>.
+	Responds bool
+}
+
+// PublishSubjects lists the subjects of r.Publish.
+func (r Role) PublishSubjects() []string { return subjects(r.Publish) }
+
+// SubscribeSubjects lists the subjects of r.Subscribe.
+func (r Role) SubscribeSubjects() []string { return subjects(r.Subscribe) }
+
+func subjects(gs []Grant) []string {
+	out := make([]string, len(gs))
+	for i, g := range gs {
+		out[i] = g.Subject
+	}
+	return out
+}
+
+// Service names.
+const (
+	Collector = "collector"
+	Verifier  = "verifier"
+	Auditor   = "auditor"
+	Attestor  = "attestor"
+)
+
+// AttestSubject is the attestor's default sign-request subject
+// (attestor.DefaultSubject, which this package cannot import).
+const AttestSubject = events.Prefix + ".ctl.attest"
+
+// Inbox is the reply subject space of every client: JetStream API
+// responses, publish acknowledgements and pulled messages arrive there.
+const Inbox = "_INBOX.>"
+
+// JetStream API and acknowledgement subjects.
+func jsAPI(format string, args ...any) string { return "$JS.API." + fmt.Sprintf(format, args...) }
+
+func ackSubject(stream, consumer string) string {
+	return fmt.Sprintf("$JS.ACK.%s.%s.>", stream, consumer)
+}
+
+// kvStream is the stream behind a key-value bucket.
+func kvStream(bucket string) string { return "KV_" + bucket }
+
+// Buckets. BucketEvidenceLatest is the verifier's own bucket
+// (verifier.BucketEvidence).
+const BucketEvidenceLatest = "evidence-latest"
+
+// ensure grants creating, updating and reading the definition of streams
+// (not deleting or purging them).
+func ensure(why string, streams ...string) []Grant {
+	var out []Grant
+	for _, s := range streams {
+		for _, op := range []string{"CREATE", "UPDATE", "INFO"} {
+			out = append(out, Grant{jsAPI("STREAM.%s.%s", op, s), why})
+		}
+	}
+	return out
+}
+
+// ensureConsumers grants creating and updating the durable consumers of
+// streams (any name and filter: the subject of a create request carries
+// both).
+func ensureConsumers(why string, streams ...string) []Grant {
+	var out []Grant
+	for _, s := range streams {
+		out = append(out, Grant{jsAPI("CONSUMER.CREATE.%s.>", s), why})
+	}
+	return out
+}
+
+// consume grants pulling from and acknowledging a durable consumer.
+func consume(stream, consumer string) []Grant {
+	why := fmt.Sprintf("consume %s as %q", stream, consumer)
+	return []Grant{
+		{jsAPI("CONSUMER.INFO.%s.%s", stream, consumer), why},
+		{jsAPI("CONSUMER.MSG.NEXT.%s.%s", stream, consumer), why},
+		{ackSubject(stream, consumer), why + " (ack, nak, term)"},
+	}
+}
+
+// kvRead grants reading a bucket's entries.
+func kvRead(bucket string) []Grant {
+	why := fmt.Sprintf("read the %s bucket", bucket)
+	return []Grant{
+		{jsAPI("STREAM.INFO.%s", kvStream(bucket)), why},
+		{jsAPI("DIRECT.GET.%s.>", kvStream(bucket)), why},
+		{jsAPI("STREAM.MSG.GET.%s", kvStream(bucket)), why},
+	}
+}
+
+// kvWrite grants writing a bucket's entries (put, create, update).
+func kvWrite(bucket string) Grant {
+	return Grant{"$KV." + bucket + ".>", fmt.Sprintf("write the %s bucket", bucket)}
+}
+
+var inbox = Grant{Inbox, "replies: JetStream API responses, publish acknowledgements, pulled messages"}
+
+var accountInfo = Grant{jsAPI("INFO"), "JetStream account info (checked before a bucket is created)"}
+
+// Roles returns the roles of the four services, in pipeline order.
+func Roles() []Role {
+	allStreams := []string{topology.StreamEvidence, topology.StreamVerdicts, topology.StreamBaselines, topology.StreamDLQ}
+	ensureWhy := "create or update the topology at start"
+
+	verifier := Role{Service: Verifier}
+	verifier.Publish = append(verifier.Publish,
+		Grant{events.FilterVerdict, "publish verdicts (pass, drift, error)"},
+		Grant{events.DeadLetterSubject(topology.StreamEvidence), "dead-letter evidence it cannot handle"},
+		accountInfo,
+	)
+	verifier.Publish = append(verifier.Publish, ensure(ensureWhy, append(slices.Clone(allStreams),
+		kvStream(topology.BucketBaselines), kvStream(topology.BucketVerdicts), kvStream(BucketEvidenceLatest))...)...)
+	verifier.Publish = append(verifier.Publish, ensureConsumers(ensureWhy, allStreams...)...)
+	verifier.Publish = append(verifier.Publish, consume(topology.StreamEvidence, topology.ConsumerVerifier)...)
+	verifier.Publish = append(verifier.Publish, kvRead(topology.BucketBaselines)...)
+	verifier.Publish = append(verifier.Publish, kvRead(topology.BucketVerdicts)...)
+	verifier.Publish = append(verifier.Publish, kvRead(BucketEvidenceLatest)...)
+	verifier.Publish = append(verifier.Publish, kvWrite(topology.BucketVerdicts), kvWrite(BucketEvidenceLatest))
+	verifier.Subscribe = []Grant{inbox}
+
+	auditor := Role{Service: Auditor}
+	auditor.Publish = append(auditor.Publish, accountInfo)
+	auditor.Publish = append(auditor.Publish, ensure(ensureWhy, append(slices.Clone(allStreams),
+		kvStream(topology.BucketBaselines), kvStream(topology.BucketVerdicts))...)...)
+	auditor.Publish = append(auditor.Publish, ensureConsumers(ensureWhy, allStreams...)...)
+	for _, s := range allStreams {
+		auditor.Publish = append(auditor.Publish, consume(s, topology.ConsumerAuditor)...)
+		auditor.Publish = append(auditor.Publish, Grant{jsAPI("STREAM.MSG.GET.%s", s), "re-read a stored message by sequence"})
+	}
+	auditor.Subscribe = []Grant{inbox}
+
+	attestor := Role{Service: Attestor, Responds: true}
+	attestor.Publish = append(attestor.Publish,
+		Grant{events.FilterAttestation, "publish attestation.created"},
+		accountInfo,
+	)
+	attestor.Publish = append(attestor.Publish, ensure(ensureWhy, topology.StreamBaselines, kvStream(topology.BucketBaselines))...)
+	attestor.Publish = append(attestor.Publish, kvRead(topology.BucketBaselines)...)
+	attestor.Subscribe = []Grant{
+		{AttestSubject, "sign requests (queue group attestor); replies through allow_responses"},
+		inbox,
+	}
+
+	return []Role{
+		{
+			Service: Collector,
+			Publish: []Grant{
+				{events.FilterEvidence, "publish evidence.collected"},
+				{events.FilterIntegrity, "publish runnable.modified"},
+				{events.Prefix + ".collect.failed.>", "publish collection.failed"},
+			},
+			Subscribe: []Grant{
+				{events.Prefix + ".ctl.collect.>", "collect-now requests on `rt.ctl.collect.<host>`; replies through allow_responses"},
+				{Inbox, "publish acknowledgements"},
+			},
+			Responds: true,
+		},
+		verifier,
+		auditor,
+		attestor,
+	}
+}
+
+// Lookup returns the role of a service.
+func Lookup(service string) (Role, bool) {
+	for _, r := range Roles() {
+		if r.Service == service {
+			return r, true
+		}
+	}
+	return Role{}, false
+}

@@ -1,0 +1,362 @@
+package buspolicy_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/buspolicy"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const admin = "admin"
+
+// runServer starts a JetStream server from the rendered authorization
+// block (a user per service, named after it, password "<service>-pw"),
+// plus an unrestricted admin user standing for the operator's CLI.
+func runServer(t *testing.T) string {
+	t.Helper()
+	users := map[string]string{}
+	for _, r := range buspolicy.Roles() {
+		users[r.Service] = r.Service
+		t.Setenv(strings.ToUpper(r.Service)+"_PASSWORD", r.Service+"-pw")
+	}
+	path := filepath.Join(t.TempDir(), "nats.conf")
+	conf := fmt.Sprintf("host: 127.0.0.1\nport: -1\njetstream { store_dir: %q }\n", t.TempDir()) + buspolicy.ServerConfig(users)
+	require.NoError(t, os.WriteFile(path, []byte(conf), 0o600))
+	opts, err := server.ProcessConfigFile(path)
+	require.NoError(t, err, "the rendered block is valid nats-server configuration")
+	opts.NoLog, opts.NoSigs, opts.ServerName = true, true, "policy"
+	opts.MaxPayload = 1 << 20
+	require.Len(t, opts.Users, len(buspolicy.Roles()))
+	for _, u := range opts.Users {
+		r, ok := buspolicy.Lookup(u.Username)
+		require.True(t, ok)
+		assert.Equal(t, r.PublishSubjects(), u.Permissions.Publish.Allow, "%s publish", r.Service)
+		assert.Equal(t, r.SubscribeSubjects(), u.Permissions.Subscribe.Allow, "%s subscribe", r.Service)
+		assert.Equal(t, r.Responds, u.Permissions.Response != nil, "%s responses", r.Service)
+	}
+	opts.Users = append(opts.Users, &server.User{Username: admin, Password: admin + "-pw"})
+	_, url := natstest.Run(t, opts)
+	return url
+}
+
+// client is a connection as one user, with the asynchronous errors
+// (permission violations) it receives.
+type client struct {
+	nc   *nats.Conn
+	js   jetstream.JetStream
+	errs chan error
+}
+
+func connect(t *testing.T, url, user string) *client {
+	t.Helper()
+	c := &client{errs: make(chan error, 64)}
+	cfg := natsbus.Config{URL: url, User: user, Password: user + "-pw"}
+	nc, err := natsbus.Connect(cfg, "policy-test-"+user, func(o *nats.Options) error {
+		o.AsyncErrorCB = func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			select {
+			case c.errs <- err:
+			default:
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	c.nc = nc
+	c.js, err = jetstream.New(nc)
+	require.NoError(t, err)
+	return c
+}
+
+// violation waits for a permissions violation naming subject.
+func (c *client) violation(t *testing.T, subject string) {
+	t.Helper()
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case err := <-c.errs:
+			if errors.Is(err, nats.ErrPermissionViolation) && strings.Contains(err.Error(), subject) {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no permissions violation for %s", subject)
+		}
+	}
+}
+
+func ctx(t *testing.T) context.Context {
+	t.Helper()
+	c, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func target() events.Target { return events.Target{Kind: "systemd.unit", Identifier: "agent.service"} }
+
+func evidenceMsg(t *testing.T, n int) *nats.Msg {
+	t.Helper()
+	s := snapshot.New(snapshot.Target{Kind: "systemd.unit", Identifier: "agent.service"}, snapshot.Record{
+		Plane: snapshot.Live, Kind: "systemd.unit",
+		Source: snapshot.Source{Collector: "systemd", Method: "systemctl show"},
+		Data:   snapshot.Data{"main_pid": snapshot.Int(int64(n))},
+	})
+	p, err := events.NewEvidenceCollected("web-01", s, time.Minute)
+	require.NoError(t, err)
+	m, _, err := events.NewMsg(events.Source("collector", "web-01"), p)
+	require.NoError(t, err)
+	return m
+}
+
+func verdictMsg(t *testing.T, evidenceID string) *nats.Msg {
+	t.Helper()
+	digest := "sha256:" + strings.Repeat("ab", 32)
+	p := events.Verdict{
+		Host: "web-01", Target: target(), Status: events.StatusError,
+		SnapshotDigest: digest, EvidenceID: evidenceID, Error: "no baseline",
+	}
+	m, _, err := events.NewMsg(events.Source("verifier", "v-0"), p)
+	require.NoError(t, err)
+	return m
+}
+
+// verifierTopology is what the verifier ensures (verifier.Topology): the
+// default topology and its own evidence-latest bucket.
+func verifierTopology() topology.Topology {
+	t := topology.New(1)
+	b := t.Buckets[1]
+	b.Bucket = buspolicy.BucketEvidenceLatest
+	t.Buckets = append(t.Buckets, b)
+	return t
+}
+
+func TestPermissions(t *testing.T) {
+	url := runServer(t)
+	ctx := ctx(t)
+	collector := connect(t, url, buspolicy.Collector)
+	verifier := connect(t, url, buspolicy.Verifier)
+	auditor := connect(t, url, buspolicy.Auditor)
+	attestor := connect(t, url, buspolicy.Attestor)
+	operator := connect(t, url, admin)
+
+	// The services that ensure the topology at start can, each its part.
+	require.NoError(t, verifierTopology().Ensure(ctx, verifier.js), "verifier ensures the topology")
+	require.NoError(t, topology.Ensure(ctx, auditor.js, 1), "auditor ensures the topology")
+	attestorTopology := topology.Topology{Streams: []jetstream.StreamConfig{topology.New(1).Streams[2]}, Buckets: topology.New(1).Buckets[:1]}
+	require.Equal(t, topology.StreamBaselines, attestorTopology.Streams[0].Name)
+	require.NoError(t, attestorTopology.Ensure(ctx, attestor.js), "attestor ensures its stream and bucket")
+
+	t.Run("collector publishes evidence", func(t *testing.T) {
+		ack, err := collector.js.PublishMsg(ctx, evidenceMsg(t, 1))
+		require.NoError(t, err)
+		assert.Equal(t, topology.StreamEvidence, ack.Stream)
+	})
+
+	t.Run("collector may not publish a verdict", func(t *testing.T) {
+		m := verdictMsg(t, "0198d5c4-0000-7000-8000-000000000001")
+		require.NoError(t, collector.nc.PublishMsg(m))
+		collector.violation(t, m.Subject)
+		short, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		_, err := collector.js.PublishMsg(short, verdictMsg(t, "0198d5c4-0000-7000-8000-000000000002"), jetstream.WithRetryAttempts(0))
+		require.Error(t, err, "no acknowledgement: the server dropped it")
+		s, err := operator.js.Stream(ctx, topology.StreamVerdicts)
+		require.NoError(t, err)
+		info, err := s.Info(ctx)
+		require.NoError(t, err)
+		assert.Zero(t, info.State.Msgs, "nothing reached the VERDICTS stream")
+	})
+
+	t.Run("collector may not use the JetStream API", func(t *testing.T) {
+		short, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		_, err := collector.js.Stream(short, topology.StreamEvidence)
+		require.Error(t, err)
+		collector.violation(t, "$JS.API.STREAM.INFO.EVIDENCE")
+	})
+
+	t.Run("verifier consumes evidence and publishes a verdict", func(t *testing.T) {
+		cons, err := verifier.js.Consumer(ctx, topology.StreamEvidence, topology.ConsumerVerifier)
+		require.NoError(t, err)
+		baselines, err := verifier.js.KeyValue(ctx, topology.BucketBaselines)
+		require.NoError(t, err)
+		latest, err := verifier.js.KeyValue(ctx, buspolicy.BucketEvidenceLatest)
+		require.NoError(t, err)
+		verdicts, err := verifier.js.KeyValue(ctx, topology.BucketVerdicts)
+		require.NoError(t, err)
+		okv, err := operator.js.KeyValue(ctx, topology.BucketBaselines)
+		require.NoError(t, err)
+		_, err = okv.Put(ctx, topology.BaselineKey(target()), []byte(`{}`))
+		require.NoError(t, err)
+
+		var st natsbus.Stats
+		cctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			done <- natsbus.Consume(cctx, cons, func(hctx context.Context, m jetstream.Msg) error {
+				if _, err := baselines.Get(hctx, topology.BaselineKey(target())); err != nil {
+					return natsbus.Permanent(err)
+				}
+				key := topology.VerdictKey("web-01", target())
+				if _, err := latest.Put(hctx, key, []byte(`{}`)); err != nil {
+					return err
+				}
+				if _, err := verdicts.Put(hctx, key, []byte(`{}`)); err != nil {
+					return err
+				}
+				_, err := natsbus.NewPublisher(verifier.js, telemetry.Providers{}).Publish(hctx, verdictMsg(t, m.Headers().Get(events.HeaderMsgID)))
+				return err
+			}, natsbus.Options{JetStream: verifier.js, Source: "/verifier/v-0", Stats: &st})
+		}()
+		natstest.CheckFor(t, 15*time.Second, 10*time.Millisecond, func() error {
+			if st.Acked.Load() != 1 {
+				return fmt.Errorf("acked %d, retried %d, dead-lettered %d", st.Acked.Load(), st.Retried.Load(), st.DeadLettered.Load())
+			}
+			return nil
+		})
+		cancel()
+		require.NoError(t, <-done)
+		assert.Zero(t, st.AckErrors.Load()+st.FetchErrors.Load())
+		s, err := operator.js.Stream(ctx, topology.StreamVerdicts)
+		require.NoError(t, err)
+		info, err := s.Info(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, uint64(1), info.State.Msgs, "the verdict is stored")
+
+		short, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		_, err = verifier.js.PublishMsg(short, evidenceMsg(t, 9), jetstream.WithRetryAttempts(0))
+		require.Error(t, err, "the verifier publishes no evidence")
+		verifier.violation(t, "rt.evidence.")
+		short2, cancel2 := context.WithTimeout(ctx, time.Second)
+		defer cancel2()
+		_, err = baselines.Put(short2, topology.BaselineKey(target()), []byte(`{}`))
+		require.Error(t, err, "the verifier does not write baselines")
+		verifier.violation(t, "$KV.baselines.")
+	})
+
+	t.Run("auditor reads every stream", func(t *testing.T) {
+		for _, s := range []string{topology.StreamEvidence, topology.StreamVerdicts} {
+			st, err := auditor.js.Stream(ctx, s)
+			require.NoError(t, err)
+			info, err := st.Info(ctx)
+			require.NoError(t, err)
+			_, err = st.GetMsg(ctx, info.State.FirstSeq)
+			require.NoError(t, err, "re-read %s", s)
+			cons, err := auditor.js.Consumer(ctx, s, topology.ConsumerAuditor)
+			require.NoError(t, err, s)
+			batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+			require.NoError(t, err)
+			n := 0
+			for m := range batch.Messages() {
+				require.NoError(t, m.DoubleAck(ctx))
+				n++
+			}
+			require.NoError(t, batch.Error())
+			assert.Equal(t, 1, n, s)
+		}
+		short, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		err := auditor.js.DeleteStream(short, topology.StreamEvidence)
+		require.Error(t, err, "no service deletes a stream")
+		auditor.violation(t, "$JS.API.STREAM.DELETE.EVIDENCE")
+		require.NoError(t, auditor.nc.Publish(events.EvidenceSubject("web-01", "git"), nil))
+		auditor.violation(t, "rt.evidence.web-01.git")
+	})
+
+	t.Run("attestor answers sign requests, nobody else can", func(t *testing.T) {
+		sub, err := attestor.nc.QueueSubscribe(buspolicy.AttestSubject, "attestor", func(m *nats.Msg) {
+			_ = m.Respond([]byte(`{"signed":true}`))
+		})
+		require.NoError(t, err)
+		defer func() { require.NoError(t, sub.Unsubscribe()) }()
+		require.NoError(t, attestor.nc.Flush())
+
+		reply, err := operator.nc.RequestWithContext(ctx, buspolicy.AttestSubject, []byte(`{}`))
+		require.NoError(t, err)
+		assert.JSONEq(t, `{"signed":true}`, string(reply.Data))
+
+		_, err = collector.nc.Subscribe(buspolicy.AttestSubject, func(*nats.Msg) {})
+		require.NoError(t, err, "refused asynchronously")
+		collector.violation(t, buspolicy.AttestSubject)
+		_, err = verifier.nc.QueueSubscribe(buspolicy.AttestSubject, "attestor", func(*nats.Msg) {})
+		require.NoError(t, err)
+		verifier.violation(t, buspolicy.AttestSubject)
+
+		kv, err := attestor.js.KeyValue(ctx, topology.BucketBaselines)
+		require.NoError(t, err)
+		_, err = kv.Get(ctx, topology.BaselineKey(target()))
+		require.NoError(t, err, "the attestor reads the baseline it signs")
+		require.NoError(t, attestor.nc.Publish(events.FilterVerdict[:len(events.FilterVerdict)-1]+"web-01.pass", nil))
+		attestor.violation(t, "rt.verdict.web-01.pass")
+	})
+
+	t.Run("collector answers collect-now requests", func(t *testing.T) {
+		subject := events.CollectNowSubject("web-01")
+		sub, err := collector.nc.Subscribe(subject, func(m *nats.Msg) { _ = m.Respond([]byte("ok")) })
+		require.NoError(t, err)
+		defer func() { require.NoError(t, sub.Unsubscribe()) }()
+		require.NoError(t, collector.nc.Flush())
+		reply, err := operator.nc.RequestWithContext(ctx, subject, []byte("all"))
+		require.NoError(t, err)
+		assert.Equal(t, "ok", string(reply.Data))
+	})
+}
+
+// TestRolesAreClosed checks properties of the policy itself.
+func TestRolesAreClosed(t *testing.T) {
+	roles := buspolicy.Roles()
+	require.Len(t, roles, 4)
+	publishes := func(service, subject string) bool {
+		r, _ := buspolicy.Lookup(service)
+		return slices.ContainsFunc(r.PublishSubjects(), func(s string) bool { return matches(s, subject) })
+	}
+	for _, r := range roles {
+		for _, s := range append(r.PublishSubjects(), r.SubscribeSubjects()...) {
+			assert.NotEqual(t, ">", s, "%s has a catch-all grant", r.Service)
+			assert.NotContains(t, s, ".DELETE.", "%s may delete", r.Service)
+			assert.NotContains(t, s, ".PURGE.", "%s may purge", r.Service)
+		}
+		assert.Equal(t, r.Service == buspolicy.Verifier, publishes(r.Service, "rt.verdict.web-01.pass"), "only the verifier publishes verdicts (%s)", r.Service)
+		assert.Equal(t, r.Service == buspolicy.Collector, publishes(r.Service, "rt.evidence.web-01.git"), "only the collector publishes evidence (%s)", r.Service)
+		assert.Equal(t, r.Service == buspolicy.Attestor, slices.Contains(r.SubscribeSubjects(), buspolicy.AttestSubject), "only the attestor takes sign requests (%s)", r.Service)
+	}
+	_, ok := buspolicy.Lookup("nobody")
+	assert.False(t, ok)
+}
+
+// matches reports whether a permission subject (with wildcards) matches a
+// literal subject.
+func matches(pattern, subject string) bool {
+	p, s := strings.Split(pattern, "."), strings.Split(subject, ".")
+	for i, tok := range p {
+		if tok == ">" {
+			return len(s) > i
+		}
+		if i >= len(s) || (tok != "*" && tok != s[i]) {
+			return false
+		}
+	}
+	return len(p) == len(s)
+}

@@ -1,0 +1,203 @@
+package natsbus_test
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nkeys"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/config"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
+)
+
+func writeFile(t *testing.T, name string, data []byte) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(path, data, 0o600))
+	return path
+}
+
+// pki is a test CA with a server certificate for 127.0.0.1 and a client
+// certificate, as PEM files.
+type pki struct{ ca, serverCert, serverKey, clientCert, clientKey string }
+
+func newPKI(t *testing.T) pki {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "runtimetruth test ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	require.NoError(t, err)
+	ca, err := x509.ParseCertificate(caDER)
+	require.NoError(t, err)
+	leaf := func(serial int64, usage x509.ExtKeyUsage, name string) (string, string) {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		require.NoError(t, err)
+		tmpl := &x509.Certificate{
+			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
+			IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+		require.NoError(t, err)
+		kder, err := x509.MarshalECPrivateKey(key)
+		require.NoError(t, err)
+		return writeFile(t, name+".pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
+			writeFile(t, name+"-key.pem", pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}))
+	}
+	p := pki{ca: writeFile(t, "ca.pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}))}
+	p.serverCert, p.serverKey = leaf(2, x509.ExtKeyUsageServerAuth, "server")
+	p.clientCert, p.clientKey = leaf(3, x509.ExtKeyUsageClientAuth, "client")
+	return p
+}
+
+func TestConnectWithMutualTLS(t *testing.T) {
+	p := newPKI(t)
+	opts := natstest.Options(t.TempDir())
+	tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: p.serverCert, KeyFile: p.serverKey, CaFile: p.ca, Verify: true})
+	require.NoError(t, err)
+	opts.TLS, opts.TLSVerify, opts.TLSConfig, opts.TLSTimeout = true, true, tc, 2
+	_, url := natstest.Run(t, opts)
+
+	cfg := natsbus.Config{URL: url, TLS: natsbus.TLSConfig{CAFile: p.ca, CertFile: p.clientCert, KeyFile: p.clientKey}}
+	require.NoError(t, cfg.Validate())
+	nc, err := natsbus.Connect(cfg, "tls-client")
+	require.NoError(t, err)
+	defer nc.Close()
+	assert.True(t, nc.IsConnected())
+	state, err := nc.TLSConnectionState()
+	require.NoError(t, err)
+	assert.True(t, state.HandshakeComplete)
+
+	// Without the client certificate the server refuses. Under TLS 1.3 the
+	// refusal may reach the client only after its side of the handshake
+	// completed, looking like a dropped connection, so Connect may return a
+	// connection that keeps retrying; either way it never connects.
+	bare, err := natsbus.Connect(natsbus.Config{URL: url, TLS: natsbus.TLSConfig{CAFile: p.ca}}, "no-cert")
+	if err == nil {
+		defer bare.Close()
+		require.Error(t, bare.FlushTimeout(500*time.Millisecond), "connected without a client certificate")
+		assert.False(t, bare.IsConnected())
+	}
+	// A server certificate from another CA is not trusted.
+	other := newPKI(t)
+	_, err = natsbus.Connect(natsbus.Config{URL: url, TLS: natsbus.TLSConfig{CAFile: other.ca, CertFile: p.clientCert, KeyFile: p.clientKey}}, "wrong-ca")
+	require.Error(t, err)
+}
+
+func TestConnectWithNKeySeedFile(t *testing.T) {
+	kp, err := nkeys.CreateUser()
+	require.NoError(t, err)
+	pub, err := kp.PublicKey()
+	require.NoError(t, err)
+	seed, err := kp.Seed()
+	require.NoError(t, err)
+	opts := natstest.Options(t.TempDir())
+	opts.Nkeys = []*server.NkeyUser{{Nkey: pub}}
+	_, url := natstest.Run(t, opts)
+
+	nc, err := natsbus.Connect(natsbus.Config{URL: url, NKeySeedFile: writeFile(t, "user.nk", seed)}, "nkey-client")
+	require.NoError(t, err)
+	defer nc.Close()
+	assert.True(t, nc.IsConnected())
+
+	other, err := nkeys.CreateUser()
+	require.NoError(t, err)
+	otherSeed, err := other.Seed()
+	require.NoError(t, err)
+	_, err = natsbus.Connect(natsbus.Config{URL: url, NKeySeedFile: writeFile(t, "other.nk", otherSeed)}, "nkey-client")
+	require.Error(t, err, "an unknown nkey is refused")
+}
+
+func TestConnectWithCredsFile(t *testing.T) {
+	operator, err := nkeys.CreateOperator()
+	require.NoError(t, err)
+	opub, err := operator.PublicKey()
+	require.NoError(t, err)
+	account, err := nkeys.CreateAccount()
+	require.NoError(t, err)
+	apub, err := account.PublicKey()
+	require.NoError(t, err)
+	ajwt, err := jwt.NewAccountClaims(apub).Encode(operator)
+	require.NoError(t, err)
+	user, err := nkeys.CreateUser()
+	require.NoError(t, err)
+	upub, err := user.PublicKey()
+	require.NoError(t, err)
+	useed, err := user.Seed()
+	require.NoError(t, err)
+	ujwt, err := jwt.NewUserClaims(upub).Encode(account)
+	require.NoError(t, err)
+	creds, err := jwt.FormatUserConfig(ujwt, useed)
+	require.NoError(t, err)
+
+	resolver := &server.MemAccResolver{}
+	require.NoError(t, resolver.Store(apub, ajwt))
+	opts := natstest.Options(t.TempDir())
+	opts.JetStream = false
+	opts.TrustedKeys = []string{opub}
+	opts.AccountResolver = resolver
+	_, url := natstest.Run(t, opts)
+
+	nc, err := natsbus.Connect(natsbus.Config{URL: url, CredsFile: writeFile(t, "user.creds", creds)}, "creds-client")
+	require.NoError(t, err)
+	defer nc.Close()
+	assert.True(t, nc.IsConnected())
+
+	_, err = natsbus.Connect(natsbus.Config{URL: url, User: "someone", Password: "x"}, "creds-client")
+	require.Error(t, err, "operator mode takes no passwords")
+}
+
+func TestConnectWithPasswordFile(t *testing.T) {
+	url := runAuthServer(t, 0)
+	cfg := natsbus.Config{URL: url, User: testUser, PasswordFile: writeFile(t, "password", []byte(testPassword+"\n"))}
+	require.NoError(t, cfg.Validate())
+	nc, err := natsbus.Connect(cfg, "test-client")
+	require.NoError(t, err)
+	defer nc.Close()
+	assert.True(t, nc.IsConnected())
+
+	cfg.PasswordFile = filepath.Join(t.TempDir(), "missing")
+	_, err = natsbus.Connect(cfg, "test-client")
+	require.ErrorContains(t, err, "password file")
+
+	require.Error(t, natsbus.Config{URL: url, User: "u", Password: "p", PasswordFile: "f"}.Validate())
+	require.Error(t, natsbus.Config{URL: url, PasswordFile: "f"}.Validate())
+}
+
+func TestConfigKeysAreStrict(t *testing.T) {
+	type svc struct {
+		NATS natsbus.Config `mapstructure:"nats"`
+	}
+	good := writeFile(t, "good.yaml", []byte("nats:\n  url: tls://nats:4222\n  user: collector\n  password_file: /run/secrets/nats\n"+
+		"  tls: {ca_file: /ca.pem, cert_file: /c.pem, key_file: /k.pem}\n"))
+	cfg := svc{NATS: natsbus.NewDefaultConfig()}
+	require.NoError(t, config.Load(good, "RT_TEST", &cfg, nil))
+	assert.Equal(t, "/ca.pem", cfg.NATS.TLS.CAFile)
+	require.NoError(t, cfg.NATS.Validate())
+
+	for _, text := range []string{"nats: {tls: {ca: /ca.pem}}\n", "nats: {token: x}\n", "nats: {nkey_seed: x}\n"} {
+		cfg := svc{NATS: natsbus.NewDefaultConfig()}
+		require.Error(t, config.Load(writeFile(t, "bad.yaml", []byte(text)), "RT_TEST", &cfg, nil), text)
+	}
+}
