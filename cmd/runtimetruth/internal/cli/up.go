@@ -23,6 +23,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/lifecycle"
+	"github.com/runtimetruth/runtimetruth/services/attestor"
 	"github.com/runtimetruth/runtimetruth/services/auditor"
 	"github.com/runtimetruth/runtimetruth/services/collector"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
@@ -39,6 +40,8 @@ type upFlags struct {
 	noCodex  bool
 	noAudit  bool
 	verbose  bool
+	signKey  string
+	signPass string
 }
 
 func newUpCmd() *cobra.Command {
@@ -81,6 +84,8 @@ deployment's runtimetruth-auditor audits, so up embeds no auditor.`,
 	c.Flags().BoolVar(&f.noCodex, "no-codex", false, "leave Codex out of the default targets")
 	c.Flags().BoolVar(&f.noAudit, "no-audit", false, "run without the embedded auditor (no audit log)")
 	c.Flags().BoolVar(&f.verbose, "verbose", false, "log service start and stop")
+	c.Flags().StringVar(&f.signKey, "sign-key", "", "run the attestor with this signing `KEY` (PEM or cosign format): `runtimetruth baseline sign` works against this server, and --approve signs what it approves")
+	c.Flags().StringVar(&f.signPass, "sign-key-password-file", "", "`FILE` holding the password of an encrypted --sign-key")
 	return c
 }
 
@@ -151,7 +156,18 @@ func runUp(ctx context.Context, out, errw io.Writer, f upFlags) error {
 		comps = append([]lifecycle.Component{aud}, comps...)
 	}
 
+	if f.signKey != "" {
+		att, err := attestor.New(attestor.NewKeyConfig(f.signKey, f.signPass), attestor.Settings{Logger: log, Conn: nc})
+		if err != nil {
+			return fmt.Errorf("attestor: %w", err)
+		}
+		comps = append(comps, att)
+	}
+
 	printer := &verdictPrinter{out: out, baselines: verifier.NewBaselines(js, events.Source("up", host)), approve: f.approve, host: host}
+	if f.signKey != "" {
+		printer.nc = nc
+	}
 	sub, err := nc.Subscribe(events.Prefix+".verdict.>", printer.handle)
 	if err != nil {
 		return err
@@ -166,6 +182,9 @@ func runUp(ctx context.Context, out, errw io.Writer, f upFlags) error {
 		_, _ = fmt.Fprintln(out, "  audit log        none here: the deployment's runtimetruth-auditor audits NATS at", url)
 	default:
 		_, _ = fmt.Fprintln(out, "  audit log        none (--no-audit)")
+	}
+	if f.signKey != "" {
+		_, _ = fmt.Fprintf(out, "  attestor         signs with %s on %s\n", f.signKey, events.AttestSubject)
 	}
 	for _, t := range targets {
 		_, _ = fmt.Fprintf(out, "  watching %-7s %s every %s\n", t.Kind, targetWhere(t), f.interval)
@@ -309,10 +328,25 @@ type verdictPrinter struct {
 	approve   bool
 	host      string
 	done      func(int)
+	// nc, when set, reaches the embedded attestor: approvals are signed.
+	nc *nats.Conn
 
 	mu        sync.Mutex
 	explained map[string]bool
 	seen      map[string]events.Status
+}
+
+// sign asks the embedded attestor, if any, to sign target's baseline.
+func (p *verdictPrinter) sign(ctx context.Context, target events.Target, stamp, key string) {
+	if p.nc == nil {
+		return
+	}
+	rep, err := attestor.RequestSign(ctx, p.nc, events.AttestSubject, attestor.SignRequest{Target: target})
+	if err != nil {
+		_, _ = fmt.Fprintf(p.out, "%s  ERROR  %s  sign: %v\n", stamp, key, err)
+		return
+	}
+	_, _ = fmt.Fprintf(p.out, "%s  SIGNED  %s  %s by %s\n", stamp, key, rep.BaselineDigest, rep.KeyHint)
 }
 
 func (p *verdictPrinter) handle(m *nats.Msg) {
@@ -339,6 +373,7 @@ func (p *verdictPrinter) handle(m *nats.Msg) {
 			_, _ = fmt.Fprintf(p.out, "%s  ERROR  %s  approve: %v\n", stamp, key, err)
 		} else {
 			_, _ = fmt.Fprintf(p.out, "%s  APPROVED  %s  (first snapshot; the next collection is verified against it)\n", stamp, key)
+			p.sign(ctx, v.Target, stamp, key)
 		}
 		return // the approval's verdict comes with the next collection
 	case v.Status == events.StatusError && v.BaselineDigest == "" && !p.explained[key]:

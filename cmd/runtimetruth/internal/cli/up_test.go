@@ -5,12 +5,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runtimetruth/runtimetruth/pkg/attestation"
 	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
 )
 
@@ -141,4 +143,29 @@ func TestBaselineAndStatusAgainstExternalNATS(t *testing.T) {
 	r = run(t, "baseline", "approve", "nonsense")
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stderr, "want KIND:IDENTIFIER")
+}
+
+func TestUpSignsWhatItApproves(t *testing.T) {
+	repo := gitRepo(t)
+	t.Chdir(repo)
+	t.Setenv("VIRTUAL_ENV", "")
+	dir := t.TempDir()
+	key, err := attestation.GenerateKey()
+	require.NoError(t, err)
+	keyPEM, err := attestation.MarshalPrivateKey(key, nil)
+	require.NoError(t, err)
+	keyFile := writeFile(t, dir, "cosign.key", string(keyPEM))
+	hint, err := attestation.KeyHint(&key.PublicKey)
+	require.NoError(t, err)
+
+	r := run(t, "up", "--data-dir", filepath.Join(dir, "data"), "--interval", "1s", "--no-codex", "--once", "--approve", "--sign-key", keyFile)
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, "attestor         signs with "+keyFile)
+	assert.Contains(t, r.stdout, "APPROVED  git.repository:"+repo)
+	assert.Regexp(t, `SIGNED  git\.repository:`+regexp.QuoteMeta(repo)+`  sha256:[0-9a-f]{64} by `+regexp.QuoteMeta(hint), r.stdout)
+	assert.NotContains(t, r.stdout+r.stderr, string(keyPEM))
+
+	r = run(t, "up", "--data-dir", filepath.Join(dir, "data"), "--no-codex", "--once", "--sign-key", filepath.Join(dir, "missing.key"))
+	assert.Equal(t, 1, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stderr, "attestor")
 }
