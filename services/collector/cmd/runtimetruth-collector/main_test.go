@@ -17,6 +17,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/servicemain"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/servicemain/servicemaintest"
 	"github.com/runtimetruth/runtimetruth/services/collector/internal/gittest"
 )
 
@@ -35,6 +36,10 @@ func writeConfig(t *testing.T, text string) string {
 
 func TestVersion(t *testing.T) {
 	require.NoError(t, run([]string{"-version"}))
+}
+
+func TestMainConformance(t *testing.T) {
+	servicemaintest.Conformance(t, service, "shutdown_timeout: -1s\n", false)
 }
 
 func TestCheckConfig(t *testing.T) {
