@@ -97,3 +97,20 @@ func benchCodec(b *testing.B, p events.Payload) {
 		}
 	})
 }
+
+// BenchmarkFromNATS measures the envelope alone: the strict header decode
+// every consumer runs before the payload.
+func BenchmarkFromNATS(b *testing.B) {
+	for _, name := range []string{"verdict.drift.v1.golden.json", "evidence.collected.v1.golden.json"} {
+		m, _, err := events.NewMsg(fixtureSource, fixtures(b)[name], events.WithTraceContext("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", ""))
+		require.NoError(b, err)
+		b.Run(name[:len(name)-len(".v1.golden.json")], func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := events.FromNATS(m.Header, m.Data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -54,6 +54,17 @@ func New(source string, p Payload, opts ...Option) (event.Event, error) {
 // newEvent is New with the check of the encoded data given: check runs
 // after p's Validate, on the JSON New sends.
 func newEvent(source string, p Payload, check func(s *Spec, p Payload, data []byte) error, opts ...Option) (event.Event, error) {
+	o, s, data, err := prepareEvent(source, p, nil, check, opts...)
+	if err != nil {
+		return event.Event{}, err
+	}
+	return buildEvent(o, s, source, p, data)
+}
+
+// prepareEvent does New's work up to the data: the options with their
+// defaults, the payload's type and Validate, the data (enc, or marshal
+// when enc is nil or fails) and check.
+func prepareEvent(source string, p Payload, enc func() ([]byte, error), check func(s *Spec, p Payload, data []byte) error, opts ...Option) (options, *Spec, []byte, error) {
 	o := options{}
 	for _, opt := range opts {
 		opt(&o)
@@ -61,7 +72,7 @@ func newEvent(source string, p Payload, check func(s *Spec, p Payload, data []by
 	if o.id == "" {
 		id, err := uuid.NewV7()
 		if err != nil {
-			return event.Event{}, fmt.Errorf("new event id: %w", err)
+			return o, nil, nil, fmt.Errorf("new event id: %w", err)
 		}
 		o.id = id.String()
 	}
@@ -69,25 +80,37 @@ func newEvent(source string, p Payload, check func(s *Spec, p Payload, data []by
 		o.time = time.Now()
 	}
 	if p == nil {
-		return event.Event{}, invalid(ReasonInvalidPayload, "data", "no payload")
+		return o, nil, nil, invalid(ReasonInvalidPayload, "data", "no payload")
 	}
 	s, ok := byType[p.Type()]
 	if !ok {
-		return event.Event{}, invalid(ReasonUnknownType, "type", "%T gives unknown type %q", p, p.Type())
+		return o, nil, nil, invalid(ReasonUnknownType, "type", "%T gives unknown type %q", p, p.Type())
 	}
 	if reflect.TypeOf(p) != s.goType {
-		return event.Event{}, invalid(ReasonUnexpectedType, "data", "%s carries %s, not %T", s.Type, s.Payload, p)
+		return o, nil, nil, invalid(ReasonUnexpectedType, "data", "%s carries %s, not %T", s.Type, s.Payload, p)
 	}
 	if err := p.Validate(); err != nil {
-		return event.Event{}, payloadError(err)
+		return o, nil, nil, payloadError(err)
 	}
-	data, err := marshal(p)
-	if err != nil {
-		return event.Event{}, fmt.Errorf("encode %s: %w", s.Type, err)
+	var data []byte
+	var err error
+	if enc != nil {
+		data, err = enc()
+	}
+	if enc == nil || err != nil {
+		if data, err = marshal(p); err != nil {
+			return o, nil, nil, fmt.Errorf("encode %s: %w", s.Type, err)
+		}
 	}
 	if err := check(s, p, data); err != nil {
-		return event.Event{}, err
+		return o, nil, nil, err
 	}
+	return o, s, data, nil
+}
+
+// buildEvent builds the event New returns from prepareEvent's results,
+// and checks it.
+func buildEvent(o options, s *Spec, source string, p Payload, data []byte) (event.Event, error) {
 	e := event.New(SpecVersion)
 	e.SetID(o.id)
 	e.SetSource(source)
@@ -134,7 +157,21 @@ func sameAttributes(e event.Event, want map[string]string) error {
 // NewMsg builds the event carrying p (New) and its message to
 // p.NATSSubject() (ToNATS).
 func NewMsg(source string, p Payload, opts ...Option) (*nats.Msg, event.Event, error) {
-	e, err := New(source, p, opts...)
+	return newMsg(source, p, nil, func(s *Spec, _ Payload, data []byte) error { return validateData(s, data) }, opts...)
+}
+
+// newMsg is NewMsg with the encoding and the check of the data given (see
+// prepareEvent). The message and event are built directly (fastMsg) when
+// they pass its checks, else by New and ToNATS, which give the error.
+func newMsg(source string, p Payload, enc func() ([]byte, error), check func(s *Spec, p Payload, data []byte) error, opts ...Option) (*nats.Msg, event.Event, error) {
+	o, s, data, err := prepareEvent(source, p, enc, check, opts...)
+	if err != nil {
+		return nil, event.Event{}, err
+	}
+	if m, e, ok := fastMsg(p.NATSSubject(), source, p.Subject(), s, o, data); ok {
+		return m, e, nil
+	}
+	e, err := buildEvent(o, s, source, p, data)
 	if err != nil {
 		return nil, event.Event{}, err
 	}
@@ -193,7 +230,19 @@ func ToNATS(subject string, e event.Event) (*nats.Msg, error) {
 //
 // The payload is not read: Decode or DecodePayload does that. Every error
 // is an *Error (errors.Is(err, ErrInvalid)).
+//
+// ParseAttributes checks the same and returns the attributes alone.
 func FromNATS(h nats.Header, data []byte) (event.Event, error) {
+	if a, src, ok := parseFast(h, data); ok {
+		return a.event(src, data), nil
+	}
+	return fromNATS(h, data)
+}
+
+// fromNATS is FromNATS built on the sdk-go setters, for every message:
+// FromNATS runs it for what parseFast declines, so that a rejected
+// message gets its error from here, the first problem in header order.
+func fromNATS(h nats.Header, data []byte) (event.Event, error) {
 	if n := headerSize(h); n > MaxHeaderSize {
 		return event.Event{}, invalid(ReasonTooLarge, "headers", "%d bytes, over the %d-byte limit", n, MaxHeaderSize)
 	}

@@ -1,6 +1,11 @@
 package events
 
-import "github.com/runtimetruth/runtimetruth/pkg/evidence/jsontree"
+import (
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go"
+
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/jsontree"
+)
 
 // Hooks for the external tests of the typed evidence decoder.
 
@@ -34,4 +39,31 @@ func DecodeEvidenceSchemaPath(data []byte) (EvidenceCollected, error) {
 	var p EvidenceCollected
 	err := decodeInto(byType[TypeEvidenceCollected], data, &p)
 	return p, err
+}
+
+// Hooks for the tests holding the direct paths to the general ones.
+var (
+	// FromNATSGeneral is FromNATS through the sdk-go setters alone.
+	FromNATSGeneral = fromNATS
+	// MarshalVerdict is NewVerdictMsg's encoding of a verdict.
+	MarshalVerdict = marshalVerdict
+	// MarshalPayload is New's encoding of a payload.
+	MarshalPayload = marshal
+	// TraceparentOK is the direct traceparent check.
+	TraceparentOK = traceparentOK
+	// ValidTraceparent is the regular-expression one.
+	ValidTraceparent = validTraceparent
+)
+
+// NewMsgGeneral is NewMsg through New and ToNATS alone.
+func NewMsgGeneral(source string, p Payload, opts ...Option) (*nats.Msg, event.Event, error) {
+	e, err := New(source, p, opts...)
+	if err != nil {
+		return nil, event.Event{}, err
+	}
+	m, err := ToNATS(p.NATSSubject(), e)
+	if err != nil {
+		return nil, event.Event{}, err
+	}
+	return m, e, nil
 }

@@ -22,20 +22,63 @@ import (
 // rules (schemas/verdict.v1.schema.json#/properties/report, with the
 // report schema it refers to) once per distinct report: a verifier's
 // reports repeat, pass after pass.
+//
+// The verdict's JSON is written around its report's, which is encoded
+// once (marshalVerdict), and the message and event are built directly
+// (see newMsg).
 func NewVerdictMsg(source string, v Verdict, opts ...Option) (*nats.Msg, event.Event, error) {
-	e, err := newEvent(source, v, checkVerdictData, opts...)
-	if err != nil {
-		return nil, event.Event{}, err
+	var report []byte // the report's JSON, as the data carries it
+	enc := func() ([]byte, error) {
+		data, raw, err := marshalVerdict(v)
+		report = raw
+		return data, err
 	}
-	m, err := ToNATS(v.NATSSubject(), e)
-	if err != nil {
-		return nil, event.Event{}, err
-	}
-	return m, e, nil
+	check := func(s *Spec, p Payload, data []byte) error { return checkVerdictReport(s, p, data, report) }
+	return newMsg(source, v, enc, check, opts...)
 }
 
-// checkVerdictData is validateData for a verdict that passed Validate.
-func checkVerdictData(s *Spec, p Payload, data []byte) error {
+// marshalVerdict encodes v as marshal does, encoding the report once: the
+// verdict without its last two members (report and error, both omitted
+// when empty), then those appended before the closing brace, which is
+// where encoding/json writes them. It returns the report's JSON too (nil
+// without a report).
+func marshalVerdict(v Verdict) (data, report []byte, err error) {
+	head := v
+	head.Report, head.Error = nil, ""
+	b, err := marshalJSON(head)
+	if err != nil || v.Report == nil && v.Error == "" {
+		return b, nil, err
+	}
+	if len(b) < 2 || b[len(b)-1] != '}' {
+		return nil, nil, fmt.Errorf("encode verdict: unexpected %q", b)
+	}
+	var msg []byte
+	if v.Report != nil {
+		if report, err = marshalJSON(v.Report); err != nil {
+			return nil, nil, err
+		}
+	}
+	if v.Error != "" {
+		if msg, err = marshalJSON(v.Error); err != nil {
+			return nil, nil, err
+		}
+	}
+	data = make([]byte, 0, len(b)+len(report)+len(msg)+len(`,"report":,"error":`))
+	data = append(data, b[:len(b)-1]...)
+	if report != nil {
+		data = append(data, `,"report":`...)
+		data = append(data, report...)
+	}
+	if msg != nil {
+		data = append(data, `,"error":`...)
+		data = append(data, msg...)
+	}
+	return append(data, '}'), report, nil
+}
+
+// checkVerdictReport is validateData for a verdict that passed Validate,
+// given the report's JSON as the data carries it (nil: encoded here).
+func checkVerdictReport(s *Spec, p Payload, data, raw []byte) error {
 	if len(data) > MaxDataSize {
 		return invalid(ReasonTooLarge, "data", "%d bytes, over the %d-byte limit", len(data), MaxDataSize)
 	}
@@ -46,9 +89,11 @@ func checkVerdictData(s *Spec, p Payload, data []byte) error {
 	if v.Report == nil {
 		return nil
 	}
-	raw, err := marshalJSON(v.Report)
-	if err != nil {
-		return fmt.Errorf("encode report: %w", err)
+	if raw == nil {
+		var err error
+		if raw, err = marshalJSON(v.Report); err != nil {
+			return fmt.Errorf("encode report: %w", err)
+		}
 	}
 	key := sha256.Sum256(raw)
 	if checkedReports.has(key) {

@@ -23,6 +23,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/statement"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
 )
 
 // Settings carries the attestor's dependencies.
@@ -35,6 +36,12 @@ type Settings struct {
 	Conn *nats.Conn
 	// Signer, when set, replaces the signer Config.Signing describes.
 	Signer attestation.Signer
+	// Telemetry receives a span per sign request (the parent of the
+	// attestation event's publish span, whose context the event carries)
+	// and the metrics (MetricSignatures, MetricSignFailures, natsbus's
+	// published and publish_errors); zero fields mean the OpenTelemetry
+	// globals.
+	Telemetry telemetry.Providers
 }
 
 // SignRequest is the JSON request on the sign subject: sign the baseline
@@ -93,6 +100,7 @@ type Attestor struct {
 	source string
 	conn   *nats.Conn
 	signer attestation.Signer
+	in     *instruments
 
 	requests, signed, failed, announceErrors atomic.Uint64
 
@@ -104,6 +112,7 @@ type Attestor struct {
 	sub     *nats.Subscription
 	js      jetstream.JetStream
 	kv      jetstream.KeyValue
+	pub     *natsbus.Publisher
 	ctx     context.Context
 	cancel  context.CancelFunc
 	slots   chan struct{}
@@ -135,10 +144,12 @@ func New(cfg Config, set Settings) (*Attestor, error) {
 			return nil, err
 		}
 	}
-	return &Attestor{
+	a := &Attestor{
 		cfg: cfg, log: log, source: events.Source("attestor", instance), conn: set.Conn, signer: signer,
 		slots: make(chan struct{}, cfg.Concurrency),
-	}, nil
+	}
+	a.in = newInstruments(set.Telemetry, a.mode())
+	return a, nil
 }
 
 // newSigner builds the configured signer. Errors name files, never their
@@ -210,7 +221,7 @@ func (a *Attestor) Start(ctx context.Context) error {
 		}
 		return err
 	}
-	a.nc, a.ownConn, a.js, a.kv = nc, own, js, kv
+	a.nc, a.ownConn, a.js, a.kv, a.pub = nc, own, js, kv, natsbus.NewPublisher(js, a.in.p)
 	a.ctx, a.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	sub, err := nc.QueueSubscribe(a.cfg.Subject, a.cfg.QueueGroup, a.handle)
 	if err != nil {
@@ -305,13 +316,14 @@ func (a *Attestor) handle(m *nats.Msg) {
 		defer func() { <-a.slots; a.wg.Done() }()
 		ctx, cancel := context.WithTimeout(a.ctx, a.cfg.RequestTimeout)
 		defer cancel()
+		ctx, span := a.in.startRequest(ctx, m)
 		var req SignRequest
 		dec := json.NewDecoder(bytes.NewReader(m.Data))
 		dec.DisallowUnknownFields()
 		rep := SignReply{}
 		err := dec.Decode(&req)
 		if err != nil {
-			err = fmt.Errorf("invalid sign request: %w", err)
+			err = fmt.Errorf("%w: %w", errInvalidRequest, err)
 		} else {
 			rep, err = a.Sign(ctx, req)
 		}
@@ -322,6 +334,7 @@ func (a *Attestor) handle(m *nats.Msg) {
 		} else {
 			a.signed.Add(1)
 		}
+		a.in.endRequest(ctx, span, req.Target, err)
 		a.reply(m, rep)
 	}()
 }
@@ -356,7 +369,7 @@ var announceSpace = uuid.MustParse("5f0d6f52-2c1a-4c55-9f3e-8a1b7d0c4e21")
 func (a *Attestor) Sign(ctx context.Context, req SignRequest) (SignReply, error) {
 	rep := SignReply{Target: req.Target}
 	a.mu.Lock()
-	kv, js := a.kv, a.js
+	kv, pub := a.kv, a.pub
 	a.mu.Unlock()
 	if kv == nil {
 		return rep, errors.New("attestor not started")
@@ -432,11 +445,7 @@ func (a *Attestor) Sign(ctx context.Context, req SignRequest) (SignReply, error)
 		a.announceErrors.Add(1)
 		return rep, fmt.Errorf("%w: %w", ErrNotAnnounced, err)
 	}
-	err = natsbus.Retry(ctx, func(ctx context.Context) error {
-		_, err := js.PublishMsg(ctx, m)
-		return err
-	})
-	if err != nil {
+	if _, err := pub.PublishRetrying(ctx, m); err != nil {
 		a.announceErrors.Add(1)
 		return rep, fmt.Errorf("%w: %s at revision %d: %w", ErrNotAnnounced, rep.Key, rev, err)
 	}

@@ -11,10 +11,13 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
 )
 
@@ -27,6 +30,11 @@ type Settings struct {
 	// (the embedded mode of `runtimetruth up`); the auditor never closes
 	// it.
 	Conn *nats.Conn
+	// Telemetry receives a span per message appended (a child of its
+	// producer's span), a span per batch committed (linked to those), and
+	// the metrics (natsbus's consume counters, MetricChainHead, MetricLag,
+	// MetricAppended); zero fields mean the OpenTelemetry globals.
+	Telemetry telemetry.Providers
 }
 
 // Auditor appends every message of the pipeline's streams to the audit
@@ -37,6 +45,8 @@ type Auditor struct {
 	source string
 	conn   *nats.Conn
 	stats  Stats
+	in     *instruments
+	gauges metric.Registration
 
 	mu      sync.Mutex
 	started bool
@@ -74,7 +84,8 @@ func New(cfg Config, set Settings) (*Auditor, error) {
 		}
 		instance = h
 	}
-	return &Auditor{cfg: cfg, log: log, source: events.Source("auditor", instance), conn: set.Conn}, nil
+	return &Auditor{cfg: cfg, log: log, source: events.Source("auditor", instance), conn: set.Conn,
+		in: newInstruments(set.Telemetry)}, nil
 }
 
 // Name names the component in logs.
@@ -224,8 +235,13 @@ func (a *Auditor) prepare(ctx context.Context, nc *nats.Conn) ([]*streamLoop, *W
 		}
 		l := &streamLoop{stream: s, consumer: a.cfg.Consumer, source: a.source, batch: batch, idle: a.cfg.IdleWait,
 			js: js, cons: cons, w: w, stats: &a.stats, log: a.log, dropAcks: a.dropAcks,
-			aborted: func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.aborting }}
+			tel: natsbus.NewConsumeTelemetry(a.in.p, s, a.cfg.Consumer), in: a.in,
+			appended: metric.WithAttributeSet(attribute.NewSet(AttrStream.String(s))),
+			aborted:  func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.aborting }}
 		loops = append(loops, l)
+	}
+	if a.gauges, err = a.in.observe(w, js, a.cfg.Streams); err != nil {
+		a.log.WarnContext(ctx, "audit chain gauges not registered", "err", err)
 	}
 	return loops, w, cp, nil
 }
@@ -258,6 +274,11 @@ func (a *Auditor) Shutdown(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 		ccancel()
+	}
+	if a.gauges != nil {
+		if err := a.gauges.Unregister(); err != nil {
+			errs = append(errs, fmt.Errorf("unregister audit gauges: %w", err))
+		}
 	}
 	errs = append(errs, w.Close())
 	if a.ownConn {

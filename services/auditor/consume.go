@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/metric"
 
+	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
 )
 
@@ -25,6 +27,9 @@ type streamLoop struct {
 	w        *Writer
 	stats    *Stats
 	log      *slog.Logger
+	tel      *natsbus.ConsumeTelemetry // a span and counts per message
+	in       *instruments
+	appended metric.MeasurementOption // stream
 	// hooks for tests
 	dropAcks func() bool
 	aborted  func() bool
@@ -62,7 +67,7 @@ func (l *streamLoop) run(ctx context.Context) {
 		msgs, err := l.fetch(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
-				l.release(msgs)
+				l.release(l.begin(ctx, msgs))
 				return
 			}
 			l.stats.FetchErrors.Add(1)
@@ -74,43 +79,69 @@ func (l *streamLoop) run(ctx context.Context) {
 			continue
 		}
 		wait = retryFirst
+		s := l.begin(ctx, msgs)
 		b, ok := l.seal(ctx, msgs)
 		if !ok {
-			l.release(msgs)
+			l.release(s)
 			return
 		}
+		s.b = b
 		select {
-		case work <- sealed{b: b, msgs: msgs}:
+		case work <- s:
 		case <-ctx.Done():
-			l.release(msgs)
+			l.release(s)
 			return
 		}
 	}
 }
 
-// sealed is a batch on its way to the committer.
+// sealed is a batch on its way to the committer: its messages, the span
+// of handling each (natsbus.ConsumeTelemetry), and its links.
 type sealed struct {
-	b    *Batch
-	msgs []jetstream.Msg
+	b     *Batch
+	msgs  []jetstream.Msg
+	spans []context.Context
+	hs    []natsbus.Handling
+}
+
+// begin starts the span of handling each message and counts it consumed.
+func (l *streamLoop) begin(ctx context.Context, msgs []jetstream.Msg) sealed {
+	s := sealed{msgs: msgs, spans: make([]context.Context, len(msgs)), hs: make([]natsbus.Handling, len(msgs))}
+	base := context.WithoutCancel(ctx)
+	for i, m := range msgs {
+		s.spans[i], s.hs[i] = l.tel.Begin(base, m)
+	}
+	return s
 }
 
 // commitLoop commits the batches in order and acknowledges their
-// messages; once ctx ends, what is left is given back.
+// messages; once ctx ends, what is left is given back. A batch's commit has
+// a span linked to the spans of its messages.
 func (l *streamLoop) commitLoop(ctx context.Context, work <-chan sealed) {
 	stopped := false
 	for s := range work {
-		if stopped || !l.commit(ctx, s.b) {
+		cctx, span := l.in.commitSpan(ctx, l.stream, linksOf(s.spans))
+		if stopped || !l.commit(cctx, s.b) {
+			span.End()
 			stopped = true
-			l.release(s.msgs)
+			l.release(s)
 			continue
 		}
+		span.End()
 		if l.dropAcks != nil && l.dropAcks() {
+			for i := range s.msgs {
+				l.tel.End(s.spans[i], s.hs[i], natsbus.OutcomeAckFailed, nil)
+			}
 			continue
 		}
-		for _, m := range s.msgs {
+		for i, m := range s.msgs {
 			if err := m.Ack(); err != nil {
 				l.stats.AckErrors.Add(1)
+				l.tel.End(s.spans[i], s.hs[i], natsbus.OutcomeAckFailed, err)
+				continue
 			}
+			l.tel.Acked(s.spans[i])
+			l.tel.End(s.spans[i], s.hs[i], natsbus.OutcomeAck, nil)
 		}
 	}
 }
@@ -208,6 +239,7 @@ func (l *streamLoop) commit(ctx context.Context, b *Batch) bool {
 	for {
 		err := l.w.Commit(ctx, b)
 		if err == nil {
+			l.in.appended.Add(ctx, int64(len(b.Recs)), l.appended)
 			return true
 		}
 		if ctx.Err() != nil {
@@ -223,15 +255,21 @@ func (l *streamLoop) commit(ctx context.Context, b *Batch) bool {
 }
 
 // release hands back messages that were not committed, for a prompt
-// redelivery (the next run also reads them from the stream at start).
-func (l *streamLoop) release(msgs []jetstream.Msg) {
-	if l.aborted != nil && l.aborted() {
-		return
-	}
-	for _, m := range msgs {
-		if err := m.Nak(); err != nil {
-			l.stats.AckErrors.Add(1)
+// redelivery (the next run also reads them from the stream at start), and
+// ends their spans.
+func (l *streamLoop) release(s sealed) {
+	aborted := l.aborted != nil && l.aborted()
+	for i, m := range s.msgs {
+		outcome := natsbus.OutcomeNak
+		if !aborted {
+			if err := m.Nak(); err != nil {
+				l.stats.AckErrors.Add(1)
+				outcome = natsbus.OutcomeAckFailed
+			} else {
+				l.tel.Nacked(s.spans[i], natsbus.ReasonRelease)
+			}
 		}
+		l.tel.End(s.spans[i], s.hs[i], outcome, nil)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/eventtrace"
 	"github.com/runtimetruth/runtimetruth/services/collector/inspect"
 	"github.com/runtimetruth/runtimetruth/services/collector/source/codex"
 	"github.com/runtimetruth/runtimetruth/services/collector/source/git"
@@ -55,23 +56,27 @@ type observation struct {
 
 // collect runs one collection of t and spools its events. interval is
 // the schedule's (0 for an on-demand collection).
-func (c *Collector) collect(ctx context.Context, t *target, interval time.Duration) (Result, error) {
+// The collection has a span, whose context its events carry.
+func (c *Collector) collect(ctx context.Context, t *target, interval time.Duration) (res Result, rerr error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	c.stats.collections.Add(1)
-	res := Result{Target: t.cfg.Name, Kind: t.cfg.Kind}
+	res = Result{Target: t.cfg.Name, Kind: t.cfg.Kind}
+	ctx, span := c.in.startCollection(ctx, t.cfg.Name, t.cfg.Kind)
+	began := time.Now()
+	defer func() { c.in.endCollection(ctx, span, began, res, rerr) }()
 
 	obs, cerr := c.observe(ctx, t)
 	var msgs []spooled
 	var digests []string
 	if cerr == nil {
-		m, digest, err := c.evidenceMsg(obs.snap, interval, t.cfg.Baseline)
+		m, digest, err := c.evidenceMsg(ctx, obs.snap, interval, t.cfg.Baseline)
 		if err != nil {
 			cerr = err // too large, or a snapshot the codec refuses
 		} else {
 			msgs, res.Digest = append(msgs, m), digest
 			for _, p := range obs.changes {
-				m, err := c.newMsg(p, events.WithID(runnableEventID(p)))
+				m, err := c.newMsg(ctx, p, events.WithID(runnableEventID(p)))
 				if err != nil {
 					c.stats.invalid.Add(1)
 					c.log.Warn("runnable.modified not publishable", "target", t.cfg.Name, "package", p.Package, "err", err)
@@ -84,7 +89,7 @@ func (c *Collector) collect(ctx context.Context, t *target, interval time.Durati
 	}
 	if cerr != nil {
 		res.Digest = ""
-		m, err := c.newMsg(c.failure(t, cerr))
+		m, err := c.newMsg(ctx, c.failure(t, cerr))
 		if err != nil {
 			c.stats.invalid.Add(1)
 			res.Status, res.Error = StatusError, err.Error()
@@ -169,15 +174,18 @@ type spooled struct {
 	data []byte
 }
 
-func (c *Collector) newMsg(p events.Payload, opts ...events.Option) (spooled, error) {
+// newMsg encodes an event of p for the spool, with the trace context of
+// ctx (the collection's span).
+func (c *Collector) newMsg(ctx context.Context, p events.Payload, opts ...events.Option) (spooled, error) {
 	m, e, err := events.NewMsg(c.source, p, opts...)
 	if err != nil {
 		return spooled{}, err
 	}
+	eventtrace.InjectMsg(ctx, c.in.prop, m)
 	return spooled{id: e.ID(), data: encodeMsg(m, time.Now())}, nil
 }
 
-func (c *Collector) evidenceMsg(s *snapshot.Snapshot, interval time.Duration, baseline string) (spooled, string, error) {
+func (c *Collector) evidenceMsg(ctx context.Context, s *snapshot.Snapshot, interval time.Duration, baseline string) (spooled, string, error) {
 	p, err := events.NewEvidenceCollected(c.cfg.Host, s, interval)
 	if err != nil {
 		return spooled{}, "", fmt.Errorf("snapshot: %w", err)
@@ -186,7 +194,7 @@ func (c *Collector) evidenceMsg(s *snapshot.Snapshot, interval time.Duration, ba
 		b := BaselineTarget(baseline, s.Target.Kind)
 		p.Baseline = &b
 	}
-	m, err := c.newMsg(p)
+	m, err := c.newMsg(ctx, p)
 	if err != nil {
 		return spooled{}, "", err
 	}

@@ -12,9 +12,11 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
 	"github.com/runtimetruth/runtimetruth/services/collector/integrity"
 	"github.com/runtimetruth/runtimetruth/services/collector/spool"
 )
@@ -39,6 +41,12 @@ type Settings struct {
 	// Conn, when set, is used instead of connecting with Config.NATS
 	// (embedded mode); the collector never closes it.
 	Conn *nats.Conn
+	// Telemetry receives a span per collection (its context travels in
+	// the collection's events) and per publish, and the metrics
+	// (MetricCollectionDuration, MetricSpoolDepth, MetricSpoolBytes,
+	// natsbus's published and publish_errors); zero fields mean the
+	// OpenTelemetry globals.
+	Telemetry telemetry.Providers
 }
 
 // Collector collects its targets on their intervals and delivers the
@@ -52,6 +60,8 @@ type Collector struct {
 	targets []*target
 	byName  map[string]*target
 	stats   counters
+	tel     telemetry.Providers
+	in      *instruments
 
 	// onSpooled, when set (tests), sees the ids of each spooled batch.
 	onSpooled func(ids []string)
@@ -60,7 +70,9 @@ type Collector struct {
 	state      int
 	nc         *nats.Conn
 	js         jetstream.JetStream
+	pub        *natsbus.Publisher
 	spool      *spool.Spool
+	gauges     metric.Registration
 	sub        *nats.Subscription
 	stopLoops  context.CancelFunc
 	workCtx    context.Context
@@ -103,6 +115,8 @@ func New(cfg Config, set Settings) (*Collector, error) {
 		ext:    set.Conn,
 		source: events.Source("collector", cfg.Host),
 		byName: map[string]*target{},
+		tel:    set.Telemetry,
+		in:     newInstruments(set.Telemetry),
 	}
 	for _, tc := range cfg.Targets {
 		t := &target{cfg: tc}
@@ -162,6 +176,13 @@ func (c *Collector) Start(ctx context.Context) error {
 		return fmt.Errorf("start collector: %w", err)
 	}
 	c.nc, c.js, c.spool = nc, js, sp
+	c.pub = natsbus.NewPublisher(js, c.tel)
+	if c.gauges, err = c.in.observeSpool(func() (int, int64, bool) {
+		n, b := sp.Pending()
+		return n, b, true
+	}); err != nil {
+		c.log.Warn("spool gauges not registered", "err", err)
+	}
 
 	base := context.WithoutCancel(ctx)
 	var loopCtx, sendCtx context.Context
@@ -303,6 +324,11 @@ func (c *Collector) Shutdown(ctx context.Context) error {
 	}
 	c.stopSender()
 	<-c.senderDone
+	if c.gauges != nil {
+		if err := c.gauges.Unregister(); err != nil {
+			errs = append(errs, fmt.Errorf("unregister spool gauges: %w", err))
+		}
+	}
 	if err := c.spool.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("close spool: %w", err))
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/eventtrace"
 	"github.com/runtimetruth/runtimetruth/services/collector/spool"
 )
 
@@ -71,14 +72,16 @@ func (c *Collector) send(ctx context.Context) {
 }
 
 // deliver publishes msg until it is acknowledged or permanently refused;
-// it returns false when ctx ended first.
+// it returns false when ctx ended first. Each attempt's span is a child of
+// the collection's, whose context the message carries.
 func (c *Collector) deliver(ctx context.Context, msg *nats.Msg, enqueued time.Time) bool {
 	id := msg.Header.Get(events.HeaderMsgID)
 	wait := RetryFirst
 	failing := false
+	traced := eventtrace.Extract(ctx, c.in.prop, msg.Header)
 	for {
-		pctx, cancel := context.WithTimeout(ctx, PublishTimeout)
-		ack, err := c.js.PublishMsg(pctx, msg, jetstream.WithMsgID(id))
+		pctx, cancel := context.WithTimeout(traced, PublishTimeout)
+		ack, err := c.pub.Publish(pctx, msg, jetstream.WithMsgID(id))
 		cancel()
 		switch {
 		case err == nil:

@@ -26,6 +26,8 @@ import (
 // handler verifies one evidence event.
 type handler struct {
 	js        jetstream.JetStream
+	pub       *natsbus.Publisher
+	tel       *metrics
 	source    string
 	counts    *counts
 	baselines jetstream.KeyValue
@@ -37,8 +39,9 @@ type handler struct {
 	parsed map[string]*parsed // baseline key → the last baseline decoded, by revision
 }
 
-func newHandler(ctx context.Context, js jetstream.JetStream, source string, c *counts, attest *attestation.Checker) (*handler, error) {
-	h := &handler{js: js, source: source, counts: c, attest: attest, parsed: map[string]*parsed{}}
+func newHandler(ctx context.Context, js jetstream.JetStream, pub *natsbus.Publisher, tel *metrics, source string, c *counts,
+	attest *attestation.Checker) (*handler, error) {
+	h := &handler{js: js, pub: pub, tel: tel, source: source, counts: c, attest: attest, parsed: map[string]*parsed{}}
 	for name, dst := range map[string]*jetstream.KeyValue{topology.BucketBaselines: &h.baselines} {
 		kv, err := js.KeyValue(ctx, name)
 		if err != nil {
@@ -69,6 +72,7 @@ func VerdictID(evidenceID string) string {
 // item is one message of a batch on its way to a verdict.
 type item struct {
 	m    jetstream.Msg
+	ctx  context.Context // carries the span of handling m
 	e    event.Event
 	ev   events.EvidenceCollected
 	snap *snapshot.Snapshot
@@ -94,11 +98,12 @@ func (it *item) fail(err error) { it.err, it.done = err, true }
 // replaced at once), one baseline read per baseline, the verdicts
 // published without waiting on each in turn, the writes of different keys
 // made at once. A malformed event is a permanent error (dead-lettered); a
-// store or publish failure is retried.
-func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg) []error {
+// store or publish failure is retried. spans[i] carries the span of
+// handling msgs[i], the parent of its verdict's publish span.
+func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans []context.Context) []error {
 	items := make([]*item, len(msgs))
 	for i, m := range msgs {
-		it := &item{m: m}
+		it := &item{m: m, ctx: spans[i]}
 		items[i] = it
 		e, ev, snap, err := events.ReadEvidence(m)
 		if err != nil {
@@ -152,10 +157,12 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg) []error
 			continue
 		}
 		id := VerdictID(it.e.ID())
-		vm, ve, err := events.NewVerdictMsg(h.source, verdict, events.WithID(id), traceOf(it.e))
+		// The verdict's trace context is its publish span's, a child of
+		// the span of handling the evidence (PublishAll sets it).
+		vm, ve, err := events.NewVerdictMsg(h.source, verdict, events.WithID(id))
 		if err != nil && verdict.Status == events.StatusDrift && events.ReasonOf(err) == events.ReasonTooLarge {
 			verdict = tooLarge(verdict)
-			vm, ve, err = events.NewVerdictMsg(h.source, verdict, events.WithID(id), traceOf(it.e))
+			vm, ve, err = events.NewVerdictMsg(h.source, verdict, events.WithID(id))
 		}
 		if err != nil {
 			it.fail(natsbus.Permanent(fmt.Errorf("build verdict: %w", err)))
@@ -186,6 +193,7 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg) []error
 		switch {
 		case it.ack.Duplicate:
 			h.counts.duplicate.Add(1)
+			continue
 		case it.verdict.Status == events.StatusPass:
 			h.counts.pass.Add(1)
 		case it.verdict.Status == events.StatusDrift:
@@ -193,6 +201,7 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg) []error
 		default:
 			h.counts.fail.Add(1)
 		}
+		h.tel.verdict(it.ctx, it.verdict.Status, it.ev.Target)
 	}
 	return out
 }
@@ -290,39 +299,21 @@ func (h *handler) baselinesOf(ctx context.Context, items []*item) map[string]bas
 // publishVerdicts publishes the items' verdicts without waiting on each
 // in turn, then waits for every acknowledgement; a verdict the stream did
 // not acknowledge is published again one by one (the stream drops a copy
-// it stored), and fails its item if that fails too.
+// it stored), and fails its item if that fails too (natsbus.PublishAll).
+// Each verdict's publish span is a child of its evidence's handling span.
 func (h *handler) publishVerdicts(ctx context.Context, items []*item) {
-	futures := make([]jetstream.PubAckFuture, len(items))
+	out := make([]natsbus.Outgoing, len(items))
 	for i, it := range items {
-		if f, err := h.js.PublishMsgAsync(it.vm); err == nil {
-			futures[i] = f
-		}
+		out[i] = natsbus.Outgoing{Ctx: it.ctx, Msg: it.vm}
 	}
+	h.pub.PublishAll(ctx, out)
 	for i, it := range items {
-		if f := futures[i]; f != nil {
-			select {
-			case ack := <-f.Ok():
-				it.ack = ack
-				continue
-			case <-f.Err():
-			case <-ctx.Done():
-			}
-		}
-		err := natsbus.Retry(ctx, func(ctx context.Context) (err error) {
-			it.ack, err = h.js.PublishMsg(ctx, it.vm)
-			return err
-		})
-		if err != nil {
+		if err := out[i].Err; err != nil {
 			it.fail(fmt.Errorf("publish verdict: %w", err))
+			continue
 		}
+		it.ack = out[i].Ack
 	}
-}
-
-func traceOf(e event.Event) events.Option {
-	ext := e.Extensions()
-	tp, _ := ext[events.ExtTraceparent].(string)
-	ts, _ := ext[events.ExtTracestate].(string)
-	return events.WithTraceContext(tp, ts)
 }
 
 // verify returns the verdict of a snapshot, given its baseline as read

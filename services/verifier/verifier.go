@@ -18,6 +18,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
 )
 
 // Settings carries the verifier's dependencies.
@@ -34,6 +35,11 @@ type Settings struct {
 	// Config.Attestation.TrustedRootFile, and without either such
 	// baselines get error verdicts.
 	TrustedMaterial root.TrustedMaterial
+	// Telemetry receives the spans (one per evidence message, a child of
+	// the collector's; one per verdict published, a child of that) and the
+	// metrics (natsbus's consume and publish counters, MetricVerdicts,
+	// MetricDrift); zero fields mean the OpenTelemetry globals.
+	Telemetry telemetry.Providers
 }
 
 // Verifier verifies every evidence snapshot against its target's baseline
@@ -45,6 +51,8 @@ type Verifier struct {
 	source string
 	conn   *nats.Conn
 	attest *attestation.Checker
+	tel    telemetry.Providers
+	m      *metrics
 
 	consume natsbus.Stats
 	counts  counts
@@ -92,7 +100,8 @@ func New(cfg Config, set Settings) (*Verifier, error) {
 		trusted = tr
 	}
 	return &Verifier{cfg: cfg, log: log, source: events.Source("verifier", instance), conn: set.Conn,
-		attest: attestation.NewChecker(trusted, attestation.CheckerOptions{})}, nil
+		attest: attestation.NewChecker(trusted, attestation.CheckerOptions{}),
+		tel:    set.Telemetry, m: newMetrics(set.Telemetry)}, nil
 }
 
 // Name names the component in logs.
@@ -129,7 +138,7 @@ func (v *Verifier) Start(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		newConsumer(cons, h.handleBatch, h.js, v.source, v.cfg.Concurrency, v.cfg.HandlerTimeout, &v.consume, v.log).run(runCtx)
+		newConsumer(cons, h.handleBatch, h.js, v.source, v.cfg.Concurrency, v.cfg.HandlerTimeout, &v.consume, v.log, v.tel).run(runCtx)
 	}()
 	v.started, v.nc, v.ownConn, v.cancel, v.done, v.handler = true, nc, own, cancel, done, h
 	v.log.InfoContext(ctx, "verifier started", "source", v.source, "consumer", v.cfg.Consumer,
@@ -151,7 +160,7 @@ func (v *Verifier) prepare(ctx context.Context, nc *nats.Conn) (*handler, jetstr
 	if err != nil {
 		return nil, nil, fmt.Errorf("consumer %s: %w", v.cfg.Consumer, err)
 	}
-	h, err := newHandler(ctx, js, v.source, &v.counts, v.attest)
+	h, err := newHandler(ctx, js, natsbus.NewPublisher(js, v.tel), v.m, v.source, &v.counts, v.attest)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -193,7 +193,7 @@ func Consume(ctx context.Context, cons jetstream.Consumer, h Handler, opts Optio
 		c.name = info.Name
 		stream = info.Stream
 	}
-	c.tel = newConsumeTelemetry(opts.Telemetry, stream, c.name)
+	c.tel = NewConsumeTelemetry(opts.Telemetry, stream, c.name)
 	return c.run(ctx)
 }
 
@@ -204,7 +204,7 @@ type loop struct {
 	st         *Stats
 	maxDeliver int
 	name       string
-	tel        *consumeTelemetry
+	tel        *ConsumeTelemetry
 }
 
 func (c *loop) run(ctx context.Context) error {
@@ -299,7 +299,7 @@ func (c *loop) releaseMsg(ctx context.Context, m jetstream.Msg) {
 		return
 	}
 	c.st.Released.Add(1)
-	c.tel.nacked.Add(ctx, 1, c.tel.with(AttrReason.String("release")))
+	c.tel.Nacked(ctx, ReasonRelease)
 }
 
 func (c *loop) fetchError(ctx context.Context, what string, err error) {
@@ -322,37 +322,34 @@ func (c *loop) last(m jetstream.Msg) bool {
 // handle runs the handler on one message and acknowledges it as its
 // result says, inside the message's span.
 func (c *loop) handle(ctx context.Context, m jetstream.Msg) {
-	base := context.WithoutCancel(ctx)
-	base, span := c.tel.start(base, m)
-	began := time.Now()
-	c.tel.consumed.Add(base, 1, c.tel.with())
+	base, hd := c.tel.Begin(context.WithoutCancel(ctx), m)
 	hctx, cancel := context.WithTimeout(base, c.o.HandlerTimeout)
 	err := c.call(hctx, m)
 	cancel()
 
-	ack := "nak"
+	ack := OutcomeNak
 	switch {
 	case err == nil:
 		actx, cancel := context.WithTimeout(base, DefaultAckTimeout)
 		defer cancel()
 		if aerr := Retry(actx, m.DoubleAck); aerr != nil {
 			c.st.AckErrors.Add(1)
-			err, ack = fmt.Errorf("ack: %w", aerr), "ack_failed"
+			err, ack = fmt.Errorf("ack: %w", aerr), OutcomeAckFailed
 			break
 		}
-		ack = "ack"
+		ack = OutcomeAck
 		c.st.Acked.Add(1)
-		c.tel.acked.Add(base, 1, c.tel.with())
+		c.tel.Acked(base)
 	case IsPermanent(err) || c.last(m):
 		dctx, cancel := context.WithTimeout(base, c.o.HandlerTimeout)
 		defer cancel()
 		if c.deadLetter(dctx, m, err) {
-			ack = "term"
+			ack = OutcomeTerm
 		}
 	default:
 		c.retry(base, m)
 	}
-	c.tel.end(base, span, began, ack, err)
+	c.tel.End(base, hd, ack, err)
 }
 
 func (c *loop) call(ctx context.Context, m jetstream.Msg) (err error) {
@@ -371,7 +368,7 @@ func (c *loop) retry(ctx context.Context, m jetstream.Msg) {
 		return
 	}
 	c.st.Retried.Add(1)
-	c.tel.nacked.Add(ctx, 1, c.tel.with(AttrReason.String("retry")))
+	c.tel.Nacked(ctx, ReasonRetry)
 }
 
 // deadLetter publishes the message's dead-letter record (carrying the
@@ -387,7 +384,7 @@ func (c *loop) deadLetter(ctx context.Context, m jetstream.Msg, cause error) boo
 	}
 	dm, _, err := events.NewMsg(c.o.Source, rec, events.WithID(DeadLetterID(rec.Stream, rec.Consumer, rec.StreamSequence)))
 	if err == nil {
-		eventtrace.InjectMsg(ctx, c.tel.prop, dm)
+		eventtrace.InjectMsg(ctx, c.tel.Propagator(), dm)
 		err = publishRetrying(ctx, c.o.JetStream, dm)
 	}
 	if err != nil {
@@ -400,12 +397,11 @@ func (c *loop) deadLetter(ctx context.Context, m jetstream.Msg, cause error) boo
 		return false
 	}
 	c.st.DeadLettered.Add(1)
-	reason := "max_deliver"
-	if IsPermanent(cause) {
+	permanent := IsPermanent(cause)
+	if permanent {
 		c.st.Permanent.Add(1)
-		reason = "permanent"
 	}
-	c.tel.dead.Add(ctx, 1, c.tel.with(AttrReason.String(reason)))
+	c.tel.DeadLettered(ctx, permanent)
 	return true
 }
 

@@ -2,6 +2,7 @@ package natsbus
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -106,28 +107,64 @@ func equalFold(a, b string) bool {
 	return true
 }
 
-// consumeTelemetry holds the instruments of one Consume call.
-type consumeTelemetry struct {
-	tracer   trace.Tracer
-	prop     propagation.TextMapPropagator
-	consumed metric.Int64Counter
-	acked    metric.Int64Counter
-	nacked   metric.Int64Counter
-	dead     metric.Int64Counter
-	duration metric.Float64Histogram
-	attrs    attribute.Set // stream, consumer
-	stream   string
-	consumer string
+// Outcomes of a handled message (the AttrAck span attribute and the
+// handle duration's outcome label).
+const (
+	OutcomeAck       = "ack"        // handled and acknowledged
+	OutcomeNak       = "nak"        // negatively acknowledged (redelivered later)
+	OutcomeTerm      = "term"       // dead-lettered and terminated
+	OutcomeAckFailed = "ack_failed" // the acknowledgement was not confirmed
+)
+
+// Reasons of the nacked and dead_lettered counters.
+const (
+	ReasonRetry      = "retry"       // nacked: a retryable error, redelivered after a delay
+	ReasonRelease    = "release"     // nacked: prefetched, not handled, handed back at shutdown
+	ReasonPermanent  = "permanent"   // dead-lettered: the handler returned a Permanent error
+	ReasonMaxDeliver = "max_deliver" // dead-lettered: a retryable error on the last delivery
+)
+
+// ConsumeTelemetry is the per-message instrumentation of a consumer: the
+// span of handling each message (kind consumer, named "process <stream>",
+// a child of the producer's span named by the message's trace headers) and
+// the consumed, acked, nacked and dead_lettered counters and the handle
+// duration, labelled by stream and consumer. Consume uses it; a consume
+// loop of its own (a batch consumer) uses it the same way: Begin when a
+// message is taken, Acked, Nacked or DeadLettered as it is settled, End
+// once it is. It is safe for concurrent use, and adds no allocation per
+// message beyond the span's when spans are not recorded.
+type ConsumeTelemetry struct {
+	tracer    trace.Tracer
+	prop      propagation.TextMapPropagator
+	consumed  metric.Int64Counter
+	acked     metric.Int64Counter
+	nacked    metric.Int64Counter
+	dead      metric.Int64Counter
+	duration  metric.Float64Histogram
+	stream    string
+	consumer  string
+	spanName  string
+	startOpts []trace.SpanStartOption
+
+	// The measurement options, made once: no allocation per message.
+	base                     metric.MeasurementOption
+	nackRetry, nackRelease   metric.MeasurementOption
+	deadPermanent, deadLast  metric.MeasurementOption
+	outAck, outNak, outTerm  metric.MeasurementOption
+	outAckFailed, outUnknown metric.MeasurementOption
 }
 
-func newConsumeTelemetry(p telemetry.Providers, stream, consumer string) *consumeTelemetry {
+// NewConsumeTelemetry returns the instrumentation of consumer on stream,
+// reporting through p (zero fields: the OpenTelemetry globals).
+func NewConsumeTelemetry(p telemetry.Providers, stream, consumer string) *ConsumeTelemetry {
 	m := p.Meter(ScopeName)
-	t := &consumeTelemetry{
-		tracer:   p.Tracer(ScopeName),
-		prop:     p.TextMapPropagator(),
-		attrs:    attribute.NewSet(AttrStream.String(stream), AttrConsumer.String(consumer)),
-		stream:   stream,
-		consumer: consumer,
+	t := &ConsumeTelemetry{
+		tracer:    p.Tracer(ScopeName),
+		prop:      p.TextMapPropagator(),
+		stream:    stream,
+		consumer:  consumer,
+		spanName:  "process " + stream,
+		startOpts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer)},
 	}
 	// An instrument that cannot be created is a no-op one; the SDK reports
 	// why through otel.Handle.
@@ -142,61 +179,193 @@ func newConsumeTelemetry(p telemetry.Providers, stream, consumer string) *consum
 	t.duration, _ = m.Float64Histogram(MetricHandleDuration, metric.WithUnit("s"),
 		metric.WithDescription("Time a handler took on one message."),
 		metric.WithExplicitBucketBoundaries(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20))
+	with := func(kv ...attribute.KeyValue) metric.MeasurementOption {
+		return metric.WithAttributeSet(attribute.NewSet(append([]attribute.KeyValue{
+			AttrStream.String(stream), AttrConsumer.String(consumer)}, kv...)...))
+	}
+	t.base = with()
+	t.nackRetry, t.nackRelease = with(AttrReason.String(ReasonRetry)), with(AttrReason.String(ReasonRelease))
+	t.deadPermanent, t.deadLast = with(AttrReason.String(ReasonPermanent)), with(AttrReason.String(ReasonMaxDeliver))
+	t.outAck, t.outNak = with(AttrOutcome.String(OutcomeAck)), with(AttrOutcome.String(OutcomeNak))
+	t.outTerm, t.outAckFailed = with(AttrOutcome.String(OutcomeTerm)), with(AttrOutcome.String(OutcomeAckFailed))
+	t.outUnknown = with(AttrOutcome.String("unknown"))
 	return t
 }
 
-func (t *consumeTelemetry) with(kv ...attribute.KeyValue) metric.MeasurementOption {
-	return metric.WithAttributes(append(t.attrs.ToSlice(), kv...)...)
+// Propagator returns the propagator the telemetry extracts and injects
+// trace context with.
+func (t *ConsumeTelemetry) Propagator() propagation.TextMapPropagator { return t.prop }
+
+// Handling is one message in hand, from Begin to End.
+type Handling struct {
+	span  trace.Span
+	began time.Time
 }
 
-// start starts the span of handling m.
-func (t *consumeTelemetry) start(ctx context.Context, m jetstream.Msg) (context.Context, trace.Span) {
+// Span returns the message's span.
+func (h Handling) Span() trace.Span { return h.span }
+
+// Begin starts handling m: it counts it consumed and starts its span, a
+// child of the producer's span named by m's trace headers (a new trace
+// when there is none). The returned context carries the span: spans and
+// publishes made under it are part of the message's trace.
+func (t *ConsumeTelemetry) Begin(ctx context.Context, m jetstream.Msg) (context.Context, Handling) {
 	h := m.Headers()
-	attrs := []attribute.KeyValue{
-		attrSystem.String("nats"),
-		attrOperation.String("process"),
-		attrDestination.String(m.Subject()),
-		attrGroup.String(t.consumer),
+	if remote := trace.SpanContextFromContext(eventtrace.Extract(context.Background(), t.prop, h)); remote.IsValid() {
+		ctx = trace.ContextWithRemoteSpanContext(ctx, remote)
 	}
-	if id := h.Get(events.HeaderMsgID); id != "" {
-		attrs = append(attrs, attrMessageID.String(id), attrEventID.String(id))
+	ctx, span := t.tracer.Start(ctx, t.spanName, t.startOpts...)
+	if span.IsRecording() {
+		span.SetAttributes(
+			attrSystem.String("nats"),
+			attrOperation.String("process"),
+			attrDestination.String(m.Subject()),
+			attrGroup.String(t.consumer),
+		)
+		if id := h.Get(events.HeaderMsgID); id != "" {
+			span.SetAttributes(attrMessageID.String(id), attrEventID.String(id))
+		}
+		if typ := header(h, "type"); typ != "" {
+			span.SetAttributes(attrEventType.String(typ))
+		}
+		if md, err := m.Metadata(); err == nil {
+			span.SetAttributes(attrSequence.Int64(int64(md.Sequence.Stream)), attrDeliveries.Int64(int64(md.NumDelivered)))
+		}
 	}
-	if typ := header(h, "type"); typ != "" {
-		attrs = append(attrs, attrEventType.String(typ))
-	}
-	if md, err := m.Metadata(); err == nil {
-		attrs = append(attrs, attrSequence.Int64(int64(md.Sequence.Stream)), attrDeliveries.Int64(int64(md.NumDelivered)))
-	}
-	return eventtrace.StartConsumer(ctx, t.tracer, t.prop, h, "process "+t.stream, trace.WithAttributes(attrs...))
+	t.consumed.Add(ctx, 1, t.base)
+	return ctx, Handling{span: span, began: time.Now()}
 }
 
-// end records the outcome of handling m on its span and ends it.
-func (t *consumeTelemetry) end(ctx context.Context, span trace.Span, began time.Time, ack string, err error) {
-	span.SetAttributes(AttrAck.String(ack))
-	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
+// Acked counts a message acknowledged (the server confirmed it).
+func (t *ConsumeTelemetry) Acked(ctx context.Context) { t.acked.Add(ctx, 1, t.base) }
+
+// Nacked counts a negative acknowledgement; reason is ReasonRetry or
+// ReasonRelease.
+func (t *ConsumeTelemetry) Nacked(ctx context.Context, reason string) {
+	opt := t.nackRetry
+	if reason == ReasonRelease {
+		opt = t.nackRelease
 	}
-	t.duration.Record(ctx, time.Since(began).Seconds(), t.with(AttrOutcome.String(ack)))
-	span.End()
+	t.nacked.Add(ctx, 1, opt)
+}
+
+// DeadLettered counts a message recorded in the dead-letter stream and
+// terminated; permanent tells a Permanent error from a retryable one on the
+// last delivery.
+func (t *ConsumeTelemetry) DeadLettered(ctx context.Context, permanent bool) {
+	opt := t.deadLast
+	if permanent {
+		opt = t.deadPermanent
+	}
+	t.dead.Add(ctx, 1, opt)
+}
+
+// End records the outcome of a message (OutcomeAck, OutcomeNak, OutcomeTerm
+// or OutcomeAckFailed) and its error on its span, records the handle
+// duration since Begin, and ends the span.
+func (t *ConsumeTelemetry) End(ctx context.Context, h Handling, outcome string, err error) {
+	if h.span.IsRecording() {
+		h.span.SetAttributes(AttrAck.String(outcome))
+		if err != nil {
+			h.span.RecordError(err)
+			h.span.SetStatus(codes.Error, err.Error())
+		}
+	}
+	var opt metric.MeasurementOption
+	switch outcome {
+	case OutcomeAck:
+		opt = t.outAck
+	case OutcomeNak:
+		opt = t.outNak
+	case OutcomeTerm:
+		opt = t.outTerm
+	case OutcomeAckFailed:
+		opt = t.outAckFailed
+	default:
+		opt = t.outUnknown
+	}
+	t.duration.Record(ctx, time.Since(h.began).Seconds(), opt)
+	h.span.End()
 }
 
 // Publisher publishes encoded events to JetStream with a producer span
 // each, the span's trace context in the event (unless the message already
-// carries one), and the published and publish_errors counters.
+// carries one), and the published and publish_errors counters. It is safe
+// for concurrent use.
 type Publisher struct {
 	js        jetstream.JetStream
 	tracer    trace.Tracer
 	prop      propagation.TextMapPropagator
 	published metric.Int64Counter
 	errors    metric.Int64Counter
+	startOpts []trace.SpanStartOption
+
+	// types caches, by event type, the span name and the measurement
+	// options: no allocation per message.
+	mu    sync.RWMutex
+	types map[string]*pubType
+}
+
+// maxPubTypes bounds the types a Publisher caches.
+const maxPubTypes = 256
+
+// pubType is what a Publisher made once for an event type.
+type pubType struct {
+	typ    string
+	name   string                              // "publish <type>"
+	errOpt metric.MeasurementOption            // type
+	opts   map[string]metric.MeasurementOption // by stream: stream, type
+}
+
+// typeOf returns the cached pubType of m's event type (its subject when it
+// has none).
+func (p *Publisher) typeOf(m *nats.Msg) *pubType {
+	typ := header(m.Header, "type")
+	key := typ
+	if key == "" {
+		key = m.Subject
+	}
+	p.mu.RLock()
+	t, ok := p.types[key]
+	p.mu.RUnlock()
+	if ok {
+		return t
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if t, ok := p.types[key]; ok {
+		return t
+	}
+	t = &pubType{typ: typ, name: "publish " + key, opts: map[string]metric.MeasurementOption{},
+		errOpt: metric.WithAttributeSet(attribute.NewSet(AttrType.String(typ)))}
+	if len(p.types) < maxPubTypes { // catalog types; subjects of untyped messages stop being cached
+		p.types[key] = t
+	}
+	return t
+}
+
+// publishedOpt returns the measurement option of a message of t stored in
+// stream.
+func (p *Publisher) publishedOpt(t *pubType, stream string) metric.MeasurementOption {
+	p.mu.RLock()
+	opt, ok := t.opts[stream]
+	p.mu.RUnlock()
+	if ok {
+		return opt
+	}
+	opt = metric.WithAttributeSet(attribute.NewSet(AttrStream.String(stream), AttrType.String(t.typ)))
+	p.mu.Lock()
+	t.opts[stream] = opt
+	p.mu.Unlock()
+	return opt
 }
 
 // NewPublisher returns a Publisher on js reporting through p (zero fields:
 // the OpenTelemetry globals).
 func NewPublisher(js jetstream.JetStream, p telemetry.Providers) *Publisher {
 	m := p.Meter(ScopeName)
-	pub := &Publisher{js: js, tracer: p.Tracer(ScopeName), prop: p.TextMapPropagator()}
+	pub := &Publisher{js: js, tracer: p.Tracer(ScopeName), prop: p.TextMapPropagator(),
+		startOpts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindProducer)}, types: map[string]*pubType{}}
 	pub.published, _ = m.Int64Counter(MetricPublished, metric.WithUnit("{message}"),
 		metric.WithDescription("Events stored by JetStream (or recognized as duplicates)."))
 	pub.errors, _ = m.Int64Counter(MetricPublishErrors, metric.WithUnit("{message}"),
@@ -204,35 +373,59 @@ func NewPublisher(js jetstream.JetStream, p telemetry.Providers) *Publisher {
 	return pub
 }
 
+// JetStream returns the JetStream the publisher publishes to.
+func (p *Publisher) JetStream() jetstream.JetStream { return p.js }
+
+// start starts the producer span of m as eventtrace.StartProducer does.
+func (p *Publisher) start(ctx context.Context, m *nats.Msg) (context.Context, trace.Span, *pubType) {
+	t := p.typeOf(m)
+	ctx, span := p.tracer.Start(ctx, t.name, p.startOpts...)
+	if span.IsRecording() {
+		span.SetAttributes(
+			attrSystem.String("nats"),
+			attrOperation.String("send"),
+			attrDestination.String(m.Subject),
+			attrMessageID.String(m.Header.Get(events.HeaderMsgID)),
+			attrEventType.String(t.typ),
+		)
+	}
+	if !eventtrace.HasTraceContext(m.Header) {
+		eventtrace.InjectMsg(ctx, p.prop, m)
+	}
+	return ctx, span, t
+}
+
+// finish records the result of publishing a message of type typ on its
+// span and counters, and ends the span.
+func (p *Publisher) finish(ctx context.Context, span trace.Span, t *pubType, ack *jetstream.PubAck, err error) {
+	defer span.End()
+	if err != nil {
+		if span.IsRecording() {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+		}
+		p.errors.Add(ctx, 1, t.errOpt)
+		return
+	}
+	if span.IsRecording() {
+		span.SetAttributes(attrSequence.Int64(int64(ack.Sequence)), attribute.Bool("messaging.nats.duplicate", ack.Duplicate),
+			attribute.String("messaging.nats.stream", ack.Stream))
+	}
+	p.published.Add(ctx, 1, p.publishedOpt(t, ack.Stream))
+}
+
 // Publish publishes m (built by events.NewMsg or events.ToNATS) and waits
 // for the stream's acknowledgement. It is one attempt: wrap it in Retry, or
 // use PublishRetrying, to ride out a leader change. The producer span is
 // named "publish <event type>".
 func (p *Publisher) Publish(ctx context.Context, m *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
-	typ := header(m.Header, "type")
-	name := typ
-	if name == "" {
-		name = m.Subject
-	}
-	ctx, span := eventtrace.StartProducer(ctx, p.tracer, p.prop, m, "publish "+name, trace.WithAttributes(
-		attrSystem.String("nats"),
-		attrOperation.String("send"),
-		attrDestination.String(m.Subject),
-		attrMessageID.String(m.Header.Get(events.HeaderMsgID)),
-		attrEventType.String(typ),
-	))
-	defer span.End()
+	ctx, span, t := p.start(ctx, m)
 	ack, err := p.js.PublishMsg(ctx, m, opts...)
 	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
-		p.errors.Add(ctx, 1, metric.WithAttributes(AttrType.String(typ)))
-		return nil, err
+		ack = nil
 	}
-	span.SetAttributes(attrSequence.Int64(int64(ack.Sequence)), attribute.Bool("messaging.nats.duplicate", ack.Duplicate),
-		attribute.String("messaging.nats.stream", ack.Stream))
-	p.published.Add(ctx, 1, metric.WithAttributes(AttrStream.String(ack.Stream), AttrType.String(typ)))
-	return ack, nil
+	p.finish(ctx, span, t, ack, err)
+	return ack, err
 }
 
 // PublishRetrying is Publish under Retry: it rides out timeouts, missing
@@ -246,4 +439,64 @@ func (p *Publisher) PublishRetrying(ctx context.Context, m *nats.Msg, opts ...je
 		return err
 	})
 	return ack, err
+}
+
+// Outgoing is one message of PublishAll.
+type Outgoing struct {
+	// Ctx is the context the message's span is a child of (nil:
+	// PublishAll's ctx), e.g. the span of handling the message it answers.
+	Ctx context.Context
+	// Msg is the message, built by events.NewMsg or events.ToNATS, with a
+	// Nats-Msg-Id.
+	Msg *nats.Msg
+	// Ack and Err are the result: the stream's acknowledgement, or why
+	// the message was not stored.
+	Ack *jetstream.PubAck
+	Err error
+
+	span trace.Span
+	typ  *pubType
+	fut  jetstream.PubAckFuture
+}
+
+// PublishAll publishes the messages without waiting on each in turn, then
+// waits for every acknowledgement; a message the stream did not
+// acknowledge is published again, one by one, under Retry until ctx ends
+// (the stream drops a copy it stored, by Nats-Msg-Id). Each message has
+// its producer span, from its first send to its acknowledgement, and counts
+// as Publish counts it. The results are in out's Ack and Err.
+func (p *Publisher) PublishAll(ctx context.Context, out []Outgoing) {
+	for i := range out {
+		o := &out[i]
+		pctx := o.Ctx
+		if pctx == nil {
+			pctx = ctx
+		}
+		_, o.span, o.typ = p.start(pctx, o.Msg)
+		if f, err := p.js.PublishMsgAsync(o.Msg); err == nil {
+			o.fut = f
+		}
+	}
+	for i := range out {
+		o := &out[i]
+		if f := o.fut; f != nil {
+			o.fut = nil
+			select {
+			case ack := <-f.Ok():
+				o.Ack, o.Err = ack, nil
+				p.finish(ctx, o.span, o.typ, ack, nil)
+				continue
+			case <-f.Err():
+			case <-ctx.Done():
+			}
+		}
+		o.Err = Retry(ctx, func(ctx context.Context) (err error) {
+			o.Ack, err = p.js.PublishMsg(ctx, o.Msg)
+			return err
+		})
+		if o.Err != nil {
+			o.Ack = nil
+		}
+		p.finish(ctx, o.span, o.typ, o.Ack, o.Err)
+	}
 }

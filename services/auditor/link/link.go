@@ -28,6 +28,7 @@
 package link
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -35,6 +36,7 @@ import (
 	"fmt"
 	"hash"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/canonjson"
@@ -175,8 +177,12 @@ func line(dst []byte, chainName string, seq uint64, prev, hashValue string, even
 // JSON.
 func (h Hasher) Sum(chainName string, seq uint64, prev string, event []byte) string {
 	m := h.New()
-	m.Write(Body(make([]byte, 0, len(event)+len(chainName)+160), chainName, seq, prev, event))
-	return h.Format(m.Sum(nil))
+	buf := getBuffer()
+	*buf = Body((*buf)[:0], chainName, seq, prev, event)
+	m.Write(*buf)
+	putBuffer(buf)
+	var sum [sha256.Size]byte
+	return h.Format(m.Sum(sum[:0]))
 }
 
 // Prepared is an event ready to be sealed into its chain: the costly
@@ -210,11 +216,40 @@ func Prepare(m *Message, source string, strict bool) Prepared {
 func prepare(chainName string, ev jsontree.Value) (Prepared, error) {
 	p := Prepared{Chain: chainName, Event: ev}
 	var err error
-	if p.Bytes, err = canonjson.Marshal(ev); err != nil {
+	if p.Bytes, err = canonical(ev); err != nil {
 		return p, fmt.Errorf("%w: event: %w", ErrRecord, err)
 	}
 	p.Meta, err = MetaOf(ev)
 	return p, err
+}
+
+// maxPooled bounds the buffers kept for reuse: an event is at most a
+// message (1 MiB) and what the auditor adds to it.
+const maxPooled = 2 << 20
+
+// buffers holds scratch buffers for canonical forms and hash bodies.
+var buffers = sync.Pool{New: func() any { return new([]byte) }}
+
+func getBuffer() *[]byte { return buffers.Get().(*[]byte) }
+
+func putBuffer(b *[]byte) {
+	if cap(*b) <= maxPooled {
+		*b = (*b)[:0]
+		buffers.Put(b)
+	}
+}
+
+// canonical is canonjson.Marshal writing into a pooled buffer, so that
+// only the result, at its size, is allocated.
+func canonical(ev jsontree.Value) ([]byte, error) {
+	buf := getBuffer()
+	defer putBuffer(buf)
+	out, err := canonjson.Append((*buf)[:0], ev)
+	if err != nil {
+		return nil, err
+	}
+	*buf = out
+	return bytes.Clone(out), nil
 }
 
 // SealPrepared makes the link of p that follows head (the zero Head for a

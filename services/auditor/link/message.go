@@ -84,8 +84,21 @@ func HostOf(subject string) string {
 // schema is the consumers' to check (EntryStrict checks it too). Entry
 // never fails.
 func Entry(m *Message, source string) jsontree.Value {
-	e, err := events.FromNATS(m.Header, m.Data)
-	return entry(m, source, e, err)
+	// ParseAttributes accepts and rejects as FromNATS does, without
+	// building the event.
+	a, err := events.ParseAttributes(m.Header, m.Data)
+	if err != nil {
+		return rejected(m, source, err)
+	}
+	data, err := jsontree.Parse(m.Data)
+	if err != nil {
+		return rejected(m, source, err)
+	}
+	return jsontree.Value{Kind: jsontree.Object, Members: []jsontree.Member{
+		{Key: "attributes", Value: attributesOf(a)},
+		{Key: "data", Value: data},
+		{Key: "nats", Value: position(m)},
+	}}
 }
 
 // EntryStrict is Entry with the payload checked as its consumers check it
@@ -122,6 +135,29 @@ func position(m *Message) jsontree.Value {
 		{Key: "subject", Value: str(m.Subject)},
 		{Key: "time", Value: str(m.Stored.UTC().Format(time.RFC3339Nano))},
 	}}
+}
+
+// attributesOf is attributes for the attributes of an event FromNATS
+// accepts (its extensions are strings).
+func attributesOf(a events.Attributes) jsontree.Value {
+	members := make([]jsontree.Member, 0, 10)
+	members = append(members,
+		jsontree.Member{Key: "datacontenttype", Value: str(a.DataContentType)},
+		jsontree.Member{Key: "dataschema", Value: str(a.DataSchema)},
+		jsontree.Member{Key: "id", Value: str(a.ID)},
+		jsontree.Member{Key: "source", Value: str(a.Source)},
+		jsontree.Member{Key: "specversion", Value: str(events.SpecVersion)},
+		jsontree.Member{Key: "subject", Value: str(a.Subject)},
+		jsontree.Member{Key: "time", Value: str(a.Time.UTC().Format(time.RFC3339Nano))},
+		jsontree.Member{Key: "type", Value: str(a.Type)},
+	)
+	if a.Traceparent != "" {
+		members = append(members, jsontree.Member{Key: events.ExtTraceparent, Value: str(a.Traceparent)})
+	}
+	if a.Tracestate != "" {
+		members = append(members, jsontree.Member{Key: events.ExtTracestate, Value: str(a.Tracestate)})
+	}
+	return jsontree.Value{Kind: jsontree.Object, Members: members}
 }
 
 func attributes(e event.Event) (jsontree.Value, error) {

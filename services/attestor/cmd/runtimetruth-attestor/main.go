@@ -21,7 +21,7 @@ var service = servicemain.Service[attestor.Config]{
 	// the key too.
 	Check: func(c attestor.Config) error { _, err := attestor.New(c, attestor.Settings{}); return err },
 	New: func(cfg attestor.Config, set servicemain.Settings) (lifecycle.Component, error) {
-		return attestor.New(cfg, attestor.Settings{Logger: set.Logger})
+		return attestor.New(cfg, attestor.Settings{Logger: set.Logger, Telemetry: set.Providers()})
 	},
 }
 

@@ -18,7 +18,7 @@ var service = servicemain.Service[collector.Config]{
 	DefaultConfig:   collector.NewDefaultConfig,
 	ShutdownTimeout: func(c collector.Config) time.Duration { return c.ShutdownTimeout },
 	New: func(cfg collector.Config, set servicemain.Settings) (lifecycle.Component, error) {
-		return collector.New(cfg, collector.Settings{Logger: set.Logger})
+		return collector.New(cfg, collector.Settings{Logger: set.Logger, Telemetry: set.Providers()})
 	},
 }
 

@@ -18,7 +18,7 @@ var service = servicemain.Service[verifier.Config]{
 	DefaultConfig:   verifier.NewDefaultConfig,
 	ShutdownTimeout: func(c verifier.Config) time.Duration { return c.ShutdownTimeout },
 	New: func(cfg verifier.Config, set servicemain.Settings) (lifecycle.Component, error) {
-		return verifier.New(cfg, verifier.Settings{Logger: set.Logger})
+		return verifier.New(cfg, verifier.Settings{Logger: set.Logger, Telemetry: set.Providers()})
 	},
 }
 

@@ -1,0 +1,101 @@
+package verifier
+
+import (
+	"context"
+	"sync"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
+)
+
+// ScopeName is the instrumentation scope of the verifier's metrics.
+const ScopeName = "github.com/runtimetruth/runtimetruth/services/verifier"
+
+// Metric names (OpenTelemetry; the Prometheus exposition replaces dots with
+// underscores and adds _total to counters).
+const (
+	// MetricVerdicts counts verdicts published (a redelivered snapshot's
+	// verdict, dropped as a duplicate, is not counted again), by status:
+	// pass, drift or error.
+	MetricVerdicts = "runtimetruth.verdicts"
+	// MetricDrift counts drift verdicts by target_kind and target (see
+	// MaxDriftTargets).
+	MetricDrift = "runtimetruth.verifier.drift"
+)
+
+// Metric attribute keys.
+const (
+	AttrStatus     = attribute.Key("status")
+	AttrTargetKind = attribute.Key("target_kind")
+	AttrTarget     = attribute.Key("target")
+)
+
+// MaxDriftTargets bounds the target label of MetricDrift: the first
+// MaxDriftTargets targets that drift (per process) get their own series,
+// labelled with the target as KIND:IDENTIFIER; later ones are counted under
+// target="other" (target_kind stays exact; it is bounded by the catalog of
+// collector kinds). The drift of every target, without bound, is in the
+// verdict events and the audit tables.
+const MaxDriftTargets = 200
+
+// OtherTarget is the target label of drift beyond MaxDriftTargets.
+const OtherTarget = "other"
+
+// metrics are the verifier's own instruments.
+type metrics struct {
+	verdicts metric.Int64Counter
+	drift    metric.Int64Counter
+	byStatus map[events.Status]metric.MeasurementOption
+
+	mu      sync.Mutex
+	targets map[events.Target]metric.MeasurementOption
+}
+
+func newMetrics(p telemetry.Providers) *metrics {
+	m := p.Meter(ScopeName)
+	t := &metrics{byStatus: map[events.Status]metric.MeasurementOption{}, targets: map[events.Target]metric.MeasurementOption{}}
+	// An instrument that cannot be created is a no-op one; the SDK reports
+	// why through otel.Handle.
+	t.verdicts, _ = m.Int64Counter(MetricVerdicts, metric.WithUnit("{verdict}"),
+		metric.WithDescription("Verdicts published, by status."))
+	t.drift, _ = m.Int64Counter(MetricDrift, metric.WithUnit("{verdict}"),
+		metric.WithDescription("Drift verdicts, by target kind and target (the first 200 targets; the rest as target=\"other\")."))
+	for _, s := range []events.Status{events.StatusPass, events.StatusDrift, events.StatusError} {
+		t.byStatus[s] = metric.WithAttributeSet(attribute.NewSet(AttrStatus.String(string(s))))
+	}
+	return t
+}
+
+// verdict counts a published verdict of status about target.
+func (t *metrics) verdict(ctx context.Context, status events.Status, target events.Target) {
+	opt, ok := t.byStatus[status]
+	if !ok {
+		opt = t.byStatus[events.StatusError]
+	}
+	t.verdicts.Add(ctx, 1, opt)
+	if status == events.StatusDrift {
+		t.drift.Add(ctx, 1, t.driftOpt(target))
+	}
+}
+
+func (t *metrics) driftOpt(target events.Target) metric.MeasurementOption {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if opt, ok := t.targets[target]; ok {
+		return opt
+	}
+	label := target.String()
+	key := target
+	if len(t.targets) >= MaxDriftTargets {
+		label, key = OtherTarget, events.Target{Kind: target.Kind, Identifier: "\x00" + OtherTarget}
+		if opt, ok := t.targets[key]; ok {
+			return opt
+		}
+	}
+	opt := metric.WithAttributeSet(attribute.NewSet(AttrTargetKind.String(target.Kind), AttrTarget.String(label)))
+	t.targets[key] = opt
+	return opt
+}
