@@ -244,7 +244,8 @@ func targetOf(v jsontree.Value) Target {
 	return t
 }
 
-// checkFields is Validate up to the snapshot.
+// checkFields checks the payload's own fields: Validate up to the
+// snapshot.
 func (p EvidenceCollected) checkFields() error {
 	if err := checkName("host", p.Host); err != nil {
 		return err

@@ -112,22 +112,8 @@ func (p EvidenceCollected) NATSSubject() string { return EvidenceSubject(p.Host,
 // Validate parses the snapshot and checks that its target and digest are
 // the ones the payload states.
 func (p EvidenceCollected) Validate() error {
-	if err := checkName("host", p.Host); err != nil {
+	if err := p.checkFields(); err != nil {
 		return err
-	}
-	if err := p.Target.validate("target"); err != nil {
-		return err
-	}
-	if err := checkDigest("digest", p.Digest); err != nil {
-		return err
-	}
-	if p.IntervalSeconds < 0 {
-		return fieldErr("interval_seconds", "negative")
-	}
-	if p.Baseline != nil {
-		if err := p.Baseline.validate("baseline"); err != nil {
-			return err
-		}
 	}
 	s, err := p.ParseSnapshot()
 	if err != nil {
