@@ -22,6 +22,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/statement"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/eventtrace"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
 )
@@ -522,7 +523,10 @@ func RequestSign(ctx context.Context, nc *nats.Conn, subject string, req SignReq
 	if err != nil {
 		return nil, err
 	}
-	m, err := nc.RequestWithContext(ctx, subject, data)
+	msg := &nats.Msg{Subject: subject, Data: data}
+	// The attestor's span of the request continues the caller's trace.
+	eventtrace.InjectMsg(ctx, telemetry.Propagator(), msg)
+	m, err := nc.RequestMsgWithContext(ctx, msg)
 	if err != nil {
 		return nil, fmt.Errorf("sign request on %s: %w", subject, err)
 	}

@@ -246,8 +246,11 @@ func TestPipelineTracesAndMetrics(t *testing.T) {
 	require.NoError(t, pl.col.CollectNow(ctx, "repo"))
 	waitFor(t, "the pass verdict", func() bool { return pl.ver.Metrics().VerdictsPass == 1 })
 
-	// The attestor signs the approved baseline on request.
-	rep, err := attestor.RequestSign(ctx, pl.nc, "", attestor.SignRequest{Target: target})
+	// The attestor signs the approved baseline on request; its span of the
+	// request continues the requester's trace.
+	signCtx, signer := rec.p.TracerProvider.Tracer("e2e").Start(ctx, "request signature")
+	rep, err := attestor.RequestSign(signCtx, pl.nc, "", attestor.SignRequest{Target: target})
+	signer.End()
 	require.NoError(t, err)
 	require.NotEmpty(t, rep.EventID)
 
@@ -274,6 +277,11 @@ func TestPipelineTracesAndMetrics(t *testing.T) {
 				len(spans.consumed(topology.StreamVerdicts, topology.ConsumerAuditor)) == 3 &&
 				len(spans.named("append "+topology.StreamVerdicts)) > 0
 		})
+		requests := spans.named("request signature")
+		require.Len(t, requests, 1)
+		sign := spans.childOf(requests[0], "sign "+events.AttestSubject)
+		require.NotNil(t, sign, "the attestor's span is a child of the sign request's")
+		assert.Equal(t, trace.SpanKindServer, sign.SpanKind())
 		for _, collect := range spans.named("collect git") {
 			tid := collect.SpanContext().TraceID()
 			pub := spans.childOf(collect, "publish "+events.TypeEvidenceCollected)
