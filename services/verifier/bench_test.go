@@ -83,8 +83,13 @@ func wait(ctx context.Context, b *testing.B, done <-chan struct{}, what string) 
 func publishAll(ctx context.Context, b *testing.B, js jetstream.JetStream, msgs []*nats.Msg) {
 	b.Helper()
 	for i, m := range msgs {
-		_, err := js.PublishMsgAsync(m)
-		require.NoError(b, err)
+		for { // the server's back-pressure waits, as a collector's spool does
+			_, err := js.PublishMsgAsync(m)
+			if !errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+				require.NoError(b, err)
+				break
+			}
+		}
 		msgs[i] = nil
 	}
 	wait(ctx, b, js.PublishAsyncComplete(), "publish")

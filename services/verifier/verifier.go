@@ -42,6 +42,17 @@ type Settings struct {
 	Telemetry telemetry.Providers
 }
 
+// Batching of the consume loop (natsbus.ConsumeBatch).
+const (
+	// maxBatch bounds the snapshots one worker handles together: their
+	// latest-record writes and baseline reads are made once per key, their
+	// verdicts published without waiting on each in turn.
+	maxBatch = 64
+	// prefetch is how many messages are pulled ahead of the workers; with
+	// the batches in hand it stays within the consumer's MaxAckPending.
+	prefetch = topology.MaxAckPending / 2
+)
+
 // Verifier verifies every evidence snapshot against its target's baseline
 // and publishes one verdict per snapshot. It is a lifecycle component:
 // New, Start, Shutdown.
@@ -138,7 +149,13 @@ func (v *Verifier) Start(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		newConsumer(cons, h.handleBatch, h.js, v.source, v.cfg.Concurrency, v.cfg.HandlerTimeout, &v.consume, v.log, v.tel).run(runCtx)
+		err := natsbus.ConsumeBatch(runCtx, cons, h.handleBatch, natsbus.Options{
+			JetStream: h.js, Source: v.source, Concurrency: v.cfg.Concurrency, MaxBatch: maxBatch, Prefetch: prefetch,
+			HandlerTimeout: v.cfg.HandlerTimeout, Stats: &v.consume, Logger: v.log, Telemetry: v.tel,
+		})
+		if err != nil {
+			v.log.ErrorContext(runCtx, "consume evidence", "err", err)
+		}
 	}()
 	v.started, v.nc, v.ownConn, v.cancel, v.done, v.handler = true, nc, own, cancel, done, h
 	v.log.InfoContext(ctx, "verifier started", "source", v.source, "consumer", v.cfg.Consumer,

@@ -27,9 +27,18 @@ import (
 // redelivered later (Consume naks it with a delay, and dead-letters it on
 // its last allowed delivery).
 //
-// ctx ends after Options.HandlerTimeout; it is not cancelled when Consume
-// is asked to stop, so that the message in hand is finished.
+// ctx carries the message's span and ends after Options.HandlerTimeout; it
+// is not cancelled when Consume is asked to stop, so that the message in
+// hand is finished.
 type Handler func(ctx context.Context, msg jetstream.Msg) error
+
+// BatchHandler handles a batch of messages and returns one result per
+// message, in order, each meaning what a Handler's result means for its
+// message. msgCtxs[i] carries the span of handling msgs[i] (what is
+// published for it should be a child of it). ctx and every msgCtxs[i] end
+// after Options.HandlerTimeout, for the whole batch; they are not
+// cancelled when ConsumeBatch is asked to stop.
+type BatchHandler func(ctx context.Context, msgs []jetstream.Msg, msgCtxs []context.Context) []error
 
 type permanentError struct{ err error }
 
@@ -53,9 +62,9 @@ func IsPermanent(err error) bool {
 	return ok
 }
 
-// Stats counts what Consume did. The fields are monotonic counters, safe
-// for concurrent use, meant to be exported as metrics; one Stats may be
-// shared by several Consume calls.
+// Stats counts what Consume or ConsumeBatch did. The fields are monotonic
+// counters, safe for concurrent use, meant to be exported as metrics; one
+// Stats may be shared by several consume loops.
 type Stats struct {
 	// Received counts messages taken from the consumer.
 	Received atomic.Uint64
@@ -72,11 +81,13 @@ type Stats struct {
 	// Permanent counts the dead-lettered messages whose handler returned a
 	// Permanent error.
 	Permanent atomic.Uint64
-	// Released counts messages prefetched but not handled when Consume
+	// Released counts messages prefetched but not handled when the loop
 	// stopped, negatively acknowledged without delay for another consumer
 	// instance to take at once.
 	Released atomic.Uint64
-	// Panics counts handler panics (each treated as a retryable error).
+	// Panics counts handler panics (and batches given a result count
+	// other than theirs), each a retryable error for every message of its
+	// batch (the one message of a Handler).
 	Panics atomic.Uint64
 	// AckErrors counts acknowledgements (ack, nak, term) that failed; the
 	// server then redelivers after its ack wait.
@@ -94,22 +105,30 @@ const (
 	DefaultHandlerTimeout = 20 * time.Second
 	DefaultAckTimeout     = 5 * time.Second
 	DefaultPullExpiry     = 5 * time.Second
+	DefaultMaxBatch       = 64
 )
 
-// Options configure Consume.
+// Options configure Consume and ConsumeBatch.
 type Options struct {
 	// JetStream publishes the dead-letter records (required).
 	JetStream jetstream.JetStream
 	// Source is the CloudEvents source of the dead-letter records, e.g.
 	// events.Source("verifier", host) (required).
 	Source string
-	// Concurrency is how many messages are handled at once (default 1).
-	// Handlers must then tolerate messages of one subject handled out of
-	// order.
+	// Concurrency is how many messages (ConsumeBatch: batches) are handled
+	// at once (default 1). Handlers must then tolerate messages of one
+	// subject handled out of order.
 	Concurrency int
+	// MaxBatch bounds the messages ConsumeBatch hands the handler at once
+	// (default DefaultMaxBatch). A free worker takes what has arrived, up
+	// to MaxBatch, and never waits for more: a lone message is a batch of
+	// one. Consume ignores it.
+	MaxBatch int
 	// Prefetch is how many messages are pulled ahead of the handlers
-	// (default 2 × Concurrency, at least 8). Prefetched messages count
-	// against the consumer's MaxAckPending and their ack wait runs.
+	// (default 2 × Concurrency, at least 8 and at least MaxBatch).
+	// Prefetched messages count against the consumer's MaxAckPending and
+	// their ack wait runs; ConsumeBatch also queues up to Prefetch
+	// messages for its workers to batch.
 	Prefetch int
 	// PullExpiry is how long one pull request waits on the server
 	// (default DefaultPullExpiry); the server sends a heartbeat every half
@@ -117,7 +136,8 @@ type Options struct {
 	// missed heartbeats and replaced.
 	PullExpiry time.Duration
 	// HandlerTimeout bounds one handler call (default
-	// DefaultHandlerTimeout); keep it below the consumer's AckWait.
+	// DefaultHandlerTimeout), for a whole batch; keep it below the
+	// consumer's AckWait.
 	HandlerTimeout time.Duration
 	// RetryDelay is the NakWithDelay delay after a retryable error, given
 	// the number of deliveries so far (default topology.RetryDelay).
@@ -156,6 +176,24 @@ type Options struct {
 // lost), and returns nil. Pull errors are counted and retried with
 // backoff; they do not end Consume.
 func Consume(ctx context.Context, cons jetstream.Consumer, h Handler, opts Options) error {
+	if h == nil {
+		return errors.New("natsbus: consume needs a consumer and a handler")
+	}
+	opts.MaxBatch = 1
+	return ConsumeBatch(ctx, cons, func(_ context.Context, msgs []jetstream.Msg, msgCtxs []context.Context) []error {
+		return []error{h(msgCtxs[0], msgs[0])}
+	}, opts)
+}
+
+// ConsumeBatch is Consume for a handler that handles several messages
+// together (sharing its reads, writes or publish acknowledgements): each
+// of Options.Concurrency workers takes whatever has arrived, up to
+// Options.MaxBatch messages, hands them to h, and settles each message by
+// its result as Consume does (the acknowledgements of a batch go out
+// together). Each message has its own span and counts. A panic, or a
+// result count other than the batch's, is a retryable error for every
+// message of the batch.
+func ConsumeBatch(ctx context.Context, cons jetstream.Consumer, h BatchHandler, opts Options) error {
 	if cons == nil || h == nil {
 		return errors.New("natsbus: consume needs a consumer and a handler")
 	}
@@ -168,8 +206,11 @@ func Consume(ctx context.Context, cons jetstream.Consumer, h Handler, opts Optio
 	if opts.Concurrency < 1 {
 		opts.Concurrency = 1
 	}
+	if opts.MaxBatch < 1 {
+		opts.MaxBatch = DefaultMaxBatch
+	}
 	if opts.Prefetch < 1 {
-		opts.Prefetch = max(2*opts.Concurrency, 8)
+		opts.Prefetch = max(2*opts.Concurrency, 8, opts.MaxBatch)
 	}
 	if opts.PullExpiry <= 0 {
 		opts.PullExpiry = DefaultPullExpiry
@@ -199,7 +240,7 @@ func Consume(ctx context.Context, cons jetstream.Consumer, h Handler, opts Optio
 
 type loop struct {
 	cons       jetstream.Consumer
-	h          Handler
+	h          BatchHandler
 	o          Options
 	st         *Stats
 	maxDeliver int
@@ -207,15 +248,17 @@ type loop struct {
 	tel        *ConsumeTelemetry
 }
 
+// run pulls until ctx is done, then lets the workers finish the batches in
+// hand and release what is queued.
 func (c *loop) run(ctx context.Context) error {
-	work := make(chan jetstream.Msg)
+	queue := 0 // one by one: a worker takes the message the puller offers
+	if c.o.MaxBatch > 1 {
+		queue = c.o.Prefetch // a worker batches what is queued
+	}
+	work := make(chan jetstream.Msg, queue)
 	var wg sync.WaitGroup
 	for range c.o.Concurrency {
-		wg.Go(func() {
-			for m := range work {
-				c.handle(ctx, m)
-			}
-		})
+		wg.Go(func() { c.work(ctx, work) })
 	}
 	defer func() {
 		close(work)
@@ -274,6 +317,32 @@ func (c *loop) pull(ctx context.Context, it jetstream.MessagesContext, work chan
 	}
 }
 
+// work takes a batch of what has arrived, never waiting for more, and
+// handles it; after ctx is done it releases what is left in the queue.
+func (c *loop) work(ctx context.Context, in <-chan jetstream.Msg) {
+	b := newBatch(c.o.MaxBatch)
+	for m := range in {
+		if ctx.Err() != nil {
+			c.releaseMsg(ctx, m)
+			continue
+		}
+		b.msgs = append(b.msgs, m)
+	more:
+		for len(b.msgs) < c.o.MaxBatch {
+			select {
+			case m, ok := <-in:
+				if !ok {
+					break more
+				}
+				b.msgs = append(b.msgs, m)
+			default:
+				break more
+			}
+		}
+		c.handle(ctx, b)
+	}
+}
+
 // release stops pulling and hands back what was prefetched.
 func (c *loop) release(ctx context.Context, it jetstream.MessagesContext) {
 	it.Drain()
@@ -291,7 +360,9 @@ func (c *loop) release(ctx context.Context, it jetstream.MessagesContext) {
 func (c *loop) releaseMsg(ctx context.Context, m jetstream.Msg) {
 	if c.last(m) {
 		// A Nak would use up its last delivery unrecorded.
-		c.handle(ctx, m)
+		b := newBatch(1)
+		b.msgs = append(b.msgs, m)
+		c.handle(ctx, b)
 		return
 	}
 	if err := m.Nak(); err != nil {
@@ -319,47 +390,91 @@ func (c *loop) last(m jetstream.Msg) bool {
 	return topology.Last(jetstream.ConsumerConfig{MaxDeliver: c.maxDeliver}, deliveries(m))
 }
 
-// handle runs the handler on one message and acknowledges it as its
-// result says, inside the message's span.
-func (c *loop) handle(ctx context.Context, m jetstream.Msg) {
-	base, hd := c.tel.Begin(context.WithoutCancel(ctx), m)
-	hctx, cancel := context.WithTimeout(base, c.o.HandlerTimeout)
-	err := c.call(hctx, m)
-	cancel()
-
-	ack := OutcomeNak
-	switch {
-	case err == nil:
-		actx, cancel := context.WithTimeout(base, DefaultAckTimeout)
-		defer cancel()
-		if aerr := Retry(actx, m.DoubleAck); aerr != nil {
-			c.st.AckErrors.Add(1)
-			err, ack = fmt.Errorf("ack: %w", aerr), OutcomeAckFailed
-			break
-		}
-		ack = OutcomeAck
-		c.st.Acked.Add(1)
-		c.tel.Acked(base)
-	case IsPermanent(err) || c.last(m):
-		dctx, cancel := context.WithTimeout(base, c.o.HandlerTimeout)
-		defer cancel()
-		if c.deadLetter(dctx, m, err) {
-			ack = OutcomeTerm
-		}
-	default:
-		c.retry(base, m)
-	}
-	c.tel.End(base, hd, ack, err)
+// batch is the messages a worker has in hand, with their contexts and
+// handling; a worker reuses it batch after batch.
+type batch struct {
+	msgs []jetstream.Msg
+	ctxs []context.Context
+	hs   []Handling
 }
 
-func (c *loop) call(ctx context.Context, m jetstream.Msg) (err error) {
+func newBatch(n int) *batch {
+	return &batch{msgs: make([]jetstream.Msg, 0, n), ctxs: make([]context.Context, 0, n), hs: make([]Handling, 0, n)}
+}
+
+// handle runs the handler on b's messages, each inside its span, settles
+// every message as its result says, the settlements at once, and empties
+// b.
+func (c *loop) handle(ctx context.Context, b *batch) {
+	base := context.WithoutCancel(ctx)
+	hctx, cancel := context.WithTimeout(base, c.o.HandlerTimeout)
+	for _, m := range b.msgs {
+		mctx, h := c.tel.Begin(hctx, m)
+		b.ctxs, b.hs = append(b.ctxs, mctx), append(b.hs, h)
+	}
+	results := c.call(hctx, b.msgs, b.ctxs)
+	cancel()
+
+	actx, cancel := context.WithTimeout(base, DefaultAckTimeout)
+	var wg sync.WaitGroup
+	for i := 1; i < len(b.msgs); i++ {
+		wg.Go(func() { c.settle(b.ctxs[i], actx, b.msgs[i], b.hs[i], results[i]) })
+	}
+	c.settle(b.ctxs[0], actx, b.msgs[0], b.hs[0], results[0])
+	wg.Wait()
+	cancel()
+
+	clear(b.msgs) // let the messages and spans go
+	clear(b.ctxs)
+	clear(b.hs)
+	b.msgs, b.ctxs, b.hs = b.msgs[:0], b.ctxs[:0], b.hs[:0]
+}
+
+// call runs the handler; a panic, or a result count other than the
+// batch's, fails every message of the batch, to be retried.
+func (c *loop) call(ctx context.Context, msgs []jetstream.Msg, msgCtxs []context.Context) (results []error) {
 	defer func() {
 		if r := recover(); r != nil {
 			c.st.Panics.Add(1)
-			err = fmt.Errorf("handler panic: %v", r)
+			err := fmt.Errorf("handler panic: %v", r)
+			results = make([]error, len(msgs))
+			for i := range results {
+				results[i] = err
+			}
 		}
 	}()
-	return c.h(ctx, m)
+	results = c.h(ctx, msgs, msgCtxs)
+	if len(results) != len(msgs) {
+		panic(fmt.Sprintf("%d results for %d messages", len(results), len(msgs)))
+	}
+	return results
+}
+
+// settle acknowledges m as its handler's result err says (the ack within
+// actx) and ends its handling; ctx carries m's span.
+func (c *loop) settle(ctx, actx context.Context, m jetstream.Msg, h Handling, err error) {
+	outcome := OutcomeNak
+	switch {
+	case err == nil:
+		if aerr := Retry(actx, m.DoubleAck); aerr != nil {
+			c.st.AckErrors.Add(1)
+			err, outcome = fmt.Errorf("ack: %w", aerr), OutcomeAckFailed
+			break
+		}
+		outcome = OutcomeAck
+		c.st.Acked.Add(1)
+		c.tel.Acked(ctx)
+	case IsPermanent(err) || c.last(m):
+		// ctx ended with the handler's time; the record gets its own.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.o.HandlerTimeout)
+		defer cancel()
+		if c.deadLetter(dctx, m, err) {
+			outcome = OutcomeTerm
+		}
+	default:
+		c.retry(ctx, m)
+	}
+	c.tel.End(ctx, h, outcome, err)
 }
 
 func (c *loop) retry(ctx context.Context, m jetstream.Msg) {

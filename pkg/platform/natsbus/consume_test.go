@@ -84,9 +84,20 @@ func retryConsumer(ctx context.Context, t *testing.T, js jetstream.JetStream, na
 // waits for it to return.
 func run(ctx context.Context, t *testing.T, cons jetstream.Consumer, h natsbus.Handler, o natsbus.Options) (stop func()) {
 	t.Helper()
+	return background(ctx, t, func(ctx context.Context) error { return natsbus.Consume(ctx, cons, h, o) })
+}
+
+// runBatch starts ConsumeBatch in the background, as run starts Consume.
+func runBatch(ctx context.Context, t *testing.T, cons jetstream.Consumer, h natsbus.BatchHandler, o natsbus.Options) (stop func()) {
+	t.Helper()
+	return background(ctx, t, func(ctx context.Context) error { return natsbus.ConsumeBatch(ctx, cons, h, o) })
+}
+
+func background(ctx context.Context, t *testing.T, consume func(context.Context) error) (stop func()) {
+	t.Helper()
 	cctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- natsbus.Consume(cctx, cons, h, o) }()
+	go func() { done <- consume(cctx) }()
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {
@@ -178,10 +189,18 @@ func TestConsumeNeedsOptions(t *testing.T) {
 	ctx, js := bus(t)
 	cons := verifierConsumer(ctx, t, js)
 	h := func(context.Context, jetstream.Msg) error { return nil }
-	require.Error(t, natsbus.Consume(ctx, nil, h, natsbus.Options{JetStream: js, Source: source}))
-	require.Error(t, natsbus.Consume(ctx, cons, nil, natsbus.Options{JetStream: js, Source: source}))
-	require.Error(t, natsbus.Consume(ctx, cons, h, natsbus.Options{Source: source}))
-	require.Error(t, natsbus.Consume(ctx, cons, h, natsbus.Options{JetStream: js}))
+	bh := func(_ context.Context, msgs []jetstream.Msg, _ []context.Context) []error {
+		return make([]error, len(msgs))
+	}
+	o := natsbus.Options{JetStream: js, Source: source}
+	require.Error(t, natsbus.Consume(ctx, nil, h, o))
+	require.Error(t, natsbus.Consume(ctx, cons, nil, o))
+	require.Error(t, natsbus.ConsumeBatch(ctx, nil, bh, o))
+	require.Error(t, natsbus.ConsumeBatch(ctx, cons, nil, o))
+	for _, o := range []natsbus.Options{{Source: source}, {JetStream: js}} {
+		require.Error(t, natsbus.Consume(ctx, cons, h, o))
+		require.Error(t, natsbus.ConsumeBatch(ctx, cons, bh, o))
+	}
 }
 
 func TestConsumeAcksHandledMessages(t *testing.T) {
@@ -350,58 +369,72 @@ func TestConsumeKeepsMessagesWhoseDeadLetterFails(t *testing.T) {
 	assert.Len(t, deadLetters(ctx, t, js), 1)
 }
 
-// On cancel, Consume finishes the message in hand and releases the
-// prefetched ones at once: another instance gets them without waiting for
-// the ack wait.
+// On cancel, the loop finishes the messages in hand and releases the
+// prefetched (and, batching, queued) ones at once: another instance gets
+// them without waiting for the ack wait.
 func TestConsumeDrainsOnCancel(t *testing.T) {
-	ctx, js := bus(t)
-	cons := verifierConsumer(ctx, t, js)
-	publish(ctx, t, js, 30)
+	for _, maxBatch := range []int{1, 4} { // Consume; ConsumeBatch, up to 4 at once
+		t.Run(fmt.Sprintf("batches of %d", maxBatch), func(t *testing.T) {
+			ctx, js := bus(t)
+			cons := verifierConsumer(ctx, t, js)
+			publish(ctx, t, js, 30)
 
-	var st natsbus.Stats
-	inHand := make(chan struct{})
-	finish := make(chan struct{})
-	var first atomic.Bool
-	handled := sync.Map{}
-	o := options(js, &st)
-	o.Prefetch = 16
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		done <- natsbus.Consume(cctx, cons, func(_ context.Context, m jetstream.Msg) error {
-			if first.CompareAndSwap(false, true) {
-				close(inHand)
-				<-finish
+			var st natsbus.Stats
+			var inHand atomic.Int32
+			held := make(chan struct{})
+			finish := make(chan struct{})
+			handled := sync.Map{}
+			h := func(_ context.Context, msgs []jetstream.Msg, _ []context.Context) []error {
+				if inHand.CompareAndSwap(0, int32(len(msgs))) {
+					close(held)
+					<-finish
+				}
+				for _, m := range msgs {
+					handled.Store(m.Headers().Get(events.HeaderMsgID), true)
+				}
+				return make([]error, len(msgs))
 			}
-			handled.Store(m.Headers().Get(events.HeaderMsgID), true)
-			return nil
-		}, o)
-	}()
-	<-inHand
-	eventually(t, func() error {
-		if st.Received.Load() < 2 {
-			return errors.New("nothing prefetched yet")
-		}
-		return nil
-	})
-	cancel() // with a message in hand
-	close(finish)
-	require.NoError(t, <-done)
-	assert.Equal(t, uint64(1), st.Acked.Load(), "the message in hand is finished")
-	assert.Equal(t, st.Received.Load()-1, st.Released.Load(), "every prefetched message is released")
+			o := options(js, &st)
+			o.Prefetch, o.MaxBatch = 16, maxBatch
+			cctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() {
+				if maxBatch > 1 {
+					done <- natsbus.ConsumeBatch(cctx, cons, h, o)
+					return
+				}
+				done <- natsbus.Consume(cctx, cons, func(ctx context.Context, m jetstream.Msg) error {
+					return h(ctx, []jetstream.Msg{m}, nil)[0]
+				}, o)
+			}()
+			<-held
+			n := uint64(inHand.Load())
+			eventually(t, func() error {
+				if st.Received.Load() <= n {
+					return errors.New("nothing prefetched yet")
+				}
+				return nil
+			})
+			cancel() // with messages in hand
+			close(finish)
+			require.NoError(t, <-done)
+			assert.Equal(t, n, st.Acked.Load(), "the messages in hand are finished")
+			assert.Equal(t, st.Received.Load()-n, st.Released.Load(), "every prefetched message is released")
 
-	var st2 natsbus.Stats
-	run(ctx, t, cons, func(_ context.Context, m jetstream.Msg) error {
-		handled.Store(m.Headers().Get(events.HeaderMsgID), true)
-		return nil
-	}, options(js, &st2))
-	// Well within the consumer's 30 s ack wait.
-	natstest.CheckFor(t, 5*time.Second, 10*time.Millisecond, counter("acked by the second consumer", &st2.Acked, 29))
-	settled(ctx, t, cons)
-	n := 0
-	handled.Range(func(any, any) bool { n++; return true })
-	assert.Equal(t, 30, n)
+			var st2 natsbus.Stats
+			run(ctx, t, cons, func(_ context.Context, m jetstream.Msg) error {
+				handled.Store(m.Headers().Get(events.HeaderMsgID), true)
+				return nil
+			}, options(js, &st2))
+			// Well within the consumer's 30 s ack wait.
+			natstest.CheckFor(t, 5*time.Second, 10*time.Millisecond, counter("acked by the second consumer", &st2.Acked, 30-n))
+			settled(ctx, t, cons)
+			count := 0
+			handled.Range(func(any, any) bool { count++; return true })
+			assert.Equal(t, 30, count)
+		})
+	}
 }
 
 func TestDeadLetterID(t *testing.T) {

@@ -1,9 +1,10 @@
 // Package natsbus connects services to NATS JetStream: Connect (URL,
 // credentials, TLS), Consume, the message loop that turns a handler's
 // result into an explicit acknowledgement (nil → Ack, retryable →
-// NakWithDelay, Permanent → dead-letter + Term), and Publisher. Both are
-// instrumented: a span per handled message, a child of the producer's span
-// named by the event's traceparent, a producer span per publish with its
-// context injected into the event, and the counters named by the Metric
-// constants.
+// NakWithDelay, Permanent → dead-letter + Term), ConsumeBatch, the same
+// loop handing its handler batches of what has arrived and settling each
+// message by its own result, and Publisher. All are instrumented: a span
+// per handled message, a child of the producer's span named by the event's
+// traceparent, a producer span per publish with its context injected into
+// the event, and the counters named by the Metric constants.
 package natsbus

@@ -33,7 +33,7 @@ const (
 	MetricAcked = "runtimetruth.messages.acked"
 	// MetricNacked counts negative acknowledgements, by stream, consumer
 	// and reason ("retry": a retryable error, redelivered after a delay;
-	// "release": prefetched but not handled when Consume stopped).
+	// "release": prefetched but not handled when the loop stopped).
 	MetricNacked = "runtimetruth.messages.nacked"
 	// MetricDeadLettered counts messages recorded in the DLQ stream and
 	// terminated, by stream, consumer and reason ("permanent" or
@@ -128,10 +128,10 @@ const (
 // span of handling each message (kind consumer, named "process <stream>",
 // a child of the producer's span named by the message's trace headers) and
 // the consumed, acked, nacked and dead_lettered counters and the handle
-// duration, labelled by stream and consumer. Consume uses it; a consume
-// loop of its own (a batch consumer) uses it the same way: Begin when a
-// message is taken, Acked, Nacked or DeadLettered as it is settled, End
-// once it is. It is safe for concurrent use, and adds no allocation per
+// duration, labelled by stream and consumer. Consume and ConsumeBatch use
+// it; a consume loop of its own (one that must keep order, say) uses it the
+// same way: Begin when a message is taken, Acked, Nacked or DeadLettered as
+// it is settled, End once it is. It is safe for concurrent use, and adds no allocation per
 // message beyond the span's when spans are not recorded.
 type ConsumeTelemetry struct {
 	tracer    trace.Tracer
