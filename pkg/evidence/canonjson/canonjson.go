@@ -119,38 +119,51 @@ func appendNumber(dst []byte, v jsontree.Value) ([]byte, error) {
 
 // AppendString appends s with RFC 8785 escaping: only '"', '\\' and control
 // characters are escaped; everything else is written as UTF-8.
-func AppendString(dst []byte, s string) []byte {
+func AppendString(dst []byte, s string) []byte { return appendString(dst, s) }
+
+func appendString[S ~string | ~[]byte](dst []byte, s S) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); i++ {
+		for i+8 <= len(s) && plain8(load64(s, i)) {
+			i += 8
+		}
+		if i == len(s) {
+			break
+		}
 		c := s[i]
 		if c >= 0x20 && c != '"' && c != '\\' {
 			continue
 		}
 		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"':
-			dst = append(dst, '\\', '"')
-		case '\\':
-			dst = append(dst, '\\', '\\')
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			const hex = "0123456789abcdef"
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-		}
+		dst = appendEscape(dst, c)
 		start = i + 1
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// appendEscape appends the RFC 8785 escape of c, a control character, '"'
+// or '\\'.
+func appendEscape(dst []byte, c byte) []byte {
+	switch c {
+	case '"':
+		return append(dst, '\\', '"')
+	case '\\':
+		return append(dst, '\\', '\\')
+	case '\b':
+		return append(dst, '\\', 'b')
+	case '\f':
+		return append(dst, '\\', 'f')
+	case '\n':
+		return append(dst, '\\', 'n')
+	case '\r':
+		return append(dst, '\\', 'r')
+	case '\t':
+		return append(dst, '\\', 't')
+	}
+	const hex = "0123456789abcdef"
+	return append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
 }
 
 // SortMembers sorts object members by the UTF-16 code units of their keys,
@@ -168,7 +181,9 @@ func compareMembers(a, b jsontree.Member) int { return CompareKeys(a.Key, b.Key)
 // starting 0xD800 in UTF-16) sort before U+E000..U+FFFF (lead bytes 0xEE,
 // 0xEF). Common prefixes are whole characters, so the first differing byte
 // is either a continuation byte of same-length characters or a lead byte.
-func CompareKeys(a, b string) int {
+func CompareKeys(a, b string) int { return compareKeys(a, b) }
+
+func compareKeys[S ~string | ~[]byte](a, b S) int {
 	n := min(len(a), len(b))
 	i := 0
 	for i < n && a[i] == b[i] {

@@ -37,6 +37,7 @@ import (
 	"hash"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/canonjson"
@@ -84,8 +85,9 @@ type Meta struct {
 }
 
 // Record is one sealed link. Its Link.Event (the parsed tree) may be
-// empty: sinks use the canonical bytes (Line, Event), and the auditor's
-// writer drops the tree once sealed.
+// empty: sinks use the canonical bytes (Line, Event), Prepare builds no
+// tree for an event it writes directly, and the auditor's writer drops
+// the tree once sealed.
 type Record struct {
 	chain.Link
 	// Line is the link as one canonical JSON line, without the newline.
@@ -105,12 +107,24 @@ func (r Record) Head() Head {
 type Hasher struct {
 	key   []byte
 	chain chain.Hasher
+	// macs holds *mac states from New for reuse by Sum (nil in a zero
+	// Hasher, which makes a new one every time): a keyed state costs
+	// allocations to set up.
+	macs *sync.Pool
+}
+
+// mac is a hash from New and room for its sum.
+type mac struct {
+	hash.Hash
+	sum [sha256.Size]byte
 }
 
 // NewHasher returns a hasher; a non-empty key makes links HMAC-SHA-256.
 func NewHasher(key []byte) Hasher {
 	k := append([]byte(nil), key...)
-	return Hasher{key: k, chain: chain.NewHasher(k)}
+	h := Hasher{key: k, chain: chain.NewHasher(k)}
+	h.macs = &sync.Pool{New: func() any { return &mac{Hash: h.New()} }}
+	return h
 }
 
 // Keyed reports whether links carry an HMAC.
@@ -138,7 +152,10 @@ func (h Hasher) New() hash.Hash {
 }
 
 // Format renders a sum of a hash from New as a link hash.
-func (h Hasher) Format(sum []byte) string { return h.Prefix() + hex.EncodeToString(sum) }
+func (h Hasher) Format(sum []byte) string {
+	var buf [96]byte
+	return string(hex.AppendEncode(append(buf[:0], h.Prefix()...), sum))
+}
 
 // Body appends the canonical bytes the hash covers,
 // {"chain":…,"event":…,"prev":…,"seq":…}, to dst; event must be
@@ -158,31 +175,52 @@ func Body(dst []byte, chainName string, seq uint64, prev string, event []byte) [
 // line appends the link line: Body with the hash member between event and
 // prev (the keys sorted), and returns it with the offsets of the event.
 func line(dst []byte, chainName string, seq uint64, prev, hashValue string, event []byte) ([]byte, int, int) {
-	dst = append(dst, `{"chain":`...)
-	dst = canonjson.AppendString(dst, chainName)
-	dst = append(dst, `,"event":`...)
+	dst = lineHead(dst, chainName)
 	start := len(dst)
 	dst = append(dst, event...)
 	end := len(dst)
+	return lineTail(dst, seq, prev, hashValue), start, end
+}
+
+// lineHead appends what precedes the event in a link line.
+func lineHead(dst []byte, chainName string) []byte {
+	dst = append(dst, `{"chain":`...)
+	dst = canonjson.AppendString(dst, chainName)
+	return append(dst, `,"event":`...)
+}
+
+// lineTail appends what follows the event in a link line.
+func lineTail(dst []byte, seq uint64, prev, hashValue string) []byte {
 	dst = append(dst, `,"hash":`...)
 	dst = canonjson.AppendString(dst, hashValue)
 	dst = append(dst, `,"prev":`...)
 	dst = canonjson.AppendString(dst, prev)
 	dst = append(dst, `,"seq":`...)
 	dst = strconv.AppendUint(dst, seq, 10)
-	return append(dst, '}'), start, end
+	return append(dst, '}')
 }
+
+// lineRoom is the room a link line needs besides its event and chain name
+// (the prefixes of hash and prev and a sequence number, with some to
+// spare); a longer one is grown as needed.
+const lineRoom = 260
 
 // Sum returns the hash of a link from its parts; event must be canonical
 // JSON.
 func (h Hasher) Sum(chainName string, seq uint64, prev string, event []byte) string {
-	m := h.New()
+	var m *mac
+	if h.macs != nil {
+		m = h.macs.Get().(*mac)
+		defer h.macs.Put(m)
+		m.Reset()
+	} else {
+		m = &mac{Hash: h.New()}
+	}
 	buf := getBuffer()
 	*buf = Body((*buf)[:0], chainName, seq, prev, event)
 	m.Write(*buf)
 	putBuffer(buf)
-	var sum [sha256.Size]byte
-	return h.Format(m.Sum(sum[:0]))
+	return h.Format(m.Sum(m.sum[:0]))
 }
 
 // Prepared is an event ready to be sealed into its chain: the costly
@@ -190,16 +228,31 @@ func (h Hasher) Sum(chainName string, seq uint64, prev string, event []byte) str
 // head, so that events are prepared in parallel and sealed in order.
 type Prepared struct {
 	Chain string
+	// Event is the event's tree where Prepare built one (strict, or a
+	// rejection); empty when the canonical form was written from the
+	// message directly.
 	Event jsontree.Value
 	// Bytes is the event's canonical JSON.
 	Bytes []byte
 	Meta  Meta
+	// line, when set, is the start of the link line, ending with Bytes,
+	// with room for the rest: the first SealPrepared of p (the one that
+	// sets claimed) completes it in place rather than copying the event.
+	line    []byte
+	claimed *atomic.Bool
 }
 
 // Prepare checks m and builds its event (Entry, or EntryStrict when
 // strict) in canonical form. An event the canonical form cannot carry (a
-// number out of RFC 8785's range) is recorded as a rejection.
+// number out of RFC 8785's range) is recorded as a rejection. The event
+// of a message Entry accepts is written from the message's bytes, without
+// its tree; the bytes and meta are those of the tree's path.
 func Prepare(m *Message, source string, strict bool) Prepared {
+	if !strict {
+		if p, ok := prepareDirect(ChainName(m.Stream, m.Subject), m); ok {
+			return p
+		}
+	}
 	var ev jsontree.Value
 	if strict {
 		ev = EntryStrict(m, source)
@@ -260,7 +313,15 @@ func (h Hasher) SealPrepared(p Prepared, head Head) Record {
 		prev = chain.Genesis
 	}
 	sum := h.Sum(p.Chain, seq, prev, p.Bytes)
-	ln, start, end := line(make([]byte, 0, len(p.Bytes)+len(p.Chain)+260), p.Chain, seq, prev, sum, p.Bytes)
+	var ln []byte
+	var start, end int
+	if p.line != nil && p.claimed.CompareAndSwap(false, true) {
+		end = len(p.line)
+		start = end - len(p.Bytes)
+		ln = lineTail(p.line, seq, prev, sum)
+	} else {
+		ln, start, end = line(make([]byte, 0, len(p.Bytes)+len(p.Chain)+lineRoom), p.Chain, seq, prev, sum, p.Bytes)
+	}
 	return Record{
 		Link:  chain.Link{Chain: p.Chain, Seq: seq, Prev: prev, Hash: sum, Event: p.Event},
 		Line:  ln,
@@ -302,7 +363,7 @@ func FromLink(l chain.Link) (Record, error) {
 	if err != nil {
 		return Record{}, err
 	}
-	ln, start, end := line(make([]byte, 0, len(event)+len(l.Chain)+260), l.Chain, l.Seq, l.Prev, l.Hash, event)
+	ln, start, end := line(make([]byte, 0, len(event)+len(l.Chain)+lineRoom), l.Chain, l.Seq, l.Prev, l.Hash, event)
 	return Record{Link: l, Line: ln, Event: ln[start:end:end], Meta: meta}, nil
 }
 

@@ -60,20 +60,38 @@ func ChainName(stream, subject string) string {
 // decoded token, or the token as it is when it does not decode to a
 // printable name (a shortened or malformed token); "=" when there is none.
 func HostOf(subject string) string {
-	tokens := strings.Split(subject, ".")
 	i := 2
-	if len(tokens) > 1 && tokens[1] == "collect" {
+	if token(subject, 1) == "collect" {
 		i = 3
 	}
-	if len(tokens) <= i || tokens[i] == "" {
+	tok := token(subject, i)
+	if tok == "" {
 		return "="
 	}
-	tok := tokens[i]
+	if !strings.Contains(tok, "=") {
+		return tok // as it is, whether it decodes (to itself) or not
+	}
 	host, err := events.ParseToken(tok)
 	if err != nil || host == "" || strings.IndexFunc(host, unicode.IsControl) >= 0 {
 		return tok
 	}
 	return host
+}
+
+// token returns the i-th (0-based) dot-separated token of subject; "" when
+// there are fewer.
+func token(subject string, i int) string {
+	for ; i > 0; i-- {
+		dot := strings.IndexByte(subject, '.')
+		if dot < 0 {
+			return ""
+		}
+		subject = subject[dot+1:]
+	}
+	if dot := strings.IndexByte(subject, '.'); dot >= 0 {
+		return subject[:dot]
+	}
+	return subject
 }
 
 // Entry builds the event of m's link, checking the envelope: a message
