@@ -2,11 +2,8 @@ package deploy_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -29,6 +26,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/report"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/services/auditor"
+	"github.com/runtimetruth/runtimetruth/services/auditor/auditortest"
 )
 
 // dashboard is the part of a Grafana dashboard the test reads.
@@ -76,7 +74,8 @@ const pluginType = "grafana-clickhouse-datasource"
 // returns rows.
 func TestDashboardQueries(t *testing.T) {
 	dashboards := loadDashboards(t)
-	dsn, db := clickHouseDatabase(t)
+	dsn := auditortest.ClickHouseDSN(t)
+	db := databaseOf(t, dsn)
 	loaded := loadPipelineEvents(t, dsn)
 
 	conn := openClickHouse(t, dsn)
@@ -266,11 +265,6 @@ var (
 	}
 )
 
-func digest(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
-
 // fixtureMessages returns the messages of the run, built with the
 // pkg/events codec, timed from start on.
 func fixtureMessages(t *testing.T, start time.Time) []*nats.Msg {
@@ -292,14 +286,14 @@ func fixtureMessages(t *testing.T, start time.Time) []*nats.Msg {
 		payloads = append(payloads,
 			events.RunnableModified{Host: host, Ecosystem: events.Python, Environment: "/opt/tools/venv",
 				Package: "mytools", Version: "1.4." + fmt.Sprint(hi), Source: "index", Baseline: "RECORD",
-				ChangedFiles: []events.FileChange{{Path: "mytools/cli.py", Change: events.FileModified, Observed: digest("cli" + host)}},
-				ChangeDigest: strings.TrimPrefix(digest("change"+host), "sha256:")},
+				ChangedFiles: []events.FileChange{{Path: "mytools/cli.py", Change: events.FileModified, Observed: auditortest.Digest("cli" + host)}},
+				ChangeDigest: strings.TrimPrefix(auditortest.Digest("change"+host), "sha256:")},
 			events.CollectionFailed{Host: host, Collector: "codex", Reason: "timeout",
 				Message: "codex app-server did not answer within 10s", Retryable: true})
 	}
 	for i, tg := range fixtureTargets {
 		payloads = append(payloads, events.BaselineChanged{Target: tg, Change: events.BaselineUpdated,
-			Digest: digest(fmt.Sprint("new", i)), PreviousDigest: digest(fmt.Sprint("old", i)), Actor: "alice@example.com"})
+			Digest: auditortest.Digest(fmt.Sprint("new", i)), PreviousDigest: auditortest.Digest(fmt.Sprint("old", i)), Actor: "alice@example.com"})
 	}
 	payloads = append(payloads, attestationFixture(t),
 		events.Rejected(topology.StreamEvidence, topology.ConsumerVerifier, events.EvidenceSubject("web-01", "git.repository"), 7, 10,
@@ -345,16 +339,16 @@ func evidenceFixture(t *testing.T, host string, tg events.Target, i int) events.
 }
 
 func verdictFixture(host string, tg events.Target, id string, status events.Status) events.Verdict {
-	v := events.Verdict{Status: status, Host: host, Target: tg, EvidenceID: id, SnapshotDigest: digest(id + string(status))}
+	v := events.Verdict{Status: status, Host: host, Target: tg, EvidenceID: id, SnapshotDigest: auditortest.Digest(id + string(status))}
 	rt := report.Target{Kind: tg.Kind, Identifier: tg.Identifier}
 	switch status {
 	case events.StatusPass:
-		v.BaselineDigest = digest("base")
+		v.BaselineDigest = auditortest.Digest("base")
 		v.Report = &report.Report{Changes: []report.Change{}, Protected: []string{}, ReportSchemaVersion: report.SchemaVersion,
 			Status: report.Pass, Target: rt}
 	case events.StatusDrift:
 		before, after := snapshot.Int(3036), snapshot.Int(4242)
-		v.BaselineDigest = digest("base")
+		v.BaselineDigest = auditortest.Digest("base")
 		v.Report = &report.Report{
 			Changes: []report.Change{{Change: diff.Modified, Kind: "systemd.unit", Fields: []report.Field{
 				{After: &after, Before: &before, Change: diff.Modified, Field: "main_pid"}}}},
@@ -465,34 +459,14 @@ func waitConsumersDone(t *testing.T, js jetstream.JetStream) {
 	})
 }
 
-// clickHouseDatabase returns a DSN of the test ClickHouse
-// (RUNTIMETRUTH_CLICKHOUSE_DSN, from scripts/test-services.sh) on a fresh
-// database, dropped when the test ends, and the database's name. Without
-// the variable the test fails.
-func clickHouseDatabase(t *testing.T) (string, string) {
+// databaseOf is the database a DSN names (its path).
+func databaseOf(t *testing.T, dsn string) string {
 	t.Helper()
-	base := os.Getenv("RUNTIMETRUTH_CLICKHOUSE_DSN")
-	if base == "" {
-		t.Fatal("RUNTIMETRUTH_CLICKHOUSE_DSN is not set: run the tests through scripts/test-services.sh (make test), which starts ClickHouse")
-	}
-	u, err := url.Parse(base)
+	u, err := url.Parse(dsn)
 	if err != nil {
-		t.Fatalf("RUNTIMETRUTH_CLICKHOUSE_DSN: %v", err)
+		t.Fatal(err)
 	}
-	db := fmt.Sprintf("rt_deploy_%d_%d", time.Now().UnixNano()%1e12, rand.IntN(1e6))
-	conn := openClickHouse(t, base)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := conn.Exec(ctx, "CREATE DATABASE "+db); err != nil {
-		t.Fatalf("clickhouse at %s: create database: %v", u.Host, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+db)
-	})
-	u.Path = "/" + db
-	return u.String(), db
+	return strings.TrimPrefix(u.Path, "/")
 }
 
 func openClickHouse(t *testing.T, dsn string) driver.Conn {

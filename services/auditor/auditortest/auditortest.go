@@ -32,7 +32,8 @@ import (
 // Time is the time of the fixture events.
 var Time = time.Date(2026, 10, 6, 3, 9, 41, 123456000, time.UTC)
 
-func digest(s string) string {
+// Digest is the "sha256:<hex>" digest of s: a fixture digest.
+func Digest(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
@@ -57,10 +58,10 @@ func Payload(tb testing.TB, hosts []string, i int) events.Payload {
 		r := &report.Report{Changes: []report.Change{}, Protected: []string{}, ReportSchemaVersion: report.SchemaVersion,
 			Status: report.Pass, Target: report.Target{Kind: t.Kind, Identifier: t.Identifier}}
 		return events.Verdict{Status: events.StatusPass, Host: host, Target: t, EvidenceID: id,
-			SnapshotDigest: digest(id), BaselineDigest: digest(id), Report: r}
+			SnapshotDigest: Digest(id), BaselineDigest: Digest(id), Report: r}
 	case 2:
 		return events.Verdict{Status: events.StatusError, Host: host, Target: t, EvidenceID: id,
-			SnapshotDigest: digest(id), Error: "no baseline for " + t.String()}
+			SnapshotDigest: Digest(id), Error: "no baseline for " + t.String()}
 	case 3:
 		return Modified(host, i)
 	case 5:
@@ -69,8 +70,8 @@ func Payload(tb testing.TB, hosts []string, i int) events.Payload {
 		return events.CollectionFailed{Host: host, Collector: "codex", Reason: "timeout",
 			Message: "codex app-server did not answer within 10s", Retryable: true}
 	default:
-		return events.BaselineChanged{Target: t, Change: events.BaselineUpdated, Digest: digest("b" + id),
-			PreviousDigest: digest("a" + id), Actor: "alice@example.com"}
+		return events.BaselineChanged{Target: t, Change: events.BaselineUpdated, Digest: Digest("b" + id),
+			PreviousDigest: Digest("a" + id), Actor: "alice@example.com"}
 	}
 }
 
@@ -87,7 +88,7 @@ func Drift(host string, t events.Target, id string, i int) events.Verdict {
 		Target: report.Target{Kind: t.Kind, Identifier: t.Identifier},
 	}
 	return events.Verdict{Status: events.StatusDrift, Host: host, Target: t, EvidenceID: id,
-		SnapshotDigest: digest(id), BaselineDigest: digest("base"), Report: r}
+		SnapshotDigest: Digest(id), BaselineDigest: Digest("base"), Report: r}
 }
 
 // Modified is a runnable.modified event.
@@ -95,8 +96,8 @@ func Modified(host string, i int) events.RunnableModified {
 	return events.RunnableModified{Host: host, Ecosystem: events.Python, Environment: "/srv/agent/.venv",
 		Package: "runspec_linux", Version: "0.20." + strconv.Itoa(i), Source: "index", Baseline: "RECORD",
 		ChangedFiles: []events.FileChange{{Path: "runspec_linux/files.py", Change: events.FileModified,
-			Observed: digest("obs" + strconv.Itoa(i))}},
-		ChangeDigest: digest(strconv.Itoa(i))[len("sha256:"):]}
+			Observed: Digest("obs" + strconv.Itoa(i))}},
+		ChangeDigest: Digest(strconv.Itoa(i))[len("sha256:"):]}
 }
 
 // Evidence is an evidence.collected event of a small systemd snapshot.
