@@ -191,6 +191,16 @@ func DeadLetter(i int) events.EventRejected {
 // the test fails.
 func ClickHouseDSN(tb testing.TB) string {
 	tb.Helper()
+	dsn, drop := ClickHouseDatabase(tb)
+	tb.Cleanup(drop)
+	return dsn
+}
+
+// ClickHouseDatabase is ClickHouseDSN with the dropping left to the
+// caller: a benchmark drops each iteration's database at once, so that
+// no background merge of its parts runs into the next measurement.
+func ClickHouseDatabase(tb testing.TB) (dsn string, drop func()) {
+	tb.Helper()
 	base := os.Getenv("RUNTIMETRUTH_CLICKHOUSE_DSN")
 	if base == "" {
 		tb.Fatal("RUNTIMETRUTH_CLICKHOUSE_DSN is not set: run the tests through scripts/test-services.sh (make test), which starts ClickHouse")
@@ -214,14 +224,14 @@ func ClickHouseDSN(tb testing.TB) string {
 		_ = conn.Close()
 		tb.Fatalf("clickhouse at %s: create database: %v", u.Host, err)
 	}
-	tb.Cleanup(func() {
+	drop = func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		_ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+db)
 		_ = conn.Close()
-	})
+	}
 	u.Path = "/" + db
-	return u.String()
+	return u.String(), drop
 }
 
 // Exec runs statements on the ClickHouse database of dsn (for tampering).
