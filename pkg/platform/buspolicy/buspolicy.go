@@ -90,8 +90,8 @@ func ackSubject(stream, consumer string) string {
 // kvStream is the stream behind a key-value bucket.
 func kvStream(bucket string) string { return "KV_" + bucket }
 
-// Buckets. BucketEvidenceLatest is the verifier's own bucket
-// (verifier.BucketEvidence).
+// BucketEvidenceLatest is the verifier's own bucket of the latest snapshot
+// per target (verifier.BucketEvidence).
 const BucketEvidenceLatest = "evidence-latest"
 
 // ensure grants creating, updating and reading the definition of streams

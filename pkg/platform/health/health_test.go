@@ -35,7 +35,7 @@ func TestReadinessFollowsTheGate(t *testing.T) {
 
 	require.NoError(t, gate.Start(ctx))
 	assert.Equal(t, http.StatusOK, code(h, "/readyz"))
-	var failing error = errors.New("nats: disconnected")
+	failing := errors.New("nats: disconnected")
 	s.AddCheck("bus", func(context.Context) error { return failing })
 	assert.Equal(t, http.StatusServiceUnavailable, code(h, "/readyz"))
 	assert.ErrorContains(t, s.Ready(ctx), "bus: nats: disconnected")
@@ -67,7 +67,10 @@ func TestServeAndStop(t *testing.T) {
 	require.NoError(t, gate.Shutdown(ctx))
 	assert.GreaterOrEqual(t, time.Since(began), 50*time.Millisecond, "the shutdown delay")
 	require.NoError(t, s.Shutdown(ctx))
-	_, err = http.Get("http://" + s.Addr() + "/healthz")
+	resp, err = http.Get("http://" + s.Addr() + "/healthz")
+	if err == nil {
+		_ = resp.Body.Close()
+	}
 	require.Error(t, err)
 }
 

@@ -486,7 +486,7 @@ func (p *Publisher) PublishAll(ctx context.Context, out []Outgoing) {
 				o.Ack, o.Err = ack, nil
 				p.finish(ctx, o.span, o.typ, ack, nil)
 				continue
-			case <-f.Err():
+			case <-f.Err(): //nolint:errcheck // retried one by one below, where its error is kept
 			case <-ctx.Done():
 			}
 		}

@@ -100,7 +100,7 @@ func (r *recorder) ended(kind trace.SpanKind, name string) []sdktrace.ReadOnlySp
 func spanAttr(s sdktrace.ReadOnlySpan, key attribute.Key) string {
 	for _, kv := range s.Attributes() {
 		if kv.Key == key {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""

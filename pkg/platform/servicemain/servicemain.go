@@ -165,14 +165,16 @@ func (s Service[C]) LoadConfig(path string) (Config[C], error) {
 }
 
 // Main runs the service with the process's arguments, signals and
-// standard streams, and exits: 0 after a clean stop, --version or a good
-// --check-config; 1 with "runtimetruth-<name>: error: …" on stderr for
-// anything else (usage errors included).
-func Main[C any](s Service[C]) {
+// standard streams, and returns the process's exit code for main to exit
+// with: 0 after a clean stop, --version or a good --check-config; 1 with
+// "runtimetruth-<name>: error: …" on stderr for anything else (usage
+// errors included).
+func Main[C any](s Service[C]) int {
 	if err := Run(context.Background(), s, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: error: %v\n", s.Binary(), err)
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
 
 // Run parses args and runs the service until ctx ends or the process gets

@@ -93,7 +93,7 @@ func status(addr, path string) int {
 	if err != nil {
 		return -1
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	_, _ = io.Copy(io.Discard, resp.Body)
 	return resp.StatusCode
 }
@@ -102,7 +102,7 @@ func get(t *testing.T, addr, path string) (int, string) {
 	t.Helper()
 	resp, err := http.Get("http://" + addr + path)
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	return resp.StatusCode, string(b)
@@ -241,8 +241,8 @@ func TestCheckConfig(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "runtimetruth-fake: configuration ok\n", out)
 
-	_, err = run("--check-config", "--config", writeConfig(t, "wrok: 1s\n"))
-	require.ErrorContains(t, err, "wrok")
+	_, err = run("--check-config", "--config", writeConfig(t, "wrk: 1s\n")) // an unknown key
+	require.ErrorContains(t, err, "wrk")
 	_, err = run("--check-config", "--config", writeConfig(t, "work: -1s\n"))
 	require.ErrorIs(t, err, config.ErrInvalid, "the service's own Validate runs")
 	require.ErrorContains(t, err, "work: -1s")

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"os"
 	"time"
 
 	"github.com/runtimetruth/runtimetruth/pkg/platform/lifecycle"
@@ -25,4 +26,4 @@ var service = servicemain.Service[attestor.Config]{
 	},
 }
 
-func main() { servicemain.Main(service) }
+func main() { os.Exit(servicemain.Main(service)) }

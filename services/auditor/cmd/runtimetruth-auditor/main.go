@@ -4,6 +4,7 @@
 package main
 
 import (
+	"os"
 	"time"
 
 	"github.com/runtimetruth/runtimetruth/pkg/platform/lifecycle"
@@ -23,4 +24,4 @@ var service = servicemain.Service[auditor.Config]{
 	},
 }
 
-func main() { servicemain.Main(service) }
+func main() { os.Exit(servicemain.Main(service)) }

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"os"
 	"time"
 
 	"github.com/runtimetruth/runtimetruth/pkg/platform/lifecycle"
@@ -22,4 +23,4 @@ var service = servicemain.Service[verifier.Config]{
 	},
 }
 
-func main() { servicemain.Main(service) }
+func main() { os.Exit(servicemain.Main(service)) }
