@@ -107,7 +107,7 @@ type metricCheck struct {
 func (c metricCheck) String() string {
 	kv := make([]string, len(c.attrs))
 	for i, a := range c.attrs {
-		kv[i] = string(a.Key) + "=" + a.Value.Emit()
+		kv[i] = string(a.Key) + "=" + a.Value.String()
 	}
 	return c.name + "{" + strings.Join(kv, ",") + "}"
 }
@@ -374,7 +374,7 @@ func verdictType(spans *traceIndex, parent sdktrace.ReadOnlySpan) string {
 func attr(s sdktrace.ReadOnlySpan, k attribute.Key) string {
 	for _, kv := range s.Attributes() {
 		if kv.Key == k {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""
