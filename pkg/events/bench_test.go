@@ -2,6 +2,8 @@ package events_test
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -28,6 +30,16 @@ func BenchmarkCodecVerdict(b *testing.B) {
 			}
 		}
 	})
+	// A pass verdict with its id given, as the verifier sends most.
+	pass := fixtures(b)["verdict.pass.v1.golden.json"].(events.Verdict)
+	b.Run("encode-verdict-msg-pass", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, err := events.NewVerdictMsg(fixtureSource, pass, events.WithID(fixtureID)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 func BenchmarkCodecEvidence(b *testing.B) {
@@ -41,6 +53,19 @@ func BenchmarkCodecEvidence(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, _, _, err := events.ReadEvidence(received{m}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// The same data indented, as the golden file holds it: the snapshot
+	// is written canonically by ReadEvidence rather than passed through.
+	indented, err := os.ReadFile(filepath.Join("testdata", "evidence.collected.v1.golden.json"))
+	require.NoError(b, err)
+	im := &nats.Msg{Subject: m.Subject, Header: m.Header, Data: indented}
+	b.Run("decode-typed-with-snapshot-indented", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, _, err := events.ReadEvidence(received{im}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -54,7 +54,7 @@ func New(source string, p Payload, opts ...Option) (event.Event, error) {
 // newEvent is New with the check of the encoded data given: check runs
 // after p's Validate, on the JSON New sends.
 func newEvent(source string, p Payload, check func(s *Spec, p Payload, data []byte) error, opts ...Option) (event.Event, error) {
-	o, s, data, err := prepareEvent(source, p, nil, check, opts...)
+	o, s, data, err := prepareEvent(p, nil, check, opts...)
 	if err != nil {
 		return event.Event{}, err
 	}
@@ -64,7 +64,7 @@ func newEvent(source string, p Payload, check func(s *Spec, p Payload, data []by
 // prepareEvent does New's work up to the data: the options with their
 // defaults, the payload's type and Validate, the data (enc, or marshal
 // when enc is nil or fails) and check.
-func prepareEvent(source string, p Payload, enc func() ([]byte, error), check func(s *Spec, p Payload, data []byte) error, opts ...Option) (options, *Spec, []byte, error) {
+func prepareEvent(p Payload, enc func() ([]byte, error), check func(s *Spec, p Payload, data []byte) error, opts ...Option) (options, *Spec, []byte, error) {
 	o := options{}
 	for _, opt := range opts {
 		opt(&o)
@@ -164,7 +164,7 @@ func NewMsg(source string, p Payload, opts ...Option) (*nats.Msg, event.Event, e
 // prepareEvent). The message and event are built directly (fastMsg) when
 // they pass its checks, else by New and ToNATS, which give the error.
 func newMsg(source string, p Payload, enc func() ([]byte, error), check func(s *Spec, p Payload, data []byte) error, opts ...Option) (*nats.Msg, event.Event, error) {
-	o, s, data, err := prepareEvent(source, p, enc, check, opts...)
+	o, s, data, err := prepareEvent(p, enc, check, opts...)
 	if err != nil {
 		return nil, event.Event{}, err
 	}

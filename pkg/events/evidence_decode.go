@@ -25,7 +25,8 @@ import (
 // the schema: one JSON parse serves the schema rules, the payload, the
 // snapshot and its digest. The returned payload's Snapshot holds the
 // snapshot's canonical JSON (the bytes its digest covers), not the bytes
-// as received.
+// as received. The strings of the payload and the snapshot may share one
+// copy of the data (they are cut from it rather than copied one by one).
 //
 // When the typed decoder refuses the data, ReadEvidence runs Read for the
 // error, so a rejected event is reported exactly as before.
@@ -36,7 +37,7 @@ func ReadEvidence(m Msg) (event.Event, EvidenceCollected, *snapshot.Snapshot, er
 	}
 	if e.Type() == TypeEvidenceCollected {
 		p, s, err := decodeEvidence(e.Data())
-		if err == nil && e.Subject() == p.Subject() && m.Subject() == p.NATSSubject() {
+		if err == nil && isTargetSubject(e.Subject(), p.Target) && isEvidenceSubject(m.Subject(), p.Host, p.Target.Kind) {
 			return e, p, s, nil
 		}
 	}
@@ -48,6 +49,9 @@ func ReadEvidence(m Msg) (event.Event, EvidenceCollected, *snapshot.Snapshot, er
 	}
 	s, err := p.ParseSnapshot()
 	if err != nil {
+		return event.Event{}, EvidenceCollected{}, nil, payloadError(fieldErr("snapshot", "%v", err))
+	}
+	if p.Snapshot, err = s.Canonical(); err != nil { // the snapshot as ReadEvidence returns it
 		return event.Event{}, EvidenceCollected{}, nil, payloadError(fieldErr("snapshot", "%v", err))
 	}
 	return e, p, s, nil
@@ -179,12 +183,10 @@ func buildSnapshot(v jsontree.Value) (*snapshot.Snapshot, bool) {
 				if !ok {
 					return nil, false
 				}
-				for _, prev := range s.Evidence {
-					if prev.Kind == r.Kind {
-						return nil, false
-					}
-				}
 				s.Evidence = append(s.Evidence, r)
+			}
+			if repeatedKind(s.Evidence) {
+				return nil, false
 			}
 		}
 	}
@@ -390,7 +392,7 @@ func schemaDigest(v jsontree.Value, parent, key string) error {
 	if v.Kind != jsontree.String {
 		return schemaErr(pointer(parent, key), "got %s, want string", v.Kind)
 	}
-	if !digestRE.MatchString(v.Text) {
+	if !isDigest(v.Text) {
 		return schemaErr(pointer(parent, key), "%q does not match pattern", v.Text)
 	}
 	return nil
@@ -582,19 +584,20 @@ func formatTime(str string) error {
 	if str[2] != ':' || str[5] != ':' {
 		return errors.New("missing colon in correct place")
 	}
-	var hms []int
-	for _, tok := range strings.SplitN(str[:8], ":", 3) {
-		i, err := strconv.Atoi(tok)
+	// The validator's strings.SplitN(str[:8], ":", 3), which the colons
+	// at 2 and 5 make three tokens, without the slice.
+	tok0, rest, _ := strings.Cut(str[:8], ":")
+	tok1, tok2, _ := strings.Cut(rest, ":")
+	var hms [3]int
+	for i, tok := range [3]string{tok0, tok1, tok2} {
+		n, err := strconv.Atoi(tok)
 		if err != nil {
 			return errors.New("invalid hour/min/sec")
 		}
-		if i < 0 {
+		if n < 0 {
 			return errors.New("non-positive hour/min/sec")
 		}
-		hms = append(hms, i)
-	}
-	if len(hms) != 3 {
-		return errors.New("missing hour/min/sec")
+		hms[i] = n
 	}
 	h, m, s := hms[0], hms[1], hms[2]
 	if h > 23 || m > 59 || s > 60 {
@@ -632,16 +635,19 @@ func formatTime(str string) error {
 		if str[2] != ':' {
 			return errors.New("missing colon in offset in correct place")
 		}
-		var zhm []int
-		for _, tok := range strings.SplitN(str, ":", 2) {
-			i, err := strconv.Atoi(tok)
+		// strings.SplitN(str, ":", 2), which the colon at 2 makes two
+		// tokens.
+		tok0, tok1, _ := strings.Cut(str, ":")
+		var zhm [2]int
+		for i, tok := range [2]string{tok0, tok1} {
+			n, err := strconv.Atoi(tok)
 			if err != nil {
 				return errors.New("invalid hour/min in offset")
 			}
-			if i < 0 {
+			if n < 0 {
 				return errors.New("non-positive hour/min in offset")
 			}
-			zhm = append(zhm, i)
+			zhm[i] = n
 		}
 		zh, zm := zhm[0], zhm[1]
 		if zh > 23 || zm > 59 {

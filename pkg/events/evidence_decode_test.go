@@ -2,12 +2,16 @@ package events_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
@@ -69,7 +73,7 @@ func evidenceDocs(tb testing.TB) [][]byte {
 	for _, k := range []string{`\ue000`, "😀", `a\u00e9`, `z\/`, `\u007f`, `\t`, "\x7f"} {
 		docs = append(docs, bytes.Replace(raw, []byte(`"active_state"`), []byte(`"`+k+`"`), 1))
 	}
-	for _, k := range []string{"x", "😀x", "é", ""} {
+	for _, k := range []string{"x", "😀x", "é", "\x7f"} {
 		m := decodeAny(tb, raw)
 		m.(map[string]any)["snapshot"].(map[string]any)["evidence"].([]any)[0].(map[string]any)["data"].(map[string]any)[k] = "v"
 		add(m)
@@ -77,7 +81,8 @@ func evidenceDocs(tb testing.TB) [][]byte {
 	for _, lit := range []string{"", "null", "[]", `"x"`, "{}", `{"host":"a","host":"b"}`, `{"host":`, string(raw) + " x"} {
 		docs = append(docs, []byte(lit))
 	}
-	return docs
+	canonical, variants := canonicalVariants(tb)
+	return append(append(docs, canonical), variants...)
 }
 
 type deleteMarker struct{}
@@ -97,6 +102,7 @@ func replacements() []any {
 		"2026-10-06T03:09:40Z", "2026-10-06T03:09:40.5Z", "2026-10-06t03:09:40z", "2026-10-06T03:09:40,5Z",
 		"2026-10-06T23:59:60Z", "2026-10-06T03:09:60Z", "2026-10-06T03:09:40+24:00", "2026-10-06T03:09:40-02:30",
 		"2026-10-06T03:09:40.123456789+01:00", "2026-10-06 03:09:40Z", "2026-02-30T03:09:40Z", "2026-10-06T03:09:40",
+		"0001-01-01T00:00:00Z", "0000-12-31T23:00:00-01:00",
 		n("0"), n("-0"), n("1"), n("-1"), n("2"), n("60"), n("1.0"), n("1e0"), n("10e-1"), n("0.1e1"), n("0.5"),
 		n("60.0"), n("6e1"), n("6E+1"), n("1e-400"), n("1e400"), n("-1e400"),
 		n("9007199254740991"), n("9007199254740992"), n("-9007199254740991"), n("-9007199254740992"),
@@ -196,6 +202,7 @@ func checkEquivalent(t testing.TB, doc []byte) (accepted bool) {
 	// The one-pass decoder takes a subset, with the same result.
 	if pf, sf, ok := events.FastEvidence(doc); ok {
 		require.NoError(t, err2, "the one-pass decoder took what the schema path refuses: %s", doc)
+		require.NoError(t, sf.Validate(), "the one-pass decoder took a snapshot Validate refuses: %s", doc)
 		pt, st, err := events.DecodeEvidenceTree(doc)
 		require.NoError(t, err, "the one-pass decoder took what the tree decoder refuses: %s", doc)
 		require.Equal(t, st, sf, "snapshot of %s", doc)
@@ -280,7 +287,7 @@ func TestReadEvidenceIsRead(t *testing.T) {
 		"subject attribute": variant(func(m *nats.Msg) { m.Header.Set("ce-subject", "systemd.unit:other") }),
 		"nats subject":      variant(func(m *nats.Msg) { m.Subject = events.EvidenceSubject("web-02", "systemd.unit") }),
 		"unknown type":      variant(func(m *nats.Msg) { m.Header.Set("ce-type", events.TypePrefix+"evidence.collected.v2") }),
-		"a verdict":         &nats.Msg{Subject: good.Subject, Header: verdict.Header, Data: verdict.Data},
+		"a verdict":         {Subject: good.Subject, Header: verdict.Header, Data: verdict.Data},
 	} {
 		t.Run(name, func(t *testing.T) {
 			rm := received{m}
@@ -317,3 +324,122 @@ type received struct{ m *nats.Msg }
 func (r received) Subject() string      { return r.m.Subject }
 func (r received) Headers() nats.Header { return r.m.Header }
 func (r received) Data() []byte         { return r.m.Data }
+
+// withDigest returns doc (evidence.collected data) with the digest of its
+// snapshot, or nil when the snapshot does not parse.
+func withDigest(tb testing.TB, doc []byte) []byte {
+	tb.Helper()
+	var p struct {
+		Digest   string          `json:"digest"`
+		Snapshot json.RawMessage `json:"snapshot"`
+	}
+	require.NoError(tb, json.Unmarshal(doc, &p))
+	s, err := snapshot.Parse(p.Snapshot)
+	if err != nil {
+		return nil
+	}
+	d, err := s.Digest()
+	require.NoError(tb, err)
+	return bytes.Replace(doc, []byte(p.Digest), []byte(d), 1)
+}
+
+// withRawDigest returns doc with the digest of its snapshot as written.
+func withRawDigest(tb testing.TB, doc []byte) []byte {
+	tb.Helper()
+	var p struct {
+		Digest   string          `json:"digest"`
+		Snapshot json.RawMessage `json:"snapshot"`
+	}
+	require.NoError(tb, json.Unmarshal(doc, &p))
+	sum := sha256.Sum256(p.Snapshot)
+	return bytes.Replace(doc, []byte(p.Digest), []byte("sha256:"+hex.EncodeToString(sum[:])), 1)
+}
+
+// canonicalVariants returns evidence.collected data whose snapshot is
+// written canonically (as NewEvidenceCollected writes it), and variants
+// of it written otherwise in every way the one-pass decoder reads: white
+// space, members out of order, an escaped '/', -0, keys out of order.
+func canonicalVariants(tb testing.TB) (canonical []byte, variants [][]byte) {
+	tb.Helper()
+	m, _, err := events.NewMsg(fixtureSource, fixtures(tb)["evidence.collected.v1.golden.json"])
+	require.NoError(tb, err)
+	canonical = m.Data
+	for _, r := range [][2]string{
+		{`{"captured_at":`, `{ "captured_at":`},
+		{`{"captured_at":`, "{\n\"captured_at\":"},
+		{`"kind":"systemd.unit","plane"`, `"kind" :"systemd.unit","plane"`},
+		{`],"schema_version":1`, `] ,"schema_version":1`},
+		{`"schema_version":1,"target":{"identifier":"agent worker.service","kind":"systemd.unit"}`,
+			`"target":{"identifier":"agent worker.service","kind":"systemd.unit"},"schema_version":1`},
+		{`{"identifier":"agent worker.service","kind":"systemd.unit"}`, `{"kind":"systemd.unit","identifier":"agent worker.service"}`},
+		{`{"collector":"systemd","method":"systemctl show"}`, `{"method":"systemctl show","collector":"systemd"}`},
+		{`"kind":"systemd.unit","plane":"live"`, `"plane":"live","kind":"systemd.unit"`},
+		{`{"data":{"active_state":"active",`, `{"kind":"systemd.unit","data":{"active_state":"active",`},
+		{`"active_state":"active","description"`, `"description":"x","active_state":"active","description"`},
+		{`"active_state":"active"`, `"active_state":"act\/ive"`},
+		{`"active_state":"active"`, `"active_state":"act\"ive\\\b\f\n\r\t"`},
+		{`"main_pid":3036`, `"main_pid":-0`},
+		{`"main_pid":3036`, `"main_pid":0`},
+		{`"main_pid":3036`, `"main_pid":-3036`},
+		{`"dirty":false,"head_commit"`, `"head_commit":"x","dirty":false,"head_commit"`},
+		{`"active_state":"active","description":"Agent <worker> & café ☕"`, `"description":"Agent <worker> & café ☕","active_state":"active"`},
+		{`"dirty":false,"head_commit":"1111111111111111111111111111111111111111"`, `"head_commit":"1111111111111111111111111111111111111111","dirty":false`},
+		{`"evidence":[`, `"evidence":[ `},
+		{`,"snapshot":{`, `,"snapshot": {`},
+		{`,"snapshot":{`, "  ,\t\"snapshot\"\n:\r{"},
+		{`"kind":"systemd.unit"}},`, `"kind":"systemd.unit"}} ,`},
+	} {
+		require.Equal(tb, 1, bytes.Count(canonical, []byte(r[0])), "%s", r[0])
+		v := bytes.Replace(canonical, []byte(r[0]), []byte(r[1]), 1)
+		variants = append(variants, v)
+		if fixed := withDigest(tb, v); fixed != nil {
+			variants = append(variants, fixed)
+		}
+		// The digest of the snapshot as written, not of its canonical
+		// form: to be refused, unless it is canonical.
+		variants = append(variants, withRawDigest(tb, v))
+	}
+	return canonical, variants
+}
+
+// The one-pass decoder passes a canonically written snapshot through and
+// writes any other one canonically.
+func TestFastEvidenceCanonicalSnapshot(t *testing.T) {
+	canonical, variants := canonicalVariants(t)
+	for _, doc := range append([][]byte{canonical}, variants...) {
+		checkEquivalent(t, doc)
+	}
+	p, s, ok := events.FastEvidence(canonical)
+	require.True(t, ok)
+	want, err := s.Canonical()
+	require.NoError(t, err)
+	require.Equal(t, string(want), string(p.Snapshot))
+	require.Contains(t, string(canonical), `"snapshot":`+string(want))
+	taken := 0
+	for _, doc := range variants {
+		if _, _, ok := events.FastEvidence(doc); ok {
+			taken++
+		}
+	}
+	require.Greater(t, taken, len(variants)/2, "the variants reach the one-pass decoder")
+}
+
+// A snapshot of more fields than a pooled decoder keeps room for decodes
+// as any other, again and again.
+func TestFastEvidenceLargeSnapshot(t *testing.T) {
+	s := fixtureSnapshot(t)
+	data := snapshot.Data{}
+	for i := range 6000 {
+		data[fmt.Sprintf("field_%05d", i)] = snapshot.Int(int64(i))
+	}
+	s.Evidence[0].Data = data
+	p, err := events.NewEvidenceCollected(fixtureHost, s, time.Minute)
+	require.NoError(t, err)
+	m := mustMsg(t, p)
+	for range 3 {
+		checkEquivalent(t, m.Data)
+		_, got, ok := events.FastEvidence(m.Data)
+		require.True(t, ok)
+		require.Len(t, got.Evidence[0].Data, 6000)
+	}
+}

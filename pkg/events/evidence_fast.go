@@ -2,9 +2,9 @@ package events
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -22,8 +22,9 @@ import (
 // on anything else — any error, a \u escape, a number that is not a plain
 // integer, a key given twice — leaving the decision to decodeEvidenceTree.
 func fastEvidence(data []byte) (EvidenceCollected, *snapshot.Snapshot, bool) {
-	d := &fastDec{b: data}
-	d.fields = d.buf[:0]
+	d := fastDecs.Get().(*fastDec)
+	defer d.release()
+	d.b, d.s = data, string(data)
 	var p EvidenceCollected
 	s := &snapshot.Snapshot{}
 	const (
@@ -35,6 +36,7 @@ func fastEvidence(data []byte) (EvidenceCollected, *snapshot.Snapshot, bool) {
 		fBaseline
 	)
 	seen := 0
+	var raw []byte // the snapshot as written
 	ok := d.object(func(key string) bool {
 		var bit int
 		switch key {
@@ -55,7 +57,7 @@ func fastEvidence(data []byte) (EvidenceCollected, *snapshot.Snapshot, bool) {
 		case "digest":
 			bit = fDigest
 			v, ok := d.str()
-			if !ok || !digestRE.MatchString(v) {
+			if !ok || !isDigest(v) {
 				return false
 			}
 			p.Digest = v
@@ -68,9 +70,11 @@ func fastEvidence(data []byte) (EvidenceCollected, *snapshot.Snapshot, bool) {
 			p.IntervalSeconds = n
 		case "snapshot":
 			bit = fSnapshot
-			if !d.snapshot(s) {
+			r, ok := d.snapshot(s)
+			if !ok {
 				return false
 			}
+			raw = r
 		case "baseline":
 			bit = fBaseline
 			t, ok := d.target(true)
@@ -90,13 +94,22 @@ func fastEvidence(data []byte) (EvidenceCollected, *snapshot.Snapshot, bool) {
 	if !ok || !d.end() || seen|fBaseline != fHost|fTarget|fDigest|fInterval|fSnapshot|fBaseline {
 		return p, nil, false
 	}
-	if p.checkFields() != nil || s.Validate() != nil ||
+	// snapshot.Validate, of which the reading above checked the rest:
+	// the schema version, the target's and every record's strings, the
+	// planes, the kinds given once, valid UTF-8 and the integers' range.
+	if p.checkFields() != nil || s.CapturedAt.IsZero() ||
 		(Target{Kind: s.Target.Kind, Identifier: s.Target.Identifier}) != p.Target {
 		return p, nil, false
 	}
-	canon := appendCanonicalSnapshot(make([]byte, 0, len(data)), s)
-	sum := sha256.Sum256(canon)
-	if "sha256:"+hex.EncodeToString(sum[:]) != p.Digest {
+	// The snapshot as written, when that is its canonical form (as a
+	// snapshot built by NewEvidenceCollected is sent), else written so.
+	var canon []byte
+	if d.notCanonical {
+		canon = d.appendCanonical(make([]byte, 0, len(raw)), s)
+	} else {
+		canon = slices.Clone(raw)
+	}
+	if sum := sha256.Sum256(canon); !digestEquals(p.Digest, &sum) {
 		return p, nil, false
 	}
 	p.Snapshot = canon
@@ -106,11 +119,23 @@ func fastEvidence(data []byte) (EvidenceCollected, *snapshot.Snapshot, bool) {
 func strValue(s string) jsontree.Value { return jsontree.Value{Kind: jsontree.String, Text: s} }
 
 // fastDec reads JSON from b, strictly, giving up on what it does not read.
+// The strings it returns are cut from s, one copy of b, rather than copied
+// one by one.
 type fastDec struct {
-	b      []byte
-	i      int
-	fields []dataField // scratch for one record's data
-	buf    [32]dataField
+	b []byte
+	s string // b as a string
+	i int
+	// inSnapshot is set while the snapshot is read; notCanonical records
+	// that it is not written in its canonical form (RFC 8785, as
+	// appendCanonical writes it): white space, members out of order, an
+	// escape or a number written otherwise.
+	inSnapshot, notCanonical bool
+	// Scratch space, kept between uses (fastDecs): the data fields of
+	// every record read so far, in document order, record i's ending at
+	// ends[i]; and the records.
+	fields []dataField
+	ends   []int
+	recs   []snapshot.Record
 }
 
 type dataField struct {
@@ -118,15 +143,57 @@ type dataField struct {
 	v   snapshot.Value
 }
 
+// fastDecs holds decoders between uses, with their scratch space.
+var fastDecs = sync.Pool{New: func() any { return new(fastDec) }}
+
+// maxScratch bounds the data fields a pooled decoder keeps room for; the
+// scratch space of a larger document is let go.
+const maxScratch = 4096
+
+// release lets go of the document and puts d back in fastDecs.
+func (d *fastDec) release() {
+	if cap(d.fields) > maxScratch || cap(d.recs) > maxScratch {
+		*d = fastDec{}
+		fastDecs.Put(d)
+		return
+	}
+	clear(d.fields)
+	clear(d.recs)
+	d.b, d.s, d.i = nil, "", 0
+	d.inSnapshot, d.notCanonical = false, false
+	d.fields, d.ends, d.recs = d.fields[:0], d.ends[:0], d.recs[:0]
+	fastDecs.Put(d)
+}
+
 func (d *fastDec) ws() {
+	if d.i < len(d.b) && d.b[d.i] > ' ' { // no white space: the common case
+		return
+	}
+	d.skipWS()
+}
+
+func (d *fastDec) skipWS() {
+	start := d.i
 	for d.i < len(d.b) {
 		switch d.b[d.i] {
 		case ' ', '\t', '\n', '\r':
 			d.i++
-		default:
-			return
+			continue
 		}
+		break
 	}
+	if d.i != start && d.inSnapshot {
+		d.notCanonical = true
+	}
+}
+
+// order notes a member of rank rank (its place in canonical order) after
+// one of rank *last.
+func (d *fastDec) order(last *int, rank int) {
+	if rank <= *last {
+		d.notCanonical = true
+	}
+	*last = rank
 }
 
 func (d *fastDec) end() bool {
@@ -167,27 +234,28 @@ func (d *fastDec) object(member func(key string) bool) bool {
 }
 
 // str reads a string without \u escapes, of valid UTF-8 without control
-// characters.
+// characters. A string without escapes is cut from d.s.
 func (d *fastDec) str() (string, bool) {
 	if !d.byte('"') {
 		return "", false
 	}
-	start := d.i
+	start, i := d.i, d.i
+	for i < len(d.b) && plainStringByte[d.b[i]] {
+		i++
+	}
+	if i < len(d.b) && d.b[i] == '"' { // no escape
+		d.i = i + 1
+		v := d.s[start:i]
+		return v, utf8.ValidString(v)
+	}
+	d.i = i
 	var buf []byte
-	plain := true
 	for d.i < len(d.b) {
 		c := d.b[d.i]
 		switch {
 		case c == '"':
-			raw := d.b[start:d.i]
+			buf = append(buf, d.b[start:d.i]...)
 			d.i++
-			if plain {
-				if !utf8.Valid(raw) {
-					return "", false
-				}
-				return string(raw), true
-			}
-			buf = append(buf, raw...)
 			if !utf8.Valid(buf) {
 				return "", false
 			}
@@ -198,11 +266,13 @@ func (d *fastDec) str() (string, bool) {
 			if d.i+1 >= len(d.b) {
 				return "", false
 			}
-			plain = false
 			buf = append(buf, d.b[start:d.i]...)
 			var r byte
 			switch d.b[d.i+1] {
-			case '"', '\\', '/':
+			case '/':
+				r = '/'
+				d.notCanonical = d.notCanonical || d.inSnapshot // canonical JSON writes '/'
+			case '"', '\\':
 				r = d.b[d.i+1]
 			case 'b':
 				r = '\b'
@@ -227,16 +297,27 @@ func (d *fastDec) str() (string, bool) {
 	return "", false
 }
 
+// plainStringByte marks the bytes a JSON string holds as themselves: all
+// but '"', '\\' and the control characters.
+var plainStringByte = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // integer reads a plain integer literal (-?(0|[1-9][0-9]*)) of at most 16
 // digits and no fraction or exponent.
 func (d *fastDec) integer() (int64, bool) {
 	d.ws()
-	start := d.i
-	if d.i < len(d.b) && d.b[d.i] == '-' {
+	neg := d.i < len(d.b) && d.b[d.i] == '-'
+	if neg {
 		d.i++
 	}
 	digits := d.i
+	var v int64
 	for d.i < len(d.b) && '0' <= d.b[d.i] && d.b[d.i] <= '9' {
+		v = v*10 + int64(d.b[d.i]-'0')
 		d.i++
 	}
 	n := d.i - digits
@@ -249,8 +330,13 @@ func (d *fastDec) integer() (int64, bool) {
 			return 0, false
 		}
 	}
-	v, err := strconv.ParseInt(string(d.b[start:d.i]), 10, 64)
-	return v, err == nil
+	if neg {
+		v = -v
+		if v == 0 && d.inSnapshot {
+			d.notCanonical = true // canonical JSON writes 0
+		}
+	}
+	return v, true
 }
 
 // target reads {kind, identifier}: names (schema $defs/name) when names,
@@ -275,6 +361,9 @@ func (d *fastDec) target(names bool) (Target, bool) {
 			t.Kind, seen = v, seen|1
 		case key == "identifier" && seen&2 == 0:
 			t.Identifier, seen = v, seen|2
+			if seen&1 != 0 {
+				d.notCanonical = d.notCanonical || d.inSnapshot // identifier sorts first
+			}
 		default:
 			return false
 		}
@@ -283,13 +372,18 @@ func (d *fastDec) target(names bool) (Target, bool) {
 	return t, ok && seen == 3
 }
 
-func (d *fastDec) snapshot(s *snapshot.Snapshot) bool {
-	seen := 0
+// snapshot reads the snapshot into s, and returns it as written.
+func (d *fastDec) snapshot(s *snapshot.Snapshot) ([]byte, bool) {
+	d.ws()
+	start := d.i
+	d.inSnapshot = true
+	seen, last := 0, -1
 	ok := d.object(func(key string) bool {
 		var bit int
 		switch key {
 		case "schema_version":
 			bit = 1
+			d.order(&last, 2)
 			n, ok := d.integer()
 			if !ok || n != 1 {
 				return false
@@ -297,17 +391,20 @@ func (d *fastDec) snapshot(s *snapshot.Snapshot) bool {
 			s.SchemaVersion = snapshot.SchemaVersion
 		case "captured_at":
 			bit = 2
+			d.order(&last, 0)
 			v, ok := d.str()
 			if !ok || formatDateTime(v) != nil {
 				return false
 			}
 			t, err := time.Parse(time.RFC3339Nano, v)
-			if err != nil || snapshot.FormatTime(t) != v {
+			var buf [64]byte
+			if err != nil || string(snapshot.AppendTime(buf[:0], t)) != v {
 				return false // the canonical form would differ: the tree path
 			}
 			s.CapturedAt = t.Truncate(time.Microsecond)
 		case "target":
 			bit = 4
+			d.order(&last, 3)
 			t, ok := d.target(false)
 			if !ok {
 				return false
@@ -315,6 +412,7 @@ func (d *fastDec) snapshot(s *snapshot.Snapshot) bool {
 			s.Target = snapshot.Target{Kind: t.Kind, Identifier: t.Identifier}
 		case "evidence":
 			bit = 8
+			d.order(&last, 1)
 			if !d.byte('[') {
 				return false
 			}
@@ -322,12 +420,13 @@ func (d *fastDec) snapshot(s *snapshot.Snapshot) bool {
 				s.Evidence = []snapshot.Record{}
 				break
 			}
+			recs := d.recs[:0]
 			for {
 				r, ok := d.record()
-				if !ok || slices.ContainsFunc(s.Evidence, func(x snapshot.Record) bool { return x.Kind == r.Kind }) {
+				if !ok {
 					return false
 				}
-				s.Evidence = append(s.Evidence, r)
+				recs = append(recs, r)
 				if d.byte(']') {
 					break
 				}
@@ -335,6 +434,11 @@ func (d *fastDec) snapshot(s *snapshot.Snapshot) bool {
 					return false
 				}
 			}
+			d.recs = recs
+			if repeatedKind(recs) {
+				return false
+			}
+			s.Evidence = slices.Clone(recs)
 		default:
 			return false
 		}
@@ -344,17 +448,19 @@ func (d *fastDec) snapshot(s *snapshot.Snapshot) bool {
 		seen |= bit
 		return true
 	})
-	return ok && seen == 15
+	d.inSnapshot = false
+	return d.b[start:d.i], ok && seen == 15
 }
 
 func (d *fastDec) record() (snapshot.Record, bool) {
 	var r snapshot.Record
-	seen := 0
+	seen, last := 0, -1
 	ok := d.object(func(key string) bool {
 		var bit int
 		switch key {
 		case "plane":
 			bit = 1
+			d.order(&last, 2)
 			v, ok := d.str()
 			if !ok || !snapshot.Plane(v).Valid() {
 				return false
@@ -362,6 +468,7 @@ func (d *fastDec) record() (snapshot.Record, bool) {
 			r.Plane = snapshot.Plane(v)
 		case "kind":
 			bit = 2
+			d.order(&last, 1)
 			v, ok := d.str()
 			if !ok || v == "" {
 				return false
@@ -369,6 +476,7 @@ func (d *fastDec) record() (snapshot.Record, bool) {
 			r.Kind = v
 		case "source":
 			bit = 4
+			d.order(&last, 3)
 			src := 0
 			ok := d.object(func(key string) bool {
 				v, ok := d.str()
@@ -378,6 +486,9 @@ func (d *fastDec) record() (snapshot.Record, bool) {
 				switch {
 				case key == "collector" && src&1 == 0:
 					r.Source.Collector, src = v, src|1
+					if src&2 != 0 {
+						d.notCanonical = true // collector sorts first
+					}
 				case key == "method" && src&2 == 0:
 					r.Source.Method, src = v, src|2
 				default:
@@ -390,9 +501,15 @@ func (d *fastDec) record() (snapshot.Record, bool) {
 			}
 		case "data":
 			bit = 8
-			// Gathered first, so that the map is made at its size.
-			fields := d.fields[:0]
+			d.order(&last, 0)
+			// Gathered first, so that the map is made at its size; kept
+			// for appendCanonical.
+			start := len(d.fields)
+			fields := d.fields
 			ok := d.object(func(key string) bool {
+				if len(fields) > start && canonjson.CompareKeys(fields[len(fields)-1].key, key) >= 0 {
+					d.notCanonical = true
+				}
 				v, ok := d.scalar()
 				fields = append(fields, dataField{key, v})
 				return ok
@@ -401,13 +518,14 @@ func (d *fastDec) record() (snapshot.Record, bool) {
 			if !ok {
 				return false
 			}
-			r.Data = make(snapshot.Data, len(fields))
-			for _, f := range fields {
-				if _, dup := r.Data[f.key]; dup {
-					return false
-				}
+			r.Data = make(snapshot.Data, len(fields)-start)
+			for _, f := range fields[start:] {
 				r.Data[f.key] = f.v
 			}
+			if len(r.Data) != len(fields)-start {
+				return false // a key given twice
+			}
+			d.ends = append(d.ends, len(fields))
 		default:
 			return false
 		}
@@ -427,15 +545,15 @@ func (d *fastDec) scalar() (snapshot.Value, bool) {
 	if d.i >= len(d.b) {
 		return snapshot.Value{}, false
 	}
-	switch c := d.b[d.i]; {
-	case c == '"':
+	switch d.b[d.i] {
+	case '"':
 		v, ok := d.str()
 		return snapshot.String(v), ok
-	case c == 't':
+	case 't':
 		return snapshot.Bool(true), d.word("true")
-	case c == 'f':
+	case 'f':
 		return snapshot.Bool(false), d.word("false")
-	case c == 'n':
+	case 'n':
 		return snapshot.Null(), d.word("null")
 	}
 	n, ok := d.integer()
@@ -453,32 +571,34 @@ func (d *fastDec) word(w string) bool {
 	return false
 }
 
-// appendCanonicalSnapshot appends the RFC 8785 form of s, as
-// canonjson.Marshal(s.Tree()) writes it: members ordered by the UTF-16
-// code units of their keys.
-func appendCanonicalSnapshot(dst []byte, s *snapshot.Snapshot) []byte {
-	dst = append(dst, `{"captured_at":`...)
-	dst = canonjson.AppendString(dst, snapshot.FormatTime(s.CapturedAt))
-	dst = append(dst, `,"evidence":[`...)
-	var keys []string
+// appendCanonical appends the RFC 8785 form of s, the snapshot d read
+// last, as canonjson.Marshal(s.Tree()) writes it: members ordered by the
+// UTF-16 code units of their keys. The data members are those d gathered
+// (the same as the records' maps), sorted unless they came in order.
+func (d *fastDec) appendCanonical(dst []byte, s *snapshot.Snapshot) []byte {
+	// A time as AppendTime writes it needs no escape: quoting is all
+	// canonjson.AppendString would do.
+	dst = append(dst, `{"captured_at":"`...)
+	dst = snapshot.AppendTime(dst, s.CapturedAt)
+	dst = append(dst, `","evidence":[`...)
+	start := 0
 	for i, r := range s.Evidence {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `{"data":{`...)
-		keys = keys[:0]
-		for k := range r.Data {
-			keys = append(keys, k)
+		fields := d.fields[start:d.ends[i]]
+		start = d.ends[i]
+		if !slices.IsSortedFunc(fields, compareFields) {
+			slices.SortFunc(fields, compareFields)
 		}
-		slices.SortFunc(keys, canonjson.CompareKeys)
-		for j, k := range keys {
+		for j, f := range fields {
 			if j > 0 {
 				dst = append(dst, ',')
 			}
-			dst = canonjson.AppendString(dst, k)
+			dst = canonjson.AppendString(dst, f.key)
 			dst = append(dst, ':')
-			v := r.Data[k]
-			switch v.Type() {
+			switch v := f.v; v.Type() {
 			case snapshot.TypeString:
 				t, _ := v.Str()
 				dst = canonjson.AppendString(dst, t)
@@ -510,3 +630,28 @@ func appendCanonicalSnapshot(dst []byte, s *snapshot.Snapshot) []byte {
 	dst = canonjson.AppendString(dst, s.Target.Kind)
 	return append(dst, "}}"...)
 }
+
+// repeatedKind reports whether two records share a kind: checked one
+// against another for a few records, through a map for many.
+func repeatedKind(recs []snapshot.Record) bool {
+	if len(recs) <= 16 {
+		for i := range recs {
+			for j := range i {
+				if recs[j].Kind == recs[i].Kind {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	seen := make(map[string]struct{}, len(recs))
+	for _, r := range recs {
+		if _, ok := seen[r.Kind]; ok {
+			return true
+		}
+		seen[r.Kind] = struct{}{}
+	}
+	return false
+}
+
+func compareFields(a, b dataField) int { return canonjson.CompareKeys(a.key, b.key) }

@@ -1,6 +1,8 @@
 package events
 
 import (
+	"crypto/sha256"
+
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
 
@@ -51,9 +53,29 @@ var (
 	MarshalPayload = marshal
 	// TraceparentOK is the direct traceparent check.
 	TraceparentOK = traceparentOK
-	// ValidTraceparent is the regular-expression one.
+	// ValidTraceparent is the full check, with its errors.
 	ValidTraceparent = validTraceparent
 )
+
+// Hooks for the tests holding the hand-written pattern checks to the
+// regular expressions they replace.
+var (
+	IsDigest      = isDigest
+	IsHex64       = isHex64
+	IsReasonToken = isReasonToken
+	// FormatDateTime is the typed schema's date-time format check.
+	FormatDateTime = formatDateTime
+	// The subject matchers.
+	IsToken           = isToken
+	IsEvidenceSubject = isEvidenceSubject
+	IsTargetSubject   = isTargetSubject
+)
+
+// DigestEquals is digestEquals on the digest of data.
+func DigestEquals(digest string, data []byte) bool {
+	sum := sha256.Sum256(data)
+	return digestEquals(digest, &sum)
+}
 
 // NewMsgGeneral is NewMsg through New and ToNATS alone.
 func NewMsgGeneral(source string, p Payload, opts ...Option) (*nats.Msg, event.Event, error) {

@@ -82,13 +82,17 @@ const (
 // It returns the attributes and the parsed source, or false for anything
 // else (fromNATS then decides, and gives the error if there is one).
 func parseFast(h nats.Header, data []byte) (a Attributes, src url.URL, ok bool) {
-	if len(data) == 0 || len(data) > MaxDataSize || headerSize(h) > MaxHeaderSize {
+	if len(data) == 0 || len(data) > MaxDataSize {
 		return a, src, false
 	}
 	var seen uint
 	var specVersion, timeText, msgID string
 	hasMsgID := false
+	size := len("NATS/1.0\r\n") + 2 // headerSize(h), summed on the way
 	for k, vs := range h {
+		for _, v := range vs {
+			size += len(k) + 2 + len(v) + 2
+		}
 		lk := "nats-msg-id"
 		if k != HeaderMsgID {
 			lk = strings.ToLower(k) // no copy when already lower case
@@ -144,7 +148,7 @@ func parseFast(h nats.Header, data []byte) (a Attributes, src url.URL, ok bool) 
 		}
 		*dst = v
 	}
-	if seen&hasRequired != hasRequired || specVersion != SpecVersion {
+	if size > MaxHeaderSize || seen&hasRequired != hasRequired || specVersion != SpecVersion {
 		return a, src, false
 	}
 	s, known := byType[a.Type]
@@ -185,27 +189,38 @@ func plainAttributes(id, source, subject string) bool {
 
 // event builds the event fromNATS builds for these attributes (the
 // sdk-go setters' results, field by field), with src the parsed source.
+// The context and the values it points to are one allocation.
 func (a *Attributes) event(src url.URL, data []byte) event.Event {
-	subject, contentType := a.Subject, a.DataContentType
-	ec := &event.EventContextV1{
+	p := &eventParts{subject: a.Subject, contentType: a.DataContentType}
+	p.time.Time = a.Time
+	p.schema.URL = schemaURLs()[a.DataSchema]
+	p.ec = event.EventContextV1{
 		ID:              a.ID,
 		Source:          types.URIRef{URL: src},
 		Type:            a.Type,
-		DataContentType: &contentType,
-		Subject:         &subject,
-		Time:            &types.Timestamp{Time: a.Time},
-		DataSchema:      &types.URI{URL: schemaURLs()[a.DataSchema]},
+		DataContentType: &p.contentType,
+		Subject:         &p.subject,
+		Time:            &p.time,
+		DataSchema:      &p.schema,
 	}
 	if a.Traceparent != "" || a.Tracestate != "" {
-		ec.Extensions = make(map[string]any, 2)
+		p.ec.Extensions = make(map[string]any, 2)
 		if a.Traceparent != "" {
-			ec.Extensions[ExtTraceparent] = a.Traceparent
+			p.ec.Extensions[ExtTraceparent] = a.Traceparent
 		}
 		if a.Tracestate != "" {
-			ec.Extensions[ExtTracestate] = a.Tracestate
+			p.ec.Extensions[ExtTracestate] = a.Tracestate
 		}
 	}
-	return event.Event{Context: ec, DataEncoded: data}
+	return event.Event{Context: &p.ec, DataEncoded: data}
+}
+
+// eventParts is an event context with the values its pointers point to.
+type eventParts struct {
+	ec                   event.EventContextV1
+	subject, contentType string
+	time                 types.Timestamp
+	schema               types.URI
 }
 
 // header builds the headers ToNATS writes for these attributes.
@@ -286,7 +301,7 @@ func traceparentOK(v string) bool {
 		zero = true
 		for i := from; i < to; i++ {
 			c := v[i]
-			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			if !isLowerHexByte(c) {
 				return false, false
 			}
 			zero = zero && c == '0'

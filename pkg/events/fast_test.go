@@ -50,7 +50,7 @@ func headerVariants(t *testing.T) []*nats.Msg {
 	t.Helper()
 	var out []*nats.Msg
 	edits := []func(h nats.Header){
-		func(h nats.Header) {},
+		func(nats.Header) {},
 		func(h nats.Header) { delete(h, events.HeaderMsgID) },
 		func(h nats.Header) { h[events.HeaderMsgID] = []string{"other"} },
 		func(h nats.Header) { h["nats-msg-id"] = h[events.HeaderMsgID] },

@@ -37,10 +37,14 @@ type Target struct {
 func (t Target) String() string { return t.Kind + ":" + t.Identifier }
 
 func (t Target) validate(field string) error {
-	if err := checkName(field+".kind", t.Kind); err != nil {
-		return err
+	// The field names are built for an error only.
+	if err := nameProblem(t.Kind); err != nil {
+		return &fieldError{field: field + ".kind", err: err}
 	}
-	return checkName(field+".identifier", t.Identifier)
+	if err := nameProblem(t.Identifier); err != nil {
+		return &fieldError{field: field + ".identifier", err: err}
+	}
+	return nil
 }
 
 // EvidenceCollected is the data of TypeEvidenceCollected: one snapshot
@@ -242,7 +246,7 @@ func (p RunnableModified) Validate() error {
 			return fieldErr(field+"/change", "unknown change %q", c.Change)
 		}
 	}
-	if !hex64.MatchString(p.ChangeDigest) {
+	if !isHex64(p.ChangeDigest) {
 		return fieldErr("change_digest", "not 64 lower-case hex digits")
 	}
 	return nil
@@ -578,7 +582,7 @@ func (p CollectionFailed) Validate() error {
 			return err
 		}
 	}
-	if !reasonToken.MatchString(p.Reason) {
+	if !isReasonToken(p.Reason) {
 		return fieldErr("reason", "%q is not a lower-case token", p.Reason)
 	}
 	return checkMessage("message", p.Message)
@@ -647,7 +651,7 @@ func (p EventRejected) Validate() error {
 	if p.StreamSequence == 0 || p.Deliveries == 0 {
 		return fieldErr("stream_sequence", "stream_sequence and deliveries start at 1")
 	}
-	if !reasonToken.MatchString(string(p.Reason)) {
+	if !isReasonToken(string(p.Reason)) {
 		return fieldErr("reason", "%q is not a lower-case token", p.Reason)
 	}
 	if err := checkMessage("error", p.Error); err != nil {
@@ -658,12 +662,6 @@ func (p EventRejected) Validate() error {
 	}
 	return checkDigest("data_digest", p.DataDigest)
 }
-
-var (
-	hex64       = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	digestRE    = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-	reasonToken = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
-)
 
 // fieldError is a payload rule violation at a field; decoding turns it into
 // an *Error with ReasonInvalidPayload.
@@ -680,7 +678,7 @@ func fieldErr(field, format string, args ...any) error {
 }
 
 func checkDigest(field, v string) error {
-	if !digestRE.MatchString(v) {
+	if !isDigest(v) {
 		return fieldErr(field, "%q is not sha256:<64 lower-case hex digits>", v)
 	}
 	return nil
@@ -689,14 +687,23 @@ func checkDigest(field, v string) error {
 // checkName accepts a non-empty string of at most MaxNameLength bytes
 // without control characters.
 func checkName(field, v string) error {
+	if err := nameProblem(v); err != nil {
+		return &fieldError{field: field, err: err}
+	}
+	return nil
+}
+
+// nameProblem is checkName's verdict without the field: nil, or what is
+// wrong with v.
+func nameProblem(v string) error {
 	if v == "" {
-		return fieldErr(field, "empty")
+		return fmt.Errorf("empty")
 	}
 	if len(v) > MaxNameLength {
-		return fieldErr(field, "longer than %d bytes", MaxNameLength)
+		return fmt.Errorf("longer than %d bytes", MaxNameLength)
 	}
 	if i := controlIndex(v); i >= 0 {
-		return fieldErr(field, "control character at byte %d", i)
+		return fmt.Errorf("control character at byte %d", i)
 	}
 	return nil
 }

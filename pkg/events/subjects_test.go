@@ -121,7 +121,8 @@ func TestAttestSubjectIsOutsideEveryStream(t *testing.T) {
 		events.FilterEvidence, events.FilterIntegrity, events.FilterCollect, events.FilterVerdict,
 		events.FilterBaseline, events.FilterAttestation, events.FilterDeadLetter,
 	} {
-		assert.False(t, strings.HasPrefix(events.AttestSubject, strings.TrimSuffix(f, ">")), "%s captures the sign requests", f)
+		subject, prefix := events.AttestSubject, strings.TrimSuffix(f, ">")
+		assert.False(t, strings.HasPrefix(subject, prefix), "%s captures the sign requests", f)
 	}
 }
 

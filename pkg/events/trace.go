@@ -2,7 +2,6 @@ package events
 
 import (
 	"errors"
-	"regexp"
 	"strings"
 
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -20,15 +19,15 @@ const (
 // maxTracestate is the W3C limit on a tracestate value.
 const maxTracestate = 512
 
-var traceparentRE = regexp.MustCompile(`^00-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$`)
-
-// validTraceparent checks a version-00 W3C traceparent with non-zero ids.
+// validTraceparent checks a version-00 W3C traceparent with non-zero ids:
+// ^00-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$ (patterns_test.go holds it
+// to that expression), then the ids.
 func validTraceparent(v string) error {
-	m := traceparentRE.FindStringSubmatch(v)
-	if m == nil {
+	if len(v) != 55 || v[:3] != "00-" || v[35] != '-' || v[52] != '-' ||
+		!isLowerHex(v[3:35]) || !isLowerHex(v[36:52]) || !isLowerHex(v[53:]) {
 		return errors.New("not a version-00 W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>, lower case)")
 	}
-	if strings.Trim(m[1], "0") == "" || strings.Trim(m[2], "0") == "" {
+	if strings.Trim(v[3:35], "0") == "" || strings.Trim(v[36:52], "0") == "" {
 		return errors.New("all-zero trace-id or parent-id")
 	}
 	return nil
@@ -110,16 +109,21 @@ func (c HeaderCarrier) Get(key string) string {
 	if key != ExtTraceparent && key != ExtTracestate {
 		return ""
 	}
-	var found []string
+	name := HeaderPrefix + key
+	var found string
+	n := 0
 	for k, vs := range c.h {
-		if strings.EqualFold(k, HeaderPrefix+key) {
-			found = append(found, vs...)
+		if len(k) == len(name) && strings.EqualFold(k, name) {
+			n += len(vs)
+			if len(vs) > 0 {
+				found = vs[0]
+			}
 		}
 	}
-	if len(found) != 1 {
+	if n != 1 {
 		return ""
 	}
-	v, err := decodeValue(found[0])
+	v, err := decodeValue(found)
 	if err != nil {
 		return ""
 	}

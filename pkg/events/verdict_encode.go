@@ -23,9 +23,10 @@ import (
 // report schema it refers to) once per distinct report: a verifier's
 // reports repeat, pass after pass.
 //
-// The verdict's JSON is written around its report's, which is encoded
-// once (marshalVerdict), and the message and event are built directly
-// (see newMsg).
+// The verdict's JSON is written directly (marshalVerdict), and the
+// message and event are built directly (see newMsg). The data is, as
+// NewMsg's, v as encoding/json writes it with HTML escaping off: passed
+// through json.HTMLEscape, it is json.Marshal(v).
 func NewVerdictMsg(source string, v Verdict, opts ...Option) (*nats.Msg, event.Event, error) {
 	var report []byte // the report's JSON, as the data carries it
 	enc := func() ([]byte, error) {
@@ -37,43 +38,15 @@ func NewVerdictMsg(source string, v Verdict, opts ...Option) (*nats.Msg, event.E
 	return newMsg(source, v, enc, check, opts...)
 }
 
-// marshalVerdict encodes v as marshal does, encoding the report once: the
-// verdict without its last two members (report and error, both omitted
-// when empty), then those appended before the closing brace, which is
-// where encoding/json writes them. It returns the report's JSON too (nil
+// marshalVerdict encodes v as marshal does, without reflection
+// (appendVerdict). It returns the report's JSON too, a part of data (nil
 // without a report).
 func marshalVerdict(v Verdict) (data, report []byte, err error) {
-	head := v
-	head.Report, head.Error = nil, ""
-	b, err := marshalJSON(head)
-	if err != nil || v.Report == nil && v.Error == "" {
-		return b, nil, err
-	}
-	if len(b) < 2 || b[len(b)-1] != '}' {
-		return nil, nil, fmt.Errorf("encode verdict: unexpected %q", b)
-	}
-	var msg []byte
+	data, start, end := appendVerdict(make([]byte, 0, 512), v)
 	if v.Report != nil {
-		if report, err = marshalJSON(v.Report); err != nil {
-			return nil, nil, err
-		}
+		report = data[start:end:end]
 	}
-	if v.Error != "" {
-		if msg, err = marshalJSON(v.Error); err != nil {
-			return nil, nil, err
-		}
-	}
-	data = make([]byte, 0, len(b)+len(report)+len(msg)+len(`,"report":,"error":`))
-	data = append(data, b[:len(b)-1]...)
-	if report != nil {
-		data = append(data, `,"report":`...)
-		data = append(data, report...)
-	}
-	if msg != nil {
-		data = append(data, `,"error":`...)
-		data = append(data, msg...)
-	}
-	return append(data, '}'), report, nil
+	return data, report, nil
 }
 
 // checkVerdictReport is validateData for a verdict that passed Validate,

@@ -39,7 +39,7 @@ func verdictVariants(tb testing.TB) []events.Verdict {
 	texts := []string{"", " ", "x", "\x00", "\x01", "a\u0085", "café", strings.Repeat("é", 1024), strings.Repeat("a", 1025),
 		strings.Repeat("a", 2048), strings.Repeat("é", 1025), "sha256:" + strings.Repeat("a", 64), "with space", "~!"}
 	edits := []func(*events.Verdict){
-		func(v *events.Verdict) {},
+		func(*events.Verdict) {},
 		func(v *events.Verdict) { v.Status = "weird" },
 		func(v *events.Verdict) { v.Status = events.StatusError },
 		func(v *events.Verdict) { v.Status = events.StatusPass },

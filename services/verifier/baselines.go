@@ -87,6 +87,42 @@ type parsed struct {
 	Baseline
 	snap *snapshot.Snapshot
 	sels []diff.Selector
+
+	// For the verifier (set by forVerifier): the canonical snapshot from
+	// its evidence member on, and the verification of a snapshot that
+	// has the same (all but captured_at), which is the verification of
+	// the baseline against itself.
+	evidence     []byte
+	unchanged    *diff.Result
+	unchangedErr error
+}
+
+// forVerifier prepares p for verifying snapshots against it: most have
+// the baseline's evidence, and their verification is the same.
+func (p *parsed) forVerifier() {
+	p.evidence = evidencePart(p.Snapshot)
+	p.unchanged, p.unchangedErr = diff.Verify(p.snap, p.snap, p.sels)
+}
+
+// sameEvidence reports whether a snapshot, as canonical JSON, has the
+// baseline's evidence, schema version and target: all of it that
+// diff.Verify reads. (Canonical JSON writes equal snapshots alike.)
+func (p *parsed) sameEvidence(canonical []byte) bool {
+	e := evidencePart(canonical)
+	return e != nil && p.evidence != nil && bytes.Equal(e, p.evidence)
+}
+
+// evidencePart returns a canonical snapshot from its evidence member on
+// (captured_at, the first member, is a time without a quote), or nil.
+func evidencePart(canonical []byte) []byte {
+	if !bytes.HasPrefix(canonical, []byte(`{"captured_at":"`)) {
+		return nil
+	}
+	i := bytes.Index(canonical, []byte(`,"evidence":`))
+	if i < 0 {
+		return nil
+	}
+	return canonical[i:]
 }
 
 // check parses the snapshot and selectors and checks that the target,

@@ -195,7 +195,8 @@ func BenchmarkVerifierThroughput(b *testing.B) {
 							select {
 							case <-futures[i].Ok():
 								stored = true
-							case <-futures[i].Err():
+							case err := <-futures[i].Err():
+								_ = err // retried below, one by one
 							case <-cctx.Done():
 							}
 						}

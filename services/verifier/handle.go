@@ -2,7 +2,6 @@ package verifier
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -77,6 +76,7 @@ type item struct {
 	ev   events.EvidenceCollected
 	snap *snapshot.Snapshot
 	key  string // topology.VerdictKey
+	bkey string // topology.BaselineKey of the baseline target
 	ord  ordering
 	err  error // the message's result once settled
 	done bool  // settled: err is final
@@ -120,17 +120,18 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans [
 		}
 		it.e, it.ev, it.snap = e, ev, snap
 		it.key = topology.VerdictKey(ev.Host, ev.Target)
+		it.bkey = topology.BaselineKey(ev.BaselineTarget())
 		it.ord = ordering{EvidenceID: e.ID(), EvidenceSequence: md.Sequence.Stream}
 	}
 
 	// The latest snapshot per host and target, before any verdict says
 	// to approve it.
 	h.putNewest(ctx, h.latest, items, func(it *item) ([]byte, error) {
-		obs, err := json.Marshal(Observation{
+		obs, err := (&Observation{
 			Host: it.ev.Host, Target: it.ev.Target, Digest: it.ev.Digest,
 			EvidenceID: it.e.ID(), EvidenceSequence: it.ord.EvidenceSequence,
 			Time: it.e.Time().UTC(), Snapshot: it.ev.Snapshot,
-		})
+		}).marshal()
 		if err != nil {
 			return nil, fmt.Errorf("encode latest snapshot: %w", err)
 		}
@@ -150,7 +151,7 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans [
 
 	baselines := h.baselinesOf(ctx, pending(items))
 	for _, it := range pending(items) {
-		bl := baselines[topology.BaselineKey(it.ev.BaselineTarget())]
+		bl := baselines[it.bkey]
 		verdict, err := h.verify(ctx, it.e.ID(), it.ev, it.snap, bl.p, bl.err)
 		if err != nil {
 			it.fail(err)
@@ -174,10 +175,10 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans [
 	h.publishVerdicts(ctx, pending(items))
 
 	h.putNewest(ctx, h.verdicts, items, func(it *item) ([]byte, error) {
-		rec, err := json.Marshal(VerdictRecord{
+		rec, err := marshalVerdictRecord(&VerdictRecord{
 			ID: it.ve.ID(), Time: it.ve.Time().UTC(),
 			EvidenceID: it.e.ID(), EvidenceSequence: it.ord.EvidenceSequence, Verdict: it.verdict,
-		})
+		}, it.vm.Data)
 		if err != nil {
 			return nil, fmt.Errorf("encode verdict record: %w", err)
 		}
@@ -233,23 +234,21 @@ func (h *handler) putNewest(ctx context.Context, b *latestBucket, items []*item,
 		}
 	}
 	errs := make([]error, len(keys))
-	var wg sync.WaitGroup
-	for i, key := range keys {
-		wg.Go(func() {
-			it := newest[key]
-			v, err := value(it)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			wrote, err := b.put(ctx, key, it.ord, v)
-			if err == nil && !wrote && b == h.verdicts {
-				h.counts.stale.Add(1)
-			}
+	put := func(i int) {
+		key := keys[i]
+		it := newest[key]
+		v, err := value(it)
+		if err != nil {
 			errs[i] = err
-		})
+			return
+		}
+		wrote, err := b.put(ctx, key, it.ord, v)
+		if err == nil && !wrote && b == h.verdicts {
+			h.counts.stale.Add(1)
+		}
+		errs[i] = err
 	}
-	wg.Wait()
+	eachAtOnce(len(keys), put)
 	failed := map[string]error{}
 	for i, key := range keys {
 		if errs[i] != nil {
@@ -278,22 +277,35 @@ type baselineResult struct {
 func (h *handler) baselinesOf(ctx context.Context, items []*item) map[string]baselineResult {
 	targets := map[string]events.Target{}
 	for _, it := range items {
-		t := it.ev.BaselineTarget()
-		targets[topology.BaselineKey(t)] = t
+		targets[it.bkey] = it.ev.BaselineTarget()
 	}
-	out := make(map[string]baselineResult, len(targets))
-	var mu sync.Mutex
+	keys := make([]string, 0, len(targets))
+	for key := range targets {
+		keys = append(keys, key)
+	}
+	results := make([]baselineResult, len(keys))
+	eachAtOnce(len(keys), func(i int) {
+		results[i].p, results[i].err = h.baseline(ctx, keys[i], targets[keys[i]])
+	})
+	out := make(map[string]baselineResult, len(keys))
+	for i, key := range keys {
+		out[key] = results[i]
+	}
+	return out
+}
+
+// eachAtOnce runs f(0) ... f(n-1) concurrently and waits for them; a
+// single call runs on the caller's goroutine.
+func eachAtOnce(n int, f func(i int)) {
+	if n == 1 {
+		f(0)
+		return
+	}
 	var wg sync.WaitGroup
-	for key, t := range targets {
-		wg.Go(func() {
-			p, err := h.baseline(ctx, t)
-			mu.Lock()
-			out[key] = baselineResult{p: p, err: err}
-			mu.Unlock()
-		})
+	for i := range n {
+		wg.Go(func() { f(i) })
 	}
 	wg.Wait()
-	return out
 }
 
 // publishVerdicts publishes the items' verdicts without waiting on each
@@ -366,7 +378,15 @@ func (h *handler) verify(ctx context.Context, evidenceID string, ev events.Evide
 		b.Target = current.Target
 		base = &b
 	}
-	res, err := diff.Verify(base, current, bl.sels)
+	var res *diff.Result
+	var err error
+	if bl.sameEvidence(ev.Snapshot) {
+		// Nothing but captured_at differs: the verification is the
+		// baseline's against itself, made once.
+		res, err = bl.unchanged, bl.unchangedErr
+	} else {
+		res, err = diff.Verify(base, current, bl.sels)
+	}
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -378,10 +398,9 @@ func (h *handler) verify(ctx context.Context, evidenceID string, ev events.Evide
 	return v, nil
 }
 
-// baseline reads a target's baseline, decoding it again only when its
-// revision changed.
-func (h *handler) baseline(ctx context.Context, target events.Target) (*parsed, error) {
-	key := topology.BaselineKey(target)
+// baseline reads a target's baseline (at key, its topology.BaselineKey),
+// decoding it again only when its revision changed.
+func (h *handler) baseline(ctx context.Context, key string, target events.Target) (*parsed, error) {
 	var e jetstream.KeyValueEntry
 	err := natsbus.Retry(ctx, func(ctx context.Context) (err error) {
 		e, err = h.baselines.Get(ctx, key)
@@ -403,6 +422,7 @@ func (h *handler) baseline(ctx context.Context, target events.Target) (*parsed, 
 	if err != nil {
 		return nil, err
 	}
+	p.forVerifier()
 	h.mu.Lock()
 	if len(h.parsed) >= maxCached {
 		clear(h.parsed)

@@ -1,12 +1,14 @@
 package verifier
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -46,7 +48,8 @@ func Topology(replicas int, consumer string) topology.Topology {
 }
 
 // Observation is the latest snapshot of a target seen on a host, as kept
-// in the evidence-latest bucket.
+// in the evidence-latest bucket (written by marshal: keep the two in
+// step).
 type Observation struct {
 	Host   string        `json:"host"`
 	Target events.Target `json:"target"`
@@ -64,7 +67,8 @@ type Observation struct {
 }
 
 // VerdictRecord is the latest verdict per host and target, as kept in the
-// verdicts-latest bucket.
+// verdicts-latest bucket (written by marshalVerdictRecord: keep the two in
+// step).
 type VerdictRecord struct {
 	// ID and Time are the verdict event's.
 	ID   string    `json:"id"`
@@ -75,6 +79,96 @@ type VerdictRecord struct {
 	EvidenceSequence uint64 `json:"evidence_sequence"`
 	// Verdict is the verdict event's data.
 	Verdict events.Verdict `json:"verdict"`
+}
+
+// The records are written directly rather than by json.Marshal, which
+// spends more on reflection and on re-checking the snapshot's (or the
+// verdict's) JSON than the rest of a record costs: the bytes are the ones
+// json.Marshal writes, the struct's members in order. A record is first
+// written with HTML escaping off (events.AppendJSONString, and the
+// snapshot and verdict as their events carry them), then, if it holds any
+// character json.Marshal escapes for HTML, passed through json.HTMLEscape,
+// which makes it json.Marshal's.
+
+// marshal encodes o as json.Marshal does, o.Snapshot being compact JSON
+// (events.ReadEvidence returns the canonical snapshot).
+func (o *Observation) marshal() ([]byte, error) {
+	b := make([]byte, 0, 256+len(o.Snapshot))
+	b = append(b, `{"host":`...)
+	b = events.AppendJSONString(b, o.Host)
+	b = appendTarget(append(b, `,"target":`...), o.Target)
+	b = append(b, `,"digest":`...)
+	b = events.AppendJSONString(b, o.Digest)
+	b = appendOrdering(b, o.EvidenceID, o.EvidenceSequence)
+	b, err := appendTime(append(b, `,"time":`...), o.Time)
+	if err != nil {
+		return nil, err
+	}
+	b = appendRaw(append(b, `,"snapshot":`...), o.Snapshot)
+	return htmlEscaped(append(b, '}')), nil
+}
+
+// marshalVerdictRecord encodes r as json.Marshal does, given the verdict
+// as its event carries it (events.NewVerdictMsg's data: r.Verdict as
+// encoding/json writes it with HTML escaping off).
+func marshalVerdictRecord(r *VerdictRecord, verdict []byte) ([]byte, error) {
+	b := make([]byte, 0, 192+len(verdict))
+	b = append(b, `{"id":`...)
+	b = events.AppendJSONString(b, r.ID)
+	b, err := appendTime(append(b, `,"time":`...), r.Time)
+	if err != nil {
+		return nil, err
+	}
+	b = appendOrdering(b, r.EvidenceID, r.EvidenceSequence)
+	b = appendRaw(append(b, `,"verdict":`...), verdict)
+	return htmlEscaped(append(b, '}')), nil
+}
+
+func appendTarget(b []byte, t events.Target) []byte {
+	b = append(b, `{"kind":`...)
+	b = events.AppendJSONString(b, t.Kind)
+	b = append(b, `,"identifier":`...)
+	b = events.AppendJSONString(b, t.Identifier)
+	return append(b, '}')
+}
+
+// appendOrdering appends the members of an ordering.
+func appendOrdering(b []byte, evidenceID string, seq uint64) []byte {
+	b = append(b, `,"evidence_id":`...)
+	b = events.AppendJSONString(b, evidenceID)
+	b = append(b, `,"evidence_sequence":`...)
+	return strconv.AppendUint(b, seq, 10)
+}
+
+// appendTime appends t as time.Time's MarshalJSON writes it.
+func appendTime(b []byte, t time.Time) ([]byte, error) {
+	b, err := t.AppendText(append(b, '"'))
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '"'), nil
+}
+
+// appendRaw appends compact JSON (null when empty, as for a nil
+// json.RawMessage).
+func appendRaw(b, raw []byte) []byte {
+	if len(raw) == 0 {
+		return append(b, "null"...)
+	}
+	return append(b, raw...)
+}
+
+// htmlEscaped returns b, written with HTML escaping off, as json.Marshal
+// writes it: b itself when it holds none of <, >, & and the first byte of
+// U+2028 and U+2029.
+func htmlEscaped(b []byte) []byte {
+	if !slices.ContainsFunc(b, func(c byte) bool { return c == '<' || c == '>' || c == '&' || c == 0xE2 }) {
+		return b
+	}
+	var out bytes.Buffer
+	out.Grow(len(b) + 32)
+	json.HTMLEscape(&out, b)
+	return out.Bytes()
 }
 
 // ordering is what latestBucket reads of a stored record.

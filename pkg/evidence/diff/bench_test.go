@@ -52,3 +52,30 @@ func BenchmarkVerify10k(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkVerifyFixture measures the verifier's comparison of a snapshot
+// with its baseline (the before.json fixture, three records): unchanged,
+// and against after.json.
+func BenchmarkVerifyFixture(b *testing.B) {
+	before, err := snapshot.Parse(evidencetest.Read(b, "snapshots/before.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	after, err := snapshot.Parse(evidencetest.Read(b, "snapshots/after.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name    string
+		current *snapshot.Snapshot
+	}{{"unchanged", before}, {"changed", after}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := diff.Verify(before, bc.current, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

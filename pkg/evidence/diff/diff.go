@@ -69,24 +69,29 @@ func Compare(before, after *snapshot.Snapshot) (*Result, error) {
 	if before.Target != after.Target {
 		return nil, fmt.Errorf("%w: %s != %s", ErrTargetMismatch, before.Target, after.Target)
 	}
-	b, err := index(before)
-	if err != nil {
+	// Each snapshot's records by kind, in comparison order.
+	var buf [32]*snapshot.Record
+	var b, a []*snapshot.Record
+	if n := len(kinds); 2*n <= len(buf) {
+		b, a = buf[:n], buf[n:2*n]
+	} else {
+		b, a = make([]*snapshot.Record, n), make([]*snapshot.Record, n)
+	}
+	if err := index(before, b); err != nil {
 		return nil, err
 	}
-	a, err := index(after)
-	if err != nil {
+	if err := index(after, a); err != nil {
 		return nil, err
 	}
 	res := &Result{Target: before.Target}
-	for _, k := range snapshot.Kinds() {
-		rb, okb := b[k.Name]
-		ra, oka := a[k.Name]
+	for i, k := range kinds {
+		rb, ra := b[i], a[i]
 		switch {
-		case !okb && !oka:
+		case rb == nil && ra == nil:
 			continue
-		case !okb:
+		case rb == nil:
 			res.Changes = append(res.Changes, KindChange{Kind: k.Name, Status: Added, Fields: fieldsOf(nil, ra.Data)})
-		case !oka:
+		case ra == nil:
 			res.Changes = append(res.Changes, KindChange{Kind: k.Name, Status: Removed, Fields: fieldsOf(rb.Data, nil)})
 		default:
 			if rb.Plane != ra.Plane || rb.Source != ra.Source {
@@ -100,24 +105,32 @@ func Compare(before, after *snapshot.Snapshot) (*Result, error) {
 	return res, nil
 }
 
-func index(s *snapshot.Snapshot) (map[string]*snapshot.Record, error) {
-	m := make(map[string]*snapshot.Record, len(s.Evidence))
+// kinds are the supported kinds in comparison order.
+var kinds = snapshot.Kinds()
+
+// index puts each record of s at its kind's place in byKind (len(kinds)
+// long, all nil).
+func index(s *snapshot.Snapshot, byKind []*snapshot.Record) error {
 	for i := range s.Evidence {
 		r := &s.Evidence[i]
-		if _, ok := snapshot.LookupKind(r.Kind); !ok {
-			return nil, fmt.Errorf("%w %s", ErrUnsupportedKind, snapshot.Quote(r.Kind))
+		k := snapshot.KindIndex(r.Kind)
+		if k < 0 {
+			return fmt.Errorf("%w %s", ErrUnsupportedKind, snapshot.Quote(r.Kind))
 		}
-		if _, dup := m[r.Kind]; dup {
-			return nil, fmt.Errorf("duplicate evidence kind %s", snapshot.Quote(r.Kind))
+		if byKind[k] != nil {
+			return fmt.Errorf("duplicate evidence kind %s", snapshot.Quote(r.Kind))
 		}
-		m[r.Kind] = r
+		byKind[k] = r
 	}
-	return m, nil
+	return nil
 }
 
 // fieldsOf lists the fields that differ between two data maps (either may be
-// nil), sorted by name.
+// nil), sorted by name; nil when none does.
 func fieldsOf(before, after snapshot.Data) []FieldChange {
+	if same(before, after) {
+		return nil
+	}
 	keys := make([]string, 0, len(before)+len(after))
 	for k := range before {
 		keys = append(keys, k)
@@ -138,6 +151,20 @@ func fieldsOf(before, after snapshot.Data) []FieldChange {
 		out = append(out, FieldChange{Field: k, Before: vb, After: va, HasBefore: hb, HasAfter: ha})
 	}
 	return out
+}
+
+// same reports whether two data maps hold the same fields and values, the
+// common case, decided without listing and sorting the keys.
+func same(before, after snapshot.Data) bool {
+	if len(before) != len(after) {
+		return false
+	}
+	for k, vb := range before {
+		if va, ok := after[k]; !ok || va != vb {
+			return false
+		}
+	}
+	return true
 }
 
 // Render formats the result as RuntimeTruth's human diff: one upper-case

@@ -2,7 +2,10 @@ package snapshot_test
 
 import (
 	"bytes"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/internal/evidencetest"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
@@ -39,6 +42,39 @@ func FuzzParse(f *testing.F) {
 			if err != nil || !bytes.Equal(canon, canon2) {
 				t.Fatalf("round trip changed the snapshot:\n%s\n%s", canon, canon2)
 			}
+		}
+	})
+}
+
+// formatTimeReference is FormatTime as first written (strconv and
+// strings.Repeat), which AppendTime replaces.
+func formatTimeReference(t time.Time) string {
+	t = t.Truncate(time.Microsecond)
+	b := t.AppendFormat(nil, "2006-01-02T15:04:05")
+	if us := t.Nanosecond() / 1000; us != 0 {
+		s := strconv.Itoa(us)
+		b = append(append(append(b, '.'), strings.Repeat("0", 6-len(s))...), s...)
+	}
+	if _, off := t.Zone(); off == 0 {
+		b = append(b, 'Z')
+	} else {
+		b = t.AppendFormat(b, "-07:00")
+	}
+	return string(b)
+}
+
+func FuzzAppendTime(f *testing.F) {
+	f.Add(int64(1791256180), int64(0), 0)
+	f.Add(int64(1791256180), int64(123456789), 7200)
+	f.Add(int64(-62135596800), int64(1000), -3600)
+	f.Fuzz(func(t *testing.T, sec, nsec int64, offset int) {
+		tm := time.Unix(sec, nsec).In(time.FixedZone("", offset%(24*3600)))
+		want := formatTimeReference(tm)
+		if got := string(snapshot.AppendTime([]byte("x"), tm)); got != "x"+want {
+			t.Fatalf("AppendTime(%v) = %q, want %q", tm, got[1:], want)
+		}
+		if got := snapshot.FormatTime(tm); got != want {
+			t.Fatalf("FormatTime(%v) = %q, want %q", tm, got, want)
 		}
 	})
 }

@@ -280,21 +280,24 @@ func parseTime(v jsontree.Value) (time.Time, error) {
 // FormatTime renders t as Python's datetime.isoformat() with "+00:00"
 // replaced by "Z": microseconds only when non-zero.
 func FormatTime(t time.Time) string {
+	var buf [40]byte
+	return string(AppendTime(buf[:0], t))
+}
+
+// AppendTime appends t as FormatTime renders it.
+func AppendTime(dst []byte, t time.Time) []byte {
 	t = t.Truncate(time.Microsecond)
-	b := make([]byte, 0, 32)
-	b = t.AppendFormat(b, "2006-01-02T15:04:05")
+	dst = t.AppendFormat(dst, "2006-01-02T15:04:05")
 	if us := t.Nanosecond() / 1000; us != 0 {
-		b = append(b, '.')
-		s := strconv.Itoa(us)
-		b = append(b, strings.Repeat("0", 6-len(s))...)
-		b = append(b, s...)
+		dst = append(dst, '.')
+		for div := 100000; div > 0; div /= 10 {
+			dst = append(dst, byte('0'+us/div%10))
+		}
 	}
 	if _, off := t.Zone(); off == 0 {
-		b = append(b, 'Z')
-	} else {
-		b = t.AppendFormat(b, "-07:00")
+		return append(dst, 'Z')
 	}
-	return string(b)
+	return t.AppendFormat(dst, "-07:00")
 }
 
 // Validate checks what Parse checks, for snapshots built in code.
@@ -308,26 +311,42 @@ func (s *Snapshot) Validate() error {
 	if s.Target.Kind == "" || s.Target.Identifier == "" {
 		return formatErr("target", "kind and identifier must not be empty")
 	}
-	seen := make(map[string]bool, len(s.Evidence))
+	// A few records are checked for a repeated kind one against another,
+	// many through a map.
+	var seen map[string]bool
+	if len(s.Evidence) > 16 {
+		seen = make(map[string]bool, len(s.Evidence))
+	}
+	repeated := func(i int) bool {
+		kind := s.Evidence[i].Kind
+		if seen == nil {
+			return slices.ContainsFunc(s.Evidence[:i], func(p Record) bool { return p.Kind == kind })
+		}
+		if seen[kind] {
+			return true
+		}
+		seen[kind] = true
+		return false
+	}
 	for i, r := range s.Evidence {
-		path := "evidence[" + strconv.Itoa(i) + "]"
+		// The path is built for an error only.
+		path := func() string { return "evidence[" + strconv.Itoa(i) + "]" }
 		switch {
 		case !r.Plane.Valid():
-			return formatErr(path+".plane", "unknown plane %q", r.Plane)
+			return formatErr(path()+".plane", "unknown plane %q", r.Plane)
 		case r.Kind == "":
-			return formatErr(path+".kind", "must not be empty")
-		case seen[r.Kind]:
-			return formatErr(path+".kind", "duplicate evidence kind %q", r.Kind)
+			return formatErr(path()+".kind", "must not be empty")
+		case repeated(i):
+			return formatErr(path()+".kind", "duplicate evidence kind %q", r.Kind)
 		case r.Source.Collector == "" || r.Source.Method == "":
-			return formatErr(path+".source", "collector and method must not be empty")
+			return formatErr(path()+".source", "collector and method must not be empty")
 		}
-		seen[r.Kind] = true
 		for k, v := range r.Data {
 			if str, ok := v.Str(); !utf8.ValidString(k) || (ok && !utf8.ValidString(str)) {
-				return formatErr(path+".data", "field %q holds invalid UTF-8", k)
+				return formatErr(path()+".data", "field %q holds invalid UTF-8", k)
 			}
 			if n, ok := v.IntValue(); ok && (n > canonjson.MaxSafeInteger || n < -canonjson.MaxSafeInteger) {
-				return formatErr(path+".data."+k, "integer %d outside ±(2^53-1)", n)
+				return formatErr(path()+".data."+k, "integer %d outside ±(2^53-1)", n)
 			}
 		}
 	}

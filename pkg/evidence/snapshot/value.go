@@ -35,9 +35,9 @@ func (t Type) String() string {
 // Value is one scalar evidence value. Values are comparable with ==, and
 // values of different types are never equal (true is not 1, null is not "").
 type Value struct {
-	typ Type
 	s   string
 	i   int64
+	typ Type // after the words, so that a Value is 32 bytes, not 40
 	b   bool
 }
 

@@ -1,0 +1,194 @@
+package events
+
+import (
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/canonjson"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/report"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+)
+
+// The verdict's JSON written directly, byte for byte as marshal (encoding/
+// json, HTML escaping off) writes it, without reflection: a verifier
+// encodes a verdict per snapshot. jsonenc_test.go holds the two to the
+// same bytes.
+
+// AppendJSONString appends s as encoding/json writes a string with HTML
+// escaping off (json.Encoder.SetEscapeHTML(false)), as every string of an
+// event's data is written: '"', '\\' and control characters escaped,
+// invalid UTF-8 replaced by \ufffd, U+2028 and U+2029 escaped. Passing the
+// result through json.HTMLEscape gives what json.Marshal writes.
+func AppendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// appendVerdict appends v as marshal writes it, and returns the bounds of
+// its report's JSON in the result (0, 0 without a report).
+func appendVerdict(dst []byte, v Verdict) (out []byte, reportStart, reportEnd int) {
+	dst = append(dst, `{"status":`...)
+	dst = AppendJSONString(dst, string(v.Status))
+	dst = append(dst, `,"host":`...)
+	dst = AppendJSONString(dst, v.Host)
+	dst = append(dst, `,"target":{"kind":`...)
+	dst = AppendJSONString(dst, v.Target.Kind)
+	dst = append(dst, `,"identifier":`...)
+	dst = AppendJSONString(dst, v.Target.Identifier)
+	dst = append(dst, `},"evidence_id":`...)
+	dst = AppendJSONString(dst, v.EvidenceID)
+	dst = append(dst, `,"snapshot_digest":`...)
+	dst = AppendJSONString(dst, v.SnapshotDigest)
+	if v.BaselineDigest != "" {
+		dst = append(dst, `,"baseline_digest":`...)
+		dst = AppendJSONString(dst, v.BaselineDigest)
+	}
+	if v.Report != nil {
+		dst = append(dst, `,"report":`...)
+		reportStart = len(dst)
+		dst = appendReport(dst, v.Report)
+		reportEnd = len(dst)
+	}
+	if v.Error != "" {
+		dst = append(dst, `,"error":`...)
+		dst = AppendJSONString(dst, v.Error)
+	}
+	return append(dst, '}'), reportStart, reportEnd
+}
+
+// appendReport appends r as encoding/json writes a report.Report.
+func appendReport(dst []byte, r *report.Report) []byte {
+	dst = append(dst, `{"changes":`...)
+	if r.Changes == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = append(dst, '[')
+		for i, c := range r.Changes {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendChange(dst, c)
+		}
+		dst = append(dst, ']')
+	}
+	dst = append(dst, `,"protected":`...)
+	if r.Protected == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = append(dst, '[')
+		for i, p := range r.Protected {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = AppendJSONString(dst, p)
+		}
+		dst = append(dst, ']')
+	}
+	dst = append(dst, `,"report_schema_version":`...)
+	dst = strconv.AppendInt(dst, int64(r.ReportSchemaVersion), 10)
+	dst = append(dst, `,"status":`...)
+	dst = AppendJSONString(dst, string(r.Status))
+	dst = append(dst, `,"target":{"identifier":`...)
+	dst = AppendJSONString(dst, r.Target.Identifier)
+	dst = append(dst, `,"kind":`...)
+	dst = AppendJSONString(dst, r.Target.Kind)
+	return append(dst, "}}"...)
+}
+
+func appendChange(dst []byte, c report.Change) []byte {
+	dst = append(dst, `{"change":`...)
+	dst = AppendJSONString(dst, string(c.Change))
+	dst = append(dst, `,"fields":`...)
+	if c.Fields == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = append(dst, '[')
+		for i, f := range c.Fields {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, '{')
+			if f.After != nil {
+				dst = append(dst, `"after":`...)
+				dst = appendValue(dst, *f.After)
+				dst = append(dst, ',')
+			}
+			if f.Before != nil {
+				dst = append(dst, `"before":`...)
+				dst = appendValue(dst, *f.Before)
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `"change":`...)
+			dst = AppendJSONString(dst, string(f.Change))
+			dst = append(dst, `,"field":`...)
+			dst = AppendJSONString(dst, f.Field)
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
+	dst = append(dst, `,"kind":`...)
+	dst = AppendJSONString(dst, c.Kind)
+	return append(dst, '}')
+}
+
+// appendValue appends v as its MarshalJSON writes it (which encoding/json
+// copies as is: the output is compact, and HTML escaping is off).
+func appendValue(dst []byte, v snapshot.Value) []byte {
+	switch v.Type() {
+	case snapshot.TypeString:
+		s, _ := v.Str()
+		return canonjson.AppendString(dst, s)
+	case snapshot.TypeInt:
+		n, _ := v.IntValue()
+		return strconv.AppendInt(dst, n, 10)
+	case snapshot.TypeBool:
+		b, _ := v.BoolValue()
+		return strconv.AppendBool(dst, b)
+	}
+	return append(dst, "null"...)
+}

@@ -1,0 +1,76 @@
+package verifier_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+	"github.com/runtimetruth/runtimetruth/services/verifier"
+)
+
+// The records the verifier writes by hand are the bytes json.Marshal writes:
+// decoded and encoded again, they come out the same (HTML-escaped
+// characters, U+2028, quotes in hosts, snapshot values and reports).
+func TestRecordsAreJSONMarshal(t *testing.T) {
+	ctx, url, js := server(t)
+	start(ctx, t, url, nil)
+	weird := snapshot.Data{"active_state": snapshot.String("a<b>&c \u2028 \u2029 é \"q\" \\ \t"), "main_pid": snapshot.Int(7), "user": snapshot.String("<agent>")}
+	base := snap(weird)
+	raw, err := base.Canonical()
+	require.NoError(t, err)
+	_, err = verifier.NewBaselines(js, "/t/x").Put(ctx, verifier.Baseline{Snapshot: raw})
+	require.NoError(t, err)
+	var ids []string
+	for i, host := range []string{"h<1>&", "h\u2028x", "plain", "q\"uote"} {
+		d := snapshot.Data{"active_state": snapshot.String(fmt.Sprintf("x<%d>&\u2029", i)), "main_pid": snapshot.Int(int64(i)), "user": snapshot.String("<agent>")}
+		if i == 2 {
+			d = weird
+		}
+		ids = append(ids, publishSnapshot(ctx, t, js, host, snap(d)))
+	}
+	for _, id := range ids {
+		verdictOf(ctx, t, js, id)
+	}
+	natstest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+		kv, err := js.KeyValue(ctx, topology.BucketVerdicts)
+		require.NoError(t, err)
+		keys, err := kv.ListKeys(ctx)
+		require.NoError(t, err)
+		n := 0
+		for range keys.Keys() {
+			n++
+		}
+		if n < len(ids) {
+			return fmt.Errorf("%d verdict records", n)
+		}
+		return nil
+	})
+	check := func(bucket string, v any) {
+		kv, err := js.KeyValue(ctx, bucket)
+		require.NoError(t, err)
+		w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+		require.NoError(t, err)
+		defer func() { _ = w.Stop() }()
+		n := 0
+		for e := range w.Updates() {
+			if e == nil {
+				break
+			}
+			require.NoError(t, json.Unmarshal(e.Value(), v))
+			again, err := json.Marshal(v)
+			require.NoError(t, err)
+			require.Equal(t, string(again), string(e.Value()))
+			n++
+		}
+		require.GreaterOrEqual(t, n, len(ids))
+	}
+	check(verifier.BucketEvidence, &verifier.Observation{})
+	check(topology.BucketVerdicts, &verifier.VerdictRecord{})
+}
