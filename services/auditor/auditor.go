@@ -40,13 +40,14 @@ type Settings struct {
 // Auditor appends every message of the pipeline's streams to the audit
 // chains. It is a lifecycle component: New, Start, Shutdown.
 type Auditor struct {
-	cfg    Config
-	log    *slog.Logger
-	source string
-	conn   *nats.Conn
-	stats  Stats
-	in     *instruments
-	gauges metric.Registration
+	cfg      Config
+	log      *slog.Logger
+	instance string
+	source   string
+	conn     *nats.Conn
+	stats    Stats
+	in       *instruments
+	gauges   metric.Registration
 
 	mu      sync.Mutex
 	started bool
@@ -55,6 +56,7 @@ type Auditor struct {
 	ownConn bool
 	w       *Writer
 	cp      *checkpointer
+	leases  *leases
 	cancel  context.CancelFunc
 	done    chan struct{}
 
@@ -84,7 +86,10 @@ func New(cfg Config, set Settings) (*Auditor, error) {
 		}
 		instance = h
 	}
-	return &Auditor{cfg: cfg, log: log, source: events.Source("auditor", instance), conn: set.Conn,
+	if cfg.Lease.TTL == 0 {
+		cfg.Lease.TTL = 30 * time.Second
+	}
+	return &Auditor{cfg: cfg, log: log, instance: instance, source: events.Source("auditor", instance), conn: set.Conn,
 		in: newInstruments(set.Telemetry)}, nil
 }
 
@@ -209,25 +214,39 @@ func (a *Auditor) prepare(ctx context.Context, nc *nats.Conn) ([]*streamLoop, *W
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	h := link.NewHasher(key)
-	sinks, cpSinks, err := a.openSinks(ctx, h)
+	// The leases first: the heads are read from the sinks only once no
+	// other instance can be writing them.
+	ls, err := acquireLeases(ctx, js, a.cfg.Replicas, a.cfg.Lease.TTL, a.instance, a.cfg.Consumer, a.cfg.Streams, a.leaseLost)
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	fail := func(err error, w *Writer) error {
+		if w != nil {
+			err = errors.Join(err, w.Close())
+		}
+		ls.release(context.WithoutCancel(ctx))
+		return err
+	}
+	h := link.NewHasher(key)
+	sinks, cpSinks, err := a.openSinks(ctx, h)
+	if err != nil {
+		return nil, nil, nil, fail(err, nil)
+	}
 	w := NewWriter(h, sinks, a.log, &a.stats)
 	w.StrictPayloads(a.cfg.StrictPayloads)
+	w.Fence(ls.check)
 	if err := w.Recover(ctx); err != nil {
-		return nil, nil, nil, errors.Join(err, w.Close())
+		return nil, nil, nil, fail(err, w)
 	}
 	cp, err := a.newCheckpointer(w, cpSinks)
 	if err != nil {
-		return nil, nil, nil, errors.Join(err, w.Close())
+		return nil, nil, nil, fail(err, w)
 	}
 	var loops []*streamLoop
 	for _, s := range a.cfg.Streams {
 		cons, err := js.Consumer(ctx, s, a.cfg.Consumer)
 		if err != nil {
-			return nil, nil, nil, errors.Join(fmt.Errorf("consumer %s on %s: %w", a.cfg.Consumer, s, err), w.Close())
+			return nil, nil, nil, fail(fmt.Errorf("consumer %s on %s: %w", a.cfg.Consumer, s, err), w)
 		}
 		batch := a.cfg.Batch
 		if info := cons.CachedInfo(); info != nil && info.Config.MaxAckPending > 0 {
@@ -243,6 +262,7 @@ func (a *Auditor) prepare(ctx context.Context, nc *nats.Conn) ([]*streamLoop, *W
 	if a.gauges, err = a.in.observe(w, js, a.cfg.Streams); err != nil {
 		a.log.WarnContext(ctx, "audit chain gauges not registered", "err", err)
 	}
+	a.leases = ls
 	return loops, w, cp, nil
 }
 
@@ -281,12 +301,35 @@ func (a *Auditor) Shutdown(ctx context.Context) error {
 		}
 	}
 	errs = append(errs, w.Close())
+	// Last, once everything is written: a standby reads the heads after
+	// this instance's last write.
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	a.leases.release(rctx)
+	rcancel()
 	if a.ownConn {
 		a.nc.Close()
 	}
 	a.log.InfoContext(ctx, "auditor stopped", "appended", a.stats.Appended.Load(), "duplicates", a.stats.Duplicates.Load(),
 		"rejected", a.stats.Rejected.Load())
 	return errors.Join(errs...)
+}
+
+// leaseLost stops the stream loops at once, committing nothing more: the
+// lease of a stream lapsed or was taken (another instance may be writing
+// its chains). It runs apart from the renewal that found the loss, which
+// Shutdown waits for under a.mu.
+func (a *Auditor) leaseLost(err error) {
+	go func() {
+		a.log.Error("auditor stopped writing: its writer lease is lost; restart it to wait as a standby", "err", err)
+		a.stats.LeaseLost.Store(true)
+		a.mu.Lock()
+		a.aborting = true
+		cancel := a.cancel
+		a.mu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
+	}()
 }
 
 // LoadKey reads an HMAC key file (a final newline is not part of the key);

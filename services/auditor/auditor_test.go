@@ -267,10 +267,64 @@ func TestSecondWriterIsRefused(t *testing.T) {
 	e := newEnv(t, 30*time.Second)
 	cfg := e.config()
 	a := start(t, cfg)
-	defer stop(t, a)
-	b, err := auditor.New(cfg, auditor.Settings{})
+	n := e.publish(t, 0, 40)
+	waitLinks(t, a, n)
+
+	// Another instance on the same streams waits for the writer lease and
+	// gives up at its start timeout, naming the holder; so does a second
+	// auditor of the same instance while the first is alive.
+	standby := cfg
+	standby.Instance = "standby"
+	for _, c := range []auditor.Config{standby, cfg} {
+		c.StartTimeout = 2 * time.Second
+		b, err := auditor.New(c, auditor.Settings{})
+		require.NoError(t, err)
+		err = b.Start(context.Background())
+		require.ErrorIs(t, err, auditor.ErrLeaseHeld)
+		assert.Contains(t, err.Error(), `held by instance "test"`)
+		require.NoError(t, b.Shutdown(context.Background()))
+	}
+
+	// Once the writer stops, the standby starts at once, reads the heads
+	// and goes on with the same chains.
+	stop(t, a)
+	b := start(t, standby)
+	m := e.publish(t, 40, 40)
+	waitLinks(t, b, n+m)
+	stop(t, b)
+	exactlyOnce(t, readLog(t, cfg.JSONL.Path), e.stored(t))
+}
+
+// TestLostLeaseStopsWriting takes the writer lease away (as an instance
+// would once it lapsed): the auditor notices at its next renewal and
+// commits nothing more.
+func TestLostLeaseStopsWriting(t *testing.T) {
+	e := newEnv(t, 30*time.Second)
+	cfg := e.config()
+	a := start(t, cfg)
+	n := e.publish(t, 0, 20)
+	waitLinks(t, a, n)
+	kv, err := e.js.KeyValue(context.Background(), auditor.BucketLeases)
 	require.NoError(t, err)
-	require.ErrorIs(t, b.Start(context.Background()), jsonl.ErrLocked)
+	for _, s := range cfg.Streams {
+		_, err := kv.Put(context.Background(), testConsumer+"."+s, []byte(`{"instance":"thief"}`))
+		require.NoError(t, err)
+	}
+	natstest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+		if !a.Stats().LeaseLost.Load() {
+			return assert.AnError
+		}
+		return nil
+	})
+	before := a.Stats().Appended.Load()
+	e.publish(t, 20, 20)
+	time.Sleep(time.Second) // nothing may happen: no assertion on time
+	assert.Equal(t, before, a.Stats().Appended.Load(), "appended after the lease was lost")
+	stop(t, a)
+	// The thief's lease stands: the auditor did not delete it.
+	e1, err := kv.Get(context.Background(), testConsumer+"."+cfg.Streams[0])
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"instance":"thief"}`, string(e1.Value()))
 }
 
 func TestConfig(t *testing.T) {

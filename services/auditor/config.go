@@ -54,11 +54,22 @@ type Config struct {
 	Syslog SyslogConfig `mapstructure:"syslog"`
 	// Checkpoint configures the signed checkpoints.
 	Checkpoint CheckpointConfig `mapstructure:"checkpoint"`
-	// StartTimeout bounds Start: connecting, opening and reconciling the
-	// sinks.
+	// Lease configures the writer leases that keep a second instance from
+	// writing the same streams' chains.
+	Lease LeaseConfig `mapstructure:"lease"`
+	// StartTimeout bounds Start: connecting, waiting for the leases,
+	// opening and reconciling the sinks.
 	StartTimeout time.Duration `mapstructure:"start_timeout"`
 	// ShutdownTimeout bounds Shutdown.
 	ShutdownTimeout time.Duration `mapstructure:"shutdown_timeout"`
+}
+
+// LeaseConfig configures the writer leases (bucket BucketLeases).
+type LeaseConfig struct {
+	// TTL is how long a lease outlives its holder's last renewal (renewed
+	// every TTL/3): how long a standby waits after a writer dies without
+	// Shutdown. At least a second; zero means 30s.
+	TTL time.Duration `mapstructure:"ttl"`
 }
 
 // HMACConfig keys the chain's hashes (HMAC-SHA-256).
@@ -150,6 +161,7 @@ func NewDefaultConfig() Config {
 		ClickHouse:      ClickHouseConfig{Table: "audit_links", Required: true, Timeout: 10 * time.Second},
 		Syslog:          SyslogConfig{Network: "tcp", Facility: "auth", SDID: "rtlink@32473", Required: true, Timeout: 5 * time.Second},
 		Checkpoint:      CheckpointConfig{Interval: time.Minute},
+		Lease:           LeaseConfig{TTL: 30 * time.Second},
 		StartTimeout:    time.Minute,
 		ShutdownTimeout: 20 * time.Second,
 	}
@@ -216,6 +228,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Checkpoint.Interval < 0 {
 		return invalid("checkpoint.interval: %s", c.Checkpoint.Interval)
+	}
+	if c.Lease.TTL != 0 && c.Lease.TTL < time.Second {
+		return invalid("lease.ttl: %s is less than a second", c.Lease.TTL)
 	}
 	if c.StartTimeout <= 0 || c.ShutdownTimeout <= 0 {
 		return invalid("start_timeout and shutdown_timeout must be above 0")

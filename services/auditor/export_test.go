@@ -16,13 +16,14 @@ func (a *Auditor) Abort() {
 	a.mu.Lock()
 	a.aborting = true
 	a.stopped = true
-	cancel, done, w, nc, own := a.cancel, a.done, a.w, a.nc, a.ownConn
+	cancel, done, w, nc, own, ls := a.cancel, a.done, a.w, a.nc, a.ownConn, a.leases
 	a.mu.Unlock()
 	if cancel == nil {
 		return
 	}
 	cancel()
 	<-done
+	ls.abandon()
 	_ = w.Close()
 	if own {
 		nc.Close()

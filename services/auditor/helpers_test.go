@@ -67,6 +67,9 @@ func (e *env) config() auditor.Config {
 	cfg.JSONL.Path = filepath.Join(e.dir, "audit", "audit.jsonl")
 	cfg.Checkpoint.Interval = 0
 	cfg.StartTimeout = 30 * time.Second
+	// Short enough that a restart after Abort waits little, long enough
+	// that a busy machine does not lose it.
+	cfg.Lease.TTL = 5 * time.Second
 	return cfg
 }
 

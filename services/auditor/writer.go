@@ -69,6 +69,7 @@ type Writer struct {
 	sinks  []SinkSpec
 	log    *slog.Logger
 	stats  *Stats
+	fence  func(context.Context) error
 
 	mu    sync.Mutex
 	heads map[string]link.Head
@@ -84,6 +85,10 @@ func NewWriter(h link.Hasher, sinks []SinkSpec, log *slog.Logger, stats *Stats) 
 	}
 	return &Writer{h: h, sinks: sinks, log: log, stats: stats, heads: map[string]link.Head{}}
 }
+
+// Fence sets the check Commit makes before writing anything: a non-nil
+// error (this auditor lost its writer lease) fails the commit unwritten.
+func (w *Writer) Fence(check func(context.Context) error) { w.fence = check }
 
 // Recover reads every sink's heads and brings the sinks that lag behind up
 // to date from the one furthest ahead (a crash between two sinks' writes
@@ -300,6 +305,11 @@ func (w *Writer) Commit(ctx context.Context, b *Batch) error {
 	if len(b.Recs) == 0 {
 		return nil
 	}
+	if w.fence != nil {
+		if err := w.fence(ctx); err != nil {
+			return err
+		}
+	}
 	if b.done == nil {
 		b.done = make([]bool, len(w.sinks))
 		b.attempts = make([]int, len(w.sinks))
@@ -430,6 +440,9 @@ type Stats struct {
 	Duplicates atomic.Uint64
 	// Rejected counts messages recorded as rejection records.
 	Rejected atomic.Uint64
+	// LeaseLost is set when the auditor lost a writer lease and stopped
+	// writing.
+	LeaseLost atomic.Bool
 	// Recovered counts messages read from the stream at start because a
 	// previous run had taken them without recording them.
 	Recovered atomic.Uint64
