@@ -1,12 +1,16 @@
 package verifier_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -22,21 +26,119 @@ import (
 	"github.com/runtimetruth/runtimetruth/services/verifier"
 )
 
-// benchSnapshots builds n evidence events of RuntimeTruth's before.json
-// fixture (three records, 26 fields), captured one millisecond apart on
-// ten hosts: each verifies as a pass with its report.
-func benchSnapshots(b *testing.B, n int) (base *snapshot.Snapshot, msgs []*nats.Msg, ids []string) {
+// The benchmark's fleet: benchHosts hosts, each running benchTargets
+// units (RuntimeTruth's before.json fixture, three records and 26 fields,
+// under benchTargets unit names, each with its own baseline), so that the
+// verifier looks baselines up under benchTargets keys and keeps
+// benchHosts×benchTargets latest snapshots and verdicts.
+//
+// One snapshot in benchDriftEvery (one at a pseudo-random place in every
+// run of benchDriftEvery, the same on every run) carries a real evidence
+// change: after.json's (the service restarted under another PID, the
+// checkout moved to another commit, unique to the snapshot, and is
+// dirty), so diff.Verify runs and a drift verdict with its report comes
+// out. The others have their baseline's evidence and differ from it only
+// in captured_at, as most of a fleet's snapshots do: the verifier answers
+// those from the baseline's verification against itself, made once.
+const (
+	benchHosts      = 10
+	benchTargets    = 8
+	benchDriftEvery = 4
+)
+
+// benchMix is the benchmark's input: the baselines (one per target), and
+// the evidence events, captured one millisecond apart, with their ids and
+// how many of them drift.
+type benchMix struct {
+	baselines []*snapshot.Snapshot
+	msgs      []*nats.Msg
+	ids       []string
+	drifts    int
+}
+
+// benchSnapshots builds the mix of n evidence events described at
+// benchDriftEvery. Snapshot i is of host i%benchHosts and target
+// (i/benchHosts)%benchTargets, so every host reports every target in
+// turn.
+func benchSnapshots(b *testing.B, n int) benchMix {
 	b.Helper()
-	base, err := snapshot.Parse(evidenceTestdata(b, "snapshots/before.json"))
-	require.NoError(b, err)
-	msgs, ids = make([]*nats.Msg, n), make([]string, n)
-	t0 := base.CapturedAt
-	for i := range n {
-		s := *base
-		s.CapturedAt = t0.Add(time.Duration(i+1) * time.Millisecond)
-		msgs[i], ids[i] = evidenceMsg(b, fmt.Sprintf("host-%02d.example.com", i%10), &s)
+	before := evidenceTestdata(b, "snapshots/before.json")
+	after := evidenceTestdata(b, "snapshots/after.json")
+	unit := func(doc []byte, k int) []byte { // the fixture under unit name k
+		return bytes.ReplaceAll(doc, []byte("agent-worker"), fmt.Appendf(nil, "agent-worker-%02d", k))
 	}
-	return base, msgs, ids
+	mix := benchMix{msgs: make([]*nats.Msg, n), ids: make([]string, n)}
+	for k := range benchTargets {
+		s, err := snapshot.Parse(unit(before, k))
+		require.NoError(b, err)
+		mix.baselines = append(mix.baselines, s)
+	}
+	afterCommit := []byte(strings.Repeat("2", 40)) // after.json's head_commit
+	t0 := mix.baselines[0].CapturedAt
+	rng := rand.New(rand.NewPCG(1, 2))
+	drift := 0
+	for i := range n {
+		if i%benchDriftEvery == 0 {
+			drift = i + rng.IntN(benchDriftEvery)
+		}
+		k := (i / benchHosts) % benchTargets
+		var s *snapshot.Snapshot
+		if i == drift {
+			doc := bytes.ReplaceAll(unit(after, k), afterCommit, fmt.Appendf(nil, "%040x", i+1))
+			var err error
+			s, err = snapshot.Parse(doc)
+			require.NoError(b, err)
+			mix.drifts++
+		} else {
+			c := *mix.baselines[k]
+			s = &c
+		}
+		s.CapturedAt = t0.Add(time.Duration(i+1) * time.Millisecond)
+		mix.msgs[i], mix.ids[i] = evidenceMsg(b, fmt.Sprintf("host-%02d.example.com", i%benchHosts), s)
+	}
+	return mix
+}
+
+// verdictTally counts the verdicts seen by status (from the subject, so
+// that counting costs next to nothing) and keeps the first drift verdict.
+type verdictTally struct {
+	pass, drift, other atomic.Int64
+	firstDrift         atomic.Pointer[nats.Msg]
+}
+
+func (t *verdictTally) seen(m *nats.Msg) {
+	switch {
+	case strings.HasSuffix(m.Subject, "."+string(events.StatusPass)):
+		t.pass.Add(1)
+	case strings.HasSuffix(m.Subject, "."+string(events.StatusDrift)):
+		t.drift.Add(1)
+		t.firstDrift.CompareAndSwap(nil, m)
+	default:
+		t.other.Add(1)
+	}
+}
+
+// check fails the benchmark unless the verdicts are what the mix calls
+// for: a drift verdict, with a report of changes, for every snapshot
+// carrying a change, and a pass for every other one. It keeps the
+// benchmark from measuring the unchanged-evidence shortcut alone.
+func (t *verdictTally) check(b *testing.B, mix benchMix) {
+	b.Helper()
+	n := int64(len(mix.msgs))
+	if d, p, o := t.drift.Load(), t.pass.Load(), t.other.Load(); d != int64(mix.drifts) || p != n-int64(mix.drifts) || o != 0 {
+		b.Fatalf("verdicts: %d drift, %d pass, %d other; want %d drift, %d pass", d, p, o, mix.drifts, n-int64(mix.drifts))
+	}
+	m := t.firstDrift.Load()
+	if m == nil {
+		return // n is too small to hold a drifting snapshot
+	}
+	e, err := events.FromNATS(m.Header, m.Data)
+	require.NoError(b, err)
+	p, err := events.DecodePayload(e)
+	require.NoError(b, err)
+	if v, ok := p.(events.Verdict); !ok || v.Status != events.StatusDrift || v.Report == nil || len(v.Report.Changes) == 0 {
+		b.Fatalf("a drift verdict without its report of changes: %+v", p)
+	}
 }
 
 // counter counts the messages of a core subscription and closes done when
@@ -119,30 +221,35 @@ func benchServer(b *testing.B, subject string, seen func(*nats.Msg)) (context.Co
 // ack) and, as the reference, moves the same messages through raw
 // JetStream in the verifier's consumer style (publish, pull from a
 // durable consumer in batches, publish one message per message consumed
-// without waiting on each, durable ack once it is stored). One op is one snapshot. The
-// fixed-rate runs offer 2,000 and 500 snapshots/s for 5 s each and report
-// the publish→verdict latency percentiles, measured from each snapshot's
-// scheduled send time (so a backlog counts), and the verdict rate
-// achieved.
+// without waiting on each, durable ack once it is stored). One op is one
+// snapshot. The snapshots are benchSnapshots' mix: benchHosts hosts,
+// benchTargets targets with a baseline each, one snapshot in
+// benchDriftEvery drifting (a drift verdict with its report, checked), the
+// rest passing. The fixed-rate runs offer 2,000 and 500 snapshots/s of
+// the same mix for 5 s each and report the publish→verdict latency
+// percentiles, measured from each snapshot's scheduled send time (so a
+// backlog counts), and the verdict rate achieved.
 func BenchmarkVerifierThroughput(b *testing.B) {
 	b.Run("runtimetruth", func(b *testing.B) {
-		ctx, url, _, js, verdictsIn := benchServer(b, events.FilterVerdict, nil)
-		base, msgs, _ := benchSnapshots(b, b.N)
-		startBench(ctx, b, url, js, base)
+		var tally verdictTally
+		ctx, url, _, js, verdictsIn := benchServer(b, events.FilterVerdict, tally.seen)
+		mix := benchSnapshots(b, b.N)
+		startBench(ctx, b, url, js, mix.baselines)
 
 		done := verdictsIn.expect(b.N)
 		runtime.GC() // the setup's garbage is not the run's
 		b.ResetTimer()
 		cpu := cpuTime(b)
-		publishAll(ctx, b, js, msgs)
+		publishAll(ctx, b, js, mix.msgs)
 		wait(ctx, b, done, "verdicts")
 		b.StopTimer()
 		reportCPU(b, cpu)
+		tally.check(b, mix)
 	})
 
 	b.Run("reference-raw-jetstream", func(b *testing.B) {
 		ctx, url, _, js, outs := benchServer(b, "bench.out.>", nil)
-		_, msgs, _ := benchSnapshots(b, b.N)
+		msgs := benchSnapshots(b, b.N).msgs // the same messages
 		// Its own connection, as the verifier has.
 		rnc, _ := natstest.Connect(b, url)
 		rjs, err := jetstream.New(rnc)
@@ -265,9 +372,9 @@ func reportCPU(b *testing.B, start time.Duration) {
 	b.ReportMetric(float64(cpuTime(b)-start)/float64(time.Microsecond)/float64(b.N), "cpu-µs/op")
 }
 
-// startBench starts a verifier with the default settings and makes base
-// the baseline.
-func startBench(ctx context.Context, b *testing.B, url string, js jetstream.JetStream, base *snapshot.Snapshot) *verifier.Verifier {
+// startBench starts a verifier with the default settings and makes each
+// of baselines its target's baseline.
+func startBench(ctx context.Context, b *testing.B, url string, js jetstream.JetStream, baselines []*snapshot.Snapshot) *verifier.Verifier {
 	b.Helper()
 	cfg := verifier.NewDefaultConfig()
 	cfg.NATS.URL = url
@@ -275,10 +382,12 @@ func startBench(ctx context.Context, b *testing.B, url string, js jetstream.JetS
 	require.NoError(b, err)
 	require.NoError(b, v.Start(ctx))
 	b.Cleanup(func() { require.NoError(b, v.Shutdown(context.Background())) })
-	raw, err := base.Canonical()
-	require.NoError(b, err)
-	_, err = verifier.NewBaselines(js, "/bench/b").Put(ctx, verifier.Baseline{Snapshot: raw})
-	require.NoError(b, err)
+	for _, base := range baselines {
+		raw, err := base.Canonical()
+		require.NoError(b, err)
+		_, err = verifier.NewBaselines(js, "/bench/b").Put(ctx, verifier.Baseline{Snapshot: raw})
+		require.NoError(b, err)
+	}
 	return v
 }
 
@@ -287,19 +396,22 @@ func startBench(ctx context.Context, b *testing.B, url string, js jetstream.JetS
 // rate achieved.
 func fixedRate(b *testing.B, rate, seconds int) (p50, p99, achieved float64) {
 	n := rate * seconds
-	base, msgs, ids := benchSnapshots(b, n)
+	mix := benchSnapshots(b, n)
+	msgs, ids := mix.msgs, mix.ids
+	var tally verdictTally
 	scheduled := make(map[string]time.Time, n) // verdict id → when its snapshot was due
 	latencies := make([]time.Duration, 0, n)
 	var mu sync.Mutex
 	ctx, url, _, js, verdictsIn := benchServer(b, events.FilterVerdict, func(m *nats.Msg) {
 		now := time.Now()
+		tally.seen(m)
 		mu.Lock()
 		defer mu.Unlock()
 		if at, ok := scheduled[m.Header.Get("ce-id")]; ok {
 			latencies = append(latencies, now.Sub(at))
 		}
 	})
-	startBench(ctx, b, url, js, base)
+	startBench(ctx, b, url, js, mix.baselines)
 
 	interval := time.Second / time.Duration(rate)
 	start := time.Now().Add(10 * time.Millisecond)
@@ -328,6 +440,7 @@ func fixedRate(b *testing.B, rate, seconds int) (p50, p99, achieved float64) {
 	wait(ctx, b, done, "verdicts")
 	elapsed := time.Since(start)
 	b.StopTimer()
+	tally.check(b, mix)
 
 	mu.Lock()
 	defer mu.Unlock()
