@@ -107,7 +107,8 @@ type ClickHouseConfig struct {
 // SyslogConfig configures the syslog sink (RFC 5424).
 type SyslogConfig struct {
 	// Network is tcp (RFC 6587 octet counting), tls (RFC 5425), udp
-	// (RFC 5426) or unixgram (a local socket such as /dev/log).
+	// (RFC 5426), unixgram (a local socket such as /dev/log) or unixstream
+	// (octet counting over a local stream socket).
 	Network string `mapstructure:"network"`
 	// Address is host:port, or the socket path.
 	Address string `mapstructure:"address"`
@@ -123,8 +124,12 @@ type SyslogConfig struct {
 	// SDID is the structured-data ID of the link element (name@PEN).
 	SDID string `mapstructure:"sd_id"`
 	// CursorFile records the last link sent per chain, so links missed
-	// across a crash are sent after a restart; empty: none.
+	// across a crash are sent after a restart; empty: none (Start warns).
 	CursorFile string `mapstructure:"cursor_file"`
+	// ResendWindow is how many bytes of the newest messages a stream
+	// connection keeps to send again after a reconnect (0: the syslog
+	// package's default, 8 MiB).
+	ResendWindow int `mapstructure:"resend_window"`
 	// Required: acknowledge only once the link is written to the
 	// receiver.
 	Required bool `mapstructure:"required"`
@@ -151,15 +156,16 @@ var DefaultStreams = []string{topology.StreamEvidence, topology.StreamVerdicts, 
 // the JSONL sink under /var/lib/runtimetruth/auditor.
 func NewDefaultConfig() Config {
 	return Config{
-		NATS:            natsbus.NewDefaultConfig(),
-		Replicas:        1,
-		Streams:         slices.Clone(DefaultStreams),
-		Consumer:        topology.ConsumerAuditor,
-		Batch:           topology.AuditorMaxAckPending / 2,
-		IdleWait:        time.Second,
-		JSONL:           JSONLConfig{Path: "/var/lib/runtimetruth/auditor/audit.jsonl", MaxBytes: 256 << 20, Required: true},
-		ClickHouse:      ClickHouseConfig{Table: "audit_links", Required: true, Timeout: 10 * time.Second},
-		Syslog:          SyslogConfig{Network: "tcp", Facility: "auth", SDID: "rtlink@32473", Required: true, Timeout: 5 * time.Second},
+		NATS:       natsbus.NewDefaultConfig(),
+		Replicas:   1,
+		Streams:    slices.Clone(DefaultStreams),
+		Consumer:   topology.ConsumerAuditor,
+		Batch:      topology.AuditorMaxAckPending / 2,
+		IdleWait:   time.Second,
+		JSONL:      JSONLConfig{Path: "/var/lib/runtimetruth/auditor/audit.jsonl", MaxBytes: 256 << 20, Required: true},
+		ClickHouse: ClickHouseConfig{Table: "audit_links", Required: true, Timeout: 10 * time.Second},
+		Syslog: SyslogConfig{Network: "tcp", Facility: "auth", SDID: "rtlink@32473", Required: true, Timeout: 5 * time.Second,
+			CursorFile: "/var/lib/runtimetruth/auditor/syslog.cursor"},
 		Checkpoint:      CheckpointConfig{Interval: time.Minute},
 		Lease:           LeaseConfig{TTL: 30 * time.Second},
 		StartTimeout:    time.Minute,
@@ -218,9 +224,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Syslog.Address != "" {
 		switch c.Syslog.Network {
-		case "tcp", "tls", "udp", "unixgram", "unix":
+		case "tcp", "tls", "udp", "unixgram", "unix", "unixstream":
 		default:
-			return invalid("syslog.network: %q (want tcp, tls, udp or unixgram)", c.Syslog.Network)
+			return invalid("syslog.network: %q (want tcp, tls, udp, unixgram or unixstream)", c.Syslog.Network)
 		}
 		if c.Syslog.Timeout <= 0 {
 			return invalid("syslog.timeout: %s (want above 0)", c.Syslog.Timeout)

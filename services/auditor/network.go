@@ -34,9 +34,12 @@ func (a *Auditor) openNetworkSinks(ctx context.Context) (specs []SinkSpec, cps [
 			}
 		}
 		s, err := syslog.New(syslog.Options{Network: c.Network, Address: c.Address, TLS: tc, Facility: c.Facility,
-			Hostname: c.Hostname, SDID: c.SDID, Timeout: c.Timeout, CursorFile: c.CursorFile})
+			Hostname: c.Hostname, SDID: c.SDID, Timeout: c.Timeout, CursorFile: c.CursorFile, ResendWindow: c.ResendWindow})
 		if err != nil {
 			return specs, nil, err
+		}
+		if c.CursorFile == "" {
+			a.log.WarnContext(ctx, "syslog sink without a cursor file: links a crash leaves unsent are not sent after a restart")
 		}
 		specs = append(specs, SinkSpec{Sink: s, Required: c.Required})
 		cps = append(cps, s)

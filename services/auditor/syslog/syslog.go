@@ -1,6 +1,7 @@
 // Package syslog forwards audit links and checkpoints to a syslog receiver
 // (a SIEM) as RFC 5424 messages: over TCP with RFC 6587 octet counting,
-// TLS (RFC 5425), UDP (RFC 5426) or a local datagram socket.
+// TLS (RFC 5425), UDP (RFC 5426), or a local socket: datagram (unixgram,
+// as /dev/log) or stream (unixstream, octet counting).
 //
 // Each link is one message whose structured data carries the event type,
 // subject, chain, sequence number, hash and prev, so a SIEM holds the
@@ -8,13 +9,44 @@
 // and rejected events are sent at warning severity. Checkpoints are sent
 // as messages with MSGID "checkpoint" and an rtcheckpoint element.
 //
-// A write that fails reconnects and sends the batch again; before each
-// batch the connection is probed, and after a reconnect the previous batch
-// is sent again too, since a receiver that went away may not have read it.
-// Delivery is therefore at least once: a SIEM de-duplicates on chain and
-// seq. With a cursor file, the last link sent per chain survives a
-// restart, and the auditor sends what a crash left unsent (the sink then
-// reports its heads).
+// # Delivery over a stream (tcp, tls, unixstream)
+//
+// Plain syslog has no acknowledgements, and a successful write only means
+// the kernel took the bytes: a receiver that dies (or restarts) with data
+// unread in its socket loses it, although our TCP stack saw it
+// acknowledged. So the sink keeps a resend window: the newest messages
+// written, links and checkpoints alike, in the order written, up to
+// Options.ResendWindow bytes (default 8 MiB; the batch just written is
+// always kept whole). Before each batch the connection is probed; when it
+// is found closed, or a write fails, the sink reconnects and first sends
+// the whole window again, then the batch. Delivery is therefore at least
+// once: a SIEM sees duplicates after a reconnect and de-duplicates on the
+// chain and seq parameters (links) or chain and seq of rtcheckpoint
+// (checkpoints).
+//
+// The window is trimmed only by its bound, not by what the peer's TCP
+// stack acknowledged (SIOCOUTQ, TCP_INFO): an acknowledged byte can still
+// sit unread in the receiver's socket buffer. The bound is what makes a
+// message known good: on one connection, unread bytes are at most our send
+// buffer plus the receiver's receive buffer (a write blocks beyond that),
+// so a message followed by more than that many bytes has been read by the
+// receiver. Since a reconnect resends the whole window, the window is
+// always the tail of the current connection's stream and the argument
+// holds across reconnects. Size ResendWindow above SO_SNDBUF plus the
+// receiver's SO_RCVBUF (Linux autotuning caps them at 4 MiB and 6 MiB by
+// default; loopback and LAN buffers stay far smaller): a message can be
+// lost only if a receiver dies with more than ResendWindow bytes unread,
+// or crashes after reading it (its own queue is its business).
+//
+// # Datagrams (udp, unixgram)
+//
+// Datagrams are lossy by nature: a datagram the network or a busy
+// receiver drops is never reported, so there is no window. A write that
+// fails is retried once on a new socket.
+//
+// With a cursor file, the last link sent per chain survives a restart,
+// and the auditor sends what a crash left unsent (the sink then reports
+// its heads); the window does not survive a restart.
 package syslog
 
 import (
@@ -55,8 +87,8 @@ var Facilities = map[string]int{
 
 // Options configure a Sink.
 type Options struct {
-	// Network is tcp, tls, udp or unixgram ("unix" is taken as
-	// unixgram); Address is host:port or a socket path.
+	// Network is tcp, tls, udp, unixgram ("unix" is taken as
+	// unixgram) or unixstream; Address is host:port or a socket path.
 	Network string
 	Address string
 	// TLS configures a tls connection (nil: the system roots).
@@ -73,9 +105,13 @@ type Options struct {
 	// MaxDatagram bounds a UDP message (default 2048); longer messages
 	// lose the end of their free-text part.
 	MaxDatagram int
-	// Timeout bounds a connection attempt and a batch's write (default
-	// 5s).
+	// Timeout bounds a connection attempt and a write (default 5s); a
+	// stream write fails when no 64 KiB chunk goes out within it.
 	Timeout time.Duration
+	// ResendWindow bounds, in bytes, the messages a stream keeps to send
+	// again after a reconnect (default 8 MiB; see the package
+	// documentation).
+	ResendWindow int
 	// CursorFile, if set, keeps the last link sent per chain across
 	// restarts.
 	CursorFile string
@@ -88,22 +124,30 @@ type Sink struct {
 	pen      string
 	pid      string
 
-	mu      sync.Mutex
-	conn    net.Conn
-	sent    [][]byte // the last batch written on conn
-	fresh   bool     // conn was just opened: resend sent first
-	cursor  map[string]link.Head
+	mu     sync.Mutex
+	conn   net.Conn
+	fresh  bool     // conn was just opened: resend the window first
+	window [][]byte // streams: the newest framed messages written, oldest first
+	winLen int      // bytes in window
+	cursor map[string]link.Head
+	// written counts messages written, resent ones included.
 	written int
 }
+
+// DefaultResendWindow is the default Options.ResendWindow.
+const DefaultResendWindow = 8 << 20
+
+// chunk is the most a stream write sends under one deadline.
+const chunk = 64 << 10
 
 // New checks opts and returns a sink; it connects on the first write.
 func New(opts Options) (*Sink, error) {
 	switch opts.Network {
-	case "tcp", "tls", "udp", "unixgram":
+	case "tcp", "tls", "udp", "unixgram", "unixstream":
 	case "unix":
 		opts.Network = "unixgram"
 	default:
-		return nil, fmt.Errorf("syslog: network %q (want tcp, tls, udp or unixgram)", opts.Network)
+		return nil, fmt.Errorf("syslog: network %q (want tcp, tls, udp, unixgram or unixstream)", opts.Network)
 	}
 	if opts.Address == "" {
 		return nil, errors.New("syslog: empty address")
@@ -135,6 +179,9 @@ func New(opts Options) (*Sink, error) {
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = 5 * time.Second
+	}
+	if opts.ResendWindow <= 0 {
+		opts.ResendWindow = DefaultResendWindow
 	}
 	s := &Sink{opts: opts, facility: fac, pen: pen, pid: strconv.Itoa(os.Getpid())}
 	if opts.CursorFile != "" {
@@ -217,30 +264,67 @@ func (s *Sink) SendCheckpoints(ctx context.Context, cps []checkpoint.Checkpoint)
 	return s.send(ctx, msgs)
 }
 
-// send writes msgs, reconnecting once if the connection fails.
+// send writes msgs, reconnecting once if the connection fails; on a new
+// stream connection the window goes first.
 func (s *Sink) send(ctx context.Context, msgs [][]byte) error {
+	if s.stream() {
+		msgs = frame(msgs)
+	}
 	var err error
 	for attempt := 0; attempt < 2; attempt++ {
 		if err = s.connect(ctx); err != nil {
 			return err
 		}
-		if s.fresh && len(s.sent) > 0 {
+		if s.fresh && len(s.window) > 0 {
 			// A new connection: what went out on the old one may be lost.
-			if err = s.write(s.sent); err != nil {
+			if err = s.write(s.window); err != nil {
 				s.drop()
 				continue
 			}
+			s.written += len(s.window)
 		}
 		s.fresh = false
 		if err = s.write(msgs); err != nil {
 			s.drop()
 			continue
 		}
-		s.sent = msgs
 		s.written += len(msgs)
+		if s.stream() {
+			s.remember(msgs)
+		}
 		return nil
 	}
 	return fmt.Errorf("syslog %s %s: %w", s.opts.Network, s.opts.Address, err)
+}
+
+// frame prefixes each message with its length (RFC 6587 octet counting).
+func frame(msgs [][]byte) [][]byte {
+	out := make([][]byte, len(msgs))
+	for i, m := range msgs {
+		f := make([]byte, 0, len(m)+8)
+		f = strconv.AppendInt(f, int64(len(m)), 10)
+		f = append(f, ' ')
+		out[i] = append(f, m...)
+	}
+	return out
+}
+
+// remember appends the batch just written to the window and drops the
+// oldest messages beyond its bound, never the batch's own.
+func (s *Sink) remember(frames [][]byte) {
+	s.window = append(s.window, frames...)
+	for _, f := range frames {
+		s.winLen += len(f)
+	}
+	n := 0
+	for s.winLen > s.opts.ResendWindow && len(s.window)-n > len(frames) {
+		s.winLen -= len(s.window[n])
+		n++
+	}
+	if n > 0 {
+		clear(s.window[:n]) // let the trimmed messages go
+		s.window = s.window[n:]
+	}
 }
 
 func (s *Sink) connect(ctx context.Context) error {
@@ -258,6 +342,9 @@ func (s *Sink) connect(ctx context.Context) error {
 	case "tls":
 		d := tls.Dialer{Config: s.opts.TLS}
 		conn, err = d.DialContext(dctx, "tcp", s.opts.Address)
+	case "unixstream":
+		var d net.Dialer
+		conn, err = d.DialContext(dctx, "unix", s.opts.Address)
 	default:
 		var d net.Dialer
 		conn, err = d.DialContext(dctx, s.opts.Network, s.opts.Address)
@@ -269,7 +356,9 @@ func (s *Sink) connect(ctx context.Context) error {
 	return nil
 }
 
-func (s *Sink) stream() bool { return s.opts.Network == "tcp" || s.opts.Network == "tls" }
+func (s *Sink) stream() bool {
+	return s.opts.Network == "tcp" || s.opts.Network == "tls" || s.opts.Network == "unixstream"
+}
 
 // alive probes a stream connection: a receiver never sends, so a read
 // that does not time out means it closed (or reset) the connection.
@@ -290,11 +379,12 @@ func (s *Sink) drop() {
 	}
 }
 
+// write sends messages (framed ones on a stream).
 func (s *Sink) write(msgs [][]byte) error {
-	if err := s.conn.SetWriteDeadline(time.Now().Add(s.opts.Timeout)); err != nil {
-		return err
-	}
 	if !s.stream() {
+		if err := s.conn.SetWriteDeadline(time.Now().Add(s.opts.Timeout)); err != nil {
+			return err
+		}
 		for _, m := range msgs {
 			if s.opts.Network == "udp" && len(m) > s.opts.MaxDatagram {
 				m = cut(m, s.opts.MaxDatagram)
@@ -305,14 +395,27 @@ func (s *Sink) write(msgs [][]byte) error {
 		}
 		return nil
 	}
-	var buf []byte
+	// A stream: up to chunk bytes per write, each under its own deadline,
+	// so a long resend fails only when the receiver stops taking data.
+	total := 0
 	for _, m := range msgs {
-		buf = strconv.AppendInt(buf, int64(len(m)), 10)
-		buf = append(buf, ' ')
-		buf = append(buf, m...)
+		total += len(m)
 	}
-	_, err := s.conn.Write(buf)
-	return err
+	buf := make([]byte, 0, min(total, chunk))
+	for i, m := range msgs {
+		buf = append(buf, m...)
+		if len(buf) < chunk && i < len(msgs)-1 {
+			continue
+		}
+		if err := s.conn.SetWriteDeadline(time.Now().Add(s.opts.Timeout)); err != nil {
+			return err
+		}
+		if _, err := s.conn.Write(buf); err != nil {
+			return err
+		}
+		buf = buf[:0]
+	}
+	return nil
 }
 
 // cut shortens a message to n bytes without splitting a UTF-8 character.
