@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -37,6 +39,7 @@ type streamLoop struct {
 	applied uint64
 	floor   uint64 // the consumer's ack floor at start
 	st      jetstream.Stream
+	created time.Time            // the stream's creation time, as last seen
 	tips    map[string]link.Head // chain tips of the batches sealed
 }
 
@@ -152,6 +155,7 @@ func (l *streamLoop) commitLoop(ctx context.Context, work <-chan sealed) {
 // returns false when ctx ended.
 func (l *streamLoop) seal(ctx context.Context, msgs []jetstream.Msg) (*Batch, bool) {
 	ordered := make([]*link.Message, 0, len(msgs))
+	checked := false
 	for _, m := range msgs {
 		l.stats.Received.Add(1)
 		md, err := m.Metadata()
@@ -159,6 +163,19 @@ func (l *streamLoop) seal(ctx context.Context, msgs []jetstream.Msg) (*Batch, bo
 			continue
 		}
 		seq := md.Sequence.Stream
+		if seq <= l.applied && !checked {
+			// A redelivery, or the first message of a stream deleted and
+			// re-created (its numbering restarted): the stream tells.
+			checked = true
+			var reset *link.Message
+			if !l.retry(ctx, func() (err error) { reset, err = l.checkReset(ctx); return err }) {
+				return nil, false
+			}
+			if reset != nil {
+				ordered = append(ordered, reset)
+				l.floor = 0 // the consumer went with the stream
+			}
+		}
 		if seq <= l.applied {
 			l.stats.Duplicates.Add(1)
 			continue
@@ -169,7 +186,7 @@ func (l *streamLoop) seal(ctx context.Context, msgs []jetstream.Msg) (*Batch, bo
 			// first, read from the stream. Their redeliveries, later, are
 			// duplicates.
 			var got []*link.Message
-			if !l.retry(ctx, func() (err error) { got, err = l.fill(ctx, from, seq-1); return err }) {
+			if !l.retry(ctx, func() (err error) { got, _, err = l.fill(ctx, from, seq-1, 0); return err }) {
 				return nil, false
 			}
 			ordered = append(ordered, got...)
@@ -180,38 +197,142 @@ func (l *streamLoop) seal(ctx context.Context, msgs []jetstream.Msg) (*Batch, bo
 		})
 		l.applied = seq
 	}
+	return l.sealBatch(ordered), true
+}
+
+// sealBatch seals msgs into a batch that follows the batches sealed
+// before it.
+func (l *streamLoop) sealBatch(msgs []*link.Message) *Batch {
 	b := &Batch{Base: l.tips}
-	l.w.SealAll(b, ordered, l.source)
+	l.w.SealAll(b, l.expand(msgs), l.source)
 	for c, h := range b.Tips() {
 		l.tips[c] = h
 	}
-	return b, true
+	return b
+}
+
+// expand puts each notice about the stream (a gap, a reset) in every
+// chain of the stream, since the messages it concerns may belong to any:
+// the chains recorded so far and those of the messages before it. A
+// notice before any chain of the stream goes to the chain of the message
+// that follows it, or else of the stream itself (ChainName with no
+// subject).
+func (l *streamLoop) expand(msgs []*link.Message) []*link.Message {
+	i := slices.IndexFunc(msgs, func(m *link.Message) bool { return m.Notice != nil && m.Chain == "" })
+	if i < 0 {
+		return msgs
+	}
+	known := map[string]bool{}
+	for c, h := range l.w.Heads() {
+		if h.Stream == l.stream {
+			known[c] = true
+		}
+	}
+	for c := range l.tips {
+		known[c] = true
+	}
+	out := slices.Clone(msgs[:i])
+	for _, m := range out {
+		known[link.ChainName(m.Stream, m.Subject)] = true
+	}
+	for j := i; j < len(msgs); j++ {
+		m := msgs[j]
+		switch {
+		case m.Notice == nil:
+			known[link.ChainName(m.Stream, m.Subject)] = true
+		case m.Chain != "":
+			known[m.Chain] = true
+		default:
+			if len(known) == 0 {
+				c := link.ChainName(l.stream, "")
+				if k := slices.IndexFunc(msgs[j:], func(n *link.Message) bool { return n.Notice == nil }); k >= 0 {
+					c = link.ChainName(msgs[j+k].Stream, msgs[j+k].Subject)
+				}
+				known[c] = true
+			}
+			for _, c := range slices.Sorted(maps.Keys(known)) {
+				n := *m
+				n.Chain = c
+				out = append(out, &n)
+			}
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// checkReset reads the stream's state and returns the notice of a reset
+// when it went back (see resetOf).
+func (l *streamLoop) checkReset(ctx context.Context) (*link.Message, error) {
+	info, err := l.st.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return l.resetOf(ctx, info), nil
+}
+
+// resetOf returns the notice of a stream reset, or nil: the stream was
+// deleted and re-created since the chains recorded it, as its last
+// sequence is below the one recorded or its creation time changed. The
+// stream's new messages are then recorded from its start (applied 0).
+func (l *streamLoop) resetOf(ctx context.Context, info *jetstream.StreamInfo) *link.Message {
+	recreated := !l.created.IsZero() && !info.Created.Equal(l.created)
+	l.created = info.Created
+	if l.applied == 0 || (!recreated && info.State.LastSeq >= l.applied) {
+		return nil
+	}
+	l.log.WarnContext(ctx, "stream reset: its sequence went back; recording the new stream from its start",
+		"stream", l.stream, "recorded", l.applied, "last", info.State.LastSeq, "created", info.Created)
+	m := link.Reset(l.stream, l.consumer, l.applied, info.State.LastSeq, time.Now())
+	l.applied = 0
+	return m
 }
 
 // fill reads the messages stored in the stream from sequence from to to,
-// skipping the ones deleted.
-func (l *streamLoop) fill(ctx context.Context, from, to uint64) ([]*link.Message, error) {
+// or up to its limit-th message (limit > 0), and returns them with the
+// last sequence they cover; a notice of the gap stands for the ones
+// missing (expired or purged before they were recorded).
+func (l *streamLoop) fill(ctx context.Context, from, to uint64, limit int) ([]*link.Message, uint64, error) {
 	var out []*link.Message
-	for seq := from; seq <= to; {
-		raw, err := l.st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(">"))
+	next, n := from, 0 // the first sequence not accounted for, the messages read
+	for next <= to && (limit <= 0 || n < limit) {
+		raw, err := l.st.GetMsg(ctx, next, jetstream.WithGetMsgSubject(">"))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			break
 		}
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if raw.Sequence > to {
 			break
+		}
+		if raw.Sequence > next {
+			out = append(out, l.gap(ctx, next, raw.Sequence-1))
 		}
 		out = append(out, &link.Message{
 			Stream: l.stream, Seq: raw.Sequence, Subject: raw.Subject, Header: raw.Header, Data: raw.Data,
 			Stored: raw.Time, Consumer: l.consumer,
 		})
-		seq = raw.Sequence + 1
+		l.stats.Recovered.Add(1)
+		n++
+		next = raw.Sequence + 1
 	}
-	l.stats.Recovered.Add(uint64(len(out)))
+	if limit > 0 && n == limit {
+		to = next - 1
+	}
+	if next <= to {
+		out = append(out, l.gap(ctx, next, to))
+	}
 	l.applied = max(l.applied, to)
-	return out, nil
+	return out, to, nil
+}
+
+// gap returns the notice of stream sequences first to last missing.
+func (l *streamLoop) gap(ctx context.Context, first, last uint64) *link.Message {
+	l.log.WarnContext(ctx, "messages missing from the stream before they were recorded; recording the gap",
+		"stream", l.stream, "first", first, "last", last)
+	return link.Gap(l.stream, l.consumer, first, last, time.Now())
 }
 
 // retry runs op until it succeeds or ctx ends.
@@ -324,25 +445,37 @@ func (l *streamLoop) recoverPending(ctx context.Context) error {
 	if l.st, err = l.js.Stream(ctx, l.stream); err != nil {
 		return err
 	}
+	if reset := l.resetOf(ctx, l.st.CachedInfo()); reset != nil {
+		if !l.commit(ctx, l.sealBatch([]*link.Message{reset})) {
+			return ctx.Err()
+		}
+	}
+	// Messages up to the consumer's ack floor were acknowledged; the
+	// floor keeps a new chain store from recording the stream's past. Once
+	// the chains hold some of the stream, though, it is no bound: it moves
+	// past messages purged before they were delivered, which are then a
+	// gap to record.
 	l.floor = info.AckFloor.Stream
+	if l.applied > 0 {
+		l.floor = 0
+	}
 	from := max(l.floor, l.applied) + 1
 	to := info.Delivered.Stream
+	if first := l.st.CachedInfo().State.FirstSeq; first > 0 {
+		// Messages gone from the stream before anyone took them (expired
+		// or purged while the auditor was away): their gap is recorded now.
+		to = max(to, first-1)
+	}
 	if from > to {
 		return nil
 	}
 	l.log.InfoContext(ctx, "recovering messages taken but not recorded", "stream", l.stream, "from", from, "to", to)
 	for from <= to {
-		end := min(to, from+uint64(l.batch)-1)
-		got, err := l.fill(ctx, from, end)
+		got, end, err := l.fill(ctx, from, to, l.batch)
 		if err != nil {
 			return err
 		}
-		b := &Batch{Base: l.tips}
-		l.w.SealAll(b, got, l.source)
-		for c, h := range b.Tips() {
-			l.tips[c] = h
-		}
-		if !l.commit(ctx, b) {
+		if !l.commit(ctx, l.sealBatch(got)) {
 			return ctx.Err()
 		}
 		from = end + 1

@@ -243,13 +243,22 @@ type Prepared struct {
 }
 
 // Prepare checks m and builds its event (Entry, or EntryStrict when
-// strict) in canonical form. An event the canonical form cannot carry (a
+// strict; a Notice's event when m is one) in canonical form, for m.Chain
+// or else ChainName's chain. An event the canonical form cannot carry (a
 // number out of RFC 8785's range) is recorded as a rejection. The event
 // of a message Entry accepts is written from the message's bytes, without
 // its tree; the bytes and meta are those of the tree's path.
 func Prepare(m *Message, source string, strict bool) Prepared {
+	chainName := m.Chain
+	if chainName == "" {
+		chainName = ChainName(m.Stream, m.Subject)
+	}
+	if m.Notice != nil {
+		p, _ := prepare(chainName, notice(m, source))
+		return p
+	}
 	if !strict {
-		if p, ok := prepareDirect(ChainName(m.Stream, m.Subject), m); ok {
+		if p, ok := prepareDirect(chainName, m); ok {
 			return p
 		}
 	}
@@ -259,7 +268,7 @@ func Prepare(m *Message, source string, strict bool) Prepared {
 	} else {
 		ev = Entry(m, source)
 	}
-	p, err := prepare(ChainName(m.Stream, m.Subject), ev)
+	p, err := prepare(chainName, ev)
 	if err != nil {
 		p, _ = prepare(p.Chain, Reject(m, source, err))
 	}

@@ -1,6 +1,8 @@
 package link
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,6 +35,59 @@ type Message struct {
 	Deliveries uint64
 	// Consumer is the consumer the message came through.
 	Consumer string
+	// Chain, when set, is the link's chain instead of ChainName's.
+	Chain string
+	// Notice, when set, makes the link an auditor-made record about the
+	// stream itself rather than one of its messages (Gap, Reset).
+	Notice *Notice
+}
+
+// Reasons of the auditor's notices about a stream (event.rejected
+// records that stand for no message).
+const (
+	// ReasonGap: stream sequences missing from the stream (expired,
+	// purged or deleted) before the auditor recorded them.
+	ReasonGap events.Reason = "stream_gap"
+	// ReasonReset: the stream's sequence went back (the stream was deleted
+	// and re-created); the links that follow number the new stream.
+	ReasonReset events.Reason = "stream_reset"
+)
+
+// Notice is what the auditor records about a stream itself, as an
+// auditor-made event.rejected with "rejected": true: data.reason is
+// Reason, data.error Detail and data.stream_sequence Seq; the subject
+// (NATS and original) is ">", any of the stream's.
+type Notice struct {
+	Reason events.Reason
+	// Seq is the data's stream_sequence: the first sequence missing (a
+	// gap), the last one recorded of the old stream (a reset).
+	Seq uint64
+	// Subject is the event's subject attribute.
+	Subject string
+	Detail  string
+}
+
+// Gap is the notice that stream sequences first to last are missing from
+// the stream (expired or purged) before they were recorded. Its position
+// ("nats") is last, so that the chain's recorded position covers the gap.
+func Gap(stream, consumer string, first, last uint64, at time.Time) *Message {
+	return &Message{Stream: stream, Seq: last, Subject: ">", Stored: at, Consumer: consumer, Notice: &Notice{
+		Reason: ReasonGap, Seq: first,
+		Subject: fmt.Sprintf("%s:%d..%d", stream, first, last),
+		Detail:  fmt.Sprintf("stream sequences %d..%d missing: expired or purged from the stream before they were recorded", first, last),
+	}}
+}
+
+// Reset is the notice that the stream's sequence went back: the chain
+// recorded it up to recorded, the stream now ends at now (it was deleted
+// and re-created). Its position ("nats") is sequence 0 of the new stream,
+// so that the links that follow record the new stream from its start.
+func Reset(stream, consumer string, recorded, now uint64, at time.Time) *Message {
+	return &Message{Stream: stream, Seq: 0, Subject: ">", Stored: at, Consumer: consumer, Notice: &Notice{
+		Reason: ReasonReset, Seq: recorded,
+		Subject: fmt.Sprintf("%s:reset@%d", stream, recorded),
+		Detail:  fmt.Sprintf("stream reset: recorded up to %d, stream now at %d", recorded, now),
+	}}
 }
 
 // msg adapts a Message to events.Msg.
@@ -215,6 +270,27 @@ func rejected(m *Message, source string, cause error) jsontree.Value {
 	if !errors.Is(cause, events.ErrInvalid) {
 		rec.Reason = "unrecordable"
 	}
+	return rejectedEvent(m, source, rec, RejectionID(m.Stream, m.Seq), rec.Subject())
+}
+
+// notice is the event of a Notice.
+func notice(m *Message, source string) jsontree.Value {
+	n := m.Notice
+	consumer := m.Consumer
+	if consumer == "" {
+		consumer = "auditor"
+	}
+	empty := sha256.Sum256(nil)
+	rec := events.EventRejected{
+		Stream: m.Stream, Consumer: consumer, OriginalSubject: m.Subject, StreamSequence: n.Seq, Deliveries: 1,
+		Reason: n.Reason, Error: n.Detail, DataDigest: "sha256:" + hex.EncodeToString(empty[:]),
+	}
+	id := natsbus.DeadLetterID(m.Stream, "auditor/"+string(n.Reason), n.Seq)
+	return rejectedEvent(m, source, rec, id, n.Subject)
+}
+
+// rejectedEvent is the event of an auditor-made event.rejected record.
+func rejectedEvent(m *Message, source string, rec events.EventRejected, id, subject string) jsontree.Value {
 	b, err := json.Marshal(rec)
 	data := jsontree.Value{Kind: jsontree.Object}
 	if err == nil {
@@ -226,10 +302,10 @@ func rejected(m *Message, source string, cause error) jsontree.Value {
 	attrs := object(
 		"datacontenttype", str(events.ContentType),
 		"dataschema", str(spec.SchemaURI),
-		"id", str(RejectionID(m.Stream, m.Seq)),
+		"id", str(id),
 		"source", str(source),
 		"specversion", str(events.SpecVersion),
-		"subject", str(rec.Subject()),
+		"subject", str(subject),
 		"time", str(m.Stored.UTC().Format(time.RFC3339Nano)),
 		"type", str(events.TypeEventRejected),
 	)
