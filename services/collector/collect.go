@@ -331,7 +331,10 @@ func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // runnableEventID derives the id of a runnable.modified event from the
 // change it reports, so a copy published again (after a crash between
-// spooling and recording the digest) is dropped by JetStream.
+// spooling and recording the change) or by another target on the same
+// environment is dropped by JetStream. A change that comes back after
+// another (A, B, A again) is a new event, except within the stream's
+// duplicate window (topology.DuplicateWindow), where it shares A's id.
 func runnableEventID(p events.RunnableModified) string {
 	sum := sha256.Sum256([]byte(p.Host + "\x00" + string(p.Ecosystem) + "\x00" + p.Environment + "\x00" +
 		p.Package + "\x00" + p.ChangeDigest))

@@ -10,8 +10,9 @@
 // collection.failed when the source failed (rt.collect.failed.<host>).
 // A python or node target also produces one runnable.modified event
 // (rt.integrity.<host>) per distinct change of installed code, once: the
-// change digests already reported are kept in the target's integrity
-// state directory, and the event id is derived from the digest so that
+// last change reported per package is kept in the target's integrity
+// state directory (a change differing from it is a new event, a clean
+// check forgets it), and the event id is derived from the change so that
 // JetStream drops a re-publication.
 //
 // Events are written to the spool (package spool) before anything is

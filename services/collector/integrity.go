@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/services/collector/integrity"
+	"github.com/runtimetruth/runtimetruth/services/collector/integrity/modified"
 	"github.com/runtimetruth/runtimetruth/services/collector/integrity/node"
 	"github.com/runtimetruth/runtimetruth/services/collector/integrity/python"
 )
@@ -98,40 +100,19 @@ func (c *Collector) checkIntegrity(ctx context.Context, t *target) (observation,
 	if err := s.Validate(); err != nil {
 		return observation{}, err
 	}
-	obs := observation{snap: s, reported: func(digests []string) error {
-		_, err := t.store.MarkReported(digests...)
-		return err
+	sc := modified.Scope{Host: c.cfg.Host, Ecosystem: ic.ecosystem, Environment: rep.Root, Runnable: t.cfg.Options.Runnable}
+	changes, err := modified.Unreported(t.store, rep, sc)
+	if err != nil {
+		return observation{}, err
+	}
+	obs := observation{snap: s, changes: changes, reported: func(digests []string) error {
+		sent := make([]events.RunnableModified, 0, len(digests))
+		for _, ch := range changes {
+			if slices.Contains(digests, ch.ChangeDigest) {
+				sent = append(sent, ch)
+			}
+		}
+		return modified.Reported(t.store, sc, sent)
 	}}
-	for _, r := range rep.Modified() {
-		if r.ChangeDigest == "" {
-			continue
-		}
-		done, err := t.store.Reported(r.ChangeDigest)
-		if err != nil {
-			return observation{}, err
-		}
-		if done {
-			continue
-		}
-		obs.changes = append(obs.changes, runnableModified(c.cfg.Host, ic.ecosystem, rep.Root, t.cfg.Options.Runnable, r))
-	}
 	return obs, nil
-}
-
-func runnableModified(host string, eco events.Ecosystem, env, runnable string, r integrity.Result) events.RunnableModified {
-	p := events.RunnableModified{
-		Host:         host,
-		Ecosystem:    eco,
-		Environment:  env,
-		Runnable:     runnable,
-		Package:      r.Name,
-		Version:      r.Version,
-		Source:       string(r.Source),
-		Baseline:     string(r.Baseline),
-		ChangeDigest: r.ChangeDigest,
-	}
-	for _, ch := range r.Unexpected() {
-		p.ChangedFiles = append(p.ChangedFiles, events.FileChange{Path: ch.Path, Change: string(ch.Kind), Observed: ch.Observed})
-	}
-	return p
 }

@@ -61,4 +61,22 @@ func TestPerFileAllocations(t *testing.T) {
 		require.True(t, many[i].OK(), many[i].Dir)
 	}
 	assert.Equal(t, maxDirs, w.ndirs, "the least recently used directory is closed")
+
+	// Beneath a root (Hasher.Root, as for a Python environment): the
+	// file resolved from its directory, and an absolute path from the
+	// root, allocate nothing either.
+	wr := worker{buf: make([]byte, DefaultBufferSize), root: dir}
+	defer wr.close()
+	sub := File{Dir: many[0].Dir, Rel: "f.py", Want: f.Want}
+	abs := File{Rel: filepath.Join(many[1].Dir, "f.py"), Want: f.Want}
+	for _, g := range []*File{&sub, &abs} {
+		wr.check(g)
+		require.True(t, g.OK(), g.Path())
+		assert.Zero(t, testing.AllocsPerRun(200, func() { wr.check(g) }), "hashing beneath a root")
+	}
+	wr.cache = c
+	c.Update([]File{sub})
+	wr.check(&sub)
+	require.True(t, sub.Cached)
+	assert.Zero(t, testing.AllocsPerRun(200, func() { wr.check(&sub) }), "a cache hit beneath a root")
 }

@@ -13,8 +13,8 @@
 //   - Cache, a stat cache keyed on (device, inode, size, mtime, ctime,
 //     mode) that lets a check skip re-hashing unchanged files, with a full
 //     re-hash forced every FullEvery checks and on demand;
-//   - Store, the state directory: stat caches, first-run snapshots and the
-//     change digests already reported;
+//   - Store, the state directory: stat caches and first-run snapshots
+//     (package modified keeps the last change reported per package there);
 //   - the result model (Result, Change, Status, Source, Baseline), the
 //     change digest used to report each distinct change once, and the
 //     Allowlist of expected changes;
@@ -26,7 +26,8 @@
 //	<dir>/cache/<key>.bin       stat cache of one scope (binary, checksummed)
 //	<dir>/cache/<key>.count     checks since the scope's last full re-hash
 //	<dir>/baseline/<key>.json   first-run snapshot of one package directory
-//	<dir>/reported.json         change digests already reported
+//	<dir>/last-reported.json    last change reported per package (package modified)
+//	<dir>/audit.jsonl           runnable.modified events of the CLI (package modified)
 //
 // <key> is the first 32 hex digits of SHA-256 over the scope or directory
 // path. Every file is written to a temporary file in the same directory,

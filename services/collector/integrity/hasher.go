@@ -2,7 +2,9 @@ package integrity
 
 import (
 	"context"
+	"errors"
 	"hash"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -55,7 +57,8 @@ type File struct {
 	Dir string
 	// Rel is the path as the package manager listed it (slash-separated,
 	// relative to Dir unless absolute). Rel is used as is: callers reject
-	// paths that escape their environment before hashing.
+	// paths that escape their environment textually before hashing, and
+	// set Hasher.Root to keep symbolic links from leading out of it.
 	Rel string
 	// Want is the known-good digest. Its algorithm is the one the file is
 	// hashed with; a zero Want hashes with SHA-256 (taking a snapshot).
@@ -97,7 +100,20 @@ type Hasher struct {
 	Workers int
 	// BufferSize is each worker's read buffer; 0 means DefaultBufferSize.
 	BufferSize int
+	// Root, when set, confines every file to the directory tree at Root
+	// (an absolute, clean path): each File's Dir, or its absolute Rel,
+	// must lie under Root, and the path is resolved beneath Root (openat2
+	// RESOLVE_BENEATH on Linux), so that no symbolic link on the way, such
+	// as a package directory replaced by a link to /etc, leads out of it.
+	// A file that would is FileError with Err ErrOutsideRoot. Links that
+	// stay under Root are followed on the way; a link in the last
+	// component is FileSymlink as always.
+	Root string
 }
+
+// ErrOutsideRoot is File.Err when the file's path resolves outside
+// Hasher.Root.
+var ErrOutsideRoot = sysfile.ErrEscape
 
 // batch is how many files a worker claims at a time.
 const batch = 16
@@ -129,7 +145,7 @@ func (h *Hasher) Run(ctx context.Context, files []File, c *Cache) error {
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
-			w := worker{buf: make([]byte, size), cache: c}
+			w := worker{buf: make([]byte, size), cache: c, root: h.Root}
 			defer w.close()
 			for ctx.Err() == nil {
 				start := int(next.Add(batch)) - batch
@@ -177,7 +193,7 @@ func (h *Hasher) RunPlanned(ctx context.Context, n int, plan func(i int) []File,
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
-			w := worker{buf: make([]byte, size), cache: c}
+			w := worker{buf: make([]byte, size), cache: c, root: h.Root}
 			defer w.close()
 			low := 0 // items below low have no file left to claim
 			for ctx.Err() == nil {
@@ -261,6 +277,15 @@ type worker struct {
 	cache  *Cache
 	dirs   [maxDirs]openDir // directories opened, most recent first
 	ndirs  int
+
+	// With Hasher.Root: files are resolved beneath root.
+	root     string
+	rootDir  sysfile.Dir // root, opened on first use
+	rootErr  error       // why root could not be opened
+	rootOpen bool
+	dirRel   string       // the file's Dir relative to root, when w.at is that Dir
+	rpath    sysfile.Path // the file's path relative to root
+	walk     sysfile.Walk
 }
 
 // maxDirs is how many directories a worker keeps open: files arrive
@@ -292,7 +317,17 @@ func (w *worker) dir(name string) (sysfile.Dir, bool) {
 		w.ndirs--
 	}
 	copy(w.dirs[1:w.ndirs+1], w.dirs[:w.ndirs])
-	d, err := sysfile.OpenDir(name)
+	var d sysfile.Dir
+	var err error
+	if w.root != "" {
+		// Beneath root: a directory reached through a link leading out
+		// is not opened, and its files are resolved from root instead.
+		rel, _ := under(w.root, name)
+		w.rpath.Set("", rel)
+		d, err = sysfile.OpenDirBeneath(w.rootDir, &w.rpath, &w.walk)
+	} else {
+		d, err = sysfile.OpenDir(name)
+	}
 	w.dirs[0] = openDir{name: name, dir: d, ok: err == nil}
 	w.ndirs++
 	return d, err == nil
@@ -304,6 +339,90 @@ func (w *worker) close() {
 		_ = w.dirs[i].dir.Close()
 	}
 	w.ndirs = 0
+	if w.rootOpen {
+		_ = w.rootDir.Close()
+		w.rootDir, w.rootErr, w.rootOpen = sysfile.Dir{}, nil, false
+	}
+}
+
+// under returns p relative to root ("." for root itself) when p is root
+// or lies under it, without allocating. Either separator counts where
+// the platform's is not '/'.
+func under(root, p string) (string, bool) {
+	for len(root) > 0 && isSep(root[len(root)-1]) {
+		root = root[:len(root)-1]
+	}
+	if len(p) < len(root) {
+		return "", false
+	}
+	for i := 0; i < len(root); i++ {
+		if p[i] != root[i] && (!isSep(p[i]) || !isSep(root[i])) {
+			return "", false
+		}
+	}
+	rest := p[len(root):]
+	switch {
+	case rest == "" || len(rest) == 1 && isSep(rest[0]):
+		return ".", true
+	case isSep(rest[0]):
+		return rest[1:], true
+	}
+	return "", false
+}
+
+func isSep(c byte) bool { return c == '/' || c == filepath.Separator }
+
+// setPathBeneath is setPath with Hasher.Root: path and at point to the
+// file relative to its Dir opened beneath root, else relative to root.
+// It returns ErrOutsideRoot when the file does not lie under root even
+// by name, and root's open error when root cannot be opened.
+func (w *worker) setPathBeneath(f *File) error {
+	if !w.rootOpen {
+		w.rootDir, w.rootErr = sysfile.OpenDir(w.root)
+		w.rootOpen = true
+	}
+	if w.rootErr != nil {
+		return w.rootErr
+	}
+	w.dirRel = ""
+	if f.Dir != "" && f.Rel != "" && f.Rel[0] != '/' {
+		rel, ok := under(w.root, f.Dir)
+		if !ok {
+			return ErrOutsideRoot
+		}
+		if d, ok := w.dir(f.Dir); ok {
+			w.at, w.dirRel = d, rel
+			w.path.Set("", f.Rel)
+			return nil
+		}
+		w.at = w.rootDir
+		w.path.Set(rel, f.Rel)
+		return nil
+	}
+	rel, ok := under(w.root, f.Rel)
+	if !ok {
+		return ErrOutsideRoot
+	}
+	w.at = w.rootDir
+	w.path.Set("", rel)
+	return nil
+}
+
+// open opens the file setPath or setPathBeneath pointed to. Beneath root,
+// a path that leaves the file's Dir is resolved again from root, which
+// decides whether it stays inside.
+func (w *worker) open(f *File) (sysfile.File, error) {
+	if w.root == "" {
+		return sysfile.OpenAt(w.at, &w.path)
+	}
+	fd, err := sysfile.OpenBeneath(w.at, &w.path, &w.walk)
+	if errors.Is(err, sysfile.ErrEscape) && w.dirRel != "" {
+		w.at = w.rootDir
+		w.path.Set(w.dirRel, f.Rel)
+		w.dirRel = ""
+		fd, err = sysfile.OpenBeneath(w.at, &w.path, &w.walk)
+	}
+	return fd, err
 }
 
 // setPath points path and at to the file: relative to its Dir when that
@@ -327,7 +446,12 @@ func (w *worker) check(f *File) {
 	if !algo.Valid() {
 		algo = SHA256
 	}
-	w.setPath(f)
+	if w.root == "" {
+		w.setPath(f)
+	} else if err := w.setPathBeneath(f); err != nil {
+		f.State, f.Err = FileError, err
+		return
+	}
 	if w.cache != nil {
 		if err := sysfile.LstatAt(w.at, &w.path, &w.st); err != nil {
 			w.fail(f, err)
@@ -348,7 +472,7 @@ func (w *worker) check(f *File) {
 			return
 		}
 	}
-	fd, err := sysfile.OpenAt(w.at, &w.path)
+	fd, err := w.open(f)
 	if err != nil {
 		if sysfile.NotRegularStat(err, &w.st) {
 			w.irregular(f)
@@ -409,6 +533,8 @@ func (w *worker) irregular(f *File) {
 
 func (w *worker) fail(f *File, err error) {
 	switch {
+	case errors.Is(err, sysfile.ErrEscape):
+		f.State, f.Err = FileError, ErrOutsideRoot
 	case sysfile.IsNotExist(err):
 		f.State = FileMissing
 	case sysfile.IsLoop(err):

@@ -259,27 +259,6 @@ func TestChangeDigestAndAllowlist(t *testing.T) {
 	assert.ErrorIs(t, err, integrity.ErrNoReason)
 }
 
-func TestMarkReportedBounded(t *testing.T) {
-	store, err := integrity.OpenStore(t.TempDir())
-	require.NoError(t, err)
-	store.MaxReported = 3
-	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	store.Now = func() time.Time { clock = clock.Add(time.Second); return clock }
-	for _, d := range []string{"a", "b", "c", "d"} {
-		fresh, err := store.MarkReported(d, "")
-		require.NoError(t, err)
-		assert.Equal(t, []string{d}, fresh)
-	}
-	for d, want := range map[string]bool{"a": false, "b": true, "d": true} {
-		got, err := store.Reported(d)
-		require.NoError(t, err)
-		assert.Equal(t, want, got, d)
-	}
-	fresh, err := store.MarkReported("d", "e")
-	require.NoError(t, err)
-	assert.Equal(t, []string{"e"}, fresh)
-}
-
 func TestSnapshotStore(t *testing.T) {
 	store, err := integrity.OpenStore(t.TempDir())
 	require.NoError(t, err)

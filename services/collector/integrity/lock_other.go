@@ -2,6 +2,7 @@
 
 package integrity
 
-// lock is a no-op where flock(2) is unavailable: concurrent writers may
-// lose an update to reported.json, never corrupt it (writes are atomic).
-func (s *Store) lock() (func(), error) { return func() {}, nil }
+// Lock is a no-op where flock(2) is unavailable: two concurrent checks
+// may then both report a change (a duplicate), never lose one, and never
+// corrupt a file (writes are atomic).
+func (s *Store) Lock() (func(), error) { return func() {}, nil }

@@ -11,8 +11,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// lock takes the store's exclusive lock; the returned function releases it.
-func (s *Store) lock() (func(), error) {
+// Lock takes the store's exclusive lock (flock(2) on <dir>/lock), held
+// around a read-modify-write of the state; the returned function releases
+// it.
+func (s *Store) Lock() (func(), error) {
 	f, err := os.OpenFile(filepath.Join(s.dir, "lock"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("lock integrity state: %w", err)

@@ -23,9 +23,6 @@ const (
 	// DefaultMaxCaches bounds the number of scopes with a stat cache; the
 	// least recently written are removed.
 	DefaultMaxCaches = 32
-	// DefaultMaxReported bounds the remembered change digests; the oldest
-	// are forgotten first.
-	DefaultMaxReported = 4096
 )
 
 // Store is the integrity state under one directory (see the package
@@ -41,9 +38,6 @@ type Store struct {
 	// MaxCaches bounds the number of cached scopes; 0 means
 	// DefaultMaxCaches.
 	MaxCaches int
-	// MaxReported bounds the remembered change digests; 0 means
-	// DefaultMaxReported.
-	MaxReported int
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
 }
@@ -207,92 +201,4 @@ func (s *Store) DeleteSnapshot(dir string) error {
 		return nil
 	}
 	return err
-}
-
-// reported is the reported.json document.
-type reported struct {
-	// Digests maps a change digest to when it was first reported.
-	Digests map[string]string `json:"digests"`
-}
-
-// MarkReported records change digests as reported and returns those that
-// had not been reported before, in the order given: the caller emits one
-// event for each. Empty digests are ignored. The set is bounded by
-// MaxReported; the oldest are forgotten first.
-func (s *Store) MarkReported(digests ...string) (fresh []string, err error) {
-	unlock, err := s.lock()
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	path := filepath.Join(s.dir, "reported.json")
-	var doc reported
-	if data, err := os.ReadFile(path); err == nil {
-		if json.Unmarshal(data, &doc) != nil {
-			doc = reported{}
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("read reported changes: %w", err)
-	}
-	if doc.Digests == nil {
-		doc.Digests = map[string]string{}
-	}
-	now := s.now().UTC().Format(time.RFC3339Nano)
-	for _, d := range digests {
-		if d == "" {
-			continue
-		}
-		if _, ok := doc.Digests[d]; !ok {
-			doc.Digests[d] = now
-			fresh = append(fresh, d)
-		}
-	}
-	if len(fresh) == 0 {
-		return nil, nil
-	}
-	limit := s.MaxReported
-	if limit <= 0 {
-		limit = DefaultMaxReported
-	}
-	if len(doc.Digests) > limit {
-		type kv struct{ d, at string }
-		all := make([]kv, 0, len(doc.Digests))
-		for d, at := range doc.Digests {
-			all = append(all, kv{d, at})
-		}
-		sort.Slice(all, func(i, j int) bool {
-			if all[i].at != all[j].at {
-				return all[i].at < all[j].at
-			}
-			return all[i].d < all[j].d
-		})
-		for _, x := range all[:len(all)-limit] {
-			delete(doc.Digests, x.d)
-		}
-	}
-	data, err := json.MarshalIndent(doc, "", " ")
-	if err != nil {
-		return nil, fmt.Errorf("write reported changes: %w", err)
-	}
-	if err := writeAtomic(path, append(data, '\n'), true); err != nil {
-		return nil, err
-	}
-	return fresh, nil
-}
-
-// Reported reports whether digest has been reported before.
-func (s *Store) Reported(digest string) (bool, error) {
-	data, err := os.ReadFile(filepath.Join(s.dir, "reported.json"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("read reported changes: %w", err)
-	}
-	var doc reported
-	if json.Unmarshal(data, &doc) != nil {
-		return false, nil
-	}
-	_, ok := doc.Digests[digest]
-	return ok, nil
 }

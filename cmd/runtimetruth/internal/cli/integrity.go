@@ -31,6 +31,11 @@ type integrityFlags struct {
 	snapshot bool
 	policy   string
 	stateDir string
+
+	// pyEnv is the opened --python environment, kept so that one
+	// invocation runs the environment's interpreter (Open's marker probe)
+	// once.
+	pyEnv *python.Env
 }
 
 func (f *integrityFlags) register(c *cobra.Command, withSelection bool) {
@@ -53,6 +58,19 @@ func (f *integrityFlags) env() (string, error) {
 		return "", errors.New("give --python ENV or --node DIR")
 	}
 	return "", nil
+}
+
+// pythonEnv opens the --python environment, once per invocation.
+func (f *integrityFlags) pythonEnv(ctx context.Context) (*python.Env, error) {
+	if f.pyEnv != nil {
+		return f.pyEnv, nil
+	}
+	env, err := python.Open(ctx, f.python, python.OpenOptions{})
+	if err != nil {
+		return nil, err
+	}
+	f.pyEnv = env
+	return env, nil
 }
 
 // stateDirectory returns the state directory the flags or environment name.
@@ -112,12 +130,18 @@ func (f *integrityFlags) run(ctx context.Context, names []string, takeSnapshots 
 			TakeSnapshots: takeSnapshots, Resnapshot: f.snapshot, NoCache: f.noCache,
 		})
 	}
-	env, err := python.Open(ctx, f.python, python.OpenOptions{})
+	env, err := f.pythonEnv(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if len(names) == 0 && !f.all {
+	switch {
+	case f.all:
+	case len(names) == 0:
 		if names, err = runnableDistributions(env); err != nil {
+			return nil, err
+		}
+	default:
+		if names, err = distributionNames(env, names); err != nil {
 			return nil, err
 		}
 	}
@@ -133,7 +157,7 @@ func runnableDistributions(env *python.Env) ([]string, error) {
 	}
 	var out []string
 	for _, d := range dists {
-		if hasScripts(filepath.Join(d.InfoDir, "entry_points.txt")) {
+		if len(d.Scripts()) > 0 {
 			out = append(out, d.Name)
 		}
 	}
@@ -143,24 +167,31 @@ func runnableDistributions(env *python.Env) ([]string, error) {
 	return out, nil
 }
 
-func hasScripts(path string) bool {
-	f, err := os.Open(path)
+// distributionNames maps the names verify was given to distributions: a
+// distribution's name stays as it is; any other name that is a runnable
+// (a console script such as pip3) becomes the distribution that provides
+// it, found as check --runnable finds it. Names that are neither are kept,
+// for Verify to report as not installed.
+func distributionNames(env *python.Env, names []string) ([]string, error) {
+	dists, err := env.Distributions()
 	if err != nil {
-		return false
+		return nil, err
 	}
-	defer func() { _ = f.Close() }() // read only
-	sc := bufio.NewScanner(f)
-	in := false
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		switch {
-		case strings.HasPrefix(line, "["):
-			in = line == "[console_scripts]" || line == "[gui_scripts]"
-		case in && line != "" && !strings.HasPrefix(line, "#") && !strings.HasPrefix(line, ";"):
-			return true
+	installed := make(map[string]bool, len(dists))
+	for _, d := range dists {
+		installed[d.Key] = true
+	}
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = n
+		if installed[python.NormalizeName(n)] {
+			continue
+		}
+		if d, ok, err := env.ScriptOwner(dists, n); err == nil && ok {
+			out[i] = d.Name
 		}
 	}
-	return false
+	return out, nil
 }
 
 func newIntegrityCmd() *cobra.Command {
@@ -258,9 +289,17 @@ func renderIntegrity(w io.Writer, rep *integrity.Report, withBaseline bool) erro
 		noun = "package(s)"
 		restore = "Reinstall to restore them (npm install, or unpack the package again)."
 	}
+	errResults := rep.Errors()
 	if len(modifiedResults) > 0 {
 		_, _ = fmt.Fprintf(bw, "\n✗  %d %s modified since install. %s\n", len(modifiedResults), noun, restore)
-	} else {
+	}
+	if len(errResults) > 0 {
+		if len(modifiedResults) == 0 {
+			_, _ = bw.WriteString("\n")
+		}
+		_, _ = fmt.Fprintf(bw, "✗  %d %s could not be checked: %s\n", len(errResults), noun, rep.Summary())
+	}
+	if len(modifiedResults) == 0 && len(errResults) == 0 {
 		_, _ = fmt.Fprintf(bw, "\n✓  %s\n", rep.Summary())
 	}
 	return bw.Flush()
@@ -330,25 +369,15 @@ func integrityCheck(ctx context.Context, stderr io.Writer, f *integrityFlags, ru
 	if err != nil {
 		return err
 	}
-	mods := rep.Modified()
-	if len(mods) == 0 {
-		return nil
+	warnUnchecked(stderr, runnable, rep.Errors())
+	if len(rep.Modified()) > 0 {
+		warnModified(stderr, runnable, rep.Modified())
 	}
-	var files, pkgs []string
-	for i := range mods {
-		pkgs = append(pkgs, mods[i].Name+" "+mods[i].Version)
-		for _, ch := range mods[i].Unexpected() {
-			files = append(files, ch.Path)
-		}
-	}
-	count := fmt.Sprintf("%d installed files differ", len(files))
-	if len(files) == 1 {
-		count = "1 installed file differs"
-	}
-	_, _ = fmt.Fprintf(stderr, "⚠  %s: %s from the package (%s): %s. This run is recorded as modified. Reinstall the package to restore it; \"runtimetruth integrity verify\" lists the changes.\n",
-		runnable, count, strings.Join(pkgs, ", "), strings.Join(files, ", "))
 
 	host, _ := os.Hostname()
+	if host == "" {
+		host = "localhost"
+	}
 	sc := modified.Scope{Host: host, Runnable: runnable, Ecosystem: events.Python, Environment: f.python}
 	if f.node != "" {
 		sc.Ecosystem, sc.Environment = events.Node, f.node
@@ -364,12 +393,59 @@ func integrityCheck(ctx context.Context, stderr io.Writer, f *integrityFlags, ru
 	if err != nil {
 		return err
 	}
-	_, err = modified.Record(store, events.Source("cli", host), modified.Events(rep, sc))
+	// Record also runs when nothing is modified: a clean package forgets
+	// its last reported change, so the same edit made again is reported.
+	_, err = modified.Record(store, events.Source("cli", host), rep, sc)
 	return err
 }
 
+// packageLabel is "name version", or the name alone for a package that
+// declares no version.
+func packageLabel(r *integrity.Result) string {
+	if r.Version == "" {
+		return r.Name
+	}
+	return r.Name + " " + r.Version
+}
+
+// warnModified prints the seed's one-line warning for modified packages.
+func warnModified(stderr io.Writer, runnable string, mods []integrity.Result) {
+	var files, pkgs []string
+	for i := range mods {
+		pkgs = append(pkgs, packageLabel(&mods[i]))
+		for _, ch := range mods[i].Unexpected() {
+			files = append(files, ch.Path)
+		}
+	}
+	count := fmt.Sprintf("%d installed files differ", len(files))
+	if len(files) == 1 {
+		count = "1 installed file differs"
+	}
+	_, _ = fmt.Fprintf(stderr, "⚠  %s: %s from the package (%s): %s. This run is recorded as modified. Reinstall the package to restore it; \"runtimetruth integrity verify\" lists the changes.\n",
+		runnable, count, strings.Join(pkgs, ", "), strings.Join(files, ", "))
+}
+
+// warnUnchecked prints one warning line for the packages that could not
+// be checked (a RECORD missing, malformed or escaping the environment, an
+// unreadable file): the run still goes ahead.
+func warnUnchecked(stderr io.Writer, runnable string, errs []integrity.Result) {
+	if len(errs) == 0 {
+		return
+	}
+	why := make([]string, len(errs))
+	for i := range errs {
+		why[i] = packageLabel(&errs[i]) + ": " + strings.Join(strings.Fields(errs[i].Reason), " ")
+	}
+	count := fmt.Sprintf("%d installed packages", len(errs))
+	if len(errs) == 1 {
+		count = "1 installed package"
+	}
+	_, _ = fmt.Fprintf(stderr, "⚠  %s: %s could not be checked (%s). The run goes ahead unchecked for them; \"runtimetruth integrity verify\" shows why.\n",
+		runnable, count, strings.Join(why, "; "))
+}
+
 // runnableScope maps a runnable to the packages to check: for Python the
-// distribution that installed the console script of that name (or the
+// distribution that provides the console script of that name (or the
 // distribution so named); for Node, nothing (the project and its direct
 // dependencies) unless a package is named.
 func runnableScope(ctx context.Context, f *integrityFlags, runnable string) ([]string, error) {
@@ -379,7 +455,7 @@ func runnableScope(ctx context.Context, f *integrityFlags, runnable string) ([]s
 	if f.python == "" {
 		return nil, errors.New("give --python ENV or --node DIR")
 	}
-	env, err := python.Open(ctx, f.python, python.OpenOptions{})
+	env, err := f.pythonEnv(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -387,8 +463,7 @@ func runnableScope(ctx context.Context, f *integrityFlags, runnable string) ([]s
 	if err != nil {
 		return nil, err
 	}
-	script := filepath.Join(env.Prefix, "bin", runnable)
-	if d, ok, err := env.Owner(dists, script); err == nil && ok {
+	if d, ok, err := env.ScriptOwner(dists, runnable); err == nil && ok {
 		return []string{d.Name}, nil
 	}
 	return []string{runnable}, nil

@@ -58,11 +58,20 @@ func TestIntegrityPython(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Regexp(t, `^  pip +\S+ +index +ok +\d+ files\n`, r.stdout)
 
+	r = run(t, "integrity", "verify", "--python", env, "pip3")
+	require.Equal(t, 0, r.code, "a console script names the distribution that provides it: %s", r.stderr)
+	assert.Regexp(t, `^  pip +\S+ +index +ok +\d+ files\n`, r.stdout)
+	r = run(t, "integrity", "verify", "--python", env, "no-such-thing")
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "no-such-thing")
+
 	baseline := writeFile(t, t.TempDir(), "py.json", run(t, "inspect", "python", env, "pip").stdout)
 	r = run(t, "verify", baseline, "--python", env)
 	assert.Equal(t, 0, r.code, r.stdout+r.stderr)
 
+	clean := mustRead(t, pipInit)
 	appendTo(t, pipInit, "\n# hot fix on the box\n")
+	editA := mustRead(t, pipInit)
 	r = run(t, "integrity", "verify", "--python", env, "pip")
 	assert.Equal(t, 2, r.code, r.stderr)
 	assert.Regexp(t, `  pip +\S+ +index +modified +1 of \d+ files changed\n      changed  pip/__init__.py\n`, r.stdout)
@@ -94,6 +103,23 @@ func TestIntegrityPython(t *testing.T) {
 		require.NoError(t, err)
 		assert.Contains(t, string(data), `"type":"dev.runtimetruth.runnable.modified.v1"`)
 
+		// A → B → A: the return to A differs from the last change reported.
+		require.NoError(t, os.WriteFile(pipInit, []byte(editA), 0o644))
+		r = run(t, "integrity", "check", "--python", env, "--runnable", "pip3")
+		assert.Equal(t, 0, r.code)
+		assert.Contains(t, r.stderr, "⚠  pip3: 1 installed file differs from the package (pip ")
+		assert.Equal(t, 3, auditLinks(t, state), "a change back to an earlier edit is a new event")
+		// Clean, then the same edit again: reported again.
+		require.NoError(t, os.WriteFile(pipInit, []byte(clean), 0o644))
+		r = run(t, "integrity", "check", "--python", env, "--runnable", "pip")
+		assert.Equal(t, 0, r.code)
+		assert.Empty(t, r.stderr)
+		assert.Equal(t, 3, auditLinks(t, state))
+		require.NoError(t, os.WriteFile(pipInit, []byte(editA), 0o644))
+		run(t, "integrity", "check", "--python", env, "--runnable", "pip")
+		run(t, "integrity", "check", "--python", env, "--runnable", "pip")
+		assert.Equal(t, 4, auditLinks(t, state), "the same edit after a clean check is reported once more")
+
 		t.Setenv("RUNTIMETRUTH_INTEGRITY", "off")
 		r = run(t, "integrity", "check", "--python", env, "--runnable", "pip")
 		assert.Equal(t, 0, r.code)
@@ -112,6 +138,72 @@ func TestIntegrityPython(t *testing.T) {
 		assert.Equal(t, 0, r.code)
 		assert.Contains(t, r.stderr, "runtimetruth: warning: integrity check of pip failed")
 	})
+}
+
+// The hook warns about distributions it cannot check (here a RECORD path
+// escaping the environment) and still lets the run go ahead; verify marks
+// them as errors, never with a tick.
+func TestIntegrityUncheckable(t *testing.T) {
+	env, pipInit := venv(t)
+	t.Setenv("RUNTIMETRUTH_STATE_DIR", t.TempDir())
+	records, err := filepath.Glob(filepath.Join(filepath.Dir(filepath.Dir(pipInit)), "pip-*.dist-info", "RECORD"))
+	require.NoError(t, err)
+	require.Len(t, records, 1)
+	appendTo(t, records[0], "../../../../../../etc/hostname,sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU,0\n")
+
+	r := run(t, "integrity", "check", "--python", env, "--runnable", "pip")
+	assert.Equal(t, 0, r.code)
+	assert.Empty(t, r.stdout)
+	assert.Regexp(t, `^⚠  pip: 1 installed package could not be checked \(pip \S+: .*escapes the environment.*\)\. The run goes ahead`, r.stderr)
+	assert.Equal(t, 1, strings.Count(r.stderr, "\n"), "one line: %s", r.stderr)
+
+	r = run(t, "integrity", "verify", "--python", env, "pip")
+	assert.Equal(t, 1, r.code)
+	assert.Regexp(t, `  pip +\S+ +index +error +`, r.stdout)
+	assert.Contains(t, r.stdout, "✗  1 distribution(s) could not be checked: 1 checked, 0 modified, 1 error, 0 skipped\n")
+	assert.NotContains(t, r.stdout, "✓")
+}
+
+// The hook runs the environment's interpreter (for the marker environment)
+// once per check, not once per lookup.
+func TestIntegrityCheckRunsPythonOnce(t *testing.T) {
+	env, _ := venv(t)
+	t.Setenv("RUNTIMETRUTH_STATE_DIR", t.TempDir())
+	interp, err := filepath.EvalSymlinks(filepath.Join(env, "bin", "python3"))
+	require.NoError(t, err)
+	count := filepath.Join(t.TempDir(), "runs")
+	wrapper := "#!/bin/sh\necho run >> '" + count + "'\nexec '" + interp + "' \"$@\"\n"
+	pythons, err := filepath.Glob(filepath.Join(env, "bin", "python*"))
+	require.NoError(t, err)
+	for _, p := range pythons {
+		require.NoError(t, os.Remove(p))
+		require.NoError(t, os.WriteFile(p, []byte(wrapper), 0o755)) //nolint:gosec // an executable test interpreter
+	}
+	r := run(t, "integrity", "check", "--python", env, "--runnable", "pip3")
+	require.Equal(t, 0, r.code)
+	require.Empty(t, r.stderr)
+	assert.Equal(t, "run\n", mustRead(t, count), "one interpreter run per check")
+}
+
+// A package.json without a version still yields a warning without an empty
+// version and a runnable.modified event.
+func TestIntegrityNodeUnversioned(t *testing.T) {
+	project := t.TempDir()
+	writeFile(t, project, "package.json", `{"name":"proj"}`)
+	writeFile(t, project, "index.js", "console.log('hi')\n")
+	state := t.TempDir()
+	t.Setenv("RUNTIMETRUTH_STATE_DIR", state)
+	r := run(t, "integrity", "check", "--node", project, "--runnable", "proj")
+	require.Equal(t, 0, r.code)
+	require.Empty(t, r.stderr, "the first check takes the snapshot")
+	writeFile(t, project, "index.js", "console.log('pwned')\n")
+	for range 2 {
+		r = run(t, "integrity", "check", "--node", project, "--runnable", "proj")
+		assert.Equal(t, 0, r.code)
+		assert.Equal(t, "⚠  proj: 1 installed file differs from the package (proj): index.js. This run is recorded as modified. Reinstall the package to restore it; \"runtimetruth integrity verify\" lists the changes.\n", r.stderr)
+	}
+	assert.Equal(t, 1, auditLinks(t, state))
+	assert.Contains(t, mustRead(t, filepath.Join(state, "audit.jsonl")), `"version":"unversioned"`)
 }
 
 func TestIntegrityNodeManifest(t *testing.T) {

@@ -1,12 +1,27 @@
 // Package modified turns integrity results into runnable.modified events and
 // records each distinct change once: in the state directory's hash-chained
 // audit file (audit.jsonl) and, best effort, in the local syslog.
+//
+// # Once per distinct change
+//
+// For each package of an environment the state directory remembers the
+// last change reported (last-reported.json): a check that finds the same
+// change again emits nothing, a check that finds any other change (a
+// further edit, or a return to an earlier one) emits a new event, and a
+// check that finds the package clean forgets it, so the same edit made
+// again later is reported again.
+//
+// The event is appended to the audit chain first and the change remembered
+// after, under an exclusive lock (last-reported.lock), so an event that
+// cannot be built or written is retried by the next check rather than
+// lost. A crash between the two leaves the change unremembered: the next
+// check appends the event again. A duplicate is the accepted cost; a
+// missing event is not.
 package modified
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -20,6 +35,11 @@ import (
 // directory.
 const AuditFile = "audit.jsonl"
 
+// Unversioned is the version an event carries for a package that declares
+// none (a Node project whose package.json has no "version"): the event
+// schema requires a non-empty version.
+const Unversioned = "unversioned"
+
 // Scope says where a report came from.
 type Scope struct {
 	Host        string
@@ -32,69 +52,156 @@ type Scope struct {
 func Events(rep *integrity.Report, sc Scope) []events.RunnableModified {
 	var out []events.RunnableModified
 	for i := range rep.Results {
-		r := &rep.Results[i]
-		if r.Status != integrity.StatusModified {
-			continue
+		if r := &rep.Results[i]; r.Status == integrity.StatusModified {
+			out = append(out, event(r, sc))
 		}
-		ev := events.RunnableModified{
-			Host: sc.Host, Ecosystem: sc.Ecosystem, Environment: sc.Environment, Runnable: sc.Runnable,
-			Package: r.Name, Version: r.Version, Source: string(r.Source), Baseline: string(r.Baseline),
-			ChangeDigest: r.ChangeDigest,
-		}
-		for _, c := range r.Unexpected() {
-			ev.ChangedFiles = append(ev.ChangedFiles, events.FileChange{Path: c.Path, Change: string(c.Kind), Observed: c.Observed})
-		}
-		out = append(out, ev)
 	}
 	return out
 }
 
-// reportKey identifies a change within an environment, so the same edit in
-// two environments sharing a state directory is reported for each.
-func reportKey(ev events.RunnableModified) string {
-	sum := sha256.Sum256([]byte(string(ev.Ecosystem) + "\x00" + ev.Environment + "\x00" + ev.ChangeDigest))
-	return hex.EncodeToString(sum[:])
+func event(r *integrity.Result, sc Scope) events.RunnableModified {
+	ev := events.RunnableModified{
+		Host: sc.Host, Ecosystem: sc.Ecosystem, Environment: sc.Environment, Runnable: sc.Runnable,
+		Package: r.Name, Version: r.Version, Source: string(r.Source), Baseline: string(r.Baseline),
+		ChangeDigest: r.ChangeDigest,
+	}
+	if ev.Version == "" {
+		ev.Version = Unversioned
+	}
+	for _, c := range r.Unexpected() {
+		ev.ChangedFiles = append(ev.ChangedFiles, events.FileChange{Path: c.Path, Change: string(c.Kind), Observed: c.Observed})
+	}
+	return ev
 }
 
-// Record appends, for each event whose change was not reported before, a
-// runnable.modified CloudEvent to the hash chain (chain name = host) in
-// store's directory, and returns those events. A further edit has a new
-// digest and so is a new event.
-func Record(store *integrity.Store, source string, evs []events.RunnableModified) ([]events.RunnableModified, error) {
-	if len(evs) == 0 {
+// Record appends a runnable.modified CloudEvent to the hash chain (chain
+// name = host) in store's directory for each modified package of rep whose
+// change differs from the last one reported for that package in sc's
+// environment, and returns those events. A package found clean forgets its
+// last change; skipped packages and those that could not be checked are
+// left as they were. An event that cannot be built or appended is
+// reported in the error (the others are still recorded) and is tried again
+// by the next Record.
+func Record(store *integrity.Store, source string, rep *integrity.Report, sc Scope) ([]events.RunnableModified, error) {
+	if rep == nil || len(rep.Results) == 0 {
 		return nil, nil
 	}
-	keys := make([]string, len(evs))
-	byKey := make(map[string]events.RunnableModified, len(evs))
-	for i, ev := range evs {
-		keys[i] = reportKey(ev)
-		byKey[keys[i]] = ev
-	}
-	fresh, err := store.MarkReported(keys...)
+	unlock, err := store.Lock()
 	if err != nil {
 		return nil, fmt.Errorf("record runnable.modified: %w", err)
 	}
-	var out []events.RunnableModified
-	path := filepath.Join(store.Dir(), AuditFile)
-	for _, k := range fresh {
-		ev := byKey[k]
-		ce, err := events.New(source, ev)
-		if err != nil {
-			return out, fmt.Errorf("record runnable.modified: %w", err)
+	defer unlock()
+	st := loadState(store.Dir())
+	var (
+		out  []events.RunnableModified
+		errs []error
+		save bool
+	)
+	for i := range rep.Results {
+		r := &rep.Results[i]
+		key := packageKey(sc, r.Name)
+		switch {
+		case r.Status == integrity.StatusOK:
+			save = st.forget(key) || save
+			continue
+		case r.Status != integrity.StatusModified || r.ChangeDigest == "" || st.Last[key].ChangeDigest == r.ChangeDigest:
+			continue
 		}
-		doc, err := json.Marshal(ce)
-		if err != nil {
-			return out, fmt.Errorf("record runnable.modified: %w", err)
-		}
-		tree, err := jsontree.Parse(doc)
-		if err != nil {
-			return out, fmt.Errorf("record runnable.modified: %w", err)
-		}
-		if _, err := chain.AppendFile(path, chain.NewHasher(nil), ev.Host, tree); err != nil {
-			return out, fmt.Errorf("record runnable.modified: %w", err)
+		ev := event(r, sc)
+		if err := appendEvent(filepath.Join(store.Dir(), AuditFile), source, ev); err != nil {
+			errs = append(errs, fmt.Errorf("record runnable.modified of %s: %w", r.Name, err))
+			continue
 		}
 		logSyslog(ev)
 		out = append(out, ev)
+		st.remember(key, ev, now(store))
+		// Remember each event as soon as it is appended: a crash or error
+		// later in the loop then duplicates none of the earlier ones.
+		if err := st.save(store.Dir()); err != nil {
+			errs = append(errs, fmt.Errorf("record runnable.modified: %w", err))
+		}
+		save = false
+	}
+	if save {
+		if err := st.save(store.Dir()); err != nil {
+			errs = append(errs, fmt.Errorf("record runnable.modified: %w", err))
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// Unreported returns the runnable.modified payloads of rep's modified
+// packages whose change differs from the last one reported for that
+// package in sc's environment — what Record would append — and forgets
+// the last change of the packages found clean. Once the payloads are sent
+// elsewhere (the collector service publishes them), Reported remembers
+// them.
+func Unreported(store *integrity.Store, rep *integrity.Report, sc Scope) ([]events.RunnableModified, error) {
+	if rep == nil || len(rep.Results) == 0 {
+		return nil, nil
+	}
+	unlock, err := store.Lock()
+	if err != nil {
+		return nil, fmt.Errorf("runnable.modified state: %w", err)
+	}
+	defer unlock()
+	st := loadState(store.Dir())
+	var out []events.RunnableModified
+	save := false
+	for i := range rep.Results {
+		r := &rep.Results[i]
+		key := packageKey(sc, r.Name)
+		switch {
+		case r.Status == integrity.StatusOK:
+			save = st.forget(key) || save
+		case r.Status == integrity.StatusModified && r.ChangeDigest != "" && st.Last[key].ChangeDigest != r.ChangeDigest:
+			out = append(out, event(r, sc))
+		}
+	}
+	if save {
+		if err := st.save(store.Dir()); err != nil {
+			return out, fmt.Errorf("runnable.modified state: %w", err)
+		}
 	}
 	return out, nil
+}
+
+// Reported remembers evs (of sc's environment) as the last changes
+// reported for their packages.
+func Reported(store *integrity.Store, sc Scope, evs []events.RunnableModified) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	unlock, err := store.Lock()
+	if err != nil {
+		return fmt.Errorf("runnable.modified state: %w", err)
+	}
+	defer unlock()
+	st := loadState(store.Dir())
+	for _, ev := range evs {
+		st.remember(packageKey(sc, ev.Package), ev, now(store))
+	}
+	if err := st.save(store.Dir()); err != nil {
+		return fmt.Errorf("runnable.modified state: %w", err)
+	}
+	return nil
+}
+
+// appendEvent validates ev as a CloudEvent and appends it to the chain
+// ev.Host in the audit file at path.
+func appendEvent(path, source string, ev events.RunnableModified) error {
+	ce, err := events.New(source, ev)
+	if err != nil {
+		return err
+	}
+	doc, err := json.Marshal(ce)
+	if err != nil {
+		return err
+	}
+	tree, err := jsontree.Parse(doc)
+	if err != nil {
+		return err
+	}
+	_, err = chain.AppendFile(path, chain.NewHasher(nil), ev.Host, tree)
+	return err
 }

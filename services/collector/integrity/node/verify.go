@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/runtimetruth/runtimetruth/services/collector/integrity"
 )
@@ -50,8 +51,9 @@ type target struct {
 	res           *integrity.Result
 	manifest      *Manifest
 	snap          *integrity.Snapshot
-	taking        bool // taking a snapshot now
-	baseStart     int  // offset of baseline files in the combined slice
+	links         map[string]string // baseline symbolic links: path → target
+	taking        bool              // taking a snapshot now
+	baseStart     int               // offset of baseline files in the combined slice
 	baseN         int
 	basePaths     []string
 	addStart      int // offset of files found on disk but not in the baseline
@@ -313,6 +315,13 @@ func prepare(project string, t *target, locks lockInfo, opts Options, stateDir s
 			t.snap, r.Baseline = snap, integrity.BaselineSnapshot
 			baseline = map[string]integrity.Digest{}
 			for p, h := range snap.Files {
+				if target, ok := strings.CutPrefix(h, symlinkPrefix); ok {
+					if t.links == nil {
+						t.links = map[string]string{}
+					}
+					t.links[p] = target
+					continue
+				}
 				d, err := integrity.ParseHex(h)
 				if err != nil {
 					snap = nil
@@ -321,7 +330,7 @@ func prepare(project string, t *target, locks lockInfo, opts Options, stateDir s
 				baseline[p] = d
 			}
 			if snap == nil {
-				t.snap, baseline = nil, nil
+				t.snap, baseline, t.links = nil, nil, nil
 			}
 		}
 	}
@@ -345,8 +354,11 @@ func prepare(project string, t *target, locks lockInfo, opts Options, stateDir s
 		t.baseN, t.basePaths = len(onDisk), onDisk
 		return nil
 	}
-	paths := make([]string, 0, len(baseline))
+	paths := make([]string, 0, len(baseline)+len(t.links))
 	for p := range baseline {
+		paths = append(paths, p)
+	}
+	for p := range t.links {
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
@@ -356,7 +368,8 @@ func prepare(project string, t *target, locks lockInfo, opts Options, stateDir s
 	t.baseN, t.basePaths = len(paths), paths
 	t.addStart = len(*files)
 	for _, p := range onDisk {
-		if _, ok := baseline[p]; !ok && !isManifestFile(p) {
+		_, isLink := t.links[p]
+		if _, ok := baseline[p]; !ok && !isLink && !isManifestFile(p) {
 			*files = append(*files, integrity.File{Dir: t.dir, Rel: p})
 		}
 	}
@@ -364,11 +377,18 @@ func prepare(project string, t *target, locks lockInfo, opts Options, stateDir s
 	return nil
 }
 
+// symlinkPrefix marks a symbolic link in a snapshot: its value is
+// "symlink:" followed by the link's target.
+const symlinkPrefix = "symlink:"
+
 // packageFiles lists the files in a package folder that belong to its
-// snapshot: every non-directory entry (symbolic links included, so that
-// one planted is reported), without the nested node_modules; for the
-// project folder also without logs/, bin/ and package-lock.json at the
-// top and dot-names anywhere (and the state directory, if inside).
+// snapshot: every regular file and symbolic link (the snapshot records a
+// link by its target, so that one planted or redirected is reported),
+// without the nested node_modules; for the project folder also without
+// logs/, bin/ and package-lock.json at the top and dot-names anywhere
+// (and the state directory, if inside). Sockets, FIFOs and devices hold
+// no code and come and go with the processes using them: they are left
+// out (as npm pack leaves them out of a manifest).
 func packageFiles(dir string, project bool, stateDir string) ([]string, error) {
 	var out []string
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -390,6 +410,9 @@ func packageFiles(dir string, project bool, stateDir string) ([]string, error) {
 				return filepath.SkipDir
 			}
 			return nil
+		}
+		if !d.Type().IsRegular() && d.Type()&fs.ModeSymlink == 0 {
+			return nil // socket, FIFO, device
 		}
 		if project && (strings.HasPrefix(name, ".") || top && name == "package-lock.json") {
 			return nil
@@ -421,8 +444,16 @@ func finish(t *target, files []integrity.File, opts Options) error {
 			switch f.State {
 			case integrity.FileHashed:
 				snap.Files[f.Rel] = f.Got.String()
-			case integrity.FileSymlink, integrity.FileNotRegular, integrity.FileMissing:
-				// not content: not part of the snapshot
+			case integrity.FileSymlink:
+				target, err := os.Readlink(filepath.Join(t.dir, filepath.FromSlash(f.Rel)))
+				switch {
+				case err == nil:
+					snap.Files[f.Rel] = symlinkPrefix + target
+				case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.EINVAL):
+					errs = append(errs, fmt.Sprintf("%s: %v", f.Rel, err))
+				}
+			case integrity.FileNotRegular, integrity.FileMissing:
+				// gone, or no longer a file, since the walk
 			default:
 				errs = append(errs, fmt.Sprintf("%s: %v", f.Rel, f.Err))
 			}
@@ -446,6 +477,15 @@ func finish(t *target, files []integrity.File, opts Options) error {
 			errs = append(errs, fmt.Sprintf("%s: %v", f.Rel, f.Err))
 			continue
 		}
+		if target, ok := t.links[f.Rel]; ok {
+			c, changed, err := linkChange(t.dir, f, target)
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("%s: %v", f.Rel, err))
+			} else if changed {
+				r.Changes = append(r.Changes, c)
+			}
+			continue
+		}
 		if c, changed := integrity.ChangeFor(f, f.Rel); changed {
 			r.Changes = append(r.Changes, c)
 		}
@@ -456,7 +496,12 @@ func finish(t *target, files []integrity.File, opts Options) error {
 		switch f.State {
 		case integrity.FileHashed:
 			observed = f.Got.String()
-		case integrity.FileSymlink, integrity.FileNotRegular:
+		case integrity.FileSymlink:
+			observed = f.State.String()
+			if target, err := os.Readlink(filepath.Join(t.dir, filepath.FromSlash(f.Rel))); err == nil {
+				observed = symlinkPrefix + target
+			}
+		case integrity.FileNotRegular:
 			observed = f.State.String()
 		case integrity.FileMissing:
 			continue // gone again since the walk
@@ -471,4 +516,30 @@ func finish(t *target, files []integrity.File, opts Options) error {
 	}
 	r.Finish(opts.Allow)
 	return nil
+}
+
+// linkChange classifies a file the baseline records as a symbolic link to
+// target: still a link to target is no change; a link elsewhere is
+// modified (observed "symlink:NEW-TARGET"); a regular file or anything
+// else in its place is modified, and none at all is missing.
+func linkChange(dir string, f *integrity.File, target string) (integrity.Change, bool, error) {
+	if f.State != integrity.FileSymlink {
+		c, changed := integrity.ChangeFor(f, f.Rel) // a zero Want: any content is a change
+		return c, changed, nil
+	}
+	got, err := os.Readlink(filepath.Join(dir, filepath.FromSlash(f.Rel)))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			f.State = integrity.FileMissing
+			c, changed := integrity.ChangeFor(f, f.Rel)
+			return c, changed, nil
+		}
+		return integrity.Change{}, false, err
+	}
+	if got == target {
+		return integrity.Change{}, false, nil
+	}
+	c, changed := integrity.ChangeFor(f, f.Rel)
+	c.Observed = symlinkPrefix + got
+	return c, changed, nil
 }

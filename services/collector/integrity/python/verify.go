@@ -128,8 +128,10 @@ func (e *Env) Owner(dists []*Distribution, file string) (d *Distribution, ok boo
 }
 
 // resolve turns a RECORD path into the (dir, rel) pair the hasher opens,
-// rejecting paths that leave the environment. The common case, a clean
-// relative path, needs no allocation.
+// rejecting paths that leave the environment by name. (A path that leaves
+// it through a symbolic link is caught when the hasher opens it beneath
+// Prefix: see Verify.) The common case, a clean relative path, needs no
+// allocation.
 func (e *Env) resolve(site, p string) (dir, rel string, err error) {
 	if !strings.HasPrefix(p, "/") && cleanRel(p) {
 		return site, p, nil
@@ -165,9 +167,12 @@ func cleanRel(p string) bool {
 // lists with a hash is hashed again and compared. Editable installs are
 // skipped, legacy .egg-info distributions (no RECORD) are skipped, and a
 // distribution whose RECORD is missing, malformed or lists a path outside
-// the environment is an error (none of its files is opened). A listed file
-// that is missing, is now a symbolic link or is no longer a regular file
-// counts as modified.
+// the environment is an error (none of its files is opened). Every file
+// is opened beneath the environment root (Prefix): a listed path that
+// would lead out of it through a symbolic link on the way (a directory in
+// site-packages replaced by a link to /etc) is not followed, and is the
+// same error for its distribution. A listed file that is missing, is now
+// a symbolic link or is no longer a regular file counts as modified.
 func Verify(ctx context.Context, env *Env, opts Options) (*integrity.Report, error) {
 	// Load the stat cache while the distributions are listed.
 	type opened struct {
@@ -204,10 +209,16 @@ func Verify(ctx context.Context, env *Env, opts Options) (*integrity.Report, err
 	for i := range plans {
 		p := &plans[i]
 		r := &rep.Results[i]
-		var errs []string
+		var errs, escapes []string
 		for j := range p.files {
 			f := &p.files[j]
 			if f.State == integrity.FileError {
+				if errors.Is(f.Err, integrity.ErrOutsideRoot) {
+					// Through a symbolic link: the same error as a
+					// RECORD path escaping by name.
+					escapes = append(escapes, fmt.Errorf("%w: %q", ErrEscape, p.paths[j]).Error())
+					continue
+				}
 				errs = append(errs, fmt.Sprintf("%s: %v", p.paths[j], f.Err))
 				continue
 			}
@@ -215,7 +226,11 @@ func Verify(ctx context.Context, env *Env, opts Options) (*integrity.Report, err
 				r.Changes = append(r.Changes, c)
 			}
 		}
-		if len(errs) > 0 {
+		switch {
+		case len(escapes) > 0:
+			r.Status = integrity.StatusError
+			r.Reason = strings.Join(escapes, "; ")
+		case len(errs) > 0:
 			r.Status = integrity.StatusError
 			r.Reason = "cannot read " + strings.Join(errs, "; ")
 		}
@@ -236,7 +251,9 @@ type plan struct {
 // workers.
 func (e *Env) hash(ctx context.Context, sel []*Distribution, results []integrity.Result, cache *integrity.Cache, opts Options) ([]plan, integrity.CheckStats, error) {
 	plans := make([]plan, len(sel))
-	h := integrity.Hasher{Workers: opts.Workers}
+	// Resolve every file beneath the environment root, so that a
+	// symbolic link on the way cannot lead out of it.
+	h := integrity.Hasher{Workers: opts.Workers, Root: e.Prefix}
 	err := h.RunPlanned(ctx, len(sel), func(i int) []integrity.File {
 		plans[i] = e.plan(sel[i], &results[i], cache)
 		return plans[i].files

@@ -12,8 +12,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/services/collector/integrity"
+	"github.com/runtimetruth/runtimetruth/services/collector/integrity/modified"
 	"github.com/runtimetruth/runtimetruth/services/collector/integrity/python"
 )
 
@@ -202,12 +204,16 @@ func TestVerifyRealInstalls(t *testing.T) {
 	})
 
 	t.Run("reported once per distinct change", func(t *testing.T) {
-		fresh, err := store.MarkReported(firstDigest)
+		sc := modified.Scope{Host: "h", Ecosystem: events.Python, Environment: env.Prefix}
+		rep, _ := verify(t, python.Options{})
+		evs, err := modified.Unreported(store, rep, sc)
 		require.NoError(t, err)
-		assert.Equal(t, []string{firstDigest}, fresh)
-		fresh, err = store.MarkReported(firstDigest)
+		require.Len(t, evs, 1)
+		assert.Equal(t, firstDigest, evs[0].ChangeDigest)
+		require.NoError(t, modified.Reported(store, sc, evs))
+		evs, err = modified.Unreported(store, rep, sc)
 		require.NoError(t, err)
-		assert.Empty(t, fresh)
+		assert.Empty(t, evs)
 	})
 
 	t.Run("same-size edit with the mtime put back is still caught", func(t *testing.T) {

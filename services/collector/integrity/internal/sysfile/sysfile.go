@@ -5,6 +5,18 @@
 // file allocates nothing; elsewhere they fall back to package os.
 package sysfile
 
+import "errors"
+
+// ErrEscape is OpenBeneath's and OpenDirBeneath's refusal of a path that
+// would resolve outside the directory it is resolved beneath: through a
+// ".." above it, an absolute symbolic link, or a relative one that leads
+// out.
+var ErrEscape = errors.New("path resolves outside its root")
+
+// maxLinks is how many symbolic links one path resolution follows before
+// failing with ELOOP, as Linux does.
+const maxLinks = 40
+
 // Stat is the part of a file's status the stat cache keys on.
 type Stat struct {
 	Dev   uint64

@@ -154,3 +154,112 @@ func IsNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
 
 // IsLoop reports whether err is Open's refusal of a final symbolic link.
 func IsLoop(err error) bool { return errors.Is(err, errLoop) }
+
+// Walk is unused scratch space here (OpenBeneath resolves paths with
+// package os).
+type Walk struct{}
+
+// OpenBeneath is OpenAt, except that resolving the path may not leave d:
+// a ".." above d, an absolute symbolic link on the way, or a relative one
+// leading out of d fails with ErrEscape. Symbolic links that stay under d
+// are followed, except in the last component, which is never followed.
+// Here the path is resolved a component at a time with lstat and
+// readlink, then opened by the resolved name.
+func OpenBeneath(d Dir, p *Path, _ *Walk) (File, error) {
+	name, err := resolveBeneath(d.path, p.String(), false)
+	if err != nil {
+		return File{}, err
+	}
+	var full Path
+	full.Set("", name)
+	return OpenAt(Dir{}, &full)
+}
+
+// OpenDirBeneath opens the directory at p beneath d, as OpenBeneath
+// resolves it, except that a symbolic link in the last component is
+// followed too (within d).
+func OpenDirBeneath(d Dir, p *Path, _ *Walk) (Dir, error) {
+	name, err := resolveBeneath(d.path, p.String(), true)
+	if err != nil {
+		return Dir{}, err
+	}
+	return OpenDir(name)
+}
+
+// resolveBeneath returns the name of rel under root with every symbolic
+// link on the way (and, for dir, in the last component) replaced by its
+// target.
+func resolveBeneath(root, rel string, dir bool) (string, error) {
+	if root == "" {
+		root = "."
+	}
+	if rel == "" || filepath.IsAbs(rel) {
+		return "", ErrEscape
+	}
+	var parts []string
+	rest := filepath.ToSlash(rel)
+	links := 0
+	for {
+		comp, next, more := strings.Cut(rest, "/")
+		last := !more
+		switch comp {
+		case "", ".":
+			if last {
+				return filepath.Join(append([]string{root}, parts...)...), nil
+			}
+			rest = next
+			continue
+		case "..":
+			if len(parts) == 0 {
+				return "", ErrEscape
+			}
+			parts = parts[:len(parts)-1]
+			if last {
+				return filepath.Join(append([]string{root}, parts...)...), nil
+			}
+			rest = next
+			continue
+		}
+		name := filepath.Join(append(append([]string{root}, parts...), comp)...)
+		if last && !dir {
+			return name, nil
+		}
+		fi, err := os.Lstat(name)
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			if !fi.IsDir() && !last {
+				return "", &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist} // as ENOTDIR on Linux
+			}
+			parts = append(parts, comp)
+			if last {
+				return name, nil
+			}
+			rest = next
+			continue
+		}
+		if links++; links > maxLinks {
+			return "", &fs.PathError{Op: "open", Path: name, Err: errors.New("too many levels of symbolic links")}
+		}
+		target, err := os.Readlink(name)
+		if err != nil {
+			return "", err
+		}
+		if target == "" {
+			return "", &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+		}
+		target = filepath.ToSlash(target)
+		if filepath.IsAbs(target) || strings.HasPrefix(target, "/") {
+			return "", ErrEscape
+		}
+		if last {
+			rest = target
+		} else {
+			rest = target + "/" + next
+		}
+	}
+}
+
+// ForceWalk does nothing here: OpenBeneath always walks. It is for tests.
+func ForceWalk() (restore func()) { return func() {} }
