@@ -2,12 +2,9 @@ package verifier
 
 import (
 	"fmt"
-	"net/url"
 	"strings"
 	"time"
 	"unicode"
-
-	"github.com/nats-io/nats.go"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
@@ -19,8 +16,11 @@ import (
 // Load it with config.Load(path, "RUNTIMETRUTH_VERIFIER", &cfg, nil) over
 // NewDefaultConfig().
 type Config struct {
-	// NATS says how to reach NATS; ignored when Settings.Conn is set.
-	NATS NATSConfig `mapstructure:"nats"`
+	// NATS says how to reach NATS, with the nats keys every service
+	// shares (natsbus.Config); ignored when Settings.Conn is set. The
+	// connection is named "runtimetruth-verifier" unless nats.name says
+	// otherwise.
+	NATS natsbus.Config `mapstructure:"nats"`
 	// Instance names this verifier in the source of the events it
 	// publishes (/verifier/<instance>); empty means the host name.
 	Instance string `mapstructure:"instance"`
@@ -53,37 +53,11 @@ type AttestationConfig struct {
 	TrustedRootFile string `mapstructure:"trusted_root_file"`
 }
 
-// NATSConfig says how to reach NATS. Its keys are those of the shared
-// pkg/platform/natsbus connection config.
-type NATSConfig struct {
-	// URL is one server URL or a comma-separated list of them.
-	URL string `mapstructure:"url"`
-	// CredsFile is a NATS credentials file (user JWT and nkey seed).
-	CredsFile string `mapstructure:"creds_file"`
-	// User and Password authenticate with a user name and password.
-	User     string `mapstructure:"user"`
-	Password string `mapstructure:"password"`
-	// NKeySeedFile holds an nkey user seed.
-	NKeySeedFile string `mapstructure:"nkey_seed_file"`
-	// TLS configures the server CA and a client certificate.
-	TLS TLSConfig `mapstructure:"tls"`
-	// Name is the connection name the server shows; empty means
-	// "runtimetruth-verifier".
-	Name string `mapstructure:"name"`
-}
-
-// TLSConfig holds PEM file paths.
-type TLSConfig struct {
-	CAFile   string `mapstructure:"ca_file"`
-	CertFile string `mapstructure:"cert_file"`
-	KeyFile  string `mapstructure:"key_file"`
-}
-
 // NewDefaultConfig returns the defaults: a local server, one replica, the
 // topology's "verifier" consumer.
 func NewDefaultConfig() Config {
 	return Config{
-		NATS:            NATSConfig{URL: nats.DefaultURL},
+		NATS:            natsbus.NewDefaultConfig(),
 		Replicas:        1,
 		Consumer:        topology.ConsumerVerifier,
 		Concurrency:     4,
@@ -120,107 +94,6 @@ func (c *Config) Validate() error {
 		return invalid("shutdown_timeout: %s (want above 0)", c.ShutdownTimeout)
 	}
 	return nil
-}
-
-// Validate checks the URL list and that the authentication settings do
-// not conflict.
-func (c NATSConfig) Validate() error {
-	if strings.TrimSpace(c.URL) == "" {
-		return invalid("nats.url is empty")
-	}
-	for u := range strings.SplitSeq(c.URL, ",") {
-		u = strings.TrimSpace(u)
-		if !strings.Contains(u, "://") {
-			u = "nats://" + u
-		}
-		p, err := url.Parse(u)
-		if err != nil || p.Host == "" {
-			return invalid("nats.url: an entry is not a server URL")
-		}
-		switch p.Scheme {
-		case "nats", "tls", "ws", "wss":
-		default:
-			return invalid("nats.url: scheme %q (want nats, tls, ws or wss)", p.Scheme)
-		}
-	}
-	methods := 0
-	for _, set := range []bool{c.CredsFile != "", c.NKeySeedFile != "", c.User != ""} {
-		if set {
-			methods++
-		}
-	}
-	if methods > 1 {
-		return invalid("nats: set only one of creds_file, nkey_seed_file and user")
-	}
-	if c.Password != "" && c.User == "" {
-		return invalid("nats.password without nats.user")
-	}
-	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
-		return invalid("nats.tls: cert_file and key_file go together")
-	}
-	return nil
-}
-
-// options maps the configuration to nats.go options: reconnect forever,
-// authenticate and use TLS as configured.
-func (c NATSConfig) options() ([]nats.Option, error) {
-	name := c.Name
-	if name == "" {
-		name = "runtimetruth-verifier"
-	}
-	opts := []nats.Option{
-		nats.Name(name),
-		nats.Timeout(5 * time.Second),
-		nats.MaxReconnects(-1),
-		nats.ReconnectWait(250 * time.Millisecond),
-		nats.ReconnectJitter(250*time.Millisecond, time.Second),
-	}
-	switch {
-	case c.CredsFile != "":
-		opts = append(opts, nats.UserCredentials(c.CredsFile))
-	case c.NKeySeedFile != "":
-		o, err := nats.NkeyOptionFromSeed(c.NKeySeedFile)
-		if err != nil {
-			return nil, fmt.Errorf("nats nkey seed %s: %w", c.NKeySeedFile, err)
-		}
-		opts = append(opts, o)
-	case c.User != "":
-		opts = append(opts, nats.UserInfo(c.User, c.Password))
-	}
-	if c.TLS.CAFile != "" {
-		opts = append(opts, nats.RootCAs(c.TLS.CAFile))
-	}
-	if c.TLS.CertFile != "" {
-		opts = append(opts, nats.ClientCert(c.TLS.CertFile, c.TLS.KeyFile))
-	}
-	return opts, nil
-}
-
-// connect connects as configured. The error never holds the password or
-// a URL's user information.
-func (c NATSConfig) connect() (*nats.Conn, error) {
-	opts, err := c.options()
-	if err != nil {
-		return nil, err
-	}
-	nc, err := nats.Connect(c.URL, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("connect to nats %s: %w", redact(c.URL), err)
-	}
-	return nc, nil
-}
-
-func redact(list string) string {
-	parts := strings.Split(list, ",")
-	for i, s := range parts {
-		if u, err := url.Parse(strings.TrimSpace(s)); err == nil && u.User != nil {
-			u.User = url.User("redacted")
-			parts[i] = u.String()
-		} else if err != nil {
-			parts[i] = "<unparsable url>"
-		}
-	}
-	return strings.Join(parts, ",")
 }
 
 func invalid(format string, args ...any) error {

@@ -66,6 +66,7 @@ func TestConfigValidate(t *testing.T) {
 		"bad scheme":          {func(c *verifier.Config) { c.NATS.URL = "http://a:4222" }, "scheme"},
 		"two auth methods":    {func(c *verifier.Config) { c.NATS.CredsFile, c.NATS.User = "x.creds", "u" }, "only one of"},
 		"password, no user":   {func(c *verifier.Config) { c.NATS.Password = "p" }, "without nats.user"},
+		"password twice":      {func(c *verifier.Config) { c.NATS.User, c.NATS.Password, c.NATS.PasswordFile = "u", "p", "/p" }, "password_file"},
 		"cert without key":    {func(c *verifier.Config) { c.NATS.TLS.CertFile = "c.pem" }, "go together"},
 		"replicas":            {func(c *verifier.Config) { c.Replicas = 7 }, "replicas"},
 		"consumer name":       {func(c *verifier.Config) { c.Consumer = "a.b" }, "consumer"},
@@ -88,6 +89,7 @@ func TestConfigValidate(t *testing.T) {
 func TestConfigErrorsHideURLCredentials(t *testing.T) {
 	cfg := verifier.NewDefaultConfig()
 	cfg.NATS.URL = "nats://user:s3cret@127.0.0.1:1"
+	cfg.StartTimeout = time.Second
 	v, err := verifier.New(cfg, verifier.Settings{})
 	require.NoError(t, err)
 	err = v.Start(t.Context())

@@ -118,9 +118,10 @@ func New(cfg Config, set Settings) (*Verifier, error) {
 // Name names the component in logs.
 func (v *Verifier) Name() string { return "verifier" }
 
-// Start connects (unless Settings.Conn is set), ensures the streams,
-// consumers and buckets (Topology), and starts verifying in the
-// background. It returns within Config.StartTimeout.
+// Start connects (unless Settings.Conn is set; a server not up yet is
+// waited for), ensures the streams, consumers and buckets (Topology), and
+// starts verifying in the background. It returns within
+// Config.StartTimeout.
 func (v *Verifier) Start(ctx context.Context) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -132,8 +133,10 @@ func (v *Verifier) Start(ctx context.Context) error {
 	}
 	nc, own := v.conn, false
 	if nc == nil {
+		// An unreachable server is retried in the background until
+		// prepare's start timeout; a refused one fails here.
 		var err error
-		if nc, err = v.cfg.NATS.connect(); err != nil {
+		if nc, err = natsbus.Connect(v.cfg.NATS, "runtimetruth-verifier", natsbus.LogEvents(v.log)); err != nil {
 			return err
 		}
 		own = true
@@ -141,6 +144,9 @@ func (v *Verifier) Start(ctx context.Context) error {
 	h, cons, err := v.prepare(ctx, nc)
 	if err != nil {
 		if own {
+			if !nc.IsConnected() {
+				err = fmt.Errorf("connect to NATS: no server reached within start_timeout %s: %w", v.cfg.StartTimeout, err)
+			}
 			nc.Close()
 		}
 		return err

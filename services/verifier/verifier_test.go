@@ -68,9 +68,10 @@ func TestLifecycle(t *testing.T) {
 	t.Run("no server", func(t *testing.T) {
 		cfg := verifier.NewDefaultConfig()
 		cfg.NATS.URL = "nats://127.0.0.1:1"
+		cfg.StartTimeout = time.Second // the server is waited for until then
 		v, err := verifier.New(cfg, verifier.Settings{})
 		require.NoError(t, err)
-		require.ErrorContains(t, v.Start(context.Background()), "connect to nats")
+		require.ErrorContains(t, v.Start(context.Background()), "connect to NATS")
 		require.NoError(t, v.Shutdown(context.Background()))
 	})
 }

@@ -129,6 +129,17 @@ func (c Config) Validate() error {
 // Nothing here logs or returns the password, the credentials or a URL's
 // user information.
 func Connect(cfg Config, name string, opts ...nats.Option) (*nats.Conn, error) {
+	return connect(cfg, name, true, opts)
+}
+
+// Dial connects as Connect does but makes one attempt: an unreachable
+// server is an error, as a command that reports and exits wants. Once
+// connected, the connection reconnects as Connect's does.
+func Dial(cfg Config, name string, opts ...nats.Option) (*nats.Conn, error) {
+	return connect(cfg, name, false, opts)
+}
+
+func connect(cfg Config, name string, retry bool, opts []nats.Option) (*nats.Conn, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -141,12 +152,12 @@ func Connect(cfg Config, name string, opts ...nats.Option) (*nats.Conn, error) {
 	if err == nil {
 		return nc, nil
 	}
-	if !unreachable(err) {
-		return nil, fmt.Errorf("connect to nats %s: %w", redactURL(cfg.URL), err)
+	if !retry || !unreachable(err) {
+		return nil, fmt.Errorf("connect to NATS at %s: %w", redactURL(cfg.URL), err)
 	}
 	nc, err = nats.Connect(cfg.URL, append(base, nats.RetryOnFailedConnect(true))...)
 	if err != nil {
-		return nil, fmt.Errorf("connect to nats %s: %w", redactURL(cfg.URL), err)
+		return nil, fmt.Errorf("connect to NATS at %s: %w", redactURL(cfg.URL), err)
 	}
 	return nc, nil
 }

@@ -103,6 +103,26 @@ func TestConnectKeepsTryingAnUnreachableServer(t *testing.T) {
 	assert.NotContains(t, logs.String(), testPassword)
 }
 
+func TestDialMakesOneAttempt(t *testing.T) {
+	port := freePort(t)
+	cfg := natsbus.Config{URL: "nats://127.0.0.1:" + strconv.Itoa(port), User: testUser, Password: testPassword}
+	nc, err := natsbus.Dial(cfg, "test-cli")
+	require.ErrorIs(t, err, nats.ErrNoServers, "an absent server is an error")
+	assert.Nil(t, nc)
+	assert.NotContains(t, err.Error(), testPassword)
+
+	runAuthServer(t, port)
+	nc, err = natsbus.Dial(cfg, "test-cli")
+	require.NoError(t, err)
+	defer nc.Close()
+	assert.True(t, nc.IsConnected())
+	assert.Equal(t, "test-cli", nc.Opts.Name)
+
+	cfg.Password = "wrong"
+	_, err = natsbus.Dial(cfg, "test-cli")
+	require.ErrorIs(t, err, nats.ErrAuthorization)
+}
+
 func TestReconnectDelayBacksOff(t *testing.T) {
 	assert.GreaterOrEqual(t, natsbus.ReconnectDelay(0), natsbus.ReconnectFirst)
 	assert.Less(t, natsbus.ReconnectDelay(0), natsbus.ReconnectFirst+natsbus.ReconnectJitter)

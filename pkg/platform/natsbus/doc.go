@@ -1,5 +1,6 @@
 // Package natsbus connects services to NATS JetStream: Connect (URL,
-// credentials, TLS), Consume, the message loop that turns a handler's
+// credentials, TLS; a server not up yet is retried in the background) and
+// Dial (the same, one attempt, for commands), Consume, the message loop that turns a handler's
 // result into an explicit acknowledgement (nil → Ack, retryable →
 // NakWithDelay, Permanent → dead-letter + Term), ConsumeBatch, the same
 // loop handing its handler batches of what has arrived and settling each

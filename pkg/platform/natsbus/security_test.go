@@ -1,14 +1,6 @@
 package natsbus_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -23,6 +15,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/config"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus/natsbustest"
 )
 
 func writeFile(t *testing.T, name string, data []byte) string {
@@ -32,54 +25,11 @@ func writeFile(t *testing.T, name string, data []byte) string {
 	return path
 }
 
-// pki is a test CA with a server certificate for 127.0.0.1 and a client
-// certificate, as PEM files.
-type pki struct{ ca, serverCert, serverKey, clientCert, clientKey string }
-
-func newPKI(t *testing.T) pki {
-	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "runtimetruth test ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	require.NoError(t, err)
-	ca, err := x509.ParseCertificate(caDER)
-	require.NoError(t, err)
-	leaf := func(serial int64, usage x509.ExtKeyUsage, name string) (string, string) {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		require.NoError(t, err)
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
-			IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-		require.NoError(t, err)
-		kder, err := x509.MarshalECPrivateKey(key)
-		require.NoError(t, err)
-		return writeFile(t, name+".pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
-			writeFile(t, name+"-key.pem", pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}))
-	}
-	p := pki{ca: writeFile(t, "ca.pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}))}
-	p.serverCert, p.serverKey = leaf(2, x509.ExtKeyUsageServerAuth, "server")
-	p.clientCert, p.clientKey = leaf(3, x509.ExtKeyUsageClientAuth, "client")
-	return p
-}
-
 func TestConnectWithMutualTLS(t *testing.T) {
-	p := newPKI(t)
-	opts := natstest.Options(t.TempDir())
-	tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: p.serverCert, KeyFile: p.serverKey, CaFile: p.ca, Verify: true})
-	require.NoError(t, err)
-	opts.TLS, opts.TLSVerify, opts.TLSConfig, opts.TLSTimeout = true, true, tc, 2
-	_, url := natstest.Run(t, opts)
+	p := natsbustest.NewPKI(t)
+	url := natsbustest.RunMutualTLS(t, p)
 
-	cfg := natsbus.Config{URL: url, TLS: natsbus.TLSConfig{CAFile: p.ca, CertFile: p.clientCert, KeyFile: p.clientKey}}
+	cfg := natsbus.Config{URL: url, TLS: natsbus.TLSConfig{CAFile: p.CA, CertFile: p.ClientCert, KeyFile: p.ClientKey}}
 	require.NoError(t, cfg.Validate())
 	nc, err := natsbus.Connect(cfg, "tls-client")
 	require.NoError(t, err)
@@ -93,15 +43,15 @@ func TestConnectWithMutualTLS(t *testing.T) {
 	// refusal may reach the client only after its side of the handshake
 	// completed, looking like a dropped connection, so Connect may return a
 	// connection that keeps retrying; either way it never connects.
-	bare, err := natsbus.Connect(natsbus.Config{URL: url, TLS: natsbus.TLSConfig{CAFile: p.ca}}, "no-cert")
+	bare, err := natsbus.Connect(natsbus.Config{URL: url, TLS: natsbus.TLSConfig{CAFile: p.CA}}, "no-cert")
 	if err == nil {
 		defer bare.Close()
 		require.Error(t, bare.FlushTimeout(500*time.Millisecond), "connected without a client certificate")
 		assert.False(t, bare.IsConnected())
 	}
 	// A server certificate from another CA is not trusted.
-	other := newPKI(t)
-	_, err = natsbus.Connect(natsbus.Config{URL: url, TLS: natsbus.TLSConfig{CAFile: other.ca, CertFile: p.clientCert, KeyFile: p.clientKey}}, "wrong-ca")
+	other := natsbustest.NewPKI(t)
+	_, err = natsbus.Connect(natsbus.Config{URL: url, TLS: natsbus.TLSConfig{CAFile: other.CA, CertFile: p.ClientCert, KeyFile: p.ClientKey}}, "wrong-ca")
 	require.Error(t, err)
 }
 

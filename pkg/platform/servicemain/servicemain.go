@@ -1,7 +1,10 @@
 // Package servicemain is the main of every runtimetruth service: flags
-// (--config, --check-config, --version), configuration (the service's own
-// keys plus the platform's http.*, telemetry.* and log.*, strictly decoded,
-// from a file and RUNTIMETRUTH_<SERVICE>_ variables), logging,
+// (--config, --check-config, --version, the NATS connection flags --nats,
+// --nats-creds, --nats-user, --nats-password-file, --nats-tls-ca,
+// --nats-tls-cert and --nats-tls-key, and --set KEY=VALUE), configuration
+// (the service's own keys plus the platform's http.*, telemetry.* and
+// log.*, strictly decoded; flags over RUNTIMETRUTH_<SERVICE>_ variables
+// over a file over the defaults), logging,
 // OpenTelemetry, the health and metrics port, signals, and the lifecycle:
 //
 //	start:  http server → service → readiness gate (/readyz turns 200)
@@ -148,12 +151,18 @@ func (s Service[C]) defaults() Config[C] {
 	}
 }
 
-// LoadConfig loads and checks the configuration as --check-config does:
-// the file at path (empty for none) and the environment over the defaults,
-// strictly decoded, validated, then Check.
+// LoadConfig loads and checks the configuration as --check-config does
+// without flags: the file at path (empty for none) and the environment over
+// the defaults, strictly decoded, validated, then Check.
 func (s Service[C]) LoadConfig(path string) (Config[C], error) {
+	return s.LoadConfigWith(path, nil)
+}
+
+// LoadConfigWith is LoadConfig with overrides (key path → value, as the
+// flags give them) over the environment.
+func (s Service[C]) LoadConfigWith(path string, overrides map[string]any) (Config[C], error) {
 	cfg := s.defaults()
-	if err := config.Load(path, s.EnvPrefix(), &cfg, nil); err != nil {
+	if err := config.Load(path, s.EnvPrefix(), &cfg, overrides); err != nil {
 		return Config[C]{}, err
 	}
 	if s.Check != nil {
@@ -186,6 +195,7 @@ func Run[C any](ctx context.Context, s Service[C], args []string, stdout, stderr
 	path := fs.String("config", "", "config file (YAML, TOML or JSON); "+s.EnvPrefix()+"_* variables override it")
 	check := fs.Bool("check-config", false, "validate the configuration (strictly: an unknown key is an error) and exit")
 	showVersion := fs.Bool("version", false, "print the version and exit")
+	overrides := registerOverrides(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -199,7 +209,7 @@ func Run[C any](ctx context.Context, s Service[C], args []string, stdout, stderr
 		_, err := fmt.Fprintln(stdout, s.Version)
 		return err
 	}
-	cfg, err := s.LoadConfig(*path)
+	cfg, err := s.LoadConfigWith(*path, overrides())
 	if err != nil {
 		return err
 	}

@@ -6,28 +6,74 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 )
 
 // busFlags say how a command reaches the bus: --nats, else
 // $RUNTIMETRUTH_NATS_URL, else the URL `runtimetruth up` wrote into its data
-// directory, else nats://127.0.0.1:4222.
+// directory, else nats://127.0.0.1:4222; with the credentials and TLS of
+// the --nats-* flags, named as the services' flags are (natsbus.Config).
 type busFlags struct {
-	url       string
-	credsFile string
-	dataDir   string
+	url     string
+	dataDir string
+	// conn holds the credentials and TLS flags (its URL is unused).
+	conn natsbus.Config
 }
 
+// register adds the flags of a command on the bus: the connection flags
+// and --data-dir.
 func (b *busFlags) register(c *cobra.Command) {
-	c.Flags().StringVar(&b.url, "nats", "", "NATS `URL` (default: $RUNTIMETRUTH_NATS_URL, else the one `runtimetruth up` is serving)")
-	c.Flags().StringVar(&b.credsFile, "creds", "", "NATS credentials `FILE`")
+	b.registerConn(c, "NATS `URL` (default: $RUNTIMETRUTH_NATS_URL, else the one `runtimetruth up` is serving)")
 	c.Flags().StringVar(&b.dataDir, "data-dir", "", "data `DIR` of `runtimetruth up` (default ~/.local/state/runtimetruth/up)")
+}
+
+// registerConn adds --nats, with urlUsage, and the credentials and TLS
+// flags.
+func (b *busFlags) registerConn(c *cobra.Command, urlUsage string) {
+	f := c.Flags()
+	f.StringVar(&b.url, "nats", "", urlUsage)
+	f.StringVar(&b.conn.CredsFile, "nats-creds", "", "NATS credentials `FILE` (user JWT and nkey seed)")
+	f.StringVar(&b.conn.CredsFile, "creds", "", "NATS credentials `FILE`")
+	_ = f.MarkDeprecated("creds", "use --nats-creds")
+	f.StringVar(&b.conn.User, "nats-user", "", "NATS user `NAME`, with --nats-password-file")
+	f.StringVar(&b.conn.PasswordFile, "nats-password-file", "", "`FILE` holding the NATS user's password")
+	f.StringVar(&b.conn.TLS.CAFile, "nats-tls-ca", "", "CA certificate `FILE` (PEM) that verifies the NATS server")
+	f.StringVar(&b.conn.TLS.CertFile, "nats-tls-cert", "", "client certificate `FILE` (PEM) for NATS, with --nats-tls-key")
+	f.StringVar(&b.conn.TLS.KeyFile, "nats-tls-key", "", "key `FILE` (PEM) of --nats-tls-cert")
+}
+
+// natsConfig is the connection to url with the flags' credentials and TLS.
+func (b *busFlags) natsConfig(url string) natsbus.Config {
+	cfg := b.conn
+	cfg.URL = url
+	return cfg
+}
+
+// secured reports whether a credentials or TLS flag is set.
+func (b *busFlags) secured() bool {
+	c := b.conn
+	return c.CredsFile != "" || c.User != "" || c.PasswordFile != "" || c.TLS != (natsbus.TLSConfig{})
+}
+
+// connArgs are the flags that take another command to url with the same
+// credentials and TLS (file names only, never a secret).
+func (b *busFlags) connArgs(url string) []string {
+	args := []string{"--nats", url}
+	for _, f := range []struct{ name, value string }{
+		{"--nats-creds", b.conn.CredsFile}, {"--nats-user", b.conn.User}, {"--nats-password-file", b.conn.PasswordFile},
+		{"--nats-tls-ca", b.conn.TLS.CAFile}, {"--nats-tls-cert", b.conn.TLS.CertFile}, {"--nats-tls-key", b.conn.TLS.KeyFile},
+	} {
+		if f.value != "" {
+			args = append(args, f.name, f.value)
+		}
+	}
+	return args
 }
 
 const urlFile = "nats.url"
@@ -65,13 +111,9 @@ func (b *busFlags) connect(ctx context.Context) (*nats.Conn, jetstream.JetStream
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := []nats.Option{nats.Name("runtimetruth-cli"), nats.Timeout(5 * time.Second)}
-	if b.credsFile != "" {
-		opts = append(opts, nats.UserCredentials(b.credsFile))
-	}
-	nc, err := nats.Connect(url, opts...)
+	nc, err := natsbus.Dial(b.natsConfig(url), "runtimetruth-cli")
 	if err != nil {
-		return nil, nil, fmt.Errorf("connect to NATS at %s: %w (is `runtimetruth up` running? see --nats)", url, err)
+		return nil, nil, fmt.Errorf("%w (is `runtimetruth up` running? see --nats)", err)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -79,6 +121,24 @@ func (b *busFlags) connect(ctx context.Context) (*nats.Conn, jetstream.JetStream
 		return nil, nil, err
 	}
 	return nc, js, ctx.Err()
+}
+
+// shellArgs quotes args for a command line a user can paste.
+func shellArgs(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = shellQuote(a)
+	}
+	return strings.Join(out, " ")
+}
+
+// shellQuote leaves a word of safe characters as it is and single-quotes
+// anything else.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@,+%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // parseTarget reads "kind:identifier".

@@ -23,6 +23,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/lifecycle"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 	"github.com/runtimetruth/runtimetruth/services/attestor"
 	"github.com/runtimetruth/runtimetruth/services/auditor"
 	"github.com/runtimetruth/runtimetruth/services/collector"
@@ -31,9 +32,10 @@ import (
 
 // upFlags configure the embedded all-in-one pipeline.
 type upFlags struct {
-	dataDir  string
+	// bus is --nats (an external server), its credentials and TLS, and
+	// --data-dir, as the commands on the bus take them.
+	bus      busFlags
 	listen   string
-	external string
 	interval time.Duration
 	approve  bool
 	once     bool
@@ -68,16 +70,19 @@ Other terminals reach the embedded server through the URL written to
   runtimetruth status
   runtimetruth baseline approve git.repository:/path/to/repo
 
---nats uses an external NATS server instead of the embedded one; there the
-deployment's runtimetruth-auditor audits, so up embeds no auditor.`,
+--nats uses an external NATS server instead of the embedded one, reached
+with --nats-creds (or --nats-user and --nats-password-file) and
+--nats-tls-ca, --nats-tls-cert and --nats-tls-key as its deployment
+requires; there the deployment's runtimetruth-auditor audits, so up embeds
+no auditor, and up prints and approves only this host's verdicts.`,
 		Args: usageArgs(0, 0),
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runUp(c.Context(), c.OutOrStdout(), c.ErrOrStderr(), f)
 		},
 	}
-	c.Flags().StringVar(&f.dataDir, "data-dir", "", "data `DIR` for JetStream, the spool and integrity state (default ~/.local/state/runtimetruth/up)")
+	c.Flags().StringVar(&f.bus.dataDir, "data-dir", "", "data `DIR` for JetStream, the spool and integrity state (default ~/.local/state/runtimetruth/up)")
 	c.Flags().StringVar(&f.listen, "listen", "127.0.0.1:0", "address of the embedded NATS server (port 0 picks a free one)")
-	c.Flags().StringVar(&f.external, "nats", "", "use the external NATS server at `URL` instead of an embedded one")
+	f.bus.registerConn(c, "use the external NATS server at `URL` instead of an embedded one (with the --nats-* credentials and TLS)")
 	c.Flags().DurationVar(&f.interval, "interval", 30*time.Second, "time between collections of each target")
 	c.Flags().BoolVar(&f.approve, "approve", false, "approve the first snapshot of every target without a baseline (trust on first use)")
 	c.Flags().BoolVar(&f.once, "once", false, "collect every target once, print the verdicts, and exit (exit 2 on drift, 1 on an error verdict)")
@@ -90,7 +95,11 @@ deployment's runtimetruth-auditor audits, so up embeds no auditor.`,
 }
 
 func runUp(ctx context.Context, out, errw io.Writer, f upFlags) error {
-	dir, err := defaultDataDir(f.dataDir)
+	external := f.bus.url
+	if external == "" && f.bus.secured() {
+		return errors.New("the --nats-* credentials and TLS flags go with --nats URL: the embedded server takes none")
+	}
+	dir, err := defaultDataDir(f.bus.dataDir)
 	if err != nil {
 		return err
 	}
@@ -103,7 +112,7 @@ func runUp(ctx context.Context, out, errw io.Writer, f upFlags) error {
 	}
 	log := slog.New(slog.NewTextHandler(errw, &slog.HandlerOptions{Level: logLevel}))
 
-	url := f.external
+	url := external
 	var ns *server.Server
 	if url == "" {
 		ns, url, err = startEmbedded(dir, f.listen)
@@ -116,9 +125,9 @@ func runUp(ctx context.Context, out, errw io.Writer, f upFlags) error {
 			_ = os.Remove(filepath.Join(dir, urlFile))
 		}()
 	}
-	nc, err := nats.Connect(url, nats.Name("runtimetruth-up"), nats.MaxReconnects(-1))
+	nc, err := natsbus.Dial(f.bus.natsConfig(url), "runtimetruth-up", natsbus.LogEvents(log))
 	if err != nil {
-		return fmt.Errorf("connect to NATS at %s: %w", url, err)
+		return err
 	}
 	defer nc.Close()
 	js, err := jetstream.New(nc)
@@ -145,7 +154,7 @@ func runUp(ctx context.Context, out, errw io.Writer, f upFlags) error {
 	comps := []lifecycle.Component{v, col}
 	var aud *auditor.Auditor
 	var auditLog, auditCheckpoints string
-	if f.external == "" && !f.noAudit {
+	if external == "" && !f.noAudit {
 		auditLog = filepath.Join(dir, "auditor", "audit.jsonl")
 		auditCheckpoints = filepath.Join(dir, "auditor", "checkpoints.jsonl")
 		if aud, err = newEmbeddedAuditor(auditLog, auditCheckpoints, host, log, nc); err != nil {
@@ -164,11 +173,13 @@ func runUp(ctx context.Context, out, errw io.Writer, f upFlags) error {
 		comps = append(comps, att)
 	}
 
-	printer := &verdictPrinter{out: out, baselines: verifier.NewBaselines(js, events.Source("up", host)), approve: f.approve, host: host}
+	printer := &verdictPrinter{out: out, baselines: verifier.NewBaselines(js, events.Source("up", host)), approve: f.approve,
+		host: ccfg.Host, busArgs: upBusArgs(f.bus, url, dir, external != "")}
 	if f.signKey != "" {
 		printer.nc = nc
 	}
-	sub, err := nc.Subscribe(events.Prefix+".verdict.>", printer.handle)
+	// This host's verdicts only: an external server carries every host's.
+	sub, err := nc.Subscribe(events.Prefix+".verdict."+events.Token(ccfg.Host)+".>", printer.handle)
 	if err != nil {
 		return err
 	}
@@ -178,7 +189,7 @@ func runUp(ctx context.Context, out, errw io.Writer, f upFlags) error {
 	switch {
 	case aud != nil:
 		_, _ = fmt.Fprintf(out, "  audit log        %s (checkpoints %s)\n", auditLog, auditCheckpoints)
-	case f.external != "":
+	case external != "":
 		_, _ = fmt.Fprintln(out, "  audit log        none here: the deployment's runtimetruth-auditor audits NATS at", url)
 	default:
 		_, _ = fmt.Fprintln(out, "  audit log        none (--no-audit)")
@@ -320,14 +331,35 @@ func targetWhere(t collector.TargetConfig) string {
 	return t.Name
 }
 
-// verdictPrinter prints verdicts as they arrive and explains, once per
-// target, how to approve a baseline.
+// upBusArgs are the flags that take `runtimetruth status` and `baseline`
+// to up's server: --nats and its credentials and TLS for an external one,
+// else --data-dir unless it is the default.
+func upBusArgs(b busFlags, url, dir string, external bool) []string {
+	if external {
+		return b.connArgs(url)
+	}
+	if def, err := defaultDataDir(""); err == nil && filepath.Clean(def) == filepath.Clean(dir) {
+		return nil
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	return []string{"--data-dir", dir}
+}
+
+// verdictPrinter prints the verdicts of host as they arrive and explains,
+// once per target, how to approve a baseline.
 type verdictPrinter struct {
 	out       io.Writer
 	baselines *verifier.Baselines
 	approve   bool
-	host      string
-	done      func(int)
+	// host is the collector's: verdicts of other hosts (on a shared
+	// server) are neither printed, approved nor counted.
+	host string
+	// busArgs are the flags that take another terminal's runtimetruth to
+	// this bus (none for the default data directory).
+	busArgs []string
+	done    func(int)
 	// nc, when set, reaches the embedded attestor: approvals are signed.
 	nc *nats.Conn
 
@@ -355,7 +387,7 @@ func (p *verdictPrinter) handle(m *nats.Msg) {
 		return
 	}
 	v, err := events.Decode[events.Verdict](ev)
-	if err != nil {
+	if err != nil || v.Host != p.host {
 		return
 	}
 	p.mu.Lock()
@@ -378,7 +410,12 @@ func (p *verdictPrinter) handle(m *nats.Msg) {
 		return // the approval's verdict comes with the next collection
 	case v.Status == events.StatusError && v.BaselineDigest == "" && !p.explained[key]:
 		p.explained[key] = true
-		_, _ = fmt.Fprintf(p.out, "%s  NO BASELINE  %s\n    review it:  runtimetruth status; then approve it from another terminal:\n    runtimetruth baseline approve '%s'\n", stamp, key, key)
+		bus := ""
+		if len(p.busArgs) > 0 {
+			bus = " " + shellArgs(p.busArgs)
+		}
+		_, _ = fmt.Fprintf(p.out, "%s  NO BASELINE  %s\n    review it:  runtimetruth status%s; then approve it from another terminal:\n    runtimetruth baseline approve '%s'%s\n",
+			stamp, key, bus, key, bus)
 	default:
 		detail := verdictDetail(v)
 		if detail != "" {

@@ -1,7 +1,8 @@
 // Package servicemaintest checks what every service main built on
-// servicemain must do: print its version, accept its defaults and the
-// platform keys, and refuse an unknown key, a bad platform value, a value
-// the service's own validation refuses, and an unknown flag.
+// servicemain must do: print its version, accept its defaults, the
+// platform keys and the NATS flags, and refuse an unknown key, a bad
+// platform value, a value the service's own validation refuses, and an
+// unknown flag.
 package servicemaintest
 
 import (
@@ -74,6 +75,21 @@ func Conformance[C any](t *testing.T, s servicemain.Service[C], invalid string, 
 		assert.ErrorContains(t, err, "http.listen")
 	})
 	if defaultsValid {
+		t.Run("nats flags", func(t *testing.T) {
+			_, err := Run(s, "--check-config", "--nats", "tls://a:4222,tls://b:4222", "--nats-creds", "/s.creds",
+				"--nats-tls-ca", "/ca.pem", "--nats-tls-cert", "/c.pem", "--nats-tls-key", "/k.pem")
+			require.NoError(t, err, "the NATS flags name the nats section's keys")
+			_, err = Run(s, "--check-config", "--nats-user", "u", "--nats-password-file", "/p")
+			require.NoError(t, err)
+			_, err = Run(s, "--check-config", "--nats", "ftp://a:21")
+			require.ErrorContains(t, err, "nats.url", "--nats is nats.url")
+			_, err = Run(s, "--check-config", "--nats-tls-cert", "/c.pem")
+			require.ErrorContains(t, err, "cert_file and key_file go together", "--nats-tls-cert is nats.tls.cert_file")
+			_, err = Run(s, "--check-config", "--set", "shutdown_timeoutt=5s")
+			require.ErrorContains(t, err, "shutdown_timeoutt", "--set refuses an unknown key")
+			_, err = Run(s, "--check-config", "--set", "shutdown_timeout=-1s")
+			require.Error(t, err, "--set values are validated")
+		})
 		t.Run("platform keys", func(t *testing.T) {
 			platform := WriteConfig(t, s.Name, "http: {listen: \"127.0.0.1:0\", shutdown_delay: 1s}\n"+
 				"telemetry: {otlp: {endpoint: \"http://otel-collector:4318\"}}\nlog: {level: debug, format: text}\n")
