@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -66,9 +68,14 @@ func TestClusterNodeOutage(t *testing.T) {
 	_, js := natstest.Connect(t, urls)
 	vf := start(ctx, t, urls, func(c *verifier.Config) { c.Replicas = 3 })
 
+	names := replicated()
+	for _, name := range names {
+		s, err := js.Stream(ctx, name)
+		require.NoError(t, err, name)
+		assert.Equal(t, 3, s.CachedInfo().Config.Replicas, "replicas of %s", name)
+	}
 	info, err := js.Stream(ctx, topology.StreamEvidence)
 	require.NoError(t, err)
-	require.Equal(t, 3, info.CachedInfo().Config.Replicas)
 	require.NotNil(t, info.CachedInfo().Cluster)
 	leader := info.CachedInfo().Cluster.Leader
 
@@ -146,4 +153,66 @@ func TestClusterNodeOutage(t *testing.T) {
 	m := vf.Metrics()
 	t.Logf("retried %d, ack errors %d, fetch errors %d, duplicates %d", m.Retried, m.AckErrors, m.FetchErrors, m.Duplicates)
 	assert.Zero(t, m.DeadLettered)
+
+	// The cluster converges: every replica current, every node holding
+	// the same messages of every stream and bucket.
+	start := time.Now()
+	converged(ctx, t, js, servers, names)
+	t.Logf("converged in %s", time.Since(start).Round(time.Millisecond))
+}
+
+// replicated names the streams of the verifier's topology and the streams
+// behind its key-value buckets.
+func replicated() []string {
+	top := verifier.Topology(3, topology.ConsumerVerifier)
+	var names []string
+	for _, s := range top.Streams {
+		names = append(names, s.Name)
+	}
+	for _, b := range top.Buckets {
+		names = append(names, "KV_"+b.Bucket)
+	}
+	return names
+}
+
+// converged waits until every named stream has a leader and two current
+// replicas without lag, and every server holds the same messages of it.
+func converged(ctx context.Context, t *testing.T, js jetstream.JetStream, servers []*natsserver.Server, names []string) {
+	t.Helper()
+	natstest.CheckFor(t, 60*time.Second, 50*time.Millisecond, func() error {
+		for _, name := range names {
+			s, err := js.Stream(ctx, name)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			info, err := s.Info(ctx)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			ci := info.Cluster
+			if info.Config.Replicas != 3 || ci == nil || ci.Leader == "" || len(ci.Replicas) != 2 {
+				return fmt.Errorf("%s: %d replicas, cluster %+v", name, info.Config.Replicas, ci)
+			}
+			for _, r := range ci.Replicas {
+				if !r.Current || r.Offline || r.Lag != 0 {
+					return fmt.Errorf("%s: replica %s current %t, offline %t, lag %d", name, r.Name, r.Current, r.Offline, r.Lag)
+				}
+			}
+			for _, srv := range servers {
+				acc, err := srv.JszAccount(&natsserver.JSzOptions{Account: srv.GlobalAccount().Name, Streams: true})
+				if err != nil {
+					return fmt.Errorf("%s: %w", srv.Name(), err)
+				}
+				i := slices.IndexFunc(acc.Streams, func(d natsserver.StreamDetail) bool { return d.Name == name })
+				if i < 0 {
+					return fmt.Errorf("%s: no replica on %s", name, srv.Name())
+				}
+				if st := acc.Streams[i].State; st.Msgs != info.State.Msgs || st.LastSeq != info.State.LastSeq {
+					return fmt.Errorf("%s on %s: %d messages to %d, the leader %s has %d to %d",
+						name, srv.Name(), st.Msgs, st.LastSeq, ci.Leader, info.State.Msgs, info.State.LastSeq)
+				}
+			}
+		}
+		return nil
+	})
 }

@@ -22,29 +22,16 @@ import (
 
 // BucketEvidence is the key-value bucket of the latest snapshot per host
 // and target, key <host>.<kind>.<identifier> (topology.VerdictKey). It is
-// what Baselines.Approve promotes.
-const BucketEvidence = "evidence-latest"
+// what Baselines.Approve promotes. Defined in topology
+// (topology.BucketEvidence).
+const BucketEvidence = topology.BucketEvidence
 
 // Topology returns the definitions the verifier ensures when it starts:
-// topology.New(replicas) with the verifier's durable consumer named
-// consumer, plus the evidence-latest bucket.
+// topology.Verifier(replicas, consumer), that is topology.New(replicas)
+// with the verifier's durable consumer named consumer, plus the
+// evidence-latest bucket.
 func Topology(replicas int, consumer string) topology.Topology {
-	t := topology.New(replicas)
-	for i := range t.Consumers {
-		c := &t.Consumers[i]
-		if c.Stream == topology.StreamEvidence && c.Config.Durable == topology.ConsumerVerifier {
-			c.Config.Durable = consumer
-		}
-	}
-	for _, b := range t.Buckets {
-		if b.Bucket == topology.BucketVerdicts {
-			b.Bucket = BucketEvidence
-			b.Description = "latest evidence snapshot per host and target, key <host>.<kind>.<identifier>"
-			t.Buckets = append(t.Buckets, b)
-			break
-		}
-	}
-	return t
+	return topology.Verifier(replicas, consumer)
 }
 
 // Observation is the latest snapshot of a target seen on a host, as kept

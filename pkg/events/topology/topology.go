@@ -46,6 +46,13 @@
 //
 // Key-value buckets: baselines (a target's baseline, 16 revisions kept)
 // and verdicts-latest (the last verdict per host and target).
+//
+// The verifier ensures Verifier(replicas, consumer): all of the above, its
+// durable consumer on EVIDENCE under the name it is configured with, and
+// one more bucket, evidence-latest (the latest snapshot per host and
+// target, which `runtimetruth baseline approve` promotes). New leaves that
+// bucket out because the other services that ensure the topology at start
+// (the auditor) neither use it nor may touch it (pkg/platform/buspolicy).
 package topology
 
 import (
@@ -77,6 +84,11 @@ const (
 const (
 	BucketBaselines = "baselines"
 	BucketVerdicts  = "verdicts-latest"
+	// BucketEvidence holds the latest snapshot per host and target, key
+	// <host>.<kind>.<identifier> (VerdictKey); the verifier writes it and
+	// `runtimetruth baseline approve` promotes what it holds. Only
+	// Verifier's definitions include it.
+	BucketEvidence = "evidence-latest"
 )
 
 // Settings shared by the definitions.
@@ -212,6 +224,40 @@ func New(replicas int) Topology {
 // Ensure creates or updates the default definitions (New(replicas)).
 func Ensure(ctx context.Context, js jetstream.JetStream, replicas int) error {
 	return New(replicas).Ensure(ctx, js)
+}
+
+// Verifier returns the definitions the verifier ensures when it starts:
+// New(replicas) with the verifier's durable consumer on EVIDENCE named
+// consumer (ConsumerVerifier when empty), plus the evidence-latest bucket
+// (BucketEvidence), which the baselines store needs to approve a
+// snapshot. Several verifiers sharing a consumer name share its work.
+func Verifier(replicas int, consumer string) Topology {
+	if consumer == "" {
+		consumer = ConsumerVerifier
+	}
+	t := New(replicas)
+	for i := range t.Consumers {
+		c := &t.Consumers[i]
+		if c.Stream == StreamEvidence && c.Config.Durable == ConsumerVerifier {
+			c.Config.Durable = consumer
+		}
+	}
+	t.Buckets = append(t.Buckets, jetstream.KeyValueConfig{
+		Bucket:       BucketEvidence,
+		Description:  "latest evidence snapshot per host and target, key <host>.<kind>.<identifier>",
+		History:      1,
+		MaxValueSize: events.MaxEventSize,
+		Storage:      jetstream.FileStorage,
+		Replicas:     max(replicas, 1),
+	})
+	return t
+}
+
+// EnsureVerifier creates or updates Verifier(replicas, ConsumerVerifier):
+// every definition, the evidence-latest bucket included, as a verifier
+// with the default consumer name creates them.
+func EnsureVerifier(ctx context.Context, js jetstream.JetStream, replicas int) error {
+	return Verifier(replicas, ConsumerVerifier).Ensure(ctx, js)
 }
 
 // Ensure creates every stream, consumer and bucket that is missing and

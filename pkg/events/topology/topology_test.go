@@ -226,3 +226,46 @@ func TestEnsureRaisesTheAuditorWindow(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, topology.AuditorMaxAckPending, c.CachedInfo().Config.MaxAckPending)
 }
+
+// TestVerifierTopology: the verifier's definitions are New's, its
+// consumer under the configured name, and the evidence-latest bucket,
+// which New leaves out; ensuring them again, or New's after them, changes
+// nothing.
+func TestVerifierTopology(t *testing.T) {
+	ctx := timeout(t)
+	_, url := natstest.RunJetStream(t)
+	_, js := natstest.Connect(t, url)
+
+	assert.Equal(t, topology.Verifier(1, topology.ConsumerVerifier), topology.Verifier(1, ""), "the default consumer name")
+	for _, b := range topology.New(3).Buckets {
+		assert.NotEqual(t, topology.BucketEvidence, b.Bucket, "New leaves the verifier's bucket out")
+	}
+	renamed := topology.Verifier(1, "verifier-b")
+	require.Len(t, renamed.Consumers, len(topology.New(1).Consumers))
+	assert.Equal(t, "verifier-b", renamed.Consumers[0].Config.Durable)
+	assert.Equal(t, topology.New(1).Streams, renamed.Streams)
+	r3 := topology.Verifier(3, "")
+	for _, b := range r3.Buckets {
+		assert.Equal(t, 3, b.Replicas, "bucket %s", b.Bucket)
+	}
+
+	require.NoError(t, topology.EnsureVerifier(ctx, js, 1))
+	top := topology.Verifier(1, "")
+	first := state(ctx, t, js, top)
+	ev := first.streams["KV_"+topology.BucketEvidence].Config
+	assert.Equal(t, int64(1), ev.MaxMsgsPerSubject, "one snapshot per host and target")
+	assert.Equal(t, int32(events.MaxEventSize), ev.MaxMsgSize)
+	kv, err := js.KeyValue(ctx, topology.BucketEvidence)
+	require.NoError(t, err)
+	target := events.Target{Kind: "git.repository", Identifier: "/srv/app"}
+	_, err = kv.Put(ctx, topology.VerdictKey("web-01", target), []byte(`{}`))
+	require.NoError(t, err, "a host's target key is a valid key-value key")
+
+	require.NoError(t, top.Ensure(ctx, js))
+	require.NoError(t, topology.Ensure(ctx, js, 1))
+	second := state(ctx, t, js, top)
+	for name, info := range first.streams {
+		assert.Equal(t, info.Created, second.streams[name].Created, "stream %s was recreated", name)
+		assert.Equal(t, info.Config, second.streams[name].Config, "stream %s changed", name)
+	}
+}

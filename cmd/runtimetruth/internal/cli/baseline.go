@@ -34,32 +34,53 @@ its Sigstore attestation next to it.`,
 		Args: cobra.NoArgs,
 		RunE: helpRun,
 	}
-	var protect []string
+	var (
+		protect          []string
+		host             string
+		identity, issuer string
+	)
 	by := os.Getenv("USER")
 	author := func() string { return events.Source("cli", by) }
 	approve := &cobra.Command{
 		Use:   "approve TARGET",
 		Short: "Promote the latest snapshot of TARGET to its baseline",
-		Args:  usageArgs(1, 1),
+		Long: `Promote the latest snapshot of TARGET received by the verifier (the
+"evidence-latest" bucket) to its baseline. When several hosts collect
+TARGET and their latest snapshots differ, name the one to promote with
+--host. --protect and --identity/--issuer set the new baseline's selectors
+and required signing identity; without them the current baseline's are
+kept.`,
+		Args: usageArgs(1, 1),
 		PreRunE: func(*cobra.Command, []string) error {
-			_, err := diff.ParseSelectors(protect)
+			if _, err := diff.ParseSelectors(protect); err != nil {
+				return err
+			}
+			_, err := requiredIdentity(identity, issuer)
 			return err
 		},
 		RunE: bus.onTarget(author, func(c *cobra.Command, s *baselineSession) error {
-			o := verifier.ApproveOptions{By: by}
+			id, err := requiredIdentity(identity, issuer)
+			if err != nil {
+				return err
+			}
+			o := verifier.ApproveOptions{Host: host, By: by, RequiredIdentity: id}
 			if c.Flags().Changed("protect") {
 				o.Protect = protect
 			}
 			b, err := s.baselines.Approve(c.Context(), s.target, o)
+			if errors.Is(err, verifier.ErrAmbiguous) {
+				return fmt.Errorf("%w (--host HOST)", err)
+			}
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(c.OutOrStdout(), "APPROVED: %s\n  digest: %s\n", s.target, b.Digest)
-			return err
+			return printBaseline(c.OutOrStdout(), "APPROVED", b)
 		}),
 	}
 	approve.Flags().StringArrayVar(&protect, "protect", nil, "selectors that gate the baseline (repeatable; default: keep the current ones, or strict)")
 	approve.Flags().StringVar(&by, "by", by, "approver recorded in the baseline")
+	approve.Flags().StringVar(&host, "host", "", "promote the latest snapshot from `HOST` (needed when hosts disagree)")
+	identityFlags(approve, &identity, &issuer, "default: keep the current one")
 
 	put := &cobra.Command{
 		Use:   "put FILE",
@@ -73,6 +94,10 @@ its Sigstore attestation next to it.`,
 			if _, err := diff.ParseSelectors(protect); err != nil {
 				return err
 			}
+			id, err := requiredIdentity(identity, issuer)
+			if err != nil {
+				return err
+			}
 			raw, err := snap.Marshal(false)
 			if err != nil {
 				return err
@@ -84,17 +109,17 @@ its Sigstore attestation next to it.`,
 			defer s.close()
 			t := events.Target{Kind: snap.Target.Kind, Identifier: snap.Target.Identifier}
 			b, err := s.baselines.Put(c.Context(), verifier.Baseline{
-				Target: t, Snapshot: raw, Protect: protect, ApprovedBy: by,
+				Target: t, Snapshot: raw, Protect: protect, RequiredIdentity: id, ApprovedBy: by,
 			})
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(c.OutOrStdout(), "STORED: %s\n  digest: %s\n", t, b.Digest)
-			return err
+			return printBaseline(c.OutOrStdout(), "STORED", b)
 		},
 	}
 	put.Flags().StringArrayVar(&protect, "protect", nil, "selectors that gate the baseline (repeatable)")
 	put.Flags().StringVar(&by, "by", by, "approver recorded in the baseline")
+	identityFlags(put, &identity, &issuer, "default: none")
 
 	get := &cobra.Command{
 		Use:   "get TARGET",
@@ -153,6 +178,40 @@ its Sigstore attestation next to it.`,
 		c.AddCommand(sub)
 	}
 	return c
+}
+
+// identityFlags registers --identity and --issuer, the signer an
+// attestation of the baseline must come from.
+func identityFlags(c *cobra.Command, identity, issuer *string, dflt string) {
+	c.Flags().StringVar(identity, "identity", "", "certificate `IDENTITY` the baseline's attestation must be signed by (with --issuer; "+dflt+")")
+	c.Flags().StringVar(issuer, "issuer", "", "OIDC `ISSUER` of --identity")
+}
+
+// requiredIdentity is the baseline's required signer given by --identity
+// and --issuer: nil when neither is set, an error when only one is.
+func requiredIdentity(identity, issuer string) (*verifier.Identity, error) {
+	identity, issuer = strings.TrimSpace(identity), strings.TrimSpace(issuer)
+	switch {
+	case identity == "" && issuer == "":
+		return nil, nil
+	case identity == "" || issuer == "":
+		return nil, errors.New("--identity and --issuer go together: the signer's certificate identity and its OIDC issuer")
+	}
+	return &verifier.Identity{Identity: identity, Issuer: issuer}, nil
+}
+
+// printBaseline prints what baseline approve or put stored.
+func printBaseline(w io.Writer, verb string, b *verifier.Baseline) error {
+	var out strings.Builder
+	fmt.Fprintf(&out, "%s: %s\n  digest: %s\n", verb, b.Target, b.Digest)
+	if b.Host != "" {
+		fmt.Fprintf(&out, "  host: %s\n", b.Host)
+	}
+	if id := b.RequiredIdentity; id != nil {
+		fmt.Fprintf(&out, "  required_identity: %s (issuer %s)\n", id.Identity, id.Issuer)
+	}
+	_, err := io.WriteString(w, out.String())
+	return err
 }
 
 // baselineSession is a baseline subcommand's connection to the bus and the

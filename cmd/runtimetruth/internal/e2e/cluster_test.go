@@ -1,0 +1,328 @@
+package e2e_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
+	"github.com/runtimetruth/runtimetruth/services/collector"
+	"github.com/runtimetruth/runtimetruth/services/collector/inspect"
+	"github.com/runtimetruth/runtimetruth/services/verifier"
+)
+
+// clusterMember remembers how to start a cluster server again on its
+// ports and data.
+type clusterMember struct {
+	name        string
+	storeDir    string
+	port, route int
+}
+
+func rememberMember(s *natsserver.Server) clusterMember {
+	return clusterMember{
+		name:     s.Name(),
+		storeDir: filepath.Dir(s.StoreDir()), // StoreDir ends in "jetstream"
+		port:     s.Addr().(*net.TCPAddr).Port,
+		route:    s.ClusterAddr().Port,
+	}
+}
+
+func (m clusterMember) start(t *testing.T, routes []*url.URL) *natsserver.Server {
+	t.Helper()
+	opts := natstest.Options(m.storeDir)
+	opts.ServerName = m.name
+	opts.Port = m.port
+	opts.Cluster = natsserver.ClusterOpts{Name: "natstest", Host: "127.0.0.1", Port: m.route}
+	opts.Routes = routes
+	s, _ := natstest.Run(t, opts)
+	return s
+}
+
+// storedEvent is one event read back from a stream.
+type storedEvent struct {
+	ID      string
+	Type    string
+	Payload events.Payload
+}
+
+// storedEvents reads every message of a stream and decodes it strictly.
+func storedEvents(ctx context.Context, t *testing.T, js jetstream.JetStream, stream string) []storedEvent {
+	t.Helper()
+	s, err := js.Stream(ctx, stream)
+	require.NoError(t, err)
+	info, err := s.Info(ctx)
+	require.NoError(t, err)
+	var out []storedEvent
+	if info.State.Msgs == 0 {
+		return out
+	}
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
+		raw, err := s.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		require.NoError(t, err)
+		e, err := events.FromNATS(raw.Header, raw.Data)
+		require.NoError(t, err)
+		p, err := events.DecodePayload(e)
+		require.NoError(t, err)
+		out = append(out, storedEvent{ID: e.ID(), Type: e.Type(), Payload: p})
+	}
+	return out
+}
+
+// replicatedNames are the streams of the verifier's topology and the
+// streams behind its key-value buckets.
+func replicatedNames() []string {
+	top := topology.Verifier(3, topology.ConsumerVerifier)
+	var names []string
+	for _, s := range top.Streams {
+		names = append(names, s.Name)
+	}
+	for _, b := range top.Buckets {
+		names = append(names, "KV_"+b.Bucket)
+	}
+	return names
+}
+
+// converged waits until every stream (buckets included) has a leader and
+// two current replicas with no lag, and every server holds the same
+// messages of it.
+func converged(ctx context.Context, t *testing.T, js jetstream.JetStream, servers []*natsserver.Server, names []string) {
+	t.Helper()
+	natstest.CheckFor(t, 60*time.Second, 50*time.Millisecond, func() error {
+		for _, name := range names {
+			s, err := js.Stream(ctx, name)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			info, err := s.Info(ctx)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			ci := info.Cluster
+			if ci == nil || ci.Leader == "" || len(ci.Replicas) != 2 {
+				return fmt.Errorf("%s: cluster %+v", name, ci)
+			}
+			for _, r := range ci.Replicas {
+				if !r.Current || r.Offline || r.Lag != 0 {
+					return fmt.Errorf("%s: replica %s current %t, offline %t, lag %d", name, r.Name, r.Current, r.Offline, r.Lag)
+				}
+			}
+			for _, srv := range servers {
+				acc, err := srv.JszAccount(&natsserver.JSzOptions{Account: srv.GlobalAccount().Name, Streams: true})
+				if err != nil {
+					return fmt.Errorf("%s: %w", srv.Name(), err)
+				}
+				found := false
+				for _, d := range acc.Streams {
+					if d.Name != name {
+						continue
+					}
+					found = true
+					if d.State.Msgs != info.State.Msgs || d.State.LastSeq != info.State.LastSeq {
+						return fmt.Errorf("%s on %s: %d messages to %d, the leader %s has %d to %d",
+							name, srv.Name(), d.State.Msgs, d.State.LastSeq, ci.Leader, info.State.Msgs, info.State.LastSeq)
+					}
+				}
+				if !found {
+					return fmt.Errorf("%s: no replica on %s", name, srv.Name())
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// TestClusterNodeOutageWithCollector runs a real collector (three git
+// targets collected every second) and verifier against a three-node
+// JetStream cluster with every stream and bucket replicated three times,
+// the baselines put in the replicated bucket. The EVIDENCE stream's leader
+// is stopped mid-stream and brought back: pass verdicts keep coming, no
+// snapshot is lost, each gets exactly one verdict, and the cluster
+// converges (every replica current, every node holding the same messages).
+func TestClusterNodeOutageWithCollector(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	begun := time.Now()
+	servers, urls := natstest.RunCluster(t, 3)
+	members := make([]clusterMember, len(servers))
+	routes := make([]*url.URL, len(servers))
+	for i, s := range servers {
+		members[i] = rememberMember(s)
+		routes[i] = &url.URL{Scheme: "nats", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(members[i].route))}
+	}
+	_, js := natstest.Connect(t, urls)
+
+	type component interface {
+		Start(context.Context) error
+		Shutdown(context.Context) error
+	}
+	stop := func(c component) {
+		sctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		assert.NoError(t, c.Shutdown(sctx))
+	}
+	vcfg := verifier.NewDefaultConfig()
+	vcfg.Instance = host
+	vcfg.NATS.URL = urls
+	vcfg.Replicas = 3
+	ver, err := verifier.New(vcfg, verifier.Settings{})
+	require.NoError(t, err)
+	require.NoError(t, ver.Start(ctx))
+	t.Cleanup(func() { stop(ver) })
+
+	names := replicatedNames()
+	for _, name := range names {
+		s, err := js.Stream(ctx, name)
+		require.NoError(t, err, name)
+		assert.Equal(t, 3, s.CachedInfo().Config.Replicas, "replicas of %s", name)
+	}
+	cons, err := js.Consumer(ctx, topology.StreamEvidence, topology.ConsumerVerifier)
+	require.NoError(t, err)
+	assert.Equal(t, 3, cons.CachedInfo().Config.Replicas, "replicas of the verifier's consumer")
+
+	// The baselines, put in the replicated bucket before collecting.
+	baselines := verifier.NewBaselines(js, events.Source("e2e", host))
+	var targets []collector.TargetConfig
+	for i := range 3 {
+		repo := gitRepo(t)
+		snap, err := inspect.Git(ctx, repo, inspect.Options{})
+		require.NoError(t, err)
+		raw, err := snap.Marshal(false)
+		require.NoError(t, err)
+		_, err = baselines.Put(ctx, verifier.Baseline{Snapshot: raw, ApprovedBy: "e2e"})
+		require.NoError(t, err)
+		targets = append(targets, collector.TargetConfig{Name: "repo-" + strconv.Itoa(i), Kind: collector.KindGit, Path: repo, Interval: time.Second})
+	}
+
+	ccfg := collector.NewDefaultConfig()
+	ccfg.Host = host
+	ccfg.NATS.URL = urls
+	ccfg.StateDir = filepath.Join(t.TempDir(), "collector")
+	ccfg.Targets = targets
+	col, err := collector.New(ccfg, collector.Settings{})
+	require.NoError(t, err)
+	require.NoError(t, col.Start(ctx))
+	collecting := true
+	t.Cleanup(func() {
+		if collecting {
+			stop(col)
+		}
+	})
+
+	passes := func(what string, k uint64) {
+		t.Helper()
+		natstest.CheckFor(t, 60*time.Second, 20*time.Millisecond, func() error {
+			m := ver.Metrics()
+			if m.VerdictsDrift+m.VerdictsError > 0 {
+				t.Fatalf("%s: %d drift and %d error verdicts, want passes only", what, m.VerdictsDrift, m.VerdictsError)
+			}
+			if m.VerdictsPass < k {
+				return fmt.Errorf("%s: %d pass verdicts, want %d", what, m.VerdictsPass, k)
+			}
+			return nil
+		})
+	}
+	const phase = 6
+	passes("before the outage", phase)
+
+	// Stop the EVIDENCE stream's leader mid-stream.
+	info, err := js.Stream(ctx, topology.StreamEvidence)
+	require.NoError(t, err)
+	leader := info.CachedInfo().Cluster.Leader
+	down := -1
+	for i, s := range servers {
+		if s.Name() == leader {
+			down = i
+		}
+	}
+	require.GreaterOrEqual(t, down, 0, "leader %s among the servers", leader)
+	servers[down].Shutdown()
+	servers[down].WaitForShutdown()
+	outage := ver.Metrics().VerdictsPass
+	passes("with a node down", outage+phase) // verdicts continue on two nodes
+
+	servers[down] = members[down].start(t, routes)
+	natstest.CheckFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+		if !servers[down].JetStreamIsCurrent() || natstest.Peers(servers[down]) != 2 {
+			return fmt.Errorf("%s not back in the cluster", members[down].name)
+		}
+		return nil
+	})
+	passes("after the node is back", ver.Metrics().VerdictsPass+phase)
+
+	// Stop collecting: the collector delivers its spool before it stops.
+	collecting = false
+	stop(col)
+	cs := col.Stats()
+	t.Logf("collector: %d collections, %d events spooled, %d delivered (%d duplicates), %d publish errors",
+		cs.Collections, cs.EventsSpooled, cs.EventsDelivered, cs.EventsDuplicate, cs.PublishErrors)
+	assert.Zero(t, cs.SpoolPendingEvents, "the spool is delivered")
+	assert.Zero(t, cs.CollectionFailures)
+	assert.Zero(t, cs.EventsRefused+cs.EventsRejected+cs.EventsInvalid)
+	assert.Equal(t, cs.EventsSpooled, cs.EventsDelivered-cs.EventsDuplicate, "every event stored once")
+
+	// Every snapshot is stored and gets exactly one verdict, a pass.
+	natstest.CheckFor(t, 60*time.Second, 20*time.Millisecond, func() error {
+		c, err := js.Consumer(ctx, topology.StreamEvidence, topology.ConsumerVerifier)
+		if err != nil {
+			return err
+		}
+		ci, err := c.Info(ctx)
+		if err != nil {
+			return err
+		}
+		if ci.NumPending != 0 || ci.NumAckPending != 0 {
+			return fmt.Errorf("verifier: %d pending, %d unacknowledged", ci.NumPending, ci.NumAckPending)
+		}
+		return nil
+	})
+	evidence := map[string]bool{}
+	for _, e := range storedEvents(ctx, t, js, topology.StreamEvidence) {
+		require.Equal(t, events.TypeEvidenceCollected, e.Type)
+		require.False(t, evidence[e.ID], "evidence %s stored twice", e.ID)
+		evidence[e.ID] = true
+	}
+	assert.Len(t, evidence, int(cs.EventsSpooled), "no snapshot lost")
+	verdictsOf := map[string]int{}
+	stored := storedEvents(ctx, t, js, topology.StreamVerdicts)
+	for _, e := range stored {
+		v := e.Payload.(events.Verdict)
+		assert.Equal(t, events.StatusPass, v.Status, "verdict of %s", v.EvidenceID)
+		assert.True(t, evidence[v.EvidenceID], "verdict of a stored snapshot")
+		verdictsOf[v.EvidenceID]++
+	}
+	for id := range evidence {
+		assert.Equal(t, 1, verdictsOf[id], "verdicts of %s", id)
+	}
+	assert.Len(t, stored, len(evidence), "one verdict message per snapshot")
+	m := ver.Metrics()
+	assert.Zero(t, m.DeadLettered)
+	t.Logf("%d snapshots; verifier: retried %d, ack errors %d, fetch errors %d, duplicates %d",
+		len(evidence), m.Retried, m.AckErrors, m.FetchErrors, m.Duplicates)
+
+	// The cluster converges: every stream and bucket is replicated three
+	// times, current everywhere, the same on every node.
+	for _, name := range names {
+		s, err := js.Stream(ctx, name)
+		require.NoError(t, err)
+		assert.Equal(t, 3, s.CachedInfo().Config.Replicas, "replicas of %s", name)
+	}
+	converged(ctx, t, js, servers, names)
+	t.Logf("done in %s", time.Since(begun).Round(time.Millisecond))
+}
