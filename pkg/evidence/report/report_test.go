@@ -15,7 +15,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 )
 
-func schema(t *testing.T) *jsonschema.Schema {
+func schema(t testing.TB) *jsonschema.Schema {
 	t.Helper()
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(report.Schema))
 	require.NoError(t, err)
@@ -27,7 +27,7 @@ func schema(t *testing.T) *jsonschema.Schema {
 }
 
 // Validate checks a report document against the published schema.
-func validate(t *testing.T, s *jsonschema.Schema, b []byte) error {
+func validate(t testing.TB, s *jsonschema.Schema, b []byte) error {
 	t.Helper()
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
 	require.NoError(t, err)
