@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -59,6 +61,7 @@ type Auditor struct {
 	leases  *leases
 	cancel  context.CancelFunc
 	done    chan struct{}
+	pos     map[string]*atomic.Uint64 // stream → position committed (streamLoop.pos)
 
 	// test hooks (export_test.go)
 	wrapSink func(Sink) Sink
@@ -115,7 +118,7 @@ func (a *Auditor) Heads() map[string]link.Head {
 // --once` calls it before shutting down, so that its run is audited).
 func (a *Auditor) Sync(ctx context.Context) error {
 	a.mu.Lock()
-	nc, w := a.nc, a.w
+	nc, w, pos := a.nc, a.w, a.pos
 	a.mu.Unlock()
 	if w == nil {
 		return errors.New("auditor not started")
@@ -137,7 +140,7 @@ func (a *Auditor) Sync(ctx context.Context) error {
 	for {
 		behind := ""
 		for s, seq := range want {
-			if w.Applied(s) < seq {
+			if position(w, pos, s) < seq {
 				behind = s
 				break
 			}
@@ -151,6 +154,17 @@ func (a *Auditor) Sync(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
+}
+
+// position is how far the auditor went through stream: the highest stream
+// sequence in its chains, or past it, the last one it committed a batch
+// for (a partition's batches account for other partitions' messages too).
+func position(w *Writer, pos map[string]*atomic.Uint64, stream string) uint64 {
+	p := w.Applied(stream)
+	if c := pos[stream]; c != nil {
+		p = max(p, c.Load())
+	}
+	return p
 }
 
 // Start connects (unless Settings.Conn is set), ensures the topology,
@@ -197,8 +211,8 @@ func (a *Auditor) Start(ctx context.Context) error {
 		close(done)
 	}()
 	a.started, a.nc, a.ownConn, a.w, a.cp, a.cancel, a.done = true, nc, own, w, cp, stop, done
-	a.log.InfoContext(ctx, "auditor started", "streams", a.cfg.Streams, "consumer", a.cfg.Consumer,
-		"chains", len(w.Heads()), "keyed", a.cfg.HMAC.KeyFile != "")
+	a.log.InfoContext(ctx, "auditor started", "streams", a.cfg.Streams, "consumer", a.cfg.PartitionConsumer(),
+		"partition", a.cfg.Partition, "partitions", a.cfg.Partitions, "chains", len(w.Heads()), "keyed", a.cfg.HMAC.KeyFile != "")
 	return nil
 }
 
@@ -216,7 +230,17 @@ func (a *Auditor) prepare(ctx context.Context, nc *nats.Conn) ([]*streamLoop, *W
 	}
 	// The leases first: the heads are read from the sinks only once no
 	// other instance can be writing them.
-	ls, err := acquireLeases(ctx, js, a.cfg.Replicas, a.cfg.Lease.TTL, a.instance, a.cfg.Consumer, a.cfg.Streams, a.leaseLost)
+	consumer := a.cfg.PartitionConsumer()
+	if a.cfg.Partitioned() {
+		for _, s := range a.cfg.Streams {
+			if err := a.ensurePartitionConsumer(ctx, js, s); err != nil {
+				return nil, nil, nil, err
+			}
+		}
+	}
+	// One lease per partition consumer and stream: the partition's
+	// writer.
+	ls, err := acquireLeases(ctx, js, a.cfg.Replicas, a.cfg.Lease.TTL, a.instance, consumer, a.cfg.Streams, a.leaseLost)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -233,6 +257,9 @@ func (a *Auditor) prepare(ctx context.Context, nc *nats.Conn) ([]*streamLoop, *W
 		return nil, nil, nil, fail(err, nil)
 	}
 	w := NewWriter(h, sinks, a.log, &a.stats)
+	if a.cfg.Partitioned() {
+		w.Owns(a.cfg.Owns)
+	}
 	w.StrictPayloads(a.cfg.StrictPayloads)
 	w.Fence(ls.check)
 	if err := w.Recover(ctx); err != nil {
@@ -243,27 +270,71 @@ func (a *Auditor) prepare(ctx context.Context, nc *nats.Conn) ([]*streamLoop, *W
 		return nil, nil, nil, fail(err, w)
 	}
 	var loops []*streamLoop
+	pos := map[string]*atomic.Uint64{}
 	for _, s := range a.cfg.Streams {
-		cons, err := js.Consumer(ctx, s, a.cfg.Consumer)
+		cons, err := js.Consumer(ctx, s, consumer)
 		if err != nil {
-			return nil, nil, nil, fail(fmt.Errorf("consumer %s on %s: %w", a.cfg.Consumer, s, err), w)
+			return nil, nil, nil, fail(fmt.Errorf("consumer %s on %s: %w", consumer, s, err), w)
 		}
 		batch := a.cfg.Batch
 		if info := cons.CachedInfo(); info != nil && info.Config.MaxAckPending > 0 {
 			batch = min(batch, info.Config.MaxAckPending)
 		}
-		l := &streamLoop{stream: s, consumer: a.cfg.Consumer, source: a.source, batch: batch, idle: a.cfg.IdleWait,
+		pos[s] = new(atomic.Uint64)
+		pos[s].Store(w.Applied(s))
+		l := &streamLoop{stream: s, consumer: consumer, source: a.source, batch: batch, idle: a.cfg.IdleWait,
 			js: js, cons: cons, w: w, stats: &a.stats, log: a.log, dropAcks: a.dropAcks,
-			tel: natsbus.NewConsumeTelemetry(a.in.p, s, a.cfg.Consumer), in: a.in,
+			tel: natsbus.NewConsumeTelemetry(a.in.p, s, consumer), in: a.in, pos: pos[s],
 			appended: metric.WithAttributeSet(attribute.NewSet(AttrStream.String(s))),
 			aborted:  func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.aborting }}
+		if a.cfg.Partitioned() {
+			l.owns, l.partitioned = a.cfg.Owns, true
+		}
 		loops = append(loops, l)
 	}
-	if a.gauges, err = a.in.observe(w, js, a.cfg.Streams); err != nil {
+	if a.gauges, err = a.in.observe(w, pos, js, a.cfg.Streams); err != nil {
 		a.log.WarnContext(ctx, "audit chain gauges not registered", "err", err)
 	}
-	a.leases = ls
+	a.leases, a.pos = ls, pos
 	return loops, w, cp, nil
+}
+
+// ensurePartitionConsumer creates or updates this partition's durable
+// consumer on stream (Config.PartitionConsumer) with the settings of the
+// configured consumer, or, when that does not exist, of the topology's
+// auditor consumer: no filter, so the partition reads the whole stream
+// and picks its chains' messages.
+func (a *Auditor) ensurePartitionConsumer(ctx context.Context, js jetstream.JetStream, stream string) error {
+	var cc jetstream.ConsumerConfig
+	found := false
+	if c, err := js.Consumer(ctx, stream, a.cfg.Consumer); err == nil {
+		cc, found = c.CachedInfo().Config, true
+	} else if !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return fmt.Errorf("consumer %s on %s: %w", a.cfg.Consumer, stream, err)
+	}
+	if !found {
+		for _, c := range topology.New(a.cfg.Replicas).Consumers {
+			if c.Stream == stream && c.Config.Durable == topology.ConsumerAuditor {
+				cc, found = c.Config, true
+			}
+		}
+	}
+	if !found {
+		return fmt.Errorf("consumer %s on %s: %w (and the topology defines no auditor consumer there to copy)",
+			a.cfg.Consumer, stream, jetstream.ErrConsumerNotFound)
+	}
+	name := a.cfg.PartitionConsumer()
+	cc.Name, cc.Durable = name, name
+	cc.Description = fmt.Sprintf("audit chains of partition %d of %d", a.cfg.Partition, a.cfg.Partitions)
+	for k := range cc.Metadata {
+		if strings.HasPrefix(k, "_nats.") { // the server's own, set on every request
+			delete(cc.Metadata, k)
+		}
+	}
+	if _, err := js.CreateOrUpdateConsumer(ctx, stream, cc); err != nil {
+		return fmt.Errorf("ensure consumer %s on %s: %w", name, stream, err)
+	}
+	return nil
 }
 
 // Shutdown stops pulling, lets each stream finish (or, past ctx's

@@ -340,6 +340,10 @@ func TestConfig(t *testing.T) {
 		{"bad table", func(c *auditor.Config) { c.ClickHouse.DSN = "clickhouse://x"; c.ClickHouse.Table = "a;b" }, "clickhouse.table"},
 		{"bad syslog", func(c *auditor.Config) { c.Syslog.Address = "x:1"; c.Syslog.Network = "http" }, "syslog.network"},
 		{"batch", func(c *auditor.Config) { c.Batch = 0 }, "batch"},
+		{"partitions", func(c *auditor.Config) { c.Partitions = 0 }, "partitions"},
+		{"partition", func(c *auditor.Config) { c.Partitions, c.Partition = 2, 2 }, "partition"},
+		{"negative partition", func(c *auditor.Config) { c.Partitions, c.Partition = 2, -1 }, "partition"},
+		{"partitioned", func(c *auditor.Config) { c.Partitions, c.Partition = 4, 3 }, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := auditor.NewDefaultConfig()

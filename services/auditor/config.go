@@ -11,6 +11,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/config"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
+	"github.com/runtimetruth/runtimetruth/services/auditor/link"
 )
 
 // Config is the auditor's configuration (README.md lists every key). Load
@@ -32,6 +33,15 @@ type Config struct {
 	Streams []string `mapstructure:"streams"`
 	// Consumer is the durable consumer on each stream.
 	Consumer string `mapstructure:"consumer"`
+	// Partitions splits the chains of the audited streams between that
+	// many instances (README "Chains"): a chain belongs to partition
+	// link.Partition(chain, Partitions). Above 1, this instance reads each
+	// stream through its own durable consumer, PartitionConsumer(), and
+	// writes only the chains of partition Partition. Every instance must
+	// have the same Partitions; each partition needs its own jsonl.path.
+	Partitions int `mapstructure:"partitions"`
+	// Partition is this instance's partition, in [0, Partitions).
+	Partition int `mapstructure:"partition"`
 	// Batch is the most messages appended and acknowledged together
 	// (bounded by the consumer's MaxAckPending).
 	Batch int `mapstructure:"batch"`
@@ -160,6 +170,7 @@ func NewDefaultConfig() Config {
 		Replicas:   1,
 		Streams:    slices.Clone(DefaultStreams),
 		Consumer:   topology.ConsumerAuditor,
+		Partitions: 1,
 		Batch:      topology.AuditorMaxAckPending / 2,
 		IdleWait:   time.Second,
 		JSONL:      JSONLConfig{Path: "/var/lib/runtimetruth/auditor/audit.jsonl", MaxBytes: 256 << 20, Required: true},
@@ -196,6 +207,15 @@ func (c *Config) Validate() error {
 	}
 	if c.Consumer == "" || len(c.Consumer) > 255 || strings.ContainsAny(c.Consumer, ".*>/\\ \t\r\n") {
 		return invalid("consumer: %q is not a durable consumer name", c.Consumer)
+	}
+	if c.Partitions < 1 || c.Partitions > MaxPartitions {
+		return invalid("partitions: %d (want 1 to %d)", c.Partitions, MaxPartitions)
+	}
+	if c.Partition < 0 || c.Partition >= c.Partitions {
+		return invalid("partition: %d (want 0 to partitions-1, %d)", c.Partition, c.Partitions-1)
+	}
+	if len(c.PartitionConsumer()) > 255 {
+		return invalid("consumer: %q is too long for its partition's consumer name", c.Consumer)
 	}
 	if c.Batch < 1 || c.Batch > 100000 {
 		return invalid("batch: %d (want 1 to 100000)", c.Batch)
@@ -242,6 +262,27 @@ func (c *Config) Validate() error {
 		return invalid("start_timeout and shutdown_timeout must be above 0")
 	}
 	return nil
+}
+
+// MaxPartitions bounds Config.Partitions.
+const MaxPartitions = 1024
+
+// Partitioned reports whether the chains are split between instances.
+func (c *Config) Partitioned() bool { return c.Partitions > 1 }
+
+// PartitionConsumer is the durable consumer this instance reads each
+// stream through: Consumer, or "<consumer>-p<partition>of<partitions>"
+// ("auditor-p0of4") when partitioned.
+func (c *Config) PartitionConsumer() string {
+	if !c.Partitioned() {
+		return c.Consumer
+	}
+	return fmt.Sprintf("%s-p%dof%d", c.Consumer, c.Partition, c.Partitions)
+}
+
+// Owns reports whether this instance's partition owns chain.
+func (c *Config) Owns(chain string) bool {
+	return !c.Partitioned() || link.Partition(chain, c.Partitions) == c.Partition
 }
 
 func identifier(s string) bool {

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -17,7 +18,9 @@ import (
 )
 
 // streamLoop appends one stream's messages to their chains, in stream
-// order. It is the only writer of the stream's chains.
+// order. It is the only writer of the stream's chains, or, partitioned, of
+// those its partition owns: the others' messages are acknowledged without
+// a link.
 type streamLoop struct {
 	stream   string
 	consumer string
@@ -32,6 +35,13 @@ type streamLoop struct {
 	tel      *natsbus.ConsumeTelemetry // a span and counts per message
 	in       *instruments
 	appended metric.MeasurementOption // stream
+	// owns reports whether this auditor's partition owns a chain (nil:
+	// every chain); partitioned is set when other partitions exist.
+	owns        func(chain string) bool
+	partitioned bool
+	// pos is the highest stream sequence accounted for and committed:
+	// recorded, a duplicate or another partition's (Auditor.Sync, lag).
+	pos *atomic.Uint64
 	// hooks for tests
 	dropAcks func() bool
 	aborted  func() bool
@@ -88,7 +98,7 @@ func (l *streamLoop) run(ctx context.Context) {
 			l.release(s)
 			return
 		}
-		s.b = b
+		s.b, s.upto = b, l.applied
 		select {
 		case work <- s:
 		case <-ctx.Done():
@@ -102,6 +112,7 @@ func (l *streamLoop) run(ctx context.Context) {
 // of handling each (natsbus.ConsumeTelemetry), and its links.
 type sealed struct {
 	b     *Batch
+	upto  uint64 // the stream sequence accounted for once it is committed
 	msgs  []jetstream.Msg
 	spans []context.Context
 	hs    []natsbus.Handling
@@ -146,13 +157,19 @@ func (l *streamLoop) commitLoop(ctx context.Context, work <-chan sealed) {
 			l.tel.Acked(s.spans[i])
 			l.tel.End(s.spans[i], s.hs[i], natsbus.OutcomeAck, nil)
 		}
+		l.pos.Store(s.upto)
 	}
 }
 
+// mine reports whether this auditor's partition owns chain c.
+func (l *streamLoop) mine(c string) bool { return l.owns == nil || l.owns(c) }
+
 // seal turns fetched messages into the batch's links: redeliveries of
 // messages already recorded are skipped, and messages missing before one
-// (delivered but never handled) are read from the stream first. It
-// returns false when ctx ended.
+// (delivered but never handled) are read from the stream first. Messages
+// of chains another partition owns are skipped too, though they count as
+// accounted for (l.applied): like duplicates, they are acknowledged with
+// the batch. It returns false when ctx ended.
 func (l *streamLoop) seal(ctx context.Context, msgs []jetstream.Msg) (*Batch, bool) {
 	ordered := make([]*link.Message, 0, len(msgs))
 	checked := false
@@ -191,6 +208,11 @@ func (l *streamLoop) seal(ctx context.Context, msgs []jetstream.Msg) (*Batch, bo
 			}
 			ordered = append(ordered, got...)
 		}
+		if !l.mine(link.ChainName(l.stream, m.Subject())) {
+			l.stats.OtherPartition.Add(1)
+			l.applied = seq
+			continue
+		}
 		ordered = append(ordered, &link.Message{
 			Stream: l.stream, Seq: seq, Subject: m.Subject(), Header: m.Headers(), Data: m.Data(),
 			Stored: md.Timestamp, Deliveries: md.NumDelivered, Consumer: l.consumer,
@@ -216,7 +238,10 @@ func (l *streamLoop) sealBatch(msgs []*link.Message) *Batch {
 // the chains recorded so far and those of the messages before it. A
 // notice before any chain of the stream goes to the chain of the message
 // that follows it, or else of the stream itself (ChainName with no
-// subject).
+// subject). Partitioned, only this partition's chains get it (every
+// partition reads the whole stream, so each records it in its own); a
+// partition with no chain of the stream records it only if it owns the
+// stream's own chain.
 func (l *streamLoop) expand(msgs []*link.Message) []*link.Message {
 	i := slices.IndexFunc(msgs, func(m *link.Message) bool { return m.Notice != nil && m.Chain == "" })
 	if i < 0 {
@@ -247,6 +272,11 @@ func (l *streamLoop) expand(msgs []*link.Message) []*link.Message {
 				c := link.ChainName(l.stream, "")
 				if k := slices.IndexFunc(msgs[j:], func(n *link.Message) bool { return n.Notice == nil }); k >= 0 {
 					c = link.ChainName(msgs[j+k].Stream, msgs[j+k].Subject)
+				}
+				if !l.mine(c) {
+					l.log.InfoContext(context.Background(), "stream notice left to the partition that owns the stream's chain",
+						"stream", l.stream, "chain", c, "notice", m.Notice.Detail)
+					continue
 				}
 				known[c] = true
 			}
@@ -292,7 +322,9 @@ func (l *streamLoop) resetOf(ctx context.Context, info *jetstream.StreamInfo) *l
 // fill reads the messages stored in the stream from sequence from to to,
 // or up to its limit-th message (limit > 0), and returns them with the
 // last sequence they cover; a notice of the gap stands for the ones
-// missing (expired or purged before they were recorded).
+// missing (expired or purged before they were recorded). Messages of
+// another partition's chains are read and left out: accounted for, not
+// missing.
 func (l *streamLoop) fill(ctx context.Context, from, to uint64, limit int) ([]*link.Message, uint64, error) {
 	var out []*link.Message
 	next, n := from, 0 // the first sequence not accounted for, the messages read
@@ -310,13 +342,17 @@ func (l *streamLoop) fill(ctx context.Context, from, to uint64, limit int) ([]*l
 		if raw.Sequence > next {
 			out = append(out, l.gap(ctx, next, raw.Sequence-1))
 		}
+		n++
+		next = raw.Sequence + 1
+		if !l.mine(link.ChainName(l.stream, raw.Subject)) {
+			l.stats.OtherPartition.Add(1)
+			continue
+		}
 		out = append(out, &link.Message{
 			Stream: l.stream, Seq: raw.Sequence, Subject: raw.Subject, Header: raw.Header, Data: raw.Data,
 			Stored: raw.Time, Consumer: l.consumer,
 		})
 		l.stats.Recovered.Add(1)
-		n++
-		next = raw.Sequence + 1
 	}
 	if limit > 0 && n == limit {
 		to = next - 1
@@ -455,10 +491,18 @@ func (l *streamLoop) recoverPending(ctx context.Context) error {
 	// the chains hold some of the stream, though, it is no bound: it moves
 	// past messages purged before they were delivered, which are then a
 	// gap to record.
+	//
+	// Partitioned, the chains tell less: their last link says how far this
+	// partition recorded its own chains, not how far it went through the
+	// stream (other partitions' messages leave no trace in them), so the
+	// floor stays a bound. The price: messages purged while this
+	// partition was away, before its consumer delivered them, are not
+	// recorded as a gap (README "Limits").
 	l.floor = info.AckFloor.Stream
-	if l.applied > 0 {
+	if l.applied > 0 && !l.partitioned {
 		l.floor = 0
 	}
+	defer func() { l.pos.Store(max(l.applied, l.floor)) }()
 	from := max(l.floor, l.applied) + 1
 	to := info.Delivered.Stream
 	if first := l.st.CachedInfo().State.FirstSeq; first > 0 {

@@ -2,6 +2,7 @@ package auditor
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -63,7 +64,7 @@ func newInstruments(p telemetry.Providers) *instruments {
 
 // observe registers the chain head and lag gauges over w's committed heads
 // and js's streams.
-func (in *instruments) observe(w *Writer, js jetstream.JetStream, streams []string) (metric.Registration, error) {
+func (in *instruments) observe(w *Writer, pos map[string]*atomic.Uint64, js jetstream.JetStream, streams []string) (metric.Registration, error) {
 	head, err := in.meter.Int64ObservableGauge(MetricChainHead, metric.WithUnit("{link}"),
 		metric.WithDescription("Sequence number of each audit chain's committed head link."))
 	if err != nil {
@@ -85,7 +86,7 @@ func (in *instruments) observe(w *Writer, js jetstream.JetStream, streams []stri
 			if err != nil {
 				continue
 			}
-			last, applied := info.State.LastSeq, w.Applied(s)
+			last, applied := info.State.LastSeq, position(w, pos, s)
 			n := int64(0)
 			if last > applied {
 				n = int64(last - applied)

@@ -62,7 +62,8 @@ var ErrFork = errors.New("audit sinks disagree")
 // Writer seals links and writes them to every sink. The chains are
 // partitioned between callers (one stream each), so a chain has one
 // writer; Writer keeps the committed heads, the links durable in every
-// required sink.
+// required sink. With Owns it writes only some chains (this auditor's
+// partition): the sinks may hold others, which it leaves alone.
 type Writer struct {
 	h      link.Hasher
 	strict bool
@@ -70,6 +71,7 @@ type Writer struct {
 	log    *slog.Logger
 	stats  *Stats
 	fence  func(context.Context) error
+	owns   func(chain string) bool
 
 	mu    sync.Mutex
 	heads map[string]link.Head
@@ -90,9 +92,18 @@ func NewWriter(h link.Hasher, sinks []SinkSpec, log *slog.Logger, stats *Stats) 
 // error (this auditor lost its writer lease) fails the commit unwritten.
 func (w *Writer) Fence(check func(context.Context) error) { w.fence = check }
 
+// Owns limits the writer to the chains owns accepts (this auditor's
+// partition): Recover reads and brings level only those, and Heads reports
+// only those. Call it before Recover; nil owns every chain.
+func (w *Writer) Owns(owns func(chain string) bool) { w.owns = owns }
+
+// owned reports whether the writer writes chain c.
+func (w *Writer) owned(c string) bool { return w.owns == nil || w.owns(c) }
+
 // Recover reads every sink's heads and brings the sinks that lag behind up
 // to date from the one furthest ahead (a crash between two sinks' writes
-// leaves them apart); it fails with ErrFork if two sinks disagree.
+// leaves them apart); it fails with ErrFork if two sinks disagree. Only
+// the chains the writer owns are considered.
 func (w *Writer) Recover(ctx context.Context) error {
 	heads := make([]map[string]link.Head, len(w.sinks))
 	names := map[string]bool{}
@@ -106,10 +117,14 @@ func (w *Writer) Recover(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("read heads of the %s sink: %w", s.Sink.Name(), err)
 		}
-		heads[i] = h
-		for c := range h {
-			names[c] = true
+		mine := make(map[string]link.Head, len(h))
+		for c, hd := range h {
+			if w.owned(c) {
+				mine[c] = hd
+				names[c] = true
+			}
 		}
+		heads[i] = mine
 	}
 	committed := map[string]link.Head{}
 	for c := range names {
@@ -192,7 +207,7 @@ func (w *Writer) catchUp(ctx context.Context, from, to Sink, c string, head link
 // (link.EntryStrict) instead of the envelope only.
 func (w *Writer) StrictPayloads(on bool) { w.strict = on }
 
-// Heads returns the committed heads.
+// Heads returns the committed heads (of the chains the writer owns).
 func (w *Writer) Heads() map[string]link.Head {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -210,7 +225,8 @@ func (w *Writer) Head(c string) link.Head {
 	return w.heads[c]
 }
 
-// Applied returns the highest stream sequence recorded from stream.
+// Applied returns the highest stream sequence recorded from stream in the
+// chains the writer owns.
 func (w *Writer) Applied(stream string) uint64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -438,6 +454,9 @@ type Stats struct {
 	// Duplicates counts messages already in the chain (redeliveries),
 	// acknowledged without a new link.
 	Duplicates atomic.Uint64
+	// OtherPartition counts messages of chains another partition owns
+	// (Config.Partitions), acknowledged without a link.
+	OtherPartition atomic.Uint64
 	// Rejected counts messages recorded as rejection records.
 	Rejected atomic.Uint64
 	// LeaseLost is set when the auditor lost a writer lease and stopped

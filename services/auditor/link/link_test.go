@@ -112,3 +112,24 @@ func BenchmarkSeal(b *testing.B) {
 		h.SealPrepared(link.Prepare(m, "/auditor/b", false), link.Head{})
 	}
 }
+
+// TestPartition pins the scheme: FNV-1a 32 of the chain name modulo n
+// ("a" hashes to 0xe40c292c, the algorithm's published test vector). A
+// change would move chains between partitions.
+func TestPartition(t *testing.T) {
+	for _, tc := range []struct {
+		chain string
+		n     int
+		want  int
+	}{
+		{"a", 1 << 30, 0xe40c292c % (1 << 30)},
+		{"DLQ", 1, 0}, {"DLQ", 0, 0}, {"DLQ", 2, 0}, {"DLQ", 7, 6},
+		{"BASELINES", 2, 1}, {"BASELINES", 3, 2},
+		{"EVIDENCE/web-01.example.com", 2, 0}, {"EVIDENCE/web-01.example.com", 3, 2},
+		{"VERDICTS/db 03", 2, 1}, {"VERDICTS/db 03", 7, 3},
+	} {
+		if got := link.Partition(tc.chain, tc.n); got != tc.want {
+			t.Errorf("Partition(%q, %d) = %d, want %d", tc.chain, tc.n, got, tc.want)
+		}
+	}
+}
