@@ -28,8 +28,8 @@ type Config struct {
 	Replicas int `mapstructure:"replicas"`
 	// Streams are the streams this instance audits, each through its
 	// durable Consumer. Every stream must be audited by exactly one
-	// instance (one writer per chain); split the streams over instances to
-	// scale out.
+	// instance per partition (one writer per chain); split the streams
+	// over instances, or partition the chains (Partitions), to scale out.
 	Streams []string `mapstructure:"streams"`
 	// Consumer is the durable consumer on each stream.
 	Consumer string `mapstructure:"consumer"`

@@ -7,7 +7,11 @@
 // and host for the host-scoped streams ("EVIDENCE/<host>",
 // "VERDICTS/<host>", the host taken from the NATS subject) and one chain
 // per other stream ("BASELINES", "DLQ"). A stream's loop is the only
-// writer of its chains.
+// writer of its chains. To scale out, the chains are partitioned
+// (Config.Partitions): chain c belongs to partition link.Partition(c, N),
+// FNV-1a of its name modulo N; each partition reads every stream through
+// its own durable consumer ("auditor-p0of2"), guarded by its own writer
+// lease, and links only its chains' messages, acknowledging the others'.
 //
 // A link (pkg/evidence/chain) commits to the previous link's hash, its
 // sequence number and the canonical form of the event: every attribute,
