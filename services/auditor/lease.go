@@ -13,12 +13,14 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
 )
 
 // BucketLeases is the key-value bucket of the writer leases: one key per
 // audited stream and consumer ("auditor.EVIDENCE"), held by the one
-// auditor that writes that stream's chains.
-const BucketLeases = "auditor-leases"
+// auditor that writes that stream's chains (topology.AuditorLeases).
+const BucketLeases = topology.BucketAuditorLeases
 
 // ErrLeaseHeld is returned by Start when another auditor instance holds
 // the lease of a stream this one is configured to audit.
@@ -68,14 +70,7 @@ func leaseKey(consumer, stream string) string { return consumer + "." + stream }
 // goroutine, if a lease is lost later.
 func acquireLeases(ctx context.Context, js jetstream.JetStream, replicas int, ttl time.Duration, instance, consumer string,
 	streams []string, onLost func(error)) (*leases, error) {
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      BucketLeases,
-		Description: "runtimetruth auditor writer leases: one writer per stream's chains",
-		History:     1,
-		TTL:         ttl,
-		Replicas:    max(replicas, 1),
-		Storage:     jetstream.FileStorage,
-	})
+	kv, err := js.CreateOrUpdateKeyValue(ctx, topology.AuditorLeases(replicas, ttl))
 	if err != nil {
 		return nil, fmt.Errorf("ensure bucket %s: %w", BucketLeases, err)
 	}

@@ -89,6 +89,10 @@ const (
 	// `runtimetruth baseline approve` promotes what it holds. Only
 	// Verifier's definitions include it.
 	BucketEvidence = "evidence-latest"
+	// BucketAuditorLeases holds the auditors' writer leases, one key per
+	// durable consumer and stream (<consumer>.<stream>), held by the one
+	// auditor that writes that stream's chains; AuditorLeases defines it.
+	BucketAuditorLeases = "auditor-leases"
 )
 
 // Settings shared by the definitions.
@@ -251,6 +255,20 @@ func Verifier(replicas int, consumer string) Topology {
 		Replicas:     max(replicas, 1),
 	})
 	return t
+}
+
+// AuditorLeases is the definition of the auditors' lease bucket: an entry
+// lapses ttl after its last write (the bucket's MaxAge), so the lease of
+// an auditor that died is free ttl after its last renewal.
+func AuditorLeases(replicas int, ttl time.Duration) jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{
+		Bucket:      BucketAuditorLeases,
+		Description: "runtimetruth auditor writer leases: one writer per stream's chains",
+		History:     1,
+		TTL:         ttl,
+		Replicas:    max(replicas, 1),
+		Storage:     jetstream.FileStorage,
+	}
 }
 
 // EnsureVerifier creates or updates Verifier(replicas, ConsumerVerifier):

@@ -170,7 +170,9 @@ func Roles() []Role {
 	auditor := Role{Service: Auditor}
 	auditor.Publish = append(auditor.Publish, accountInfo)
 	auditor.Publish = append(auditor.Publish, ensure(ensureWhy, append(slices.Clone(allStreams),
-		kvStream(topology.BucketBaselines), kvStream(topology.BucketVerdicts))...)...)
+		kvStream(topology.BucketBaselines), kvStream(topology.BucketVerdicts), kvStream(topology.BucketAuditorLeases))...)...)
+	auditor.Publish = append(auditor.Publish, kvRead(topology.BucketAuditorLeases)...)
+	auditor.Publish = append(auditor.Publish, kvWrite(topology.BucketAuditorLeases))
 	auditor.Publish = append(auditor.Publish, ensureConsumers(ensureWhy, allStreams...)...)
 	for _, s := range allStreams {
 		auditor.Publish = append(auditor.Publish, consume(s, topology.ConsumerAuditor)...)

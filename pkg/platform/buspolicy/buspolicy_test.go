@@ -276,9 +276,22 @@ func TestPermissions(t *testing.T) {
 			require.NoError(t, batch.Error())
 			assert.Equal(t, 1, n, s)
 		}
+		// The writer leases: the bucket ensured, a lease taken, renewed,
+		// read and released, as the auditor does at start and shutdown.
+		kv, err := auditor.js.CreateOrUpdateKeyValue(ctx, topology.AuditorLeases(1, 30*time.Second))
+		require.NoError(t, err, "auditor ensures its lease bucket")
+		key := topology.ConsumerAuditor + "." + topology.StreamEvidence
+		rev, err := kv.Create(ctx, key, []byte(`{"instance":"a"}`))
+		require.NoError(t, err)
+		rev, err = kv.Update(ctx, key, []byte(`{"instance":"a"}`), rev)
+		require.NoError(t, err)
+		_, err = kv.Get(ctx, key)
+		require.NoError(t, err)
+		require.NoError(t, kv.Delete(ctx, key, jetstream.LastRevision(rev)))
+
 		short, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
-		err := auditor.js.DeleteStream(short, topology.StreamEvidence)
+		err = auditor.js.DeleteStream(short, topology.StreamEvidence)
 		require.Error(t, err, "no service deletes a stream")
 		auditor.violation(t, "$JS.API.STREAM.DELETE.EVIDENCE")
 		require.NoError(t, auditor.nc.Publish(events.EvidenceSubject("web-01", "git"), nil))
