@@ -168,6 +168,14 @@ func TestSpoolFullRefusesNewEvents(t *testing.T) {
 	c, rec := newCollector(t, cfg, collector.Settings{})
 	require.NoError(t, c.Start(t.Context()))
 	require.NoError(t, c.CollectNow(t.Context(), "repo")) // with the first collection: 2
+	// The first collection runs on its own schedule: wait until it is in
+	// the spool too, so that the spool is full.
+	natstest.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
+		if n := c.Stats().SpoolPendingEvents; n != 2 {
+			return fmt.Errorf("%d events in the spool", n)
+		}
+		return nil
+	})
 	err := c.CollectNow(t.Context(), "repo")
 	require.ErrorIs(t, err, collector.ErrSpoolFull)
 	require.ErrorIs(t, c.CollectNow(t.Context(), "repo"), collector.ErrSpoolFull)
