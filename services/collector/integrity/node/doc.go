@@ -15,7 +15,12 @@
 //
 // A package with neither is skipped with baseline "none". Listed files
 // that changed or disappeared are reported as modified or missing, and
-// any other file in the package folder as added.
+// any other file in the package folder as added. Symbolic links are
+// recorded by target: in a snapshot, and in the manifest's optional
+// "links" section; a project folder whose manifest has no such section
+// (older manifests, runspec-files.json) has its links ignored, and a
+// dependency's listed links are never missing (npm installs none). See
+// Manifest.
 //
 // Development setups are left alone: nothing is checked when the project
 // folder is inside a git checkout (.git at or above it); a dependency

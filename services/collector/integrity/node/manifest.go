@@ -43,11 +43,27 @@ func isManifestFile(rel string) bool { return rel == ManifestFile || rel == Runs
 //	    "index.js": "sha256:<64 hex digits>",
 //	    "lib/util.js": "sha256:<64 hex digits>",
 //	    "package.json": "sha256:<64 hex digits>"
+//	  },
+//	  "links": {
+//	    "link.js": "index.js"
 //	  }
 //	}
 //
 // files maps every path npm pack would publish (slash-separated, relative
 // to the package folder; the manifest itself excluded) to its digest.
+//
+// links (optional, added to format runtimetruth-files/1 without a format
+// change: older readers ignore it) maps each symbolic link the same pack
+// rules select (npm pack itself never publishes a link) to its target as
+// os.Readlink returns it. WriteManifest always writes it, empty when the
+// folder has no links. Its presence decides how Verify treats symbolic
+// links in the project folder: with the section, a listed link is checked
+// by target and an unlisted one is added; without it (a manifest from an
+// older version, or a runspec-files.json without "links"), links there
+// are neither checked nor reported. In a dependency under node_modules
+// listed links are never missing (npm does not install links from a
+// tarball) and any other link is added, with or without the section. A
+// path may not be in both files and links.
 //
 // runspec-files.json, written by runspec's `runspec manifest`, has no
 // published format, so ReadManifest accepts the plausible shapes: an
@@ -63,6 +79,9 @@ type Manifest struct {
 	Name, Version string
 	// Files maps paths to known-good digests.
 	Files map[string]integrity.Digest
+	// Links maps symbolic links to their targets; nil when the manifest
+	// has no links section (which is not the same as an empty one).
+	Links map[string]string
 }
 
 // ReadManifest reads the manifest of the package in dir: ManifestFile,
@@ -116,39 +135,84 @@ func ParseManifest(data []byte) (*Manifest, error) {
 		}
 		return m, nil
 	}
+	if err := m.parseFiles(raw); err != nil {
+		return nil, err
+	}
+	if raw, ok := top["links"]; ok && string(raw) != "null" {
+		if err := m.parseLinks(raw); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// parseFiles parses "files", a map of path to hash or a list of objects.
+func (m *Manifest) parseFiles(raw json.RawMessage) error {
 	var asMap map[string]json.RawMessage
 	if json.Unmarshal(raw, &asMap) == nil {
 		for p, v := range asMap {
 			h, err := hashOf(v)
 			if err != nil {
-				return nil, fmt.Errorf("%w: %s: %w", ErrBadManifest, p, err)
+				return fmt.Errorf("%w: %s: %w", ErrBadManifest, p, err)
 			}
 			if err := m.add(p, h); err != nil {
-				return nil, err
+				return err
 			}
 		}
-		return m, nil
+		return nil
 	}
 	var asList []map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &asList); err != nil {
-		return nil, fmt.Errorf("%w: files is neither a map nor a list", ErrBadManifest)
+		return fmt.Errorf("%w: files is neither a map nor a list", ErrBadManifest)
 	}
 	for i, item := range asList {
 		var p string
 		if json.Unmarshal(item["path"], &p) != nil || p == "" {
-			return nil, fmt.Errorf("%w: files[%d] has no path", ErrBadManifest, i)
+			return fmt.Errorf("%w: files[%d] has no path", ErrBadManifest, i)
 		}
 		delete(item, "path")
 		obj, _ := json.Marshal(item)
 		h, err := hashOf(obj)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", ErrBadManifest, p, err)
+			return fmt.Errorf("%w: %s: %w", ErrBadManifest, p, err)
 		}
 		if err := m.add(p, h); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return m, nil
+	return nil
+}
+
+// parseLinks parses "links", a map of path to link target.
+func (m *Manifest) parseLinks(raw json.RawMessage) error {
+	var links map[string]string
+	if err := json.Unmarshal(raw, &links); err != nil {
+		return fmt.Errorf("%w: links is not a map of path to target", ErrBadManifest)
+	}
+	m.Links = make(map[string]string, len(links))
+	for p, target := range links {
+		if err := checkPath(p); err != nil {
+			return err
+		}
+		if target == "" || strings.ContainsRune(target, 0) {
+			return fmt.Errorf("%w: link %q has no target", ErrBadManifest, p)
+		}
+		if _, ok := m.Files[p]; ok {
+			return fmt.Errorf("%w: %q is both a file and a link", ErrBadManifest, p)
+		}
+		m.Links[p] = target
+	}
+	return nil
+}
+
+// checkPath rejects a manifest path that is empty, absolute, not clean or
+// leaves the package.
+func checkPath(p string) error {
+	clean := path.Clean(p)
+	if p == "" || strings.HasPrefix(p, "/") || clean == ".." || strings.HasPrefix(clean, "../") || strings.ContainsRune(p, 0) || clean != p {
+		return fmt.Errorf("%w: path %q leaves the package or is not clean", ErrBadManifest, p)
+	}
+	return nil
 }
 
 // hashOf extracts a hash string from a string or an object with one of
@@ -179,9 +243,8 @@ func hashOf(v json.RawMessage) (string, error) {
 }
 
 func (m *Manifest) add(p, h string) error {
-	clean := path.Clean(p)
-	if p == "" || strings.HasPrefix(p, "/") || clean == ".." || strings.HasPrefix(clean, "../") || strings.ContainsRune(p, 0) || clean != p {
-		return fmt.Errorf("%w: path %q leaves the package or is not clean", ErrBadManifest, p)
+	if err := checkPath(p); err != nil {
+		return err
 	}
 	d, err := ParseHash(h)
 	if err != nil {
@@ -224,7 +287,9 @@ func ParseHash(h string) (integrity.Digest, error) {
 }
 
 // WriteManifest hashes every file PackList(dir) returns (except the
-// manifests themselves) and writes ManifestFile into dir, atomically. It
+// manifests themselves), records the symbolic links the same rules select
+// by target (links, always present), and writes ManifestFile into dir,
+// atomically. It
 // returns the manifest written. Run it as the last step of prepack, after
 // the build, and add runtimetruth-files.json to package.json "files" when
 // the package has such a list.
@@ -233,9 +298,20 @@ func WriteManifest(ctx context.Context, dir string) (*Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("write manifest: %w", err)
 	}
-	list, err := PackList(dir)
+	list, linkList, err := packEntries(dir, true)
 	if err != nil {
 		return nil, fmt.Errorf("write manifest: %w", err)
+	}
+	links := make(map[string]string, len(linkList))
+	for _, p := range linkList {
+		if isManifestFile(p) {
+			continue
+		}
+		target, err := os.Readlink(filepath.Join(dir, filepath.FromSlash(p)))
+		if err != nil {
+			return nil, fmt.Errorf("write manifest: %w", err)
+		}
+		links[p] = target
 	}
 	files := make([]integrity.File, 0, len(list))
 	for _, p := range list {
@@ -247,13 +323,14 @@ func WriteManifest(ctx context.Context, dir string) (*Manifest, error) {
 	if err := h.Run(ctx, files, nil); err != nil {
 		return nil, fmt.Errorf("write manifest: %w", err)
 	}
-	m := &Manifest{File: ManifestFile, Name: pkg.Name, Version: pkg.Version, Files: map[string]integrity.Digest{}}
+	m := &Manifest{File: ManifestFile, Name: pkg.Name, Version: pkg.Version, Files: map[string]integrity.Digest{}, Links: links}
 	doc := struct {
 		Format  string            `json:"format"`
 		Name    string            `json:"name"`
 		Version string            `json:"version"`
 		Files   map[string]string `json:"files"`
-	}{ManifestFormat, pkg.Name, pkg.Version, map[string]string{}}
+		Links   map[string]string `json:"links"`
+	}{ManifestFormat, pkg.Name, pkg.Version, map[string]string{}, links}
 	for i := range files {
 		f := &files[i]
 		if f.State != integrity.FileHashed {

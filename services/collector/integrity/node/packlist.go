@@ -3,8 +3,11 @@ package node
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -208,21 +211,30 @@ func (p *packageJSON) bins() []string {
 //   - always excluded: /node_modules, /.git, .npmrc, /package-lock.json,
 //     /yarn.lock, /pnpm-lock.yaml, /bun.lockb;
 //   - symbolic links, other non-regular files, names containing "*" and
-//     empty directories are never published.
+//     empty directories are never published (WriteManifest records the
+//     links these rules would otherwise publish in the manifest's links).
 //
 // Ignore rules are gitignore-style globs matched case-insensitively with
 // dot-files included; a rule without a slash matches a name at any depth.
 // Not implemented: bundleDependencies (bundled node_modules are not
 // listed) and workspaces.
 func PackList(dir string) ([]string, error) {
+	files, _, err := packEntries(dir, false)
+	return files, err
+}
+
+// packEntries returns PackList(dir) and, with withLinks, the symbolic
+// links the same rules would publish were they regular files (the
+// manifest's "links"; npm itself publishes none), both sorted.
+func packEntries(dir string, withLinks bool) (files, links []string, err error) {
 	pkg, err := readPackageJSON(dir)
 	if err != nil {
-		return nil, fmt.Errorf("pack list %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("pack list %s: %w", dir, err)
 	}
 	root := &packLevel{order: []string{setDefaults, setPackage, setNpm, setGit, setStrict}, sets: map[string][]packRule{}}
 	root.sets[setDefaults] = compileRules(packDefaults)
 	strict := append([]string(nil), packStrict...)
-	var required []string
+	var required, namedLinks []string
 	if pkg.Files != nil {
 		include := []string{"*"}
 		for _, f := range pkg.Files {
@@ -238,6 +250,12 @@ func PackList(dir string) ([]string, error) {
 			switch {
 			case err != nil:
 				include = append(include, inverse)
+			case fi.Mode()&fs.ModeSymlink != 0:
+				// npm ignores an entry naming a link (it publishes no
+				// links); the manifest's links list it as a required file.
+				if l := path.Clean(strings.TrimPrefix(f, "/")); !strings.HasPrefix(f, "!") && l != "." && l != ".." && !strings.HasPrefix(l, "../") {
+					namedLinks = append(namedLinks, l)
+				}
 			case fi.Mode().IsRegular():
 				strict = append([]string{inverse}, strict...)
 				required = append(required, strings.TrimPrefix(f, "/"))
@@ -255,15 +273,32 @@ func PackList(dir string) ([]string, error) {
 		}
 	}
 	root.sets[setStrict] = compileRules(strict)
-	var out []string
-	if err := walkPack(dir, "", root, required, &out); err != nil {
-		return nil, fmt.Errorf("pack list %s: %w", dir, err)
+	w := packWalk{dir: dir, withLinks: withLinks}
+	if err := w.walk("", root, required); err != nil {
+		return nil, nil, fmt.Errorf("pack list %s: %w", dir, err)
 	}
-	sort.Strings(out)
-	return out, nil
+	if withLinks {
+		for _, l := range namedLinks {
+			if !slices.Contains(w.links, l) {
+				w.links = append(w.links, l)
+			}
+		}
+	}
+	sort.Strings(w.files)
+	sort.Strings(w.links)
+	return w.files, w.links, nil
 }
 
-func walkPack(dir, rel string, l *packLevel, required []string, out *[]string) error {
+// packWalk collects what walk finds: the regular files npm pack publishes
+// and, with withLinks, the symbolic links that pass the same rules.
+type packWalk struct {
+	dir          string
+	withLinks    bool
+	files, links []string
+}
+
+func (w *packWalk) walk(rel string, l *packLevel, required []string) error {
+	dir := w.dir
 	abs := filepath.Join(dir, filepath.FromSlash(rel))
 	ents, err := os.ReadDir(abs)
 	if err != nil {
@@ -328,12 +363,16 @@ func walkPack(dir, rel string, l *packLevel, required []string, out *[]string) e
 				order: []string{setDefaults, setNpm, setGit, setStrict},
 				sets:  map[string][]packRule{},
 			}
-			if err := walkPack(dir, child, cl, sub, out); err != nil {
+			if err := w.walk(child, cl, sub); err != nil {
 				return err
 			}
 		case t.IsRegular():
 			if passFile {
-				*out = append(*out, child)
+				w.files = append(w.files, child)
+			}
+		case t&fs.ModeSymlink != 0:
+			if passFile && w.withLinks {
+				w.links = append(w.links, child)
 			}
 		}
 	}

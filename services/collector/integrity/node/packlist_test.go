@@ -46,6 +46,10 @@ func TestPackListMatchesNpm(t *testing.T) {
 			"package.json":   `{"name":"e","version":"1.0.0","files":["lib"]}`,
 			"lib/.npmignore": "*.test.js\n", "lib/a.js": "a", "lib/a.test.js": "t", "other.js": "o",
 		}},
+		{"files naming a link", map[string]string{
+			"package.json": `{"name":"g","version":"1.0.0","files":["link.js","lib"]}`,
+			"index.js":     "i", "lib/a.js": "a", "other.js": "o",
+		}},
 		{"files globs", map[string]string{
 			"package.json": `{"name":"f","version":"1.0.0","files":["*.js","src/**/*.ts","./bin"]}`,
 			"a.js":         "a", "b.cjs": "b", "src/x/y.ts": "y", "src/x/y.js": "j", "bin/run": "r", "nested/c.js": "c",

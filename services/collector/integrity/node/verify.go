@@ -72,7 +72,9 @@ type target struct {
 // Known-good hashes come from the package's manifest (runtimetruth-files.json,
 // else runspec-files.json), else from the snapshot in Store. Every file
 // listed is hashed; any other file in the package folder is reported as
-// added (its nested node_modules excluded). For the project folder the
+// added (its nested node_modules excluded). Symbolic links are checked by
+// target against a snapshot, and against a manifest's links section as
+// Manifest describes (per scope: project folder or dependency). For the project folder the
 // snapshot, and the search for added files, leave out logs/, bin/,
 // node_modules/ and package-lock.json at the top, and every name starting
 // with "." at any depth; for a dependency only its nested node_modules is
@@ -306,6 +308,9 @@ func prepare(project string, t *target, locks lockInfo, opts Options, stateDir s
 	switch {
 	case m != nil:
 		t.manifest, r.Baseline, baseline = m, integrity.BaselineManifest, m.Files
+		if t.project {
+			t.links = m.Links // nil without a links section: links are ignored
+		}
 	case opts.Store != nil && !opts.Resnapshot:
 		snap, err := opts.Store.Snapshot(t.dir)
 		if err != nil {
@@ -498,8 +503,12 @@ func finish(t *target, files []integrity.File, opts Options) error {
 			observed = f.Got.String()
 		case integrity.FileSymlink:
 			observed = f.State.String()
-			if target, err := os.Readlink(filepath.Join(t.dir, filepath.FromSlash(f.Rel))); err == nil {
+			target, err := os.Readlink(filepath.Join(t.dir, filepath.FromSlash(f.Rel)))
+			if err == nil {
 				observed = symlinkPrefix + target
+			}
+			if t.linkIgnored(f.Rel, target, err == nil) {
+				continue
 			}
 		case integrity.FileNotRegular:
 			observed = f.State.String()
@@ -516,6 +525,28 @@ func finish(t *target, files []integrity.File, opts Options) error {
 	}
 	r.Finish(opts.Allow)
 	return nil
+}
+
+// linkIgnored reports whether a symbolic link at rel (to target, when
+// known) that the baseline does not list is left out of the added files.
+// A snapshot records every link, so none is. With a manifest: in the
+// project folder (deployed by copying, links and all) links are ignored
+// when the manifest has no links section (an older manifest, or
+// runspec-files.json), since it could not list them; with one, listed
+// links are checked as baseline entries and any other is added. In a
+// dependency npm installs no links from the tarball, so the links a
+// manifest lists are not expected (never missing), one still there with
+// the recorded target is accepted, and any other link is added, section
+// or not.
+func (t *target) linkIgnored(rel, target string, known bool) bool {
+	switch {
+	case t.manifest == nil:
+		return false
+	case t.project:
+		return t.manifest.Links == nil
+	}
+	want, ok := t.manifest.Links[rel]
+	return ok && known && want == target
 }
 
 // linkChange classifies a file the baseline records as a symbolic link to
