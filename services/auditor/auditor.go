@@ -59,6 +59,7 @@ type Auditor struct {
 	w       *Writer
 	cp      *checkpointer
 	leases  *leases
+	drains  []jetstream.ConsumeContext
 	cancel  context.CancelFunc
 	done    chan struct{}
 	pos     map[string]*atomic.Uint64 // stream → position committed (streamLoop.pos)
@@ -295,8 +296,45 @@ func (a *Auditor) prepare(ctx context.Context, nc *nats.Conn) ([]*streamLoop, *W
 	if a.gauges, err = a.in.observe(w, pos, js, a.cfg.Streams); err != nil {
 		a.log.WarnContext(ctx, "audit chain gauges not registered", "err", err)
 	}
+	if a.cfg.Partitioned() && a.cfg.Partition == 0 {
+		if a.drains, err = a.drainUnpartitioned(ctx, js); err != nil {
+			return nil, nil, nil, fail(err, w)
+		}
+	}
 	a.leases, a.pos = ls, pos
 	return loops, w, cp, nil
+}
+
+// drainUnpartitioned acknowledges, as they come, the messages of the
+// unpartitioned consumer (Config.Consumer, the topology's auditor
+// consumer) on every stream where it exists: nobody reads it while the
+// chains are partitioned, and on the interest-retention streams its
+// unacknowledged messages would hold everything until the stream's limits
+// refuse new events (DiscardNew). Partition 0 does it; the partitions'
+// own consumers keep their messages until they are linked.
+func (a *Auditor) drainUnpartitioned(ctx context.Context, js jetstream.JetStream) ([]jetstream.ConsumeContext, error) {
+	var out []jetstream.ConsumeContext
+	for _, s := range a.cfg.Streams {
+		cons, err := js.Consumer(ctx, s, a.cfg.Consumer)
+		if errors.Is(err, jetstream.ErrConsumerNotFound) {
+			continue
+		}
+		if err == nil {
+			var cc jetstream.ConsumeContext
+			cc, err = cons.Consume(func(m jetstream.Msg) {
+				if m.Ack() == nil {
+					a.stats.Drained.Add(1)
+				}
+			})
+			if err == nil {
+				out = append(out, cc)
+				continue
+			}
+		}
+		stopDrains(out)
+		return nil, fmt.Errorf("drain consumer %s on %s: %w", a.cfg.Consumer, s, err)
+	}
+	return out, nil
 }
 
 // ensurePartitionConsumer creates or updates this partition's durable
@@ -337,6 +375,16 @@ func (a *Auditor) ensurePartitionConsumer(ctx context.Context, js jetstream.JetS
 	return nil
 }
 
+// stopDrains stops the drains and waits until each has stopped.
+func stopDrains(ccs []jetstream.ConsumeContext) {
+	for _, cc := range ccs {
+		cc.Stop()
+	}
+	for _, cc := range ccs {
+		<-cc.Closed()
+	}
+}
+
 // Shutdown stops pulling, lets each stream finish (or, past ctx's
 // deadline, give back) the batch in hand, sends a last checkpoint, closes
 // the sinks and the connection it opened. It is safe without Start and
@@ -353,6 +401,7 @@ func (a *Auditor) Shutdown(ctx context.Context) error {
 	a.mu.Unlock()
 
 	cancel()
+	stopDrains(a.drains)
 	var errs []error
 	select {
 	case <-done:

@@ -22,6 +22,7 @@ func (a *Auditor) Abort() {
 		return
 	}
 	cancel()
+	stopDrains(a.drains)
 	<-done
 	ls.abandon()
 	_ = w.Close()

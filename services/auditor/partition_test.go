@@ -124,6 +124,23 @@ func TestPartitionsSplitTheChains(t *testing.T) {
 			n := e.publish(t, 0, 300)
 			waitAllLinks(t, as, n)
 			waitSettled(t, e, cfgs)
+			// Nobody reads the unpartitioned consumer: partition 0
+			// acknowledges its messages, so that it holds nothing on the
+			// interest-retention streams.
+			natstest.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+				for _, s := range auditor.DefaultStreams {
+					c, err := e.js.Consumer(context.Background(), s, testConsumer)
+					if err != nil {
+						return err
+					}
+					if info := c.CachedInfo(); info.NumAckPending+int(info.NumPending) > 0 {
+						return fmt.Errorf("%s on %s: %d unacknowledged, %d pending", testConsumer, s, info.NumAckPending, info.NumPending)
+					}
+				}
+				return nil
+			})
+			assert.Positive(t, as[0].Stats().Drained.Load())
+			assert.Zero(t, as[1].Stats().Drained.Load())
 			for i, a := range as {
 				for c := range a.Heads() {
 					assert.Equal(t, i, link.Partition(c, 2), "partition %d reports chain %s", i, c)

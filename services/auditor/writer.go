@@ -459,6 +459,9 @@ type Stats struct {
 	OtherPartition atomic.Uint64
 	// Rejected counts messages recorded as rejection records.
 	Rejected atomic.Uint64
+	// Drained counts messages of the unpartitioned consumer acknowledged
+	// by partition 0 without a link (see Config.Partitions).
+	Drained atomic.Uint64
 	// LeaseLost is set when the auditor lost a writer lease and stopped
 	// writing.
 	LeaseLost atomic.Bool
