@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/gowebpki/jcs"
@@ -104,17 +103,7 @@ func (t *transcoder) append(dst, src []byte, visit func(key, value []byte)) ([]b
 // errorf returns a syntax error at the current position, located as
 // jsontree.Parse locates its errors.
 func (t *transcoder) errorf(format string, args ...any) error {
-	line, col := 1, 1
-	end := min(t.pos, len(t.src))
-	for i := 0; i < end; i++ {
-		if t.src[i] == '\n' {
-			line++
-			col = 1
-		} else {
-			col++
-		}
-	}
-	return &jsontree.SyntaxError{Offset: t.pos, Line: line, Column: col, Msg: fmt.Sprintf(format, args...)}
+	return jsontree.SyntaxErrorAt(t.src, t.pos, format, args...)
 }
 
 func (t *transcoder) skipSpace() {
@@ -411,73 +400,11 @@ func (t *transcoder) string(out []byte, canonical bool) ([]byte, error) {
 }
 
 // escape decodes one backslash escape starting at the backslash, as
-// jsontree's parser does.
+// jsontree's parser does (jsontree.DecodeEscape).
 func (t *transcoder) escape() (rune, error) {
-	if t.pos+1 >= len(t.src) {
-		return 0, t.errorf("unterminated escape")
-	}
-	c := t.src[t.pos+1]
-	t.pos += 2
-	switch c {
-	case '"', '\\', '/':
-		return rune(c), nil
-	case 'b':
-		return '\b', nil
-	case 'f':
-		return '\f', nil
-	case 'n':
-		return '\n', nil
-	case 'r':
-		return '\r', nil
-	case 't':
-		return '\t', nil
-	case 'u':
-		r, err := t.hex4()
-		if err != nil {
-			return 0, err
-		}
-		if !utf16.IsSurrogate(r) {
-			return r, nil
-		}
-		if r >= 0xDC00 || t.pos+1 >= len(t.src) || t.src[t.pos] != '\\' || t.src[t.pos+1] != 'u' {
-			return 0, t.errorf("lone UTF-16 surrogate \\u%04X", r)
-		}
-		t.pos += 2
-		lo, err := t.hex4()
-		if err != nil {
-			return 0, err
-		}
-		pair := utf16.DecodeRune(r, lo)
-		if pair == utf8.RuneError {
-			return 0, t.errorf("invalid UTF-16 surrogate pair \\u%04X\\u%04X", r, lo)
-		}
-		return pair, nil
-	default:
-		t.pos -= 2
-		return 0, t.errorf("invalid escape '\\%c'", c)
-	}
-}
-
-func (t *transcoder) hex4() (rune, error) {
-	if t.pos+4 > len(t.src) {
-		return 0, t.errorf("truncated \\u escape")
-	}
-	var r rune
-	for _, c := range t.src[t.pos : t.pos+4] {
-		r <<= 4
-		switch {
-		case c >= '0' && c <= '9':
-			r |= rune(c - '0')
-		case c >= 'a' && c <= 'f':
-			r |= rune(c - 'a' + 10)
-		case c >= 'A' && c <= 'F':
-			r |= rune(c - 'A' + 10)
-		default:
-			return 0, t.errorf("invalid hex digit in \\u escape")
-		}
-	}
-	t.pos += 4
-	return r, nil
+	r, next, err := jsontree.DecodeEscape(t.src, t.pos)
+	t.pos = next
+	return r, err
 }
 
 // number appends the canonical form of the number at the current

@@ -144,17 +144,24 @@ type parser struct {
 }
 
 func (p *parser) errorf(format string, args ...any) error {
+	return SyntaxErrorAt(p.data, p.pos, format, args...)
+}
+
+// SyntaxErrorAt returns the syntax error at byte offset pos of data, with
+// its line and column: how Parse locates its errors, for the other
+// scanners of JSON text (canonjson's transcoder) to locate theirs alike.
+func SyntaxErrorAt(data []byte, pos int, format string, args ...any) *SyntaxError {
 	line, col := 1, 1
-	end := min(p.pos, len(p.data))
+	end := min(pos, len(data))
 	for i := 0; i < end; i++ {
-		if p.data[i] == '\n' {
+		if data[i] == '\n' {
 			line++
 			col = 1
 		} else {
 			col++
 		}
 	}
-	return &SyntaxError{Offset: p.pos, Line: line, Column: col, Msg: fmt.Sprintf(format, args...)}
+	return &SyntaxError{Offset: pos, Line: line, Column: col, Msg: fmt.Sprintf(format, args...)}
 }
 
 func (p *parser) skipSpace() {
@@ -407,57 +414,70 @@ func (p *parser) invalidUTF8(start int) error {
 
 // escape decodes one backslash escape starting at the backslash.
 func (p *parser) escape() (rune, error) {
-	if p.pos+1 >= len(p.data) {
-		return 0, p.errorf("unterminated escape")
+	r, next, err := DecodeEscape(p.data, p.pos)
+	p.pos = next
+	return r, err
+}
+
+// DecodeEscape decodes the backslash escape at data[pos] (the backslash):
+// the JSON escapes, \uXXXX with UTF-16 surrogate pairs joined, a lone or
+// invalid surrogate an error. It returns the rune and the offset after
+// the escape, or a *SyntaxError located as Parse locates it. It is the one
+// decoder of escapes for Parse and for canonjson's transcoder.
+func DecodeEscape(data []byte, pos int) (rune, int, error) {
+	if pos+1 >= len(data) {
+		return 0, pos, SyntaxErrorAt(data, pos, "unterminated escape")
 	}
-	c := p.data[p.pos+1]
-	p.pos += 2
+	c := data[pos+1]
 	switch c {
 	case '"', '\\', '/':
-		return rune(c), nil
+		return rune(c), pos + 2, nil
 	case 'b':
-		return '\b', nil
+		return '\b', pos + 2, nil
 	case 'f':
-		return '\f', nil
+		return '\f', pos + 2, nil
 	case 'n':
-		return '\n', nil
+		return '\n', pos + 2, nil
 	case 'r':
-		return '\r', nil
+		return '\r', pos + 2, nil
 	case 't':
-		return '\t', nil
+		return '\t', pos + 2, nil
 	case 'u':
-		r, err := p.hex4()
+		pos += 2
+		r, err := hex4(data, pos)
 		if err != nil {
-			return 0, err
+			return 0, pos, err
 		}
-		if utf16.IsSurrogate(r) {
-			if r >= 0xDC00 || p.pos+1 >= len(p.data) || p.data[p.pos] != '\\' || p.data[p.pos+1] != 'u' {
-				return 0, p.errorf("lone UTF-16 surrogate \\u%04X", r)
-			}
-			p.pos += 2
-			lo, err := p.hex4()
-			if err != nil {
-				return 0, err
-			}
-			pair := utf16.DecodeRune(r, lo)
-			if pair == utf8.RuneError {
-				return 0, p.errorf("invalid UTF-16 surrogate pair \\u%04X\\u%04X", r, lo)
-			}
-			return pair, nil
+		pos += 4
+		if !utf16.IsSurrogate(r) {
+			return r, pos, nil
 		}
-		return r, nil
+		if r >= 0xDC00 || pos+1 >= len(data) || data[pos] != '\\' || data[pos+1] != 'u' {
+			return 0, pos, SyntaxErrorAt(data, pos, "lone UTF-16 surrogate \\u%04X", r)
+		}
+		pos += 2
+		lo, err := hex4(data, pos)
+		if err != nil {
+			return 0, pos, err
+		}
+		pos += 4
+		pair := utf16.DecodeRune(r, lo)
+		if pair == utf8.RuneError {
+			return 0, pos, SyntaxErrorAt(data, pos, "invalid UTF-16 surrogate pair \\u%04X\\u%04X", r, lo)
+		}
+		return pair, pos, nil
 	default:
-		p.pos -= 2
-		return 0, p.errorf("invalid escape '\\%c'", c)
+		return 0, pos, SyntaxErrorAt(data, pos, "invalid escape '\\%c'", c)
 	}
 }
 
-func (p *parser) hex4() (rune, error) {
-	if p.pos+4 > len(p.data) {
-		return 0, p.errorf("truncated \\u escape")
+// hex4 decodes the four hex digits at data[pos].
+func hex4(data []byte, pos int) (rune, error) {
+	if pos+4 > len(data) {
+		return 0, SyntaxErrorAt(data, pos, "truncated \\u escape")
 	}
 	var r rune
-	for _, c := range p.data[p.pos : p.pos+4] {
+	for _, c := range data[pos : pos+4] {
 		r <<= 4
 		switch {
 		case c >= '0' && c <= '9':
@@ -467,9 +487,8 @@ func (p *parser) hex4() (rune, error) {
 		case c >= 'A' && c <= 'F':
 			r |= rune(c - 'A' + 10)
 		default:
-			return 0, p.errorf("invalid hex digit in \\u escape")
+			return 0, SyntaxErrorAt(data, pos, "invalid hex digit in \\u escape")
 		}
 	}
-	p.pos += 4
 	return r, nil
 }
