@@ -3,19 +3,12 @@ package verifier_test
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/url"
-	"path/filepath"
-	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -24,34 +17,6 @@ import (
 	"github.com/runtimetruth/runtimetruth/services/verifier"
 )
 
-// member remembers how to start a cluster server again on its ports and
-// data.
-type member struct {
-	name        string
-	storeDir    string
-	port, route int
-}
-
-func remember(s *natsserver.Server) member {
-	return member{
-		name:     s.Name(),
-		storeDir: filepath.Dir(s.StoreDir()), // StoreDir ends in "jetstream"
-		port:     s.Addr().(*net.TCPAddr).Port,
-		route:    s.ClusterAddr().Port,
-	}
-}
-
-func (m member) start(t *testing.T, routes []*url.URL) *natsserver.Server {
-	t.Helper()
-	opts := natstest.Options(m.storeDir)
-	opts.ServerName = m.name
-	opts.Port = m.port
-	opts.Cluster = natsserver.ClusterOpts{Name: "natstest", Host: "127.0.0.1", Port: m.route}
-	opts.Routes = routes
-	s, _ := natstest.Run(t, opts)
-	return s
-}
-
 // In a three-node cluster with R3 streams and buckets, a node stopped
 // mid-stream and brought back loses no snapshot: every one gets exactly one
 // verdict, and verdicts continue while the node is down.
@@ -59,16 +24,11 @@ func TestClusterNodeOutage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	servers, urls := natstest.RunCluster(t, 3)
-	members := make([]member, len(servers))
-	routes := make([]*url.URL, len(servers))
-	for i, s := range servers {
-		members[i] = remember(s)
-		routes[i] = &url.URL{Scheme: "nats", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(members[i].route))}
-	}
+	members := natstest.Members(servers)
 	_, js := natstest.Connect(t, urls)
 	vf := start(ctx, t, urls, func(c *verifier.Config) { c.Replicas = 3 })
 
-	names := replicated()
+	names := verifier.Topology(3, topology.ConsumerVerifier).StreamNames()
 	for _, name := range names {
 		s, err := js.Stream(ctx, name)
 		require.NoError(t, err, name)
@@ -134,10 +94,10 @@ func TestClusterNodeOutage(t *testing.T) {
 	close(resume)
 	verdictsAtLeast(n / 2) // verdicts continue on two nodes
 
-	servers[down] = members[down].start(t, routes)
+	servers[down] = members[down].Restart(t, members)
 	natstest.CheckFor(t, 30*time.Second, 20*time.Millisecond, func() error {
 		if !servers[down].JetStreamIsCurrent() || natstest.Peers(servers[down]) != 2 {
-			return fmt.Errorf("%s not back in the cluster", members[down].name)
+			return fmt.Errorf("%s not back in the cluster", members[down].Name())
 		}
 		return nil
 	})
@@ -157,62 +117,6 @@ func TestClusterNodeOutage(t *testing.T) {
 	// The cluster converges: every replica current, every node holding
 	// the same messages of every stream and bucket.
 	start := time.Now()
-	converged(ctx, t, js, servers, names)
+	natstest.WaitConverged(ctx, t, js, servers, names)
 	t.Logf("converged in %s", time.Since(start).Round(time.Millisecond))
-}
-
-// replicated names the streams of the verifier's topology and the streams
-// behind its key-value buckets.
-func replicated() []string {
-	top := verifier.Topology(3, topology.ConsumerVerifier)
-	var names []string
-	for _, s := range top.Streams {
-		names = append(names, s.Name)
-	}
-	for _, b := range top.Buckets {
-		names = append(names, "KV_"+b.Bucket)
-	}
-	return names
-}
-
-// converged waits until every named stream has a leader and two current
-// replicas without lag, and every server holds the same messages of it.
-func converged(ctx context.Context, t *testing.T, js jetstream.JetStream, servers []*natsserver.Server, names []string) {
-	t.Helper()
-	natstest.CheckFor(t, 60*time.Second, 50*time.Millisecond, func() error {
-		for _, name := range names {
-			s, err := js.Stream(ctx, name)
-			if err != nil {
-				return fmt.Errorf("%s: %w", name, err)
-			}
-			info, err := s.Info(ctx)
-			if err != nil {
-				return fmt.Errorf("%s: %w", name, err)
-			}
-			ci := info.Cluster
-			if info.Config.Replicas != 3 || ci == nil || ci.Leader == "" || len(ci.Replicas) != 2 {
-				return fmt.Errorf("%s: %d replicas, cluster %+v", name, info.Config.Replicas, ci)
-			}
-			for _, r := range ci.Replicas {
-				if !r.Current || r.Offline || r.Lag != 0 {
-					return fmt.Errorf("%s: replica %s current %t, offline %t, lag %d", name, r.Name, r.Current, r.Offline, r.Lag)
-				}
-			}
-			for _, srv := range servers {
-				acc, err := srv.JszAccount(&natsserver.JSzOptions{Account: srv.GlobalAccount().Name, Streams: true})
-				if err != nil {
-					return fmt.Errorf("%s: %w", srv.Name(), err)
-				}
-				i := slices.IndexFunc(acc.Streams, func(d natsserver.StreamDetail) bool { return d.Name == name })
-				if i < 0 {
-					return fmt.Errorf("%s: no replica on %s", name, srv.Name())
-				}
-				if st := acc.Streams[i].State; st.Msgs != info.State.Msgs || st.LastSeq != info.State.LastSeq {
-					return fmt.Errorf("%s on %s: %d messages to %d, the leader %s has %d to %d",
-						name, srv.Name(), st.Msgs, st.LastSeq, ci.Leader, info.State.Msgs, info.State.LastSeq)
-				}
-			}
-		}
-		return nil
-	})
 }

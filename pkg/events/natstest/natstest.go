@@ -6,9 +6,12 @@
 package natstest
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/url"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -189,4 +192,90 @@ func CheckFor(tb testing.TB, timeout, interval time.Duration, f func() error) {
 		}
 		time.Sleep(interval)
 	}
+}
+
+// Member remembers how to start a server of a RunCluster cluster again, on
+// its ports and its data, after it was shut down.
+type Member struct {
+	name        string
+	storeDir    string
+	port, route int
+}
+
+// Members remembers every server of a cluster (call it while they run).
+func Members(servers []*server.Server) []Member {
+	out := make([]Member, len(servers))
+	for i, s := range servers {
+		out[i] = Member{
+			name:     s.Name(),
+			storeDir: filepath.Dir(s.StoreDir()), // StoreDir ends in "jetstream"
+			port:     s.Addr().(*net.TCPAddr).Port,
+			route:    s.ClusterAddr().Port,
+		}
+	}
+	return out
+}
+
+// Name is the server's name.
+func (m Member) Name() string { return m.name }
+
+// Restart starts m again in the cluster of members, and returns it once it
+// accepts connections.
+func (m Member) Restart(tb testing.TB, members []Member) *server.Server {
+	tb.Helper()
+	routes := make([]*url.URL, len(members))
+	for i, o := range members {
+		routes[i] = &url.URL{Scheme: "nats", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(o.route))}
+	}
+	opts := Options(m.storeDir)
+	opts.ServerName = m.name
+	opts.Port = m.port
+	opts.Cluster = server.ClusterOpts{Name: "natstest", Host: "127.0.0.1", Port: m.route}
+	opts.Routes = routes
+	s, _ := Run(tb, opts)
+	return s
+}
+
+// WaitConverged waits (up to a minute) until every named stream is
+// replicated on every server: its configured replicas are len(servers), it
+// has a leader and len(servers)-1 current replicas without lag, and every
+// server holds the same messages of it as the leader.
+func WaitConverged(ctx context.Context, tb testing.TB, js jetstream.JetStream, servers []*server.Server, names []string) {
+	tb.Helper()
+	CheckFor(tb, time.Minute, 50*time.Millisecond, func() error {
+		for _, name := range names {
+			s, err := js.Stream(ctx, name)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			info, err := s.Info(ctx)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			ci := info.Cluster
+			if info.Config.Replicas != len(servers) || ci == nil || ci.Leader == "" || len(ci.Replicas) != len(servers)-1 {
+				return fmt.Errorf("%s: %d replicas, cluster %+v", name, info.Config.Replicas, ci)
+			}
+			for _, r := range ci.Replicas {
+				if !r.Current || r.Offline || r.Lag != 0 {
+					return fmt.Errorf("%s: replica %s current %t, offline %t, lag %d", name, r.Name, r.Current, r.Offline, r.Lag)
+				}
+			}
+			for _, srv := range servers {
+				acc, err := srv.JszAccount(&server.JSzOptions{Account: srv.GlobalAccount().Name, Streams: true})
+				if err != nil {
+					return fmt.Errorf("%s: %w", srv.Name(), err)
+				}
+				i := slices.IndexFunc(acc.Streams, func(d server.StreamDetail) bool { return d.Name == name })
+				if i < 0 {
+					return fmt.Errorf("%s: no replica on %s", name, srv.Name())
+				}
+				if st := acc.Streams[i].State; st.Msgs != info.State.Msgs || st.LastSeq != info.State.LastSeq {
+					return fmt.Errorf("%s on %s: %d messages to %d, the leader %s has %d to %d",
+						name, srv.Name(), st.Msgs, st.LastSeq, ci.Leader, info.State.Msgs, info.State.LastSeq)
+				}
+			}
+		}
+		return nil
+	})
 }

@@ -278,6 +278,19 @@ func EnsureVerifier(ctx context.Context, js jetstream.JetStream, replicas int) e
 	return Verifier(replicas, ConsumerVerifier).Ensure(ctx, js)
 }
 
+// StreamNames returns the names of t's streams and of the streams behind
+// its key-value buckets (KV_<bucket>).
+func (t Topology) StreamNames() []string {
+	names := make([]string, 0, len(t.Streams)+len(t.Buckets))
+	for _, s := range t.Streams {
+		names = append(names, s.Name)
+	}
+	for _, b := range t.Buckets {
+		names = append(names, "KV_"+b.Bucket)
+	}
+	return names
+}
+
 // Ensure creates every stream, consumer and bucket that is missing and
 // updates the others to the definitions; running it again, or from several
 // services at once, changes nothing. A definition the server cannot apply to

@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/url"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
-	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -23,34 +20,6 @@ import (
 	"github.com/runtimetruth/runtimetruth/services/collector/inspect"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
 )
-
-// clusterMember remembers how to start a cluster server again on its
-// ports and data.
-type clusterMember struct {
-	name        string
-	storeDir    string
-	port, route int
-}
-
-func rememberMember(s *natsserver.Server) clusterMember {
-	return clusterMember{
-		name:     s.Name(),
-		storeDir: filepath.Dir(s.StoreDir()), // StoreDir ends in "jetstream"
-		port:     s.Addr().(*net.TCPAddr).Port,
-		route:    s.ClusterAddr().Port,
-	}
-}
-
-func (m clusterMember) start(t *testing.T, routes []*url.URL) *natsserver.Server {
-	t.Helper()
-	opts := natstest.Options(m.storeDir)
-	opts.ServerName = m.name
-	opts.Port = m.port
-	opts.Cluster = natsserver.ClusterOpts{Name: "natstest", Host: "127.0.0.1", Port: m.route}
-	opts.Routes = routes
-	s, _ := natstest.Run(t, opts)
-	return s
-}
 
 // storedEvent is one event read back from a stream.
 type storedEvent struct {
@@ -85,69 +54,6 @@ func storedEvents(ctx context.Context, t *testing.T, js jetstream.JetStream, str
 	return out
 }
 
-// replicatedNames are the streams of the verifier's topology and the
-// streams behind its key-value buckets.
-func replicatedNames() []string {
-	top := topology.Verifier(3, topology.ConsumerVerifier)
-	var names []string
-	for _, s := range top.Streams {
-		names = append(names, s.Name)
-	}
-	for _, b := range top.Buckets {
-		names = append(names, "KV_"+b.Bucket)
-	}
-	return names
-}
-
-// converged waits until every stream (buckets included) has a leader and
-// two current replicas with no lag, and every server holds the same
-// messages of it.
-func converged(ctx context.Context, t *testing.T, js jetstream.JetStream, servers []*natsserver.Server, names []string) {
-	t.Helper()
-	natstest.CheckFor(t, 60*time.Second, 50*time.Millisecond, func() error {
-		for _, name := range names {
-			s, err := js.Stream(ctx, name)
-			if err != nil {
-				return fmt.Errorf("%s: %w", name, err)
-			}
-			info, err := s.Info(ctx)
-			if err != nil {
-				return fmt.Errorf("%s: %w", name, err)
-			}
-			ci := info.Cluster
-			if ci == nil || ci.Leader == "" || len(ci.Replicas) != 2 {
-				return fmt.Errorf("%s: cluster %+v", name, ci)
-			}
-			for _, r := range ci.Replicas {
-				if !r.Current || r.Offline || r.Lag != 0 {
-					return fmt.Errorf("%s: replica %s current %t, offline %t, lag %d", name, r.Name, r.Current, r.Offline, r.Lag)
-				}
-			}
-			for _, srv := range servers {
-				acc, err := srv.JszAccount(&natsserver.JSzOptions{Account: srv.GlobalAccount().Name, Streams: true})
-				if err != nil {
-					return fmt.Errorf("%s: %w", srv.Name(), err)
-				}
-				found := false
-				for _, d := range acc.Streams {
-					if d.Name != name {
-						continue
-					}
-					found = true
-					if d.State.Msgs != info.State.Msgs || d.State.LastSeq != info.State.LastSeq {
-						return fmt.Errorf("%s on %s: %d messages to %d, the leader %s has %d to %d",
-							name, srv.Name(), d.State.Msgs, d.State.LastSeq, ci.Leader, info.State.Msgs, info.State.LastSeq)
-					}
-				}
-				if !found {
-					return fmt.Errorf("%s: no replica on %s", name, srv.Name())
-				}
-			}
-		}
-		return nil
-	})
-}
-
 // TestClusterNodeOutageWithCollector runs a real collector (three git
 // targets collected every second) and verifier against a three-node
 // JetStream cluster with every stream and bucket replicated three times,
@@ -160,12 +66,7 @@ func TestClusterNodeOutageWithCollector(t *testing.T) {
 	defer cancel()
 	begun := time.Now()
 	servers, urls := natstest.RunCluster(t, 3)
-	members := make([]clusterMember, len(servers))
-	routes := make([]*url.URL, len(servers))
-	for i, s := range servers {
-		members[i] = rememberMember(s)
-		routes[i] = &url.URL{Scheme: "nats", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(members[i].route))}
-	}
+	members := natstest.Members(servers)
 	_, js := natstest.Connect(t, urls)
 
 	type component interface {
@@ -186,7 +87,7 @@ func TestClusterNodeOutageWithCollector(t *testing.T) {
 	require.NoError(t, ver.Start(ctx))
 	t.Cleanup(func() { stop(ver) })
 
-	names := replicatedNames()
+	names := topology.Verifier(3, topology.ConsumerVerifier).StreamNames()
 	for _, name := range names {
 		s, err := js.Stream(ctx, name)
 		require.NoError(t, err, name)
@@ -257,10 +158,10 @@ func TestClusterNodeOutageWithCollector(t *testing.T) {
 	outage := ver.Metrics().VerdictsPass
 	passes("with a node down", outage+phase) // verdicts continue on two nodes
 
-	servers[down] = members[down].start(t, routes)
+	servers[down] = members[down].Restart(t, members)
 	natstest.CheckFor(t, 30*time.Second, 20*time.Millisecond, func() error {
 		if !servers[down].JetStreamIsCurrent() || natstest.Peers(servers[down]) != 2 {
-			return fmt.Errorf("%s not back in the cluster", members[down].name)
+			return fmt.Errorf("%s not back in the cluster", members[down].Name())
 		}
 		return nil
 	})
@@ -323,6 +224,6 @@ func TestClusterNodeOutageWithCollector(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, 3, s.CachedInfo().Config.Replicas, "replicas of %s", name)
 	}
-	converged(ctx, t, js, servers, names)
+	natstest.WaitConverged(ctx, t, js, servers, names)
 	t.Logf("done in %s", time.Since(begun).Round(time.Millisecond))
 }
