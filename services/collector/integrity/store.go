@@ -63,6 +63,13 @@ func OpenStore(dir string) (*Store, error) {
 // Dir returns the state directory.
 func (s *Store) Dir() string { return s.dir }
 
+// WriteFile writes data to the file name in the store's directory
+// atomically and durably: a temporary file, fsynced, renamed over the old
+// one, the directory fsynced.
+func (s *Store) WriteFile(name string, data []byte) error {
+	return writeAtomic(filepath.Join(s.dir, name), data, true)
+}
+
 func (s *Store) now() time.Time {
 	if s.Now != nil {
 		return s.Now()

@@ -86,48 +86,35 @@ func Record(store *integrity.Store, source string, rep *integrity.Report, sc Sco
 	if rep == nil || len(rep.Results) == 0 {
 		return nil, nil
 	}
-	unlock, err := store.Lock()
-	if err != nil {
-		return nil, fmt.Errorf("record runnable.modified: %w", err)
-	}
-	defer unlock()
-	st := loadState(store.Dir())
-	var (
-		out  []events.RunnableModified
-		errs []error
-		save bool
-	)
-	for i := range rep.Results {
-		r := &rep.Results[i]
-		key := packageKey(sc, r.Name)
-		switch {
-		case r.Status == integrity.StatusOK:
-			save = st.forget(key) || save
-			continue
-		case r.Status != integrity.StatusModified || r.ChangeDigest == "" || st.Last[key].ChangeDigest == r.ChangeDigest:
-			continue
+	var out []events.RunnableModified
+	err := locked(store, func(st *state) error {
+		todo, save := st.unreported(rep, sc)
+		var errs []error
+		for _, r := range todo {
+			ev := event(r, sc)
+			if err := appendEvent(filepath.Join(store.Dir(), AuditFile), source, ev); err != nil {
+				errs = append(errs, fmt.Errorf("record runnable.modified of %s: %w", r.Name, err))
+				continue
+			}
+			logSyslog(ev)
+			out = append(out, ev)
+			st.remember(packageKey(sc, r.Name), ev, now(store))
+			// Remember each event as soon as it is appended: a crash or
+			// error later in the loop then duplicates none of the
+			// earlier ones.
+			if err := st.save(store); err != nil {
+				errs = append(errs, fmt.Errorf("record runnable.modified: %w", err))
+			}
+			save = false
 		}
-		ev := event(r, sc)
-		if err := appendEvent(filepath.Join(store.Dir(), AuditFile), source, ev); err != nil {
-			errs = append(errs, fmt.Errorf("record runnable.modified of %s: %w", r.Name, err))
-			continue
+		if save {
+			if err := st.save(store); err != nil {
+				errs = append(errs, fmt.Errorf("record runnable.modified: %w", err))
+			}
 		}
-		logSyslog(ev)
-		out = append(out, ev)
-		st.remember(key, ev, now(store))
-		// Remember each event as soon as it is appended: a crash or error
-		// later in the loop then duplicates none of the earlier ones.
-		if err := st.save(store.Dir()); err != nil {
-			errs = append(errs, fmt.Errorf("record runnable.modified: %w", err))
-		}
-		save = false
-	}
-	if save {
-		if err := st.save(store.Dir()); err != nil {
-			errs = append(errs, fmt.Errorf("record runnable.modified: %w", err))
-		}
-	}
-	return out, errors.Join(errs...)
+		return errors.Join(errs...)
+	})
+	return out, err
 }
 
 // Unreported returns the runnable.modified payloads of rep's modified
@@ -140,30 +127,18 @@ func Unreported(store *integrity.Store, rep *integrity.Report, sc Scope) ([]even
 	if rep == nil || len(rep.Results) == 0 {
 		return nil, nil
 	}
-	unlock, err := store.Lock()
-	if err != nil {
-		return nil, fmt.Errorf("runnable.modified state: %w", err)
-	}
-	defer unlock()
-	st := loadState(store.Dir())
 	var out []events.RunnableModified
-	save := false
-	for i := range rep.Results {
-		r := &rep.Results[i]
-		key := packageKey(sc, r.Name)
-		switch {
-		case r.Status == integrity.StatusOK:
-			save = st.forget(key) || save
-		case r.Status == integrity.StatusModified && r.ChangeDigest != "" && st.Last[key].ChangeDigest != r.ChangeDigest:
+	err := locked(store, func(st *state) error {
+		todo, forgot := st.unreported(rep, sc)
+		for _, r := range todo {
 			out = append(out, event(r, sc))
 		}
-	}
-	if save {
-		if err := st.save(store.Dir()); err != nil {
-			return out, fmt.Errorf("runnable.modified state: %w", err)
+		if forgot {
+			return st.save(store)
 		}
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
 // Reported remembers evs (of sc's environment) as the last changes
@@ -172,19 +147,23 @@ func Reported(store *integrity.Store, sc Scope, evs []events.RunnableModified) e
 	if len(evs) == 0 {
 		return nil
 	}
+	return locked(store, func(st *state) error {
+		for _, ev := range evs {
+			st.remember(packageKey(sc, ev.Package), ev, now(store))
+		}
+		return st.save(store)
+	})
+}
+
+// locked runs fn on the state in store's directory under the store's
+// lock.
+func locked(store *integrity.Store, fn func(*state) error) error {
 	unlock, err := store.Lock()
 	if err != nil {
 		return fmt.Errorf("runnable.modified state: %w", err)
 	}
 	defer unlock()
-	st := loadState(store.Dir())
-	for _, ev := range evs {
-		st.remember(packageKey(sc, ev.Package), ev, now(store))
-	}
-	if err := st.save(store.Dir()); err != nil {
-		return fmt.Errorf("runnable.modified state: %w", err)
-	}
-	return nil
+	return fn(loadState(store.Dir()))
 }
 
 // appendEvent validates ev as a CloudEvent and appends it to the chain

@@ -68,6 +68,24 @@ func loadState(dir string) *state {
 	return st
 }
 
+// unreported applies rep to st: a package found clean forgets its last
+// change (forgot reports whether one did); the modified packages whose
+// change differs from the last one reported are returned. Skipped
+// packages and those that could not be checked are left as they were.
+func (st *state) unreported(rep *integrity.Report, sc Scope) (todo []*integrity.Result, forgot bool) {
+	for i := range rep.Results {
+		r := &rep.Results[i]
+		key := packageKey(sc, r.Name)
+		switch {
+		case r.Status == integrity.StatusOK:
+			forgot = st.forget(key) || forgot
+		case r.Status == integrity.StatusModified && r.ChangeDigest != "" && st.Last[key].ChangeDigest != r.ChangeDigest:
+			todo = append(todo, r)
+		}
+	}
+	return todo, forgot
+}
+
 func (st *state) forget(key string) bool {
 	if _, ok := st.Last[key]; !ok {
 		return false
@@ -100,35 +118,11 @@ func (st *state) remember(key string, ev events.RunnableModified, at time.Time) 
 	}
 }
 
-// save writes StateFile atomically: a temporary file, fsynced, renamed
-// over the old one.
-func (st *state) save(dir string) (err error) {
+// save writes StateFile atomically and durably (Store.WriteFile).
+func (st *state) save(store *integrity.Store) error {
 	data, err := json.MarshalIndent(st, "", " ")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", StateFile, err)
 	}
-	f, err := os.CreateTemp(dir, "."+StateFile+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", StateFile, err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmp)
-		}
-	}()
-	_, err = f.Write(append(data, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, StateFile))
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", StateFile, err)
-	}
-	return nil
+	return store.WriteFile(StateFile, append(data, '\n'))
 }
