@@ -104,31 +104,9 @@ func appendVerdict(dst []byte, v Verdict) (out []byte, reportStart, reportEnd in
 // appendReport appends r as encoding/json writes a report.Report.
 func appendReport(dst []byte, r *report.Report) []byte {
 	dst = append(dst, `{"changes":`...)
-	if r.Changes == nil {
-		dst = append(dst, "null"...)
-	} else {
-		dst = append(dst, '[')
-		for i, c := range r.Changes {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendChange(dst, c)
-		}
-		dst = append(dst, ']')
-	}
+	dst = appendArray(dst, r.Changes, appendChange)
 	dst = append(dst, `,"protected":`...)
-	if r.Protected == nil {
-		dst = append(dst, "null"...)
-	} else {
-		dst = append(dst, '[')
-		for i, p := range r.Protected {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = AppendJSONString(dst, p)
-		}
-		dst = append(dst, ']')
-	}
+	dst = appendArray(dst, r.Protected, AppendJSONString)
 	dst = append(dst, `,"report_schema_version":`...)
 	dst = strconv.AppendInt(dst, int64(r.ReportSchemaVersion), 10)
 	dst = append(dst, `,"status":`...)
@@ -140,39 +118,48 @@ func appendReport(dst []byte, r *report.Report) []byte {
 	return append(dst, "}}"...)
 }
 
+// appendArray appends xs as encoding/json writes a slice: null when nil,
+// else each element as elem writes it, in brackets, comma-separated.
+func appendArray[T any](dst []byte, xs []T, elem func([]byte, T) []byte) []byte {
+	if xs == nil {
+		return append(dst, "null"...)
+	}
+	dst = append(dst, '[')
+	for i, x := range xs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = elem(dst, x)
+	}
+	return append(dst, ']')
+}
+
 func appendChange(dst []byte, c report.Change) []byte {
 	dst = append(dst, `{"change":`...)
 	dst = AppendJSONString(dst, string(c.Change))
 	dst = append(dst, `,"fields":`...)
-	if c.Fields == nil {
-		dst = append(dst, "null"...)
-	} else {
-		dst = append(dst, '[')
-		for i, f := range c.Fields {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = append(dst, '{')
-			if f.After != nil {
-				dst = append(dst, `"after":`...)
-				dst = appendValue(dst, *f.After)
-				dst = append(dst, ',')
-			}
-			if f.Before != nil {
-				dst = append(dst, `"before":`...)
-				dst = appendValue(dst, *f.Before)
-				dst = append(dst, ',')
-			}
-			dst = append(dst, `"change":`...)
-			dst = AppendJSONString(dst, string(f.Change))
-			dst = append(dst, `,"field":`...)
-			dst = AppendJSONString(dst, f.Field)
-			dst = append(dst, '}')
-		}
-		dst = append(dst, ']')
-	}
+	dst = appendArray(dst, c.Fields, appendField)
 	dst = append(dst, `,"kind":`...)
 	dst = AppendJSONString(dst, c.Kind)
+	return append(dst, '}')
+}
+
+func appendField(dst []byte, f report.Field) []byte {
+	dst = append(dst, '{')
+	if f.After != nil {
+		dst = append(dst, `"after":`...)
+		dst = appendValue(dst, *f.After)
+		dst = append(dst, ',')
+	}
+	if f.Before != nil {
+		dst = append(dst, `"before":`...)
+		dst = appendValue(dst, *f.Before)
+		dst = append(dst, ',')
+	}
+	dst = append(dst, `"change":`...)
+	dst = AppendJSONString(dst, string(f.Change))
+	dst = append(dst, `,"field":`...)
+	dst = AppendJSONString(dst, f.Field)
 	return append(dst, '}')
 }
 
