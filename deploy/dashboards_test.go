@@ -278,7 +278,7 @@ func fixtureMessages(t *testing.T, start time.Time) []*nats.Msg {
 			if ti%2 == 1 {
 				slices.Reverse(statuses)
 			}
-			payloads = append(payloads, evidenceFixture(t, host, tg, hi))
+			payloads = append(payloads, auditortest.EvidenceOf(t, host, tg, time.Now().UTC().Truncate(time.Second), hi))
 			for _, st := range statuses {
 				payloads = append(payloads, verdictFixture(host, tg, id, st))
 			}
@@ -317,25 +317,6 @@ func fixtureMessages(t *testing.T, start time.Time) []*nats.Msg {
 	bad.Header.Set(nats.MsgIdHdr, "bad-1")
 	bad.Data = []byte(`{"host": "web-02.example.com", "host": "twice"`)
 	return append(msgs, bad)
-}
-
-func evidenceFixture(t *testing.T, host string, tg events.Target, i int) events.EvidenceCollected {
-	t.Helper()
-	s := &snapshot.Snapshot{
-		SchemaVersion: snapshot.SchemaVersion,
-		CapturedAt:    time.Now().UTC().Truncate(time.Second),
-		Target:        snapshot.Target{Kind: tg.Kind, Identifier: tg.Identifier},
-		Evidence: []snapshot.Record{{
-			Plane: snapshot.Live, Kind: "systemd.unit",
-			Source: snapshot.Source{Collector: "systemd", Method: "systemctl show"},
-			Data:   snapshot.Data{"active_state": snapshot.String("active"), "main_pid": snapshot.Int(int64(3000 + i))},
-		}},
-	}
-	ev, err := events.NewEvidenceCollected(host, s, time.Minute)
-	if err != nil {
-		t.Fatalf("evidence fixture: %v", err)
-	}
-	return ev
 }
 
 func verdictFixture(host string, tg events.Target, id string, status events.Status) events.Verdict {

@@ -102,13 +102,20 @@ func Modified(host string, i int) events.RunnableModified {
 		ChangeDigest: Digest(strconv.Itoa(i))[len("sha256:"):]}
 }
 
-// Evidence is an evidence.collected event of a small systemd snapshot.
+// Evidence is an evidence.collected event of a small systemd snapshot of
+// Target(i), captured at Time.
 func Evidence(tb testing.TB, host string, i int) events.EvidenceCollected {
 	tb.Helper()
-	t := Target(i)
+	return EvidenceOf(tb, host, Target(i), Time, i)
+}
+
+// EvidenceOf is an evidence.collected event of a small systemd snapshot
+// of t captured at at, its main_pid 3000+i.
+func EvidenceOf(tb testing.TB, host string, t events.Target, at time.Time, i int) events.EvidenceCollected {
+	tb.Helper()
 	s := &snapshot.Snapshot{
 		SchemaVersion: snapshot.SchemaVersion,
-		CapturedAt:    Time,
+		CapturedAt:    at,
 		Target:        snapshot.Target{Kind: t.Kind, Identifier: t.Identifier},
 		Evidence: []snapshot.Record{{
 			Plane: snapshot.Live, Kind: "systemd.unit",
