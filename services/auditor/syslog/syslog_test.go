@@ -135,20 +135,7 @@ func listen(t *testing.T, addr string) *receiver {
 		ln, err = net.Listen("tcp", addr)
 		return err
 	})
-	r := &receiver{ln: ln}
-	r.wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			r.mu.Lock()
-			r.conns = append(r.conns, c)
-			r.mu.Unlock()
-			r.wg.Go(func() { r.read(c) })
-		}
-	})
-	return r
+	return serve(ln)
 }
 
 func (r *receiver) read(c net.Conn) {
