@@ -69,9 +69,8 @@ func AppendJSONString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// appendVerdict appends v as marshal writes it, and returns the bounds of
-// its report's JSON in the result (0, 0 without a report).
-func appendVerdict(dst []byte, v Verdict) (out []byte, reportStart, reportEnd int) {
+// appendVerdict appends v as marshal writes it.
+func appendVerdict(dst []byte, v Verdict) []byte {
 	dst = append(dst, `{"status":`...)
 	dst = AppendJSONString(dst, string(v.Status))
 	dst = append(dst, `,"host":`...)
@@ -90,15 +89,13 @@ func appendVerdict(dst []byte, v Verdict) (out []byte, reportStart, reportEnd in
 	}
 	if v.Report != nil {
 		dst = append(dst, `,"report":`...)
-		reportStart = len(dst)
 		dst = appendReport(dst, v.Report)
-		reportEnd = len(dst)
 	}
 	if v.Error != "" {
 		dst = append(dst, `,"error":`...)
 		dst = AppendJSONString(dst, v.Error)
 	}
-	return append(dst, '}'), reportStart, reportEnd
+	return append(dst, '}')
 }
 
 // appendReport appends r as encoding/json writes a report.Report.

@@ -21,23 +21,13 @@ import (
 // NewMsg's, v as encoding/json writes it with HTML escaping off: passed
 // through json.HTMLEscape, it is json.Marshal(v).
 func NewVerdictMsg(source string, v Verdict, opts ...Option) (*nats.Msg, event.Event, error) {
-	enc := func() ([]byte, error) {
-		data, _, err := marshalVerdict(v)
-		return data, err
-	}
+	enc := func() ([]byte, error) { return marshalVerdict(v), nil }
 	return newMsg(source, v, enc, checkVerdictReport, opts...)
 }
 
 // marshalVerdict encodes v as marshal does, without reflection
-// (appendVerdict). It returns the report's JSON too, a part of data (nil
-// without a report).
-func marshalVerdict(v Verdict) (data, report []byte, err error) {
-	data, start, end := appendVerdict(make([]byte, 0, 512), v)
-	if v.Report != nil {
-		report = data[start:end:end]
-	}
-	return data, report, nil
-}
+// (appendVerdict).
+func marshalVerdict(v Verdict) []byte { return appendVerdict(make([]byte, 0, 512), v) }
 
 // checkVerdictReport is validateData for a verdict that passed Validate.
 func checkVerdictReport(s *Spec, p Payload, data []byte) error {
