@@ -91,8 +91,8 @@ func ackSubject(stream, consumer string) string {
 func kvStream(bucket string) string { return "KV_" + bucket }
 
 // BucketEvidenceLatest is the verifier's own bucket of the latest snapshot
-// per target (verifier.BucketEvidence).
-const BucketEvidenceLatest = "evidence-latest"
+// per target.
+const BucketEvidenceLatest = topology.BucketEvidence
 
 // ensure grants creating, updating and reading the definition of streams
 // (not deleting or purging them).

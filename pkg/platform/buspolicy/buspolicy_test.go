@@ -141,14 +141,10 @@ func verdictMsg(t *testing.T, evidenceID string) *nats.Msg {
 	return m
 }
 
-// verifierTopology is what the verifier ensures (verifier.Topology): the
-// default topology and its own evidence-latest bucket.
+// verifierTopology is what the verifier ensures: the default topology and
+// its own evidence-latest bucket.
 func verifierTopology() topology.Topology {
-	t := topology.New(1)
-	b := t.Buckets[1]
-	b.Bucket = buspolicy.BucketEvidenceLatest
-	t.Buckets = append(t.Buckets, b)
-	return t
+	return topology.Verifier(1, topology.ConsumerVerifier)
 }
 
 func TestPermissions(t *testing.T) {
