@@ -201,9 +201,8 @@ type Baselines struct {
 	js     jetstream.JetStream
 	source string
 
-	mu       sync.Mutex
-	kv       jetstream.KeyValue
-	evidence jetstream.KeyValue
+	mu sync.Mutex
+	s  stores
 }
 
 // NewBaselines returns the baselines reached through js; the events it
@@ -221,29 +220,34 @@ func NewBaselines(js jetstream.JetStream, source string) *Baselines {
 	return &Baselines{js: js, source: source}
 }
 
-func (b *Baselines) buckets(ctx context.Context) (baselines, evidence jetstream.KeyValue, err error) {
+// stores are the buckets Baselines reads and writes.
+type stores struct {
+	baselines jetstream.KeyValue
+	evidence  jetstream.KeyValue // evidence-latest
+	verdicts  jetstream.KeyValue // verdicts-latest
+}
+
+func (b *Baselines) buckets(ctx context.Context) (stores, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.kv == nil {
-		kv, err := b.js.KeyValue(ctx, topology.BucketBaselines)
-		if err != nil {
-			return nil, nil, fmt.Errorf("baselines bucket: %w", err)
+	for name, dst := range map[string]*jetstream.KeyValue{
+		topology.BucketBaselines: &b.s.baselines, BucketEvidence: &b.s.evidence, topology.BucketVerdicts: &b.s.verdicts,
+	} {
+		if *dst != nil {
+			continue
 		}
-		b.kv = kv
-	}
-	if b.evidence == nil {
-		kv, err := b.js.KeyValue(ctx, BucketEvidence)
+		kv, err := b.js.KeyValue(ctx, name)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s bucket: %w", BucketEvidence, err)
+			return stores{}, fmt.Errorf("%s bucket: %w", name, err)
 		}
-		b.evidence = kv
+		*dst = kv
 	}
-	return b.kv, b.evidence, nil
+	return b.s, nil
 }
 
 func (b *Baselines) bucket(ctx context.Context) (jetstream.KeyValue, error) {
-	kv, _, err := b.buckets(ctx)
-	return kv, err
+	s, err := b.buckets(ctx)
+	return s.baselines, err
 }
 
 // Get returns a target's baseline, ErrNoBaseline, or ErrInvalidBaseline
@@ -463,11 +467,11 @@ type ApproveOptions struct {
 // to its baseline, as Put does. ErrNoSnapshot when none was received,
 // ErrAmbiguous when hosts disagree and no host is named.
 func (b *Baselines) Approve(ctx context.Context, target events.Target, o ApproveOptions) (*Baseline, error) {
-	kv, evidence, err := b.buckets(ctx)
+	st, err := b.buckets(ctx)
 	if err != nil {
 		return nil, err
 	}
-	obs, err := latestObservation(ctx, evidence, target, o.Host)
+	obs, err := st.latestObservation(ctx, target, o.Host)
 	if err != nil {
 		return nil, err
 	}
@@ -476,7 +480,7 @@ func (b *Baselines) Approve(ctx context.Context, target events.Target, o Approve
 		Protect: o.Protect, RequiredIdentity: o.RequiredIdentity,
 		ApprovedBy: o.By, Host: obs.Host,
 	}
-	if cur, err := getBaseline(ctx, kv, target); err == nil {
+	if cur, err := getBaseline(ctx, st.baselines, target); err == nil {
 		if o.Protect == nil {
 			bl.Protect = cur.Protect
 		}
@@ -488,55 +492,118 @@ func (b *Baselines) Approve(ctx context.Context, target events.Target, o Approve
 }
 
 // Observations returns the latest snapshot of target on every host, ordered
-// by host.
+// by host. A host whose latest snapshot had the evidence of the baseline it
+// was verified against (the verifier keeps no copy of those: see
+// VerdictRecord.AtBaseline) is given that baseline (Observation.AtBaseline).
 func (b *Baselines) Observations(ctx context.Context, target events.Target) ([]Observation, error) {
-	_, evidence, err := b.buckets(ctx)
+	st, err := b.buckets(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return observations(ctx, evidence, target)
+	return st.observations(ctx, target, "")
 }
 
-func observations(ctx context.Context, evidence jetstream.KeyValue, target events.Target) ([]Observation, error) {
-	all, err := entries(ctx, evidence, "*."+events.TargetTokens(target))
+// observations returns the latest snapshot of target on host, or on every
+// host when host is empty, ordered by host: the host's record in
+// evidence-latest, unless its latest verdict is of a newer snapshot that
+// had its baseline's evidence; then that baseline, read from the baselines
+// bucket's history when it has been replaced since.
+func (s stores) observations(ctx context.Context, target events.Target, host string) ([]Observation, error) {
+	filter := "*." + events.TargetTokens(target)
+	if host != "" {
+		filter = topology.VerdictKey(host, target)
+	}
+	snaps, err := entries(ctx, s.evidence, filter)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Observation, 0, len(all))
-	for _, e := range all {
+	recs, err := entries(ctx, s.verdicts, filter)
+	if err != nil {
+		return nil, err
+	}
+	latest := make(map[string]Observation, len(snaps))
+	for _, e := range snaps {
 		var o Observation
 		if err := json.Unmarshal(e.Value(), &o); err != nil {
 			return nil, fmt.Errorf("latest snapshot %s: %w", e.Key(), err)
 		}
 		if o.Target == target {
-			out = append(out, o)
+			latest[o.Host] = o
 		}
+	}
+	baselines := map[string]*parsed{} // by digest
+	for _, e := range recs {
+		var r VerdictRecord
+		if err := json.Unmarshal(e.Value(), &r); err != nil {
+			return nil, fmt.Errorf("verdict %s: %w", e.Key(), err)
+		}
+		v := r.Verdict
+		if o, ok := latest[v.Host]; !r.AtBaseline || v.Target != target || ok && o.EvidenceSequence >= r.EvidenceSequence {
+			continue
+		}
+		bl, ok := baselines[v.BaselineDigest]
+		if !ok {
+			if bl, err = baselineOfDigest(ctx, s.baselines, target, v.BaselineDigest); err != nil {
+				return nil, fmt.Errorf("latest snapshot of %s from %s: it had the evidence of baseline %s: %w", target, v.Host, v.BaselineDigest, err)
+			}
+			baselines[v.BaselineDigest] = bl
+		}
+		latest[v.Host] = Observation{
+			Host: v.Host, Target: target, Digest: bl.Digest,
+			EvidenceID: r.EvidenceID, EvidenceSequence: r.EvidenceSequence, Time: r.Time,
+			Snapshot: bl.Snapshot, AtBaseline: true,
+		}
+	}
+	out := make([]Observation, 0, len(latest))
+	for _, o := range latest {
+		out = append(out, o)
 	}
 	slices.SortFunc(out, func(x, y Observation) int { return strings.Compare(x.Host, y.Host) })
 	return out, nil
 }
 
-func latestObservation(ctx context.Context, evidence jetstream.KeyValue, target events.Target, host string) (*Observation, error) {
-	if host != "" {
-		e, err := evidence.Get(ctx, topology.VerdictKey(host, target))
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return nil, fmt.Errorf("%w of %s from %s", ErrNoSnapshot, target, host)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read latest snapshot: %w", err)
-		}
-		var o Observation
-		if err := json.Unmarshal(e.Value(), &o); err != nil {
-			return nil, fmt.Errorf("latest snapshot %s: %w", e.Key(), err)
-		}
-		return &o, nil
+// ErrBaselineGone is returned for a host whose latest snapshot had the
+// evidence of a baseline that the baselines bucket no longer keeps
+// (topology.BaselineHistory revisions back).
+var ErrBaselineGone = errors.New("that baseline is no longer kept; the host's next collection will be")
+
+// baselineOfDigest returns the baseline of target with digest: the current
+// one, or a revision the bucket keeps.
+func baselineOfDigest(ctx context.Context, kv jetstream.KeyValue, target events.Target, digest string) (*parsed, error) {
+	cur, err := getBaseline(ctx, kv, target)
+	if err == nil && cur.Digest == digest {
+		return cur, nil
 	}
-	all, err := observations(ctx, evidence, target)
+	history, err := kv.History(ctx, topology.BaselineKey(target))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, ErrBaselineGone
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read baseline history of %s: %w", target, err)
+	}
+	for _, e := range slices.Backward(history) {
+		if e.Operation() != jetstream.KeyValuePut {
+			continue
+		}
+		if p, err := decodeBaseline(e); err == nil && p.Digest == digest {
+			return p, nil
+		}
+	}
+	return nil, ErrBaselineGone
+}
+
+func (s stores) latestObservation(ctx context.Context, target events.Target, host string) (*Observation, error) {
+	all, err := s.observations(ctx, target, host)
 	if err != nil {
 		return nil, err
 	}
-	if len(all) == 0 {
+	switch {
+	case len(all) == 0 && host != "":
+		return nil, fmt.Errorf("%w of %s from %s", ErrNoSnapshot, target, host)
+	case len(all) == 0:
 		return nil, fmt.Errorf("%w of %s has been received", ErrNoSnapshot, target)
+	case host != "":
+		return &all[0], nil
 	}
 	newest := slices.MaxFunc(all, func(x, y Observation) int { return cmpUint(x.EvidenceSequence, y.EvidenceSequence) })
 	ns, err := snapshot.Parse(newest.Snapshot)

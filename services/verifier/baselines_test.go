@@ -3,6 +3,7 @@ package verifier_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/attestation"
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
@@ -205,6 +207,109 @@ func TestApprove(t *testing.T) {
 	require.Len(t, v.Report.Changes, 1)
 	assert.Equal(t, "main_pid", v.Report.Changes[0].Fields[0].Field)
 	assert.Equal(t, []string{"systemd.unit"}, v.Report.Protected)
+}
+
+// recorded waits until the latest verdict of host's target is that of the
+// evidence evidenceID (the verdict record is written after the verdict is
+// published) and returns it.
+func recorded(ctx context.Context, t *testing.T, js jetstream.JetStream, host, evidenceID string) *verifier.VerdictRecord {
+	t.Helper()
+	var rec *verifier.VerdictRecord
+	natstest.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
+		var err error
+		rec, err = verifier.NewStatus(js).Get(ctx, host, testTarget)
+		if err == nil && rec.EvidenceID != evidenceID {
+			err = fmt.Errorf("the latest verdict is of %s", rec.EvidenceID)
+		}
+		return err
+	})
+	return rec
+}
+
+// A snapshot with its baseline's evidence (most of a fleet's) is not kept
+// in evidence-latest; its verdict record says so, and Observations and
+// Approve take the baseline it matched as the host's latest snapshot: the
+// current one, or one the bucket's history keeps; past that history, the
+// host's next collection is needed.
+func TestApproveAtBaseline(t *testing.T) {
+	ctx, url, js := server(t)
+	start(ctx, t, url, nil)
+	bls := verifier.NewBaselines(js, "/cli/alice")
+	base, err := bls.Put(ctx, verifier.Baseline{Snapshot: canonical(t, snap(unit(1))), ApprovedBy: "alice"})
+	require.NoError(t, err)
+	evidence, err := js.KeyValue(ctx, verifier.BucketEvidence)
+	require.NoError(t, err)
+	stored := func(host string) verifier.Observation {
+		t.Helper()
+		e, err := evidence.Get(ctx, topology.VerdictKey(host, testTarget))
+		require.NoError(t, err)
+		var o verifier.Observation
+		require.NoError(t, json.Unmarshal(e.Value(), &o))
+		return o
+	}
+
+	// web-01 drifts, then comes back to the baseline; web-02 only ever
+	// reports the baseline.
+	drifted := snap(unit(2))
+	id := publishSnapshot(ctx, t, js, "web-01", drifted)
+	require.Equal(t, events.StatusDrift, verdictOf(ctx, t, js, id).Status)
+	assert.False(t, recorded(ctx, t, js, "web-01", id).AtBaseline)
+	back := publishSnapshot(ctx, t, js, "web-01", snap(unit(1)))
+	require.Equal(t, events.StatusPass, verdictOf(ctx, t, js, back).Status)
+	assert.True(t, recorded(ctx, t, js, "web-01", back).AtBaseline)
+	only := publishSnapshot(ctx, t, js, "web-02", snap(unit(1)))
+	assert.True(t, recorded(ctx, t, js, "web-02", only).AtBaseline)
+
+	assert.Equal(t, digest(t, drifted), stored("web-01").Digest, "the drifted snapshot stays stored")
+	_, err = evidence.Get(ctx, topology.VerdictKey("web-02", testTarget))
+	require.ErrorIs(t, err, jetstream.ErrKeyNotFound, "a snapshot at its baseline is not stored")
+
+	obs, err := bls.Observations(ctx, testTarget)
+	require.NoError(t, err)
+	require.Len(t, obs, 2)
+	for i, want := range []string{back, only} {
+		assert.True(t, obs[i].AtBaseline)
+		assert.Equal(t, base.Digest, obs[i].Digest)
+		assert.Equal(t, want, obs[i].EvidenceID)
+		assert.JSONEq(t, string(base.Snapshot), string(obs[i].Snapshot))
+	}
+
+	// Approving a host at the baseline changes nothing (never the drift
+	// it has left).
+	again, err := bls.Approve(ctx, testTarget, verifier.ApproveOptions{By: "bob"})
+	require.NoError(t, err)
+	assert.Equal(t, base.Digest, again.Digest)
+	assert.Equal(t, base.Revision, again.Revision)
+	assert.Len(t, announcements(ctx, t, js), 1, "nothing announced")
+
+	// The baseline is replaced; web-01's latest snapshot is still the old
+	// one's evidence, found in the history: approving web-01 restores it.
+	replaced, err := bls.Put(ctx, verifier.Baseline{Snapshot: canonical(t, snap(unit(3))), ApprovedBy: "alice"})
+	require.NoError(t, err)
+	o, err := bls.Approve(ctx, testTarget, verifier.ApproveOptions{Host: "web-01", By: "alice"})
+	require.NoError(t, err)
+	assert.Equal(t, base.Digest, o.Digest)
+	assert.Greater(t, o.Revision, replaced.Revision)
+
+	// Past the history the bucket keeps, that baseline is gone.
+	for i := range topology.BaselineHistory {
+		_, err := bls.Put(ctx, verifier.Baseline{Snapshot: canonical(t, snap(unit(int64(10+i)))), ApprovedBy: "alice"})
+		require.NoError(t, err)
+	}
+	_, err = bls.Approve(ctx, testTarget, verifier.ApproveOptions{Host: "web-02", By: "alice"})
+	require.ErrorIs(t, err, verifier.ErrBaselineGone)
+	assert.Contains(t, err.Error(), "from web-02")
+	_, err = bls.Observations(ctx, testTarget)
+	require.ErrorIs(t, err, verifier.ErrBaselineGone)
+
+	// Its next collection is stored as the drift it now is.
+	next := snap(unit(1))
+	id = publishSnapshot(ctx, t, js, "web-02", next)
+	require.Equal(t, events.StatusDrift, verdictOf(ctx, t, js, id).Status)
+	recorded(ctx, t, js, "web-02", id)
+	o, err = bls.Approve(ctx, testTarget, verifier.ApproveOptions{Host: "web-02", By: "alice"})
+	require.NoError(t, err)
+	assert.Equal(t, digest(t, next), o.Digest)
 }
 
 func TestBaselineApprovedAtIsKept(t *testing.T) {

@@ -1,13 +1,13 @@
 // Package verifier verifies evidence snapshots against reviewed baselines.
 //
 // It consumes evidence.collected events from the EVIDENCE stream (durable
-// consumer "verifier"), records each snapshot as its host's latest
-// (bucket evidence-latest), compares it with its target's baseline (bucket
-// baselines) exactly as `runtimetruth verify` does — diff.Compare, each
-// protect selector's Check, Result.Protect, report.New — and publishes one
-// verdict per snapshot (verdict.pass, verdict.drift or verdict.error, on
-// rt.verdict.<host>.<status>), recorded as the latest verdict of the host
-// and target (bucket verdicts-latest).
+// consumer "verifier"), compares each snapshot with its target's baseline
+// (bucket baselines) exactly as `runtimetruth verify` does — diff.Compare,
+// each protect selector's Check, Result.Protect, report.New — records it as
+// its host's latest (bucket evidence-latest) unless it has the baseline's
+// evidence, and publishes one verdict per snapshot (verdict.pass,
+// verdict.drift or verdict.error, on rt.verdict.<host>.<status>), recorded
+// as the latest verdict of the host and target (bucket verdicts-latest).
 //
 // The verdict's id is derived from the evidence event's id (VerdictID), so
 // a redelivered snapshot yields the same id and JetStream drops the copy:

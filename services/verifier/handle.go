@@ -81,6 +81,10 @@ type item struct {
 	err  error // the message's result once settled
 	done bool  // settled: err is final
 
+	// atBaseline: the snapshot passed with its baseline's evidence
+	// (nothing but captured_at differs).
+	atBaseline bool
+
 	verdict events.Verdict
 	vm      *nats.Msg
 	ve      event.Event
@@ -90,9 +94,10 @@ type item struct {
 func (it *item) fail(err error) { it.err, it.done = err, true }
 
 // handleBatch verifies a batch of evidence events, each as handle did one
-// by one: it records every snapshot as its host's latest, verifies it
-// against its baseline, publishes the verdict and records it as the latest
-// verdict, and only then reports the message handled. The work is shared
+// by one: it verifies every snapshot against its baseline, records it as
+// its host's latest (unless it has its baseline's evidence: see
+// VerdictRecord.AtBaseline), publishes the verdict and records it as the
+// latest verdict, and only then reports the message handled. The work is shared
 // across the batch: one latest-snapshot and one latest-verdict write per
 // host and target (the newest of the batch; the older ones would be
 // replaced at once), one baseline read per baseline, the verdicts
@@ -124,20 +129,6 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans [
 		it.ord = ordering{EvidenceID: e.ID(), EvidenceSequence: md.Sequence.Stream}
 	}
 
-	// The latest snapshot per host and target, before any verdict says
-	// to approve it.
-	h.putNewest(ctx, h.latest, items, func(it *item) ([]byte, error) {
-		obs, err := (&Observation{
-			Host: it.ev.Host, Target: it.ev.Target, Digest: it.ev.Digest,
-			EvidenceID: it.e.ID(), EvidenceSequence: it.ord.EvidenceSequence,
-			Time: it.e.Time().UTC(), Snapshot: it.ev.Snapshot,
-		}).marshal()
-		if err != nil {
-			return nil, fmt.Errorf("encode latest snapshot: %w", err)
-		}
-		return obs, nil
-	})
-
 	for _, it := range pending(items) {
 		cur, found, err := h.verdicts.lookup(ctx, it.key)
 		switch {
@@ -152,11 +143,12 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans [
 	baselines := h.baselinesOf(ctx, pending(items))
 	for _, it := range pending(items) {
 		bl := baselines[it.bkey]
-		verdict, err := h.verify(ctx, it.e.ID(), it.ev, it.snap, bl.p, bl.err)
+		verdict, same, err := h.verify(ctx, it.e.ID(), it.ev, it.snap, bl.p, bl.err)
 		if err != nil {
 			it.fail(err)
 			continue
 		}
+		it.atBaseline = same && verdict.Status == events.StatusPass
 		id := VerdictID(it.e.ID())
 		// The verdict's trace context is its publish span's, a child of
 		// the span of handling the evidence (PublishAll sets it).
@@ -172,12 +164,33 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans [
 		it.verdict, it.vm, it.ve = verdict, vm, ve
 	}
 
+	// The latest snapshot per host and target, before its verdict says to
+	// approve it. A snapshot with its baseline's evidence is not kept: its
+	// verdict record says so (VerdictRecord.AtBaseline), and the baseline
+	// stands for it (Baselines.Observations). That is most snapshots of a
+	// fleet, and this write is a third of the bus's work per snapshot.
+	h.putNewest(ctx, h.latest, items, func(it *item) ([]byte, error) {
+		if it.atBaseline {
+			return nil, nil
+		}
+		obs, err := (&Observation{
+			Host: it.ev.Host, Target: it.ev.Target, Digest: it.ev.Digest,
+			EvidenceID: it.e.ID(), EvidenceSequence: it.ord.EvidenceSequence,
+			Time: it.e.Time().UTC(), Snapshot: it.ev.Snapshot,
+		}).marshal()
+		if err != nil {
+			return nil, fmt.Errorf("encode latest snapshot: %w", err)
+		}
+		return obs, nil
+	})
+
 	h.publishVerdicts(ctx, pending(items))
 
 	h.putNewest(ctx, h.verdicts, items, func(it *item) ([]byte, error) {
 		rec, err := marshalVerdictRecord(&VerdictRecord{
 			ID: it.ve.ID(), Time: it.ve.Time().UTC(),
 			EvidenceID: it.e.ID(), EvidenceSequence: it.ord.EvidenceSequence, Verdict: it.verdict,
+			AtBaseline: it.atBaseline,
 		}, it.vm.Data)
 		if err != nil {
 			return nil, fmt.Errorf("encode verdict record: %w", err)
@@ -219,8 +232,9 @@ func pending(items []*item) []*item {
 }
 
 // putNewest writes, for every key of the pending items, the value of the
-// newest of them (by evidence sequence) to b, the keys at once; a failed
-// write fails every item of its key (to be retried).
+// newest of them (by evidence sequence) to b, the keys at once; a nil
+// value writes nothing; a failed write fails every item of its key (to be
+// retried).
 func (h *handler) putNewest(ctx context.Context, b *latestBucket, items []*item, value func(*item) ([]byte, error)) {
 	newest := map[string]*item{}
 	var keys []string
@@ -238,7 +252,7 @@ func (h *handler) putNewest(ctx context.Context, b *latestBucket, items []*item,
 		key := keys[i]
 		it := newest[key]
 		v, err := value(it)
-		if err != nil {
+		if err != nil || v == nil {
 			errs[i] = err
 			return
 		}
@@ -329,7 +343,8 @@ func (h *handler) publishVerdicts(ctx context.Context, items []*item) {
 }
 
 // verify returns the verdict of a snapshot, given its baseline as read
-// (bl, or the error reading it). The baseline is the one the event names
+// (bl, or the error reading it), and whether the snapshot has the
+// baseline's evidence (nothing but captured_at differs). The baseline is the one the event names
 // (EvidenceCollected.Baseline) or else its target's. Only a failure to
 // read the baseline is an error (to retry); everything about the snapshot
 // or the baseline themselves is an error verdict.
@@ -339,11 +354,11 @@ func (h *handler) publishVerdicts(ctx context.Context, items []*item) {
 // is compared as the baseline of this target: its target is taken to be
 // the snapshot's. A baseline of another kind cannot apply.
 func (h *handler) verify(ctx context.Context, evidenceID string, ev events.EvidenceCollected, current *snapshot.Snapshot,
-	bl *parsed, blErr error) (events.Verdict, error) {
+	bl *parsed, blErr error) (events.Verdict, bool, error) {
 	v := events.Verdict{Host: ev.Host, Target: ev.Target, EvidenceID: evidenceID, SnapshotDigest: ev.Digest}
-	fail := func(format string, args ...any) (events.Verdict, error) {
+	fail := func(format string, args ...any) (events.Verdict, bool, error) {
 		v.Status, v.Report, v.Error = events.StatusError, nil, clip(fmt.Sprintf(format, args...))
-		return v, nil
+		return v, false, nil
 	}
 	named := ev.BaselineTarget()
 	switch {
@@ -355,7 +370,7 @@ func (h *handler) verify(ctx context.Context, evidenceID string, ev events.Evide
 	case errors.Is(blErr, ErrInvalidBaseline):
 		return fail("%v", blErr)
 	case blErr != nil:
-		return v, blErr
+		return v, false, blErr
 	}
 	v.BaselineDigest = bl.Digest
 	if id := bl.RequiredIdentity; id != nil {
@@ -366,7 +381,7 @@ func (h *handler) verify(ctx context.Context, evidenceID string, ev events.Evide
 		case errors.Is(err, attestation.ErrAttestationRequired):
 			return fail("%v", err)
 		case err != nil:
-			return v, err // the bucket could not be read: retry
+			return v, false, err // the bucket could not be read: retry
 		}
 	}
 	base := bl.snap
@@ -380,7 +395,8 @@ func (h *handler) verify(ctx context.Context, evidenceID string, ev events.Evide
 	}
 	var res *diff.Result
 	var err error
-	if bl.sameEvidence(ev.Snapshot) {
+	same := bl.sameEvidence(ev.Snapshot) // its target's too: never a named sibling's
+	if same {
 		// Nothing but captured_at differs: the verification is the
 		// baseline's against itself, made once.
 		res, err = bl.unchanged, bl.unchangedErr
@@ -395,7 +411,7 @@ func (h *handler) verify(ctx context.Context, evidenceID string, ev events.Evide
 	if !res.Empty() {
 		v.Status = events.StatusDrift
 	}
-	return v, nil
+	return v, same, nil
 }
 
 // baseline reads a target's baseline (at key, its topology.BaselineKey),

@@ -51,6 +51,11 @@ type Observation struct {
 	Time time.Time `json:"time"`
 	// Snapshot is the snapshot document as received.
 	Snapshot json.RawMessage `json:"snapshot"`
+	// AtBaseline is set (by Baselines.Observations, never stored) when the
+	// host's latest snapshot had the evidence of the baseline it was
+	// verified against: Snapshot and Digest are then that baseline's,
+	// EvidenceID and EvidenceSequence the snapshot's, Time its verdict's.
+	AtBaseline bool `json:"at_baseline,omitempty"`
 }
 
 // VerdictRecord is the latest verdict per host and target, as kept in the
@@ -66,6 +71,12 @@ type VerdictRecord struct {
 	EvidenceSequence uint64 `json:"evidence_sequence"`
 	// Verdict is the verdict event's data.
 	Verdict events.Verdict `json:"verdict"`
+	// AtBaseline is set when the snapshot passed with its baseline's
+	// evidence (nothing but captured_at differed). The verifier keeps no
+	// copy of such a snapshot in evidence-latest: this record stands for
+	// it there, and the baseline of digest Verdict.BaselineDigest is the
+	// host's latest snapshot (Baselines.Observations).
+	AtBaseline bool `json:"at_baseline,omitempty"`
 }
 
 // The records are written directly rather than by json.Marshal, which
@@ -92,6 +103,9 @@ func (o *Observation) marshal() ([]byte, error) {
 		return nil, err
 	}
 	b = appendRaw(append(b, `,"snapshot":`...), o.Snapshot)
+	if o.AtBaseline {
+		b = append(b, `,"at_baseline":true`...)
+	}
 	return htmlEscaped(append(b, '}')), nil
 }
 
@@ -108,6 +122,9 @@ func marshalVerdictRecord(r *VerdictRecord, verdict []byte) ([]byte, error) {
 	}
 	b = appendOrdering(b, r.EvidenceID, r.EvidenceSequence)
 	b = appendRaw(append(b, `,"verdict":`...), verdict)
+	if r.AtBaseline {
+		b = append(b, `,"at_baseline":true`...)
+	}
 	return htmlEscaped(append(b, '}')), nil
 }
 

@@ -45,7 +45,11 @@ its Sigstore attestation next to it.`,
 		Use:   "approve TARGET",
 		Short: "Promote the latest snapshot of TARGET to its baseline",
 		Long: `Promote the latest snapshot of TARGET received by the verifier (the
-"evidence-latest" bucket) to its baseline. When several hosts collect
+"evidence-latest" bucket) to its baseline. A host whose latest snapshot had
+the evidence of the baseline it was verified against stands for that
+baseline (the verifier does not keep such snapshots), so approving it
+changes nothing, or restores that baseline if it has been replaced since
+(among the last 16). When several hosts collect
 TARGET and their latest snapshots differ, name the one to promote with
 --host. --protect and --identity/--issuer set the new baseline's selectors
 and required signing identity; without them the current baseline's are
