@@ -50,7 +50,8 @@ type cachedList struct {
 
 // Cache is the stat cache of one scope (one Python environment, one Node
 // project). Open it with Store.Cache, pass it to Hasher.Run, then Update it
-// with the checked files and Commit it.
+// with the checked files and Commit it; Commit hands it back to its Store
+// for the next check, so the cache must not be used after Commit.
 //
 // Besides file digests it keeps parsed baselines (List, PutList), so an
 // unchanged RECORD is not parsed again and its files link straight to
@@ -71,6 +72,11 @@ type Cache struct {
 	max       int
 	keep      uint64
 	fullEvery int
+
+	store  *Store  // the store Commit hands the cache back to
+	file   statKey // the cache file's status when last read or written
+	fileOK bool    // file is known
+	seq    uint64  // when it was handed back (Store.keepWarm)
 }
 
 // Full reports whether this check ignores cached digests (a forced or
@@ -228,7 +234,9 @@ func (c *Cache) Update(files []File) {
 // Commit persists the cache when it changed or this check was a full
 // re-hash, and always advances the check counter. Entries and lists not
 // seen for 2×FullEvery checks are dropped, then the oldest entries beyond
-// the entry bound.
+// the entry bound. Once both files are written, the cache goes back to its
+// Store, which hands it to the next check of the scope instead of reading
+// the file again (see Store.Cache).
 func (c *Cache) Commit() error {
 	if c == nil {
 		return nil
@@ -248,7 +256,13 @@ func (c *Cache) Commit() error {
 	// The count is not fsynced: losing it only brings a full re-hash
 	// forward, and an unreadable count forces one.
 	line := strconv.FormatUint(c.gen, 10) + " " + strconv.FormatUint(since, 10) + "\n"
-	return writeAtomic(c.countPath, []byte(line), false)
+	if err := writeAtomic(c.countPath, []byte(line), false); err != nil {
+		return err
+	}
+	if c.store != nil {
+		c.store.keepWarm(c)
+	}
+	return nil
 }
 
 func (c *Cache) evict() {
@@ -334,9 +348,10 @@ func (c *Cache) save() error {
 	enc.u32(cacheVersion)
 	enc.u64(uint64(len(keys)))
 	index := make(map[string]uint32, len(keys))
+	ents := make([]*cacheEntry, len(keys))
 	for i, k := range keys {
 		e := c.entries[k]
-		index[k] = uint32(i)
+		index[k], ents[i] = uint32(i), e
 		enc.str(k)
 		enc.key(e.key)
 		enc.u64(e.gen)
@@ -356,11 +371,15 @@ func (c *Cache) save() error {
 		enc.u32(uint32(l.extra))
 		enc.u32(uint32(len(l.paths)))
 		for i, p := range l.paths {
+			// Link the list to the entries as decoding the file would,
+			// for the checks this cache is handed to in memory.
 			if idx, ok := index[p]; ok {
 				enc.u32(idx)
+				l.ents[i] = ents[idx]
 			} else {
 				enc.u32(noIndex)
 				enc.str(p)
+				l.ents[i] = nil
 			}
 			enc.digest(&l.wants[i])
 			if lab := l.labels[i]; strings.HasSuffix(p, lab) && len(p)-len(lab) < noOffset {
@@ -372,12 +391,28 @@ func (c *Cache) save() error {
 		}
 	}
 	enc.u32(crc32.Checksum(enc.b, castagnoli))
-	return writeAtomic(c.path, enc.b, true)
+	if err := writeAtomic(c.path, enc.b, true); err != nil {
+		return err
+	}
+	st, ok := fileStatus(c.path)
+	c.file, c.fileOK = keyOf(&st), ok && st.Size == int64(len(enc.b))
+	return nil
+}
+
+// fileStatus returns the status of the regular file at path.
+func fileStatus(path string) (sysfile.Stat, bool) {
+	var p sysfile.Path
+	var st sysfile.Stat
+	p.Set("", path)
+	err := sysfile.Lstat(&p, &st)
+	return st, err == nil && st.Regular()
 }
 
 // load reads the cache file; a missing file is an empty cache, a damaged
-// one ErrCorruptState.
+// one ErrCorruptState. It takes the file's status first, so that a file
+// replaced while it is read is not mistaken for the one read.
 func (c *Cache) load() error {
+	st, ok := fileStatus(c.path)
 	data, err := os.ReadFile(c.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -385,7 +420,11 @@ func (c *Cache) load() error {
 	if err != nil {
 		return fmt.Errorf("read stat cache: %w", err)
 	}
-	return c.decode(data)
+	if err := c.decode(data); err != nil {
+		return err
+	}
+	c.file, c.fileOK = keyOf(&st), ok && st.Size == int64(len(data))
+	return nil
 }
 
 type decoder struct {

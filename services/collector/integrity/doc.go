@@ -14,7 +14,10 @@
 //     mode) that lets a check skip re-hashing unchanged files, with a full
 //     re-hash forced every FullEvery checks and on demand;
 //   - Store, the state directory: stat caches and first-run snapshots
-//     (package modified keeps the last change reported per package there);
+//     (package modified keeps the last change reported per package there).
+//     A Store also keeps each scope's last committed cache in memory and
+//     hands it to the next check while the file on disk is unchanged, so a
+//     long-lived process decodes a cache once, not on every check;
 //   - the result model (Result, Change, Status, Source, Baseline), the
 //     change digest used to report each distinct change once, and the
 //     Allowlist of expected changes;

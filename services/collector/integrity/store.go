@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 	"time"
 )
 
@@ -40,6 +41,10 @@ type Store struct {
 	MaxCaches int
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
+
+	mu      sync.Mutex
+	warm    map[string]*Cache // committed caches kept for the next check, by cache file
+	warmSeq uint64            // orders warm caches by when they were committed
 }
 
 // OpenStore opens (creating it with mode 0700 when needed) the state
@@ -87,6 +92,13 @@ func keyFor(path string) string {
 // re-hash, the returned cache is Full: Run ignores its entries and every
 // file is hashed again. A damaged cache file is discarded (and so forces a
 // full re-hash) rather than failing the check.
+//
+// The store keeps the cache its last check of scope committed in memory
+// (see Cache.Commit), and hands it out again instead of reading and
+// decoding the file, as long as the file is still the one that check
+// read or wrote (same status) and no other check has been committed since
+// (the check counter is unchanged). A long-lived process, such as the
+// collector, thus decodes a scope's cache once rather than on every check.
 func (s *Store) Cache(scope string, force bool) (*Cache, error) {
 	every := s.FullEvery
 	if every < 1 {
@@ -97,28 +109,84 @@ func (s *Store) Cache(scope string, force bool) (*Cache, error) {
 		limit = DefaultMaxEntries
 	}
 	base := filepath.Join(s.dir, "cache", keyFor(scope))
-	c := &Cache{
-		path:      base + ".bin",
-		countPath: base + ".count",
-		max:       limit,
-		keep:      uint64(2 * every),
-		fullEvery: every,
-	}
-	gen, since, ok := readCount(c.countPath)
-	c.gen, c.sinceFull = gen+1, since
-	if err := c.load(); err != nil {
-		if !errors.Is(err, ErrCorruptState) {
-			return nil, err
+	gen, since, ok := readCount(base + ".count")
+	c := s.takeWarm(base+".bin", gen, ok)
+	if c == nil {
+		c = &Cache{path: base + ".bin", countPath: base + ".count"}
+		if err := c.load(); err != nil {
+			if !errors.Is(err, ErrCorruptState) {
+				return nil, err
+			}
+			ok = false
+			c.slab, c.keys, c.lists = nil, nil, nil
 		}
-		ok = false
-		c.slab, c.keys, c.lists = nil, nil, nil
 	}
+	c.store, c.max, c.keep, c.fullEvery = s, limit, uint64(2*every), every
+	c.gen, c.sinceFull, c.dirty = gen+1, since, false
 	c.full = force || !ok || since+1 >= uint64(every)
 	if !c.full {
 		return c, nil
 	}
 	s.pruneCaches(c.path)
 	return c, nil
+}
+
+// takeWarm returns the cache kept for the cache file path when the file
+// still has the status the cache recorded and the check counter (gen and
+// counted, from the .count file) is still at the generation that
+// committed it; the caller then owns it. It is removed either way, so
+// that a second check of the same scope running at the same time loads
+// its own copy.
+//
+// Holding on to a cache whose file has since changed would not be wrong:
+// every entry (a digest under a file status) and list (a RECORD parsed
+// under its status) remains true. Only what another process added would
+// be missed, and re-hashed.
+func (s *Store) takeWarm(path string, gen uint64, counted bool) *Cache {
+	s.mu.Lock()
+	c := s.warm[path]
+	delete(s.warm, path)
+	s.mu.Unlock()
+	if c == nil || !counted || !c.fileOK || c.gen != gen {
+		return nil
+	}
+	if st, ok := fileStatus(path); !ok || keyOf(&st) != c.file {
+		return nil
+	}
+	return c
+}
+
+// keepWarm keeps c, just committed, for the next check of its scope,
+// dropping the least recently committed caches beyond MaxCaches.
+func (s *Store) keepWarm(c *Cache) {
+	limit := s.MaxCaches
+	if limit <= 0 {
+		limit = DefaultMaxCaches
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.warm == nil {
+		s.warm = map[string]*Cache{}
+	}
+	s.warmSeq++
+	c.seq = s.warmSeq
+	s.warm[c.path] = c
+	for len(s.warm) > limit {
+		var oldest *Cache
+		for _, w := range s.warm {
+			if oldest == nil || w.seq < oldest.seq {
+				oldest = w
+			}
+		}
+		delete(s.warm, oldest.path)
+	}
+}
+
+// dropWarm forgets the cache kept for the cache file path, if any.
+func (s *Store) dropWarm(path string) {
+	s.mu.Lock()
+	delete(s.warm, path)
+	s.mu.Unlock()
 }
 
 // pruneCaches removes the least recently written cache files beyond
@@ -154,6 +222,7 @@ func (s *Store) pruneCaches(current string) {
 		base := filepath.Join(dir, b.name[:len(b.name)-len(".bin")])
 		_ = os.Remove(base + ".bin")
 		_ = os.Remove(base + ".count")
+		s.dropWarm(base + ".bin")
 	}
 }
 
