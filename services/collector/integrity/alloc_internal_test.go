@@ -38,14 +38,37 @@ func TestPerFileAllocations(t *testing.T) {
 	require.True(t, f.Cached)
 	assert.Zero(t, testing.AllocsPerRun(200, func() { w.check(&f) }), "a cache hit")
 
-	// A file from a cached list: linked to its entry, resolved from its
-	// directory, no lookup.
-	full := File{Rel: filepath.Join(dir, "f.py"), Want: f.Want, ent: c.lookup([]byte(filepath.Join(dir, "f.py")))}
-	require.NotNil(t, full.ent)
-	full.Dir, full.Rel = dir, "f.py"
-	w.check(&full)
-	require.True(t, full.Cached && full.OK())
-	assert.Zero(t, testing.AllocsPerRun(200, func() { w.check(&full) }), "a cache hit from a list")
+	// Read from a cache file, as a new process does: a file looked up
+	// in the file's entries, and a file of a list read from the file
+	// (linked to its entry, resolved from its directory, no lookup).
+	state := t.TempDir()
+	src := filepath.Join(dir, "RECORD")
+	require.NoError(t, os.WriteFile(src, []byte("listed"), 0o644))
+	for range 2 {
+		store, err := OpenStore(state)
+		require.NoError(t, err)
+		store.FullEvery = 1 << 20
+		fc, err := store.Cache(dir, false)
+		require.NoError(t, err)
+		checkList(t, fc, src, dir, []File{{Dir: dir, Rel: "f.py", Want: f.Want}})
+	}
+	store, err := OpenStore(state)
+	require.NoError(t, err)
+	store.FullEvery = 1 << 20
+	fc, err := store.Cache(dir, false)
+	require.NoError(t, err)
+	require.NotNil(t, fc.view)
+	require.Nil(t, fc.entries)
+	w.cache = fc
+	w.check(&f)
+	require.True(t, f.Cached && f.OK())
+	assert.Zero(t, testing.AllocsPerRun(200, func() { w.check(&f) }), "a cache hit read from the file")
+	l, ok := fc.List(src, fc.Source(src), dir)
+	require.True(t, ok)
+	require.NotNil(t, l.cached)
+	w.checkListed(l.cached, 0)
+	require.True(t, l.OK(0))
+	assert.Zero(t, testing.AllocsPerRun(200, func() { w.checkListed(l.cached, 0) }), "a cache hit from a list")
 
 	// Files of several directories, more than a worker keeps open.
 	var many []File

@@ -5,14 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/runtimetruth/runtimetruth/services/collector/integrity/internal/sysfile"
@@ -30,14 +33,17 @@ func keyOf(st *sysfile.Stat) statKey {
 	return statKey{dev: st.Dev, ino: st.Ino, size: st.Size, mtime: st.Mtime, ctime: st.Ctime, mode: st.Mode}
 }
 
+// cacheEntry is an entry added, changed or removed in memory since the
+// cache's view was read or written.
 type cacheEntry struct {
 	key    statKey
 	digest Digest
 	gen    uint64 // check generation that last saw the entry (atomic)
+	gone   bool   // removed: the file is missing or no longer regular
 }
 
-// cachedList is a parsed baseline (a RECORD's hashed rows) kept while its
-// source file's status is unchanged.
+// cachedList is a parsed baseline (a RECORD's hashed rows) stored by
+// PutList, kept while its source file's status is unchanged.
 type cachedList struct {
 	key    statKey
 	gen    uint64
@@ -45,7 +51,6 @@ type cachedList struct {
 	paths  []string // files' paths as hashed (Dir "" + Rel)
 	wants  []Digest
 	labels []string
-	ents   []*cacheEntry // the paths' cache entries when known
 }
 
 // Cache is the stat cache of one scope (one Python environment, one Node
@@ -56,18 +61,24 @@ type cachedList struct {
 // Besides file digests it keeps parsed baselines (List, PutList), so an
 // unchanged RECORD is not parsed again and its files link straight to
 // their cache entries.
+//
+// The cache reads the file through a view (see view): the file is mapped,
+// checked and indexed, never decoded as a whole, and a check reads the
+// entries and lists it uses from it. What a check changes (Update,
+// PutList) is kept beside the view until Commit writes a new file, which
+// becomes the view the next check is handed.
 type Cache struct {
 	path      string                 // cache file
 	countPath string                 // checks-since-full file
-	entries   map[string]*cacheEntry // built lazily from slab and keys: see index
-	indexOnce sync.Once
-	slab      []cacheEntry // decoded entries
-	keys      []string     // their paths
-	mu        sync.Mutex   // guards lists
-	lists     map[string]*cachedList
-	gen       uint64 // this check's generation
-	sinceFull uint64 // checks since the last full re-hash, before this one
-	full      bool   // this check re-hashes everything
+	view      *view                  // the cache file as last read or written; nil for none
+	seen      []uint32               // bit per view entry: seen by a check since the view was read (atomic)
+	entries   map[string]*cacheEntry // entries added, changed or removed since (by Update)
+	mu        sync.Mutex             // guards lists and listGen
+	lists     map[string]*cachedList // lists stored since (by PutList)
+	listGen   []uint64               // per view list: the generation that last used it, 0 for its own
+	gen       uint64                 // this check's generation
+	sinceFull uint64                 // checks since the last full re-hash, before this one
+	full      bool                   // this check re-hashes everything
 	dirty     bool
 	max       int
 	keep      uint64
@@ -79,6 +90,17 @@ type Cache struct {
 	seq    uint64  // when it was handed back (Store.keepWarm)
 }
 
+// setView makes v (nil for none) the cache's view, with nothing changed
+// beside it.
+func (c *Cache) setView(v *view) {
+	c.view, c.entries, c.lists = v, nil, nil
+	c.seen, c.listGen = nil, nil
+	if v != nil {
+		c.seen = make([]uint32, (len(v.ents)+31)/32)
+		c.listGen = make([]uint64, len(v.lists))
+	}
+}
+
 // Full reports whether this check ignores cached digests (a forced or
 // periodic full re-hash).
 func (c *Cache) Full() bool { return c == nil || c.full }
@@ -88,27 +110,64 @@ func (c *Cache) Len() int {
 	if c == nil {
 		return 0
 	}
-	c.index()
-	return len(c.entries)
+	n := c.view.len()
+	for k, e := range c.entries {
+		switch inView := c.view.find(stringBytes(k)) >= 0; {
+		case e.gone && inView:
+			n--
+		case !e.gone && !inView:
+			n++
+		}
+	}
+	return n
 }
 
-// index builds the path → entry map on first use: a check whose files all
-// come from cached lists never needs it. Safe for concurrent use.
-func (c *Cache) index() {
-	c.indexOnce.Do(func() {
-		if c.entries == nil {
-			c.entries = make(map[string]*cacheEntry, len(c.slab))
-		}
-		for i := range c.slab {
-			c.entries[c.keys[i]] = &c.slab[i]
-		}
-		c.slab, c.keys = nil, nil
-	})
+// entryRef locates a file's cache entry: one in memory, or the view's
+// entry idx; neither (mem nil, idx -1) when there is none.
+type entryRef struct {
+	mem *cacheEntry
+	idx int
 }
 
-func (c *Cache) lookup(path []byte) *cacheEntry {
-	c.index()
-	return c.entries[string(path)]
+var noEntry = entryRef{idx: -1}
+
+// lookup finds the entry for path. Safe for concurrent use during a run.
+func (c *Cache) lookup(path []byte) entryRef {
+	if len(c.entries) > 0 {
+		if e := c.entries[string(path)]; e != nil {
+			if e.gone {
+				return noEntry
+			}
+			return entryRef{mem: e, idx: -1}
+		}
+	}
+	return entryRef{idx: c.view.find(path)}
+}
+
+// hit reports whether the entry ref holds a digest of algorithm algo for
+// status key; if so it copies the digest to out and marks the entry seen
+// by this check. Safe for concurrent use during a run.
+func (c *Cache) hit(ref entryRef, key *statKey, algo Algorithm, out *Digest) bool {
+	if e := ref.mem; e != nil {
+		if e.key != *key || e.digest.Algo != algo {
+			return false
+		}
+		*out = e.digest
+		atomic.StoreUint64(&e.gen, c.gen)
+		return true
+	}
+	if ref.idx < 0 || !c.view.entryHit(ref.idx, key, algo, out) {
+		return false
+	}
+	c.markSeen(ref.idx)
+	return true
+}
+
+// markSeen records that the view's entry i was seen by this check.
+func (c *Cache) markSeen(i int) {
+	if w := &c.seen[i>>5]; atomic.LoadUint32(w)&(1<<(i&31)) == 0 {
+		atomic.OrUint32(w, 1<<(i&31))
+	}
 }
 
 // SourceStat is the status of a baseline's source file (a RECORD), taken
@@ -134,56 +193,72 @@ func (c *Cache) Source(path string) SourceStat {
 	return SourceStat{key: keyOf(&st), ok: true}
 }
 
-// List is a parsed baseline: the files to hash (Want set; Dir and Rel as
-// List documents), a label per file (the path as the baseline lists it)
-// and a count the caller keeps with it (e.g. unhashed rows).
-type List struct {
-	Files  []File
-	Labels []string
-	Extra  int
-}
-
-// List returns a fresh copy of the baseline stored for path under the
-// same source status, or false (always on a full re-hash, so that the
-// baseline is parsed again too). A file whose full path lies under dir
-// comes with Dir set to dir and Rel relative to it (so that the hasher
-// resolves it from there); any other has Dir empty and Rel the full path.
-// It is safe for concurrent use.
+// List returns the baseline stored for path under the same source
+// status, or false (always on a full re-hash, so that the baseline is
+// parsed again too). A file whose full path lies under dir is resolved
+// from dir (File.Dir set to dir, Rel relative to it); any other has Dir
+// empty and Rel the full path.
+//
+// A list read from the cache file is checked in place: its files are
+// read from the file as the hasher reaches them, and only those that are
+// not taken from the cache unchanged are kept (see List). A list stored
+// by PutList in this check comes as a fresh copy of its Files. List is
+// safe for concurrent use.
 func (c *Cache) List(path string, src SourceStat, dir string) (*List, bool) {
 	if c == nil || c.full || !src.ok {
 		return nil, false
 	}
+	dir = strings.TrimSuffix(dir, "/")
 	c.mu.Lock()
-	l := c.lists[path]
-	if l != nil && l.key == src.key {
-		l.gen = c.gen
+	l, li := c.lists[path], -1
+	switch {
+	case l != nil:
+		if l.key == src.key {
+			l.gen = c.gen
+		}
+	case c.view != nil:
+		if li = c.view.list(path); li >= 0 && c.view.lists[li].key == src.key {
+			c.listGen[li] = c.gen
+		}
 	}
 	c.mu.Unlock()
-	if l == nil || l.key != src.key {
+	if l == nil {
+		if li < 0 || c.view.lists[li].key != src.key {
+			return nil, false
+		}
+		vl := &c.view.lists[li]
+		return &List{Extra: vl.extra, cached: &listRun{cache: c, view: c.view, list: vl, dir: dir, state: make([]uint8, vl.n)}}, true
+	}
+	if l.key != src.key {
 		return nil, false
 	}
-	dir = strings.TrimSuffix(dir, "/")
 	out := &List{Files: make([]File, len(l.paths)), Labels: l.labels, Extra: l.extra}
 	for i := range out.Files {
 		f := &out.Files[i]
-		f.Rel, f.Want, f.ent = l.paths[i], l.wants[i], l.ents[i]
-		if p := f.Rel; dir != "" && len(p) > len(dir)+1 && p[len(dir)] == '/' && p[:len(dir)] == dir {
-			f.Dir, f.Rel = dir, p[len(dir)+1:]
-		}
+		f.Rel, f.Want = l.paths[i], l.wants[i]
+		f.Dir, f.Rel = splitDir(dir, f.Rel)
 	}
 	return out, true
+}
+
+// splitDir returns ("", p), or (dir, p relative to dir) when p lies
+// under dir.
+func splitDir(dir, p string) (string, string) {
+	if dir != "" && len(p) > len(dir)+1 && p[len(dir)] == '/' && p[:len(dir)] == dir {
+		return dir, p[len(dir)+1:]
+	}
+	return "", p
 }
 
 // PutList stores the baseline parsed from path (read after Source
 // returned src). Files keep their paths as Dir joined with Rel; the
 // labels must be parallel to the files. It is safe for concurrent use.
 func (c *Cache) PutList(path string, src SourceStat, l *List) {
-	if c == nil || !src.ok || len(l.Labels) != len(l.Files) {
+	if c == nil || !src.ok || l.cached != nil || len(l.Labels) != len(l.Files) {
 		return
 	}
 	cl := &cachedList{key: src.key, gen: c.gen, extra: l.Extra,
-		paths: make([]string, len(l.Files)), wants: make([]Digest, len(l.Files)),
-		labels: l.Labels, ents: make([]*cacheEntry, len(l.Files))}
+		paths: make([]string, len(l.Files)), wants: make([]Digest, len(l.Files)), labels: l.Labels}
 	for i := range l.Files {
 		f := &l.Files[i]
 		cl.paths[i], cl.wants[i] = f.Path(), f.Want
@@ -205,28 +280,62 @@ func (c *Cache) Update(files []File) {
 	}
 	var p sysfile.Path
 	for i := range files {
-		f := &files[i]
-		switch {
-		case f.fresh && f.State == FileHashed:
-			c.index()
-			p.Set(f.Dir, f.Rel)
-			e := c.entries[string(p.Bytes())]
-			if e == nil {
-				e = &cacheEntry{}
-				c.entries[p.String()] = e
-			} else if e.key == f.key && e.digest.Equal(&f.Got) {
+		c.update(&files[i], &p)
+	}
+}
+
+// UpdateList is Update for the files of l as RunPlanned checked them.
+func (c *Cache) UpdateList(l *List) {
+	if l == nil {
+		return
+	}
+	if r := l.cached; r != nil {
+		c.Update(r.kept)
+		return
+	}
+	c.Update(l.Files)
+}
+
+func (c *Cache) update(f *File, p *sysfile.Path) {
+	switch {
+	case f.fresh && f.State == FileHashed:
+		p.Set(f.Dir, f.Rel)
+		if e := c.entries[string(p.Bytes())]; e != nil {
+			if !e.gone && e.key == f.key && e.digest.Equal(&f.Got) {
 				e.gen = c.gen
-				continue
+				return
 			}
-			e.key, e.digest, e.gen = f.key, f.Got, c.gen
+			e.key, e.digest, e.gen, e.gone = f.key, f.Got, c.gen, false
 			c.dirty = true
-		case f.State == FileMissing || f.State == FileSymlink || f.State == FileNotRegular:
-			c.index()
-			p.Set(f.Dir, f.Rel)
-			if _, ok := c.entries[string(p.Bytes())]; ok {
-				delete(c.entries, string(p.Bytes()))
+			return
+		}
+		if i := c.view.find(p.Bytes()); i >= 0 {
+			var d Digest
+			if c.view.entryDigest(i, &d); c.view.entryKey(i) == f.key && d.Equal(&f.Got) {
+				c.markSeen(i)
+				return
+			}
+		}
+		if c.entries == nil {
+			c.entries = map[string]*cacheEntry{}
+		}
+		c.entries[p.String()] = &cacheEntry{key: f.key, digest: f.Got, gen: c.gen}
+		c.dirty = true
+	case f.State == FileMissing || f.State == FileSymlink || f.State == FileNotRegular:
+		p.Set(f.Dir, f.Rel)
+		if e := c.entries[string(p.Bytes())]; e != nil {
+			if !e.gone {
+				e.gone = true
 				c.dirty = true
 			}
+			return
+		}
+		if c.view.find(p.Bytes()) >= 0 {
+			if c.entries == nil {
+				c.entries = map[string]*cacheEntry{}
+			}
+			c.entries[p.String()] = &cacheEntry{gone: true}
+			c.dirty = true
 		}
 	}
 }
@@ -246,8 +355,6 @@ func (c *Cache) Commit() error {
 		since = 0
 	}
 	if c.dirty || c.full {
-		c.index()
-		c.evict()
 		if err := c.save(); err != nil {
 			return err
 		}
@@ -265,42 +372,99 @@ func (c *Cache) Commit() error {
 	return nil
 }
 
-func (c *Cache) evict() {
+// merged returns the view's entries and lists with this check's changes
+// applied: what save writes. Entries and lists seen by a check since the
+// view was read take this check's generation. Their paths are read from
+// the view's bytes: they must not be used once the view is gone.
+func (c *Cache) merged() (map[string]*cacheEntry, map[string]*cachedList) {
+	v := c.view
+	ents := make(map[string]*cacheEntry, v.len()+len(c.entries))
+	if v != nil {
+		slab := make([]cacheEntry, len(v.ents))
+		for i := range v.ents {
+			p := bytesString(v.entryPath(i))
+			if _, ok := c.entries[p]; ok {
+				continue
+			}
+			e := &slab[i]
+			e.key, e.gen = v.entryKey(i), v.entryGen(i)
+			v.entryDigest(i, &e.digest)
+			if c.seen[i>>5]&(1<<(i&31)) != 0 {
+				e.gen = c.gen
+			}
+			ents[p] = e
+		}
+	}
+	for k, e := range c.entries {
+		if !e.gone {
+			ents[k] = e
+		}
+	}
+	lists := make(map[string]*cachedList, len(c.lists)+len(c.listGen))
+	if v != nil {
+		var lf listFile
+		for name, li := range v.named {
+			if _, ok := c.lists[name]; ok {
+				continue
+			}
+			vl := &v.lists[li]
+			l := &cachedList{key: vl.key, gen: vl.gen, extra: vl.extra,
+				paths: make([]string, vl.n), wants: make([]Digest, vl.n), labels: make([]string, vl.n)}
+			if g := c.listGen[li]; g != 0 {
+				l.gen = g
+			}
+			for j := range vl.n {
+				v.file(vl, j, &lf)
+				l.paths[j], l.labels[j] = bytesString(lf.path), bytesString(lf.label)
+				readDigest(v.data[lf.want:], &l.wants[j])
+			}
+			lists[name] = l
+		}
+	}
+	for k, l := range c.lists {
+		lists[k] = l
+	}
+	return ents, lists
+}
+
+// evict drops entries and lists not seen for 2×FullEvery checks, then the
+// oldest entries beyond the entry bound.
+func (c *Cache) evict(entries map[string]*cacheEntry, lists map[string]*cachedList) {
 	if c.gen > c.keep {
 		floor := c.gen - c.keep
-		for k, e := range c.entries {
+		for k, e := range entries {
 			if e.gen < floor {
-				delete(c.entries, k)
+				delete(entries, k)
 			}
 		}
-		for k, l := range c.lists {
+		for k, l := range lists {
 			if l.gen < floor {
-				delete(c.lists, k)
+				delete(lists, k)
 			}
 		}
 	}
-	if c.max > 0 && len(c.entries) > c.max {
+	if c.max > 0 && len(entries) > c.max {
 		type kv struct {
 			k   string
 			gen uint64
 		}
-		all := make([]kv, 0, len(c.entries))
-		for k, e := range c.entries {
+		all := make([]kv, 0, len(entries))
+		for k, e := range entries {
 			all = append(all, kv{k, e.gen})
 		}
 		sort.Slice(all, func(i, j int) bool { return all[i].gen < all[j].gen })
 		for _, x := range all[:len(all)-c.max] {
-			delete(c.entries, x.k)
+			delete(entries, x.k)
 		}
 	}
 	// Lists cost about as much as their entries: keep them within the
 	// same bound.
 	n := 0
-	for _, l := range c.lists {
+	for _, l := range lists {
 		n += len(l.paths)
 	}
 	if c.max > 0 && n > c.max {
-		c.lists = nil
+		clear(lists)
 	}
 }
 
@@ -337,49 +501,72 @@ func (e *encoder) digest(d *Digest) {
 	e.b = append(e.b, d.Bytes()...)
 }
 
+// u32sum appends the CRC-32C of everything written and returns the file.
+func (e *encoder) u32sum() []byte {
+	e.u32(crc32.Checksum(e.b, castagnoli))
+	return e.b
+}
+
+// save writes the cache file: the view with this check's changes, less
+// what evict drops. The bytes written become the cache's view.
 func (c *Cache) save() error {
-	keys := make([]string, 0, len(c.entries))
-	for k := range c.entries {
+	old := c.view
+	entries, lists := c.merged()
+	c.evict(entries, lists)
+	data := encode(entries, lists)
+	runtime.KeepAlive(old) // merged's paths are old's bytes
+	if err := writeAtomic(c.path, data, true); err != nil {
+		return err
+	}
+	v, err := parseView(data)
+	if err != nil {
+		return fmt.Errorf("stat cache: %w", err) // not reached: data was just encoded
+	}
+	c.setView(v)
+	st, ok := fileStatus(c.path)
+	c.file, c.fileOK = keyOf(&st), ok && st.Size == int64(len(data))
+	return nil
+}
+
+// encode returns the cache file of entries and lists.
+func encode(entries map[string]*cacheEntry, lists map[string]*cachedList) []byte {
+	keys := make([]string, 0, len(entries))
+	for k := range entries {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	enc := &encoder{b: make([]byte, 0, len(c.entries)*200+64)}
+	enc := &encoder{b: make([]byte, 0, len(entries)*200+64)}
 	enc.b = append(enc.b, cacheMagic...)
 	enc.u32(cacheVersion)
 	enc.u64(uint64(len(keys)))
 	index := make(map[string]uint32, len(keys))
-	ents := make([]*cacheEntry, len(keys))
 	for i, k := range keys {
-		e := c.entries[k]
-		index[k], ents[i] = uint32(i), e
+		e := entries[k]
+		index[k] = uint32(i)
 		enc.str(k)
 		enc.key(e.key)
 		enc.u64(e.gen)
 		enc.digest(&e.digest)
 	}
-	names := make([]string, 0, len(c.lists))
-	for k := range c.lists {
+	names := make([]string, 0, len(lists))
+	for k := range lists {
 		names = append(names, k)
 	}
 	sort.Strings(names)
 	enc.u64(uint64(len(names)))
 	for _, name := range names {
-		l := c.lists[name]
+		l := lists[name]
 		enc.str(name)
 		enc.key(l.key)
 		enc.u64(l.gen)
 		enc.u32(uint32(l.extra))
 		enc.u32(uint32(len(l.paths)))
 		for i, p := range l.paths {
-			// Link the list to the entries as decoding the file would,
-			// for the checks this cache is handed to in memory.
 			if idx, ok := index[p]; ok {
 				enc.u32(idx)
-				l.ents[i] = ents[idx]
 			} else {
 				enc.u32(noIndex)
 				enc.str(p)
-				l.ents[i] = nil
 			}
 			enc.digest(&l.wants[i])
 			if lab := l.labels[i]; strings.HasSuffix(p, lab) && len(p)-len(lab) < noOffset {
@@ -390,13 +577,7 @@ func (c *Cache) save() error {
 			}
 		}
 	}
-	enc.u32(crc32.Checksum(enc.b, castagnoli))
-	if err := writeAtomic(c.path, enc.b, true); err != nil {
-		return err
-	}
-	st, ok := fileStatus(c.path)
-	c.file, c.fileOK = keyOf(&st), ok && st.Size == int64(len(enc.b))
-	return nil
+	return enc.u32sum()
 }
 
 // fileStatus returns the status of the regular file at path.
@@ -408,28 +589,61 @@ func fileStatus(path string) (sysfile.Stat, bool) {
 	return st, err == nil && st.Regular()
 }
 
-// load reads the cache file; a missing file is an empty cache, a damaged
-// one ErrCorruptState. It takes the file's status first, so that a file
-// replaced while it is read is not mistaken for the one read.
+// load reads the cache file into the cache's view; a missing file is an
+// empty cache, a damaged one ErrCorruptState. It takes the file's status
+// first, so that a file replaced while it is read is not mistaken for the
+// one read.
 func (c *Cache) load() error {
 	st, ok := fileStatus(c.path)
-	data, err := os.ReadFile(c.path)
+	f, err := os.Open(c.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("read stat cache: %w", err)
 	}
-	if err := c.decode(data); err != nil {
+	defer func() { _ = f.Close() }()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("read stat cache: %w", err)
+	}
+	size := fi.Size()
+	if size < 16+4 || int64(int(size)) != size {
+		return fmt.Errorf("%w: stat cache: bad header", ErrCorruptState)
+	}
+	data, mapped, err := mapFile(f, int(size))
+	if err != nil {
+		return fmt.Errorf("read stat cache: %w", err)
+	}
+	v, err := parseView(data)
+	if err != nil {
+		if mapped {
+			unmapFile(data)
+		}
 		return err
 	}
-	c.file, c.fileOK = keyOf(&st), ok && st.Size == int64(len(data))
+	if mapped {
+		// Unmapped once nothing uses the view: nothing read from it
+		// outlives it (see view).
+		runtime.AddCleanup(v, unmapFile, data)
+	}
+	c.setView(v)
+	c.file, c.fileOK = keyOf(&st), ok && st.Size == size
 	return nil
 }
 
+// readFile reads the first size bytes of f.
+func readFile(f *os.File, size int) ([]byte, bool, error) {
+	b := make([]byte, size)
+	if _, err := io.ReadFull(f, b); err != nil {
+		return nil, false, err
+	}
+	return b, false, nil
+}
+
+// decoder reads a cache file; reading past its end sets bad.
 type decoder struct {
 	b   []byte
-	s   string // b as a string, for zero-copy substrings
 	r   int
 	bad bool
 }
@@ -440,6 +654,12 @@ func (d *decoder) need(n int) bool {
 		return false
 	}
 	return true
+}
+
+func (d *decoder) skip(n int) {
+	if d.need(n) {
+		d.r += n
+	}
 }
 
 func (d *decoder) u8() uint8 {
@@ -474,104 +694,39 @@ func (d *decoder) u64() uint64 {
 	return binary.LittleEndian.Uint64(d.b[d.r-8:])
 }
 
-func (d *decoder) str() string {
+// bytes reads a length-prefixed string, as a slice of the input.
+func (d *decoder) bytes() []byte {
 	n := int(d.u32())
 	if !d.need(n) {
-		return ""
+		return nil
 	}
 	d.r += n
-	return d.s[d.r-n : d.r]
+	return d.b[d.r-n : d.r]
 }
 
 func (d *decoder) key() statKey {
-	return statKey{dev: d.u64(), ino: d.u64(), size: int64(d.u64()), mtime: int64(d.u64()), ctime: int64(d.u64()), mode: d.u32()}
+	if !d.need(keySize) {
+		return statKey{}
+	}
+	d.r += keySize
+	return readKey(d.b[d.r-keySize:])
 }
 
-func (d *decoder) digest(out *Digest) {
+// digest skips a digest, checking its algorithm and length.
+func (d *decoder) digest() {
 	algo, n := Algorithm(d.u8()), int(d.u8())
-	if !d.need(n) || out.SetBytes(algo, d.b[d.r:d.r+n]) != nil {
+	if !d.need(n) || !algo.Valid() || n != algo.Size() {
 		d.bad = true
 		return
 	}
 	d.r += n
 }
 
-// decode parses a cache file. Paths are substrings of data, which the
-// caller hands over and never modifies.
-func (c *Cache) decode(data []byte) error {
-	corrupt := func(why string) error {
-		return fmt.Errorf("%w: stat cache: %s", ErrCorruptState, why)
-	}
-	if len(data) < 16+4 || string(data[:4]) != cacheMagic {
-		return corrupt("bad header")
-	}
-	body := data[:len(data)-4]
-	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(data[len(data)-4:]) {
-		return corrupt("checksum mismatch")
-	}
-	d := &decoder{b: body, s: unsafe.String(unsafe.SliceData(body), len(body)), r: 4}
-	if d.u32() != cacheVersion {
-		return corrupt("unknown version")
-	}
-	n := d.u64()
-	if n > uint64(len(body))/64 {
-		return corrupt("bad entry count")
-	}
-	slab := make([]cacheEntry, n)
-	keys := make([]string, n)
-	for i := range slab {
-		e := &slab[i]
-		keys[i] = d.str()
-		e.key = d.key()
-		e.gen = d.u64()
-		d.digest(&e.digest)
-		if d.bad {
-			return corrupt("truncated entry")
-		}
-	}
-	nl := d.u64()
-	if nl > uint64(len(body)) {
-		return corrupt("bad list count")
-	}
-	lists := make(map[string]*cachedList, nl)
-	for range nl {
-		name := d.str()
-		l := &cachedList{key: d.key(), gen: d.u64(), extra: int(d.u32())}
-		m := int(d.u32())
-		if d.bad || m > len(body) {
-			return corrupt("truncated list")
-		}
-		l.paths, l.wants, l.labels, l.ents = make([]string, m), make([]Digest, m), make([]string, m), make([]*cacheEntry, m)
-		for i := range m {
-			if idx := d.u32(); idx != noIndex {
-				if uint64(idx) >= n {
-					return corrupt("bad index")
-				}
-				l.paths[i], l.ents[i] = keys[idx], &slab[idx]
-			} else {
-				l.paths[i] = d.str()
-			}
-			d.digest(&l.wants[i])
-			if off := d.u16(); off != noOffset {
-				if int(off) > len(l.paths[i]) {
-					return corrupt("bad label")
-				}
-				l.labels[i] = l.paths[i][off:]
-			} else {
-				l.labels[i] = d.str()
-			}
-			if d.bad {
-				return corrupt("truncated list")
-			}
-		}
-		lists[name] = l
-	}
-	if d.r != len(body) {
-		return corrupt("trailing data")
-	}
-	c.entries, c.slab, c.keys, c.lists = nil, slab, keys, lists
-	return nil
-}
+// bytesString and stringBytes convert without copying: the result
+// aliases the argument, which must not change while it is used.
+func bytesString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // readCount reads "<generation> <checks since full>"; ok is false when the
 // file is missing or damaged.

@@ -12,12 +12,17 @@
 //     per-file path does not allocate;
 //   - Cache, a stat cache keyed on (device, inode, size, mtime, ctime,
 //     mode) that lets a check skip re-hashing unchanged files, with a full
-//     re-hash forced every FullEvery checks and on demand;
+//     re-hash forced every FullEvery checks and on demand. The cache file
+//     is mapped into memory and read in place: a check checksums it and
+//     indexes its records, then reads the entries and parsed baselines it
+//     uses from the mapping, so a process that checks once (the check
+//     hook) neither copies nor decodes the whole file, and a cached
+//     baseline's files are checked without being copied either (List);
 //   - Store, the state directory: stat caches and first-run snapshots
 //     (package modified keeps the last change reported per package there).
 //     A Store also keeps each scope's last committed cache in memory and
 //     hands it to the next check while the file on disk is unchanged, so a
-//     long-lived process decodes a cache once, not on every check;
+//     long-lived process reads a cache file once, not on every check;
 //   - the result model (Result, Change, Status, Source, Baseline), the
 //     change digest used to report each distinct change once, and the
 //     Allowlist of expected changes;
@@ -42,10 +47,12 @@
 // # Cache file format
 //
 // Little-endian, version 2: the magic "RTIC", uint32 version, uint64 entry
-// count, then per entry (sorted by path): the path (uint32 length and
-// bytes), the status it was hashed under (uint64 dev, inode, size, mtime
-// ns, ctime ns; uint32 mode), uint64 generation (the check that last saw
-// it), uint8 algorithm, uint8 digest length and the digest. Then uint64
+// count, then per entry (in strictly increasing byte order of path, which
+// lookups rely on: a file out of order is damaged): the path (uint32
+// length and bytes), the status it was hashed under (uint64 dev, inode,
+// size, mtime ns, ctime ns; uint32 mode), uint64 generation (the check
+// that last saw it), uint8 algorithm, uint8 digest length and the
+// digest. Then uint64
 // list count and per parsed baseline (a RECORD): its path, its status,
 // generation, uint32 extra count, uint32 file count and per file the
 // index of its entry (or 0xffffffff and the path), the known-good digest

@@ -63,21 +63,21 @@ type File struct {
 	// Want is the known-good digest. Its algorithm is the one the file is
 	// hashed with; a zero Want hashes with SHA-256 (taking a snapshot).
 	Want Digest
+	// Got is the observed digest when State is FileHashed.
+	Got Digest
 
 	// State is what the check found.
 	State FileState
-	// Got is the observed digest when State is FileHashed.
-	Got Digest
-	// Size is the observed size in bytes.
-	Size int64
 	// Cached reports that Got came from the stat cache.
 	Cached bool
+	fresh  bool // Got was computed by this check
+
+	// Size is the observed size in bytes.
+	Size int64
 	// Err is why State is FileError.
 	Err error
 
-	key   statKey     // status the digest was computed under
-	fresh bool        // Got was computed by this check
-	ent   *cacheEntry // the file's cache entry, when a cached List knew it
+	key statKey // status the digest was computed under
 }
 
 // Path returns Dir and Rel joined the way Run opens them.
@@ -163,18 +163,19 @@ func (h *Hasher) Run(ctx context.Context, files []File, c *Cache) error {
 	return ctx.Err()
 }
 
-// RunPlanned is Run over files the workers discover as they go: plan(i)
-// is called once for each i in [0, n), by whichever worker gets to it
-// first, and returns the files to check for item i (nil for none); the
-// workers then share out those files, batch by batch, with the files of
+// RunPlanned is Run over lists of files the workers discover as they go:
+// plan(i) is called once for each i in [0, n), by whichever worker gets
+// to it first, and returns the list to check for item i (nil for none);
+// the workers then share out its files, batch by batch, with the files of
 // the items planned before. A worker plans the next item only when no
 // planned file is left to check, so every worker keeps busy, whether an
 // item has many files or few, without goroutines or channels between
-// planning and hashing. plan must be safe for concurrent use; the files it
-// returns are checked in place and must not be touched until RunPlanned
-// returns. When ctx ends, the remaining items are neither planned nor
-// checked.
-func (h *Hasher) RunPlanned(ctx context.Context, n int, plan func(i int) []File, c *Cache) error {
+// planning and hashing. plan must be safe for concurrent use; the lists
+// it returns are checked in place and must not be touched until
+// RunPlanned returns. A list read from the cache (Cache.List) is checked
+// against the cache it came from, which should be c. When ctx ends, the
+// remaining items are neither planned nor checked.
+func (h *Hasher) RunPlanned(ctx context.Context, n int, plan func(i int) *List, c *Cache) error {
 	workers := h.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -202,7 +203,7 @@ func (h *Hasher) RunPlanned(ctx context.Context, n int, plan func(i int) []File,
 				}
 				if i := int(next.Add(1)) - 1; i < n {
 					it := &items[i]
-					it.files = plan(i)
+					it.list = plan(i)
 					it.ready.Store(true)
 					planned.Add(1)
 					continue
@@ -218,12 +219,12 @@ func (h *Hasher) RunPlanned(ctx context.Context, n int, plan func(i int) []File,
 	return ctx.Err()
 }
 
-// plannedItem is one item of RunPlanned: its files once planned, and the
-// next of them to claim.
+// plannedItem is one item of RunPlanned: its list once planned, and the
+// next of its files to claim.
 type plannedItem struct {
 	ready  atomic.Bool
 	cursor atomic.Int64
-	files  []File
+	list   *List
 }
 
 // claim checks the next batch of planned files, if any is left, scanning
@@ -234,7 +235,7 @@ func (w *worker) claim(items []plannedItem, low *int) bool {
 		if !it.ready.Load() {
 			continue
 		}
-		m := int64(len(it.files))
+		m := int64(it.list.Len())
 		if it.cursor.Load() >= m {
 			if i == *low {
 				*low = i + 1
@@ -245,8 +246,14 @@ func (w *worker) claim(items []plannedItem, low *int) bool {
 		if start >= m {
 			continue
 		}
+		if r := it.list.cached; r != nil {
+			for j := start; j < min(start+batch, m); j++ {
+				w.checkListed(r, int(j))
+			}
+			return true
+		}
 		for j := start; j < min(start+batch, m); j++ {
-			w.check(&it.files[j])
+			w.check(&it.list.Files[j])
 		}
 		return true
 	}
@@ -268,6 +275,7 @@ func Stats(files []File) (hashed, cached int) {
 // worker is one goroutine's reusable state.
 type worker struct {
 	buf    []byte
+	tmp    File         // a file of a list read from the cache, while it is checked
 	path   sysfile.Path // the path opened, relative to at
 	full   sysfile.Path // the full path, for cache lookups
 	at     sysfile.Dir  // where path is resolved from
@@ -439,7 +447,32 @@ func (w *worker) setPath(f *File) {
 	w.path.Set(f.Dir, f.Rel)
 }
 
-func (w *worker) check(f *File) {
+func (w *worker) check(f *File) { w.checkEntry(f, noEntry, false) }
+
+// checkListed checks file i of a list read from the cache. The file's
+// record links it to its entry, which saves a lookup when the list is
+// checked against the cache it came from, as nothing has changed the
+// cache since. A file taken from the cache and matching its known-good
+// digest leaves only its state behind; any other is kept.
+func (w *worker) checkListed(r *listRun, i int) {
+	var lf listFile
+	r.view.file(r.list, i, &lf)
+	f := &w.tmp
+	*f = File{}
+	r.fill(f, &lf)
+	linked := w.cache != nil && w.cache == r.cache && w.cache.view == r.view && len(w.cache.entries) == 0
+	w.checkEntry(f, entryRef{idx: lf.entry}, linked)
+	if linked && f.Cached && f.Got.Equal(&f.Want) {
+		r.state[i] = listOK
+	} else {
+		r.keep(i, f)
+	}
+	f.Dir, f.Rel = "", "" // Rel is the view's
+}
+
+// checkEntry checks f; with linked, ref is f's cache entry (else it is
+// looked up by path).
+func (w *worker) checkEntry(f *File, ref entryRef, linked bool) {
 	f.Cached, f.fresh, f.Err = false, false, nil
 	f.Got = Digest{}
 	algo := f.Want.Algo
@@ -461,14 +494,12 @@ func (w *worker) check(f *File) {
 			w.irregular(f)
 			return
 		}
-		e := f.ent
-		if e == nil {
+		if !linked {
 			w.full.Set(f.Dir, f.Rel)
-			e = w.cache.lookup(w.full.Bytes())
+			ref = w.cache.lookup(w.full.Bytes())
 		}
-		if e != nil && e.key == keyOf(&w.st) && e.digest.Algo == algo {
-			f.State, f.Got, f.Size, f.Cached = FileHashed, e.digest, w.st.Size, true
-			atomic.StoreUint64(&e.gen, w.cache.gen)
+		if key := keyOf(&w.st); w.cache.hit(ref, &key, algo, &f.Got) {
+			f.State, f.Size, f.Cached = FileHashed, w.st.Size, true
 			return
 		}
 	}

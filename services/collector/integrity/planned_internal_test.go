@@ -41,12 +41,15 @@ func TestRunPlannedChecksEveryFileOnce(t *testing.T) {
 	for _, workers := range []int{1, 3, 8} {
 		var calls [40]atomic.Int32
 		h := Hasher{Workers: workers}
-		err := h.RunPlanned(context.Background(), len(items), func(i int) []File {
+		err := h.RunPlanned(context.Background(), len(items), func(i int) *List {
 			calls[i].Add(1)
 			for j := range items[i] {
 				items[i][j].State = FilePending
 			}
-			return items[i]
+			if len(items[i]) == 0 {
+				return nil
+			}
+			return &List{Files: items[i]}
 		}, nil)
 		require.NoError(t, err)
 		for i := range items {
@@ -60,48 +63,49 @@ func TestRunPlannedChecksEveryFileOnce(t *testing.T) {
 	require.NoError(t, h.RunPlanned(context.Background(), 0, nil, nil), "no items")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	assert.ErrorIs(t, h.RunPlanned(ctx, len(items), func(i int) []File { return items[i] }, nil), context.Canceled)
+	assert.ErrorIs(t, h.RunPlanned(ctx, len(items), func(i int) *List { return &List{Files: items[i]} }, nil), context.Canceled)
 }
 
 // TestCachedListInvalidation checks files that come from a cached list,
 // resolved from their directory: a change of content behind a restored
 // mtime (ctime), of size, mtime, mode or inode invalidates the cached
-// digest, and a missing file or a symbolic link in its place is reported.
+// digest, and a missing file or a symbolic link in its place is reported;
+// with the cache handed from check to check in memory (warm), and read
+// from its file by a new store each time (cold, as the check hook does).
 func TestCachedListInvalidation(t *testing.T) {
+	t.Run("warm", func(t *testing.T) { testCachedListInvalidation(t, false) })
+	t.Run("cold", func(t *testing.T) { testCachedListInvalidation(t, true) })
+}
+
+func testCachedListInvalidation(t *testing.T, cold bool) {
 	_, items := plannedTree(t, 2)
 	files := items[1] // 7 files
 	dir := files[0].Dir
 	state := t.TempDir()
-	store, err := OpenStore(state)
-	require.NoError(t, err)
-	store.FullEvery = 1 << 20
+	newStore := func() *Store {
+		s, err := OpenStore(state)
+		require.NoError(t, err)
+		s.FullEvery = 1 << 20
+		return s
+	}
+	store := newStore()
 	src := filepath.Join(dir, "RECORD")
 	require.NoError(t, os.WriteFile(src, []byte("listed"), 0o644))
 
 	check := func() []File {
 		t.Helper()
+		if cold {
+			store = newStore()
+		}
 		c, err := store.Cache(dir, false)
 		require.NoError(t, err)
-		ss := c.Source(src)
-		var fs []File
-		if l, ok := c.List(src, ss, dir); ok {
-			fs = l.Files
+		fs, fromCache := checkList(t, c, src, dir, files)
+		if fromCache {
 			for i := range fs {
 				assert.Equal(t, dir, fs[i].Dir, "cached files are resolved from their directory")
 				assert.Equal(t, files[i].Rel, fs[i].Rel)
 			}
-		} else {
-			fs = append([]File(nil), files...)
-			labels := make([]string, len(fs))
-			for i := range fs {
-				labels[i] = fs[i].Rel
-			}
-			c.PutList(src, ss, &List{Files: fs, Labels: labels})
 		}
-		h := Hasher{Workers: 2}
-		require.NoError(t, h.Run(context.Background(), fs, c))
-		c.Update(fs)
-		require.NoError(t, c.Commit())
 		return fs
 	}
 	fs := check()
@@ -154,4 +158,33 @@ func TestCachedListInvalidation(t *testing.T) {
 	fs = check()
 	assert.True(t, fs[0].Cached)
 	assert.False(t, fs[0].OK())
+}
+
+// checkList checks files as the baseline read from src, as a Python check
+// does: from c's list when it has one (fromCache), else stored with
+// PutList; it updates and commits c and returns the files as checked.
+func checkList(t *testing.T, c *Cache, src, dir string, files []File) (checked []File, fromCache bool) {
+	t.Helper()
+	ss := c.Source(src)
+	l, fromCache := c.List(src, ss, dir)
+	if !fromCache {
+		fs := append([]File(nil), files...)
+		labels := make([]string, len(fs))
+		for i := range fs {
+			labels[i] = fs[i].Rel
+		}
+		l = &List{Files: fs, Labels: labels}
+		c.PutList(src, ss, l)
+	}
+	h := Hasher{Workers: 2}
+	require.NoError(t, h.RunPlanned(context.Background(), 1, func(int) *List { return l }, c))
+	c.UpdateList(l)
+	require.NoError(t, c.Commit())
+	checked = make([]File, l.Len())
+	for i := range checked {
+		checked[i] = *l.File(i)
+		assert.Equal(t, checked[i].OK(), l.OK(i))
+		assert.Equal(t, files[i].Rel, l.Label(i))
+	}
+	return checked, fromCache
 }

@@ -94,11 +94,15 @@ func keyFor(path string) string {
 // full re-hash) rather than failing the check.
 //
 // The store keeps the cache its last check of scope committed in memory
-// (see Cache.Commit), and hands it out again instead of reading and
-// decoding the file, as long as the file is still the one that check
-// read or wrote (same status) and no other check has been committed since
-// (the check counter is unchanged). A long-lived process, such as the
-// collector, thus decodes a scope's cache once rather than on every check.
+// (see Cache.Commit), and hands it out again instead of reading the file,
+// as long as the file is still the one that check read or wrote (same
+// status) and no other check has been committed since (the check counter
+// is unchanged). A long-lived process, such as the collector, thus reads
+// a scope's cache once rather than on every check. A cache read from its
+// file keeps the file mapped while it is in use or kept (see view), so a
+// file another process has since replaced stays allocated on disk until
+// the cache kept for it is dropped: at the scope's next check, or when
+// MaxCaches are kept.
 func (s *Store) Cache(scope string, force bool) (*Cache, error) {
 	every := s.FullEvery
 	if every < 1 {
@@ -118,7 +122,7 @@ func (s *Store) Cache(scope string, force bool) (*Cache, error) {
 				return nil, err
 			}
 			ok = false
-			c.slab, c.keys, c.lists = nil, nil, nil
+			c.setView(nil)
 		}
 	}
 	c.store, c.max, c.keep, c.fullEvery = s, limit, uint64(2*every), every

@@ -1,7 +1,6 @@
 package integrity
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -34,22 +33,7 @@ func TestStoreKeepsCommittedCache(t *testing.T) {
 		t.Helper()
 		c, err := s.Cache(dir, false)
 		require.NoError(t, err)
-		ss := c.Source(src)
-		var fs []File
-		if l, ok := c.List(src, ss, dir); ok {
-			fs = l.Files
-		} else {
-			fs = append([]File(nil), files...)
-			labels := make([]string, len(fs))
-			for i := range fs {
-				labels[i] = fs[i].Rel
-			}
-			c.PutList(src, ss, &List{Files: fs, Labels: labels})
-		}
-		h := Hasher{Workers: 2}
-		require.NoError(t, h.Run(context.Background(), fs, c))
-		c.Update(fs)
-		require.NoError(t, c.Commit())
+		fs, _ := checkList(t, c, src, dir, files)
 		return c, fs
 	}
 	cached := func(fs []File) (n int) {

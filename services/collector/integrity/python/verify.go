@@ -201,28 +201,30 @@ func Verify(ctx context.Context, env *Env, opts Options) (*integrity.Report, err
 	}
 	sel := dists
 	rep := &integrity.Report{Root: env.Prefix, Results: make([]integrity.Result, len(sel))}
-	plans, stats, err := env.hash(ctx, sel, rep.Results, oc.c, opts)
+	lists, stats, err := env.hash(ctx, sel, rep.Results, oc.c, opts)
 	if err != nil {
 		return nil, err
 	}
 	rep.Full, rep.Hashed, rep.Cached = stats.Full, stats.Hashed, stats.Cached
-	for i := range plans {
-		p := &plans[i]
+	for i, l := range lists {
 		r := &rep.Results[i]
 		var errs, escapes []string
-		for j := range p.files {
-			f := &p.files[j]
+		for j := range l.Len() {
+			if l.OK(j) {
+				continue
+			}
+			f := l.File(j)
 			if f.State == integrity.FileError {
 				if errors.Is(f.Err, integrity.ErrOutsideRoot) {
 					// Through a symbolic link: the same error as a
 					// RECORD path escaping by name.
-					escapes = append(escapes, fmt.Errorf("%w: %q", ErrEscape, p.paths[j]).Error())
+					escapes = append(escapes, fmt.Errorf("%w: %q", ErrEscape, l.Label(j)).Error())
 					continue
 				}
-				errs = append(errs, fmt.Sprintf("%s: %v", p.paths[j], f.Err))
+				errs = append(errs, fmt.Sprintf("%s: %v", l.Label(j), f.Err))
 				continue
 			}
-			if c, changed := integrity.ChangeFor(f, p.paths[j]); changed {
+			if c, changed := integrity.ChangeFor(f, l.Label(j)); changed {
 				r.Changes = append(r.Changes, c)
 			}
 		}
@@ -239,40 +241,38 @@ func Verify(ctx context.Context, env *Env, opts Options) (*integrity.Report, err
 	return rep, nil
 }
 
-// plan is one distribution's files to hash.
-type plan struct {
-	files []integrity.File
-	paths []string // RECORD paths, parallel to files
-}
-
 // hash plans every selected distribution and hashes its files: the
 // hashing workers parse the RECORDs (or take them from the cache) as they
 // run out of files to hash, so planning and hashing overlap on the same
-// workers.
-func (e *Env) hash(ctx context.Context, sel []*Distribution, results []integrity.Result, cache *integrity.Cache, opts Options) ([]plan, integrity.CheckStats, error) {
-	plans := make([]plan, len(sel))
+// workers. It returns each distribution's files as checked (a nil list
+// for one without files to check).
+func (e *Env) hash(ctx context.Context, sel []*Distribution, results []integrity.Result, cache *integrity.Cache, opts Options) ([]*integrity.List, integrity.CheckStats, error) {
+	lists := make([]*integrity.List, len(sel))
 	// Resolve every file beneath the environment root, so that a
 	// symbolic link on the way cannot lead out of it.
 	h := integrity.Hasher{Workers: opts.Workers, Root: e.Prefix}
-	err := h.RunPlanned(ctx, len(sel), func(i int) []integrity.File {
-		plans[i] = e.plan(sel[i], &results[i], cache)
-		return plans[i].files
+	err := h.RunPlanned(ctx, len(sel), func(i int) *integrity.List {
+		lists[i] = e.plan(sel[i], &results[i], cache)
+		return lists[i]
 	}, cache)
 	if err != nil {
 		return nil, integrity.CheckStats{}, err
 	}
 	st := integrity.CheckStats{Full: cache.Full()}
-	for i := range plans {
-		h, c := integrity.Stats(plans[i].files)
+	for _, l := range lists {
+		h, c := l.Stats()
 		st.Hashed += h
 		st.Cached += c
-		cache.Update(plans[i].files)
+		cache.UpdateList(l)
 	}
 	st.CacheErr = cache.Commit()
-	return plans, st, nil
+	return lists, st, nil
 }
 
-func (e *Env) plan(d *Distribution, r *integrity.Result, cache *integrity.Cache) plan {
+// plan returns the files of d to check, from the cache when its RECORD
+// is unchanged, else parsed from the RECORD (and stored in the cache);
+// nil when there are none.
+func (e *Env) plan(d *Distribution, r *integrity.Result, cache *integrity.Cache) *integrity.List {
 	*r = integrity.Result{
 		Name: d.Name, Version: d.Version, Location: d.InfoDir,
 		Source: d.Source(), Baseline: integrity.BaselineRecord, Status: integrity.StatusOK,
@@ -280,24 +280,24 @@ func (e *Env) plan(d *Distribution, r *integrity.Result, cache *integrity.Cache)
 	switch {
 	case d.EggInfo:
 		r.Status, r.Baseline, r.Reason = integrity.StatusSkipped, integrity.BaselineNone, "egg-info distribution: no RECORD"
-		return plan{}
+		return nil
 	case r.Source == integrity.SourceEditable:
 		r.Status, r.Baseline, r.Reason = integrity.StatusSkipped, integrity.BaselineNone, "editable install"
-		return plan{}
+		return nil
 	}
 	recordPath := filepath.Join(d.InfoDir, "RECORD")
 	src := cache.Source(recordPath)
 	if l, ok := cache.List(recordPath, src, d.Site); ok {
-		r.Files, r.Unchecked = len(l.Files), l.Extra
-		return plan{files: l.Files, paths: l.Labels}
+		r.Files, r.Unchecked = l.Len(), l.Extra
+		return l
 	}
 	data, err := os.ReadFile(recordPath)
 	if err != nil {
 		r.Status, r.Reason = integrity.StatusError, "read RECORD: "+errText(err)
-		return plan{}
+		return nil
 	}
 	n := bytesCount(data, '\n') + 1
-	p := plan{files: make([]integrity.File, 0, n/2+1), paths: make([]string, 0, n/2+1)}
+	l := &integrity.List{Files: make([]integrity.File, 0, n/2+1), Labels: make([]string, 0, n/2+1)}
 	err = eachRecordEntry(data, func(ent *RecordEntry) error {
 		if ent.Hash.IsZero() {
 			r.Unchecked++
@@ -307,18 +307,18 @@ func (e *Env) plan(d *Distribution, r *integrity.Result, cache *integrity.Cache)
 		if err != nil {
 			return err
 		}
-		p.files = append(p.files, integrity.File{Dir: dir, Rel: rel, Want: ent.Hash})
-		p.paths = append(p.paths, ent.Path)
+		l.Files = append(l.Files, integrity.File{Dir: dir, Rel: rel, Want: ent.Hash})
+		l.Labels = append(l.Labels, ent.Path)
 		return nil
 	})
 	if err != nil {
 		r.Status, r.Reason = integrity.StatusError, err.Error()
 		r.Unchecked, r.Files = 0, 0
-		return plan{}
+		return nil
 	}
-	r.Files = len(p.files)
-	cache.PutList(recordPath, src, &integrity.List{Files: p.files, Labels: p.paths, Extra: r.Unchecked})
-	return p
+	r.Files, l.Extra = len(l.Files), r.Unchecked
+	cache.PutList(recordPath, src, l)
+	return l
 }
 
 func errText(err error) string {
