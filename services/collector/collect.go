@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -51,6 +52,7 @@ type observation struct {
 	// changes are runnable.modified payloads not reported before, and
 	// reported marks them reported once spooled.
 	changes  []events.RunnableModified
+	ids      []string // changes[i]'s event id (runnableEventID)
 	reported func(digests []string) error
 }
 
@@ -75,8 +77,8 @@ func (c *Collector) collect(ctx context.Context, t *target, interval time.Durati
 			cerr = err // too large, or a snapshot the codec refuses
 		} else {
 			msgs, res.Digest = append(msgs, m), digest
-			for _, p := range obs.changes {
-				m, err := c.newMsg(ctx, p, events.WithID(runnableEventID(p)))
+			for i, p := range obs.changes {
+				m, err := c.newMsg(ctx, p, events.WithID(obs.ids[i]))
 				if err != nil {
 					c.stats.invalid.Add(1)
 					c.log.Warn("runnable.modified not publishable", "target", t.cfg.Name, "package", p.Package, "err", err)
@@ -330,13 +332,14 @@ func message(s string) string {
 func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // runnableEventID derives the id of a runnable.modified event from the
-// change it reports, so a copy published again (after a crash between
-// spooling and recording the change) or by another target on the same
-// environment is dropped by JetStream. A change that comes back after
-// another (A, B, A again) is a new event, except within the stream's
-// duplicate window (topology.DuplicateWindow), where it shares A's id.
-func runnableEventID(p events.RunnableModified) string {
+// change it reports and when the files it touched last changed
+// (integrity.Result.ChangedAt), so a copy published again (after a crash
+// between spooling and recording the change) or by another target on the
+// same environment is dropped by JetStream, while a change that comes back
+// after another (A, B, A again: written again) is a new event, within the
+// stream's duplicate window too.
+func runnableEventID(p events.RunnableModified, changedAt int64) string {
 	sum := sha256.Sum256([]byte(p.Host + "\x00" + string(p.Ecosystem) + "\x00" + p.Environment + "\x00" +
-		p.Package + "\x00" + p.ChangeDigest))
+		p.Package + "\x00" + p.ChangeDigest + "\x00" + strconv.FormatInt(changedAt, 10)))
 	return "runnable-modified-" + hex.EncodeToString(sum[:20])
 }

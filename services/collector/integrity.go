@@ -105,7 +105,19 @@ func (c *Collector) checkIntegrity(ctx context.Context, t *target) (observation,
 	if err != nil {
 		return observation{}, err
 	}
-	obs := observation{snap: s, changes: changes, reported: func(digests []string) error {
+	results := make(map[string]*integrity.Result, len(rep.Results))
+	for i := range rep.Results {
+		results[rep.Results[i].Name] = &rep.Results[i]
+	}
+	ids := make([]string, len(changes))
+	for i, p := range changes {
+		var at int64
+		if r := results[p.Package]; r != nil {
+			at = r.ChangedAt()
+		}
+		ids[i] = runnableEventID(p, at)
+	}
+	obs := observation{snap: s, changes: changes, ids: ids, reported: func(digests []string) error {
 		sent := make([]events.RunnableModified, 0, len(digests))
 		for _, ch := range changes {
 			if slices.Contains(digests, ch.ChangeDigest) {

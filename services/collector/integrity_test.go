@@ -74,6 +74,8 @@ func TestPythonTargetReportsEachChangeOnce(t *testing.T) {
 	assert.Equal(t, "python.distributions", s.Evidence[0].Kind)
 
 	appendFile(t, pipInit[0], "# tampered\n")
+	tampered, err := os.ReadFile(pipInit[0])
+	require.NoError(t, err)
 	require.NoError(t, c.CollectNow(t.Context(), "venv"))
 	require.NoError(t, c.CollectNow(t.Context(), "venv")) // the same change: not reported again
 	appendFile(t, pipInit[0], "# tampered again\n")
@@ -107,6 +109,16 @@ func TestPythonTargetReportsEachChangeOnce(t *testing.T) {
 		assert.Equal(t, events.IntegritySubject(testHost), msgs[i].Subject(), "message %d", i)
 	}
 	assert.Equal(t, uint64(3), c.Stats().RunnableModified)
+
+	// Back to the first change (A, B, A), within JetStream's duplicate
+	// window: written again, so a new event, not a copy of the first.
+	require.NoError(t, os.WriteFile(pipInit[0], tampered, 0o644))
+	require.NoError(t, c.CollectNow(t.Context(), "venv"))
+	_, mods = integrityEvents(t, b.waitStored(t, 10))
+	require.Len(t, mods, 3)
+	assert.Equal(t, mods[0].ChangeDigest, mods[2].ChangeDigest)
+	assert.Equal(t, uint64(1), c.Stats().EventsDuplicate)
+	assert.Equal(t, uint64(4), c.Stats().RunnableModified)
 }
 
 // TestNodeTargetSnapshotsThenReportsChanges checks a Node project: the

@@ -3,8 +3,11 @@ package integrity
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"path/filepath"
 	"sort"
 	"strconv"
+
+	"github.com/runtimetruth/runtimetruth/services/collector/integrity/internal/sysfile"
 )
 
 // Status is the outcome of checking one package.
@@ -145,6 +148,33 @@ func (r *Result) Unexpected() []Change {
 		}
 	}
 	return out
+}
+
+// ChangedAt returns when what r's unexpected changes touched last changed
+// status: the latest ctime (nanoseconds since the epoch) of each modified
+// or added file and of the folder of each missing one; 0 when none can be
+// read (or the platform keeps no ctime). A change that comes back after
+// another (A, then B, then A again) was written again, so it has a later
+// ChangedAt than its first occurrence, while a second look at the same
+// occurrence (a retry, another check of the same environment) has the same.
+func (r *Result) ChangedAt() int64 {
+	var latest int64
+	var p sysfile.Path
+	var st sysfile.Stat
+	for _, c := range r.Changes {
+		if c.Kind == ChangeExpected || c.abs == "" {
+			continue
+		}
+		path := c.abs
+		if c.Kind == ChangeMissing {
+			path = filepath.Dir(path)
+		}
+		p.Set("", path)
+		if sysfile.Lstat(&p, &st) == nil {
+			latest = max(latest, st.Ctime)
+		}
+	}
+	return latest
 }
 
 // Finish sorts and de-duplicates Changes, applies allow (which may be nil)
