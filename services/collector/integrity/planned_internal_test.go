@@ -77,20 +77,35 @@ func TestCachedListInvalidation(t *testing.T) {
 	t.Run("cold", func(t *testing.T) { testCachedListInvalidation(t, true) })
 }
 
-func testCachedListInvalidation(t *testing.T, cold bool) {
-	_, items := plannedTree(t, 2)
-	files := items[1] // 7 files
-	dir := files[0].Dir
+// listFixture is item i of a planned tree of n items, a RECORD file beside
+// its files, and stores of one state directory that check from the cache
+// only (no forced full re-hash).
+type listFixture struct {
+	files    []File
+	dir, src string
+	newStore func() *Store
+}
+
+func newListFixture(t *testing.T, n, i int) listFixture {
+	t.Helper()
+	_, items := plannedTree(t, n)
+	fx := listFixture{files: items[i], dir: items[i][0].Dir}
 	state := t.TempDir()
-	newStore := func() *Store {
+	fx.newStore = func() *Store {
 		s, err := OpenStore(state)
 		require.NoError(t, err)
 		s.FullEvery = 1 << 20
 		return s
 	}
+	fx.src = filepath.Join(fx.dir, "RECORD")
+	require.NoError(t, os.WriteFile(fx.src, []byte("listed"), 0o644))
+	return fx
+}
+
+func testCachedListInvalidation(t *testing.T, cold bool) {
+	fx := newListFixture(t, 2, 1) // 7 files
+	files, dir, src, newStore := fx.files, fx.dir, fx.src, fx.newStore
 	store := newStore()
-	src := filepath.Join(dir, "RECORD")
-	require.NoError(t, os.WriteFile(src, []byte("listed"), 0o644))
 
 	check := func() []File {
 		t.Helper()

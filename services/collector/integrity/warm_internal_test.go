@@ -15,19 +15,9 @@ import (
 // check after another process committed, reads the file; and that a
 // cache kept in memory links its lists to the entries as a reload would.
 func TestStoreKeepsCommittedCache(t *testing.T) {
-	_, items := plannedTree(t, 3)
-	files := items[2]
-	dir := files[0].Dir
-	state := t.TempDir()
-	newStore := func() *Store {
-		s, err := OpenStore(state)
-		require.NoError(t, err)
-		s.FullEvery = 1 << 20
-		return s
-	}
+	fx := newListFixture(t, 3, 2)
+	files, dir, src, newStore := fx.files, fx.dir, fx.src, fx.newStore
 	store := newStore()
-	src := filepath.Join(dir, "RECORD")
-	require.NoError(t, os.WriteFile(src, []byte("listed"), 0o644))
 
 	check := func(s *Store) (*Cache, []File) {
 		t.Helper()
