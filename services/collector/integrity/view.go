@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"runtime"
-	"unsafe"
 )
 
 // view is a checked, read-only view of a cache file's bytes, which are
@@ -95,31 +94,15 @@ func parseView(data []byte) (*view, error) {
 		if d.bad || m > len(body) {
 			return nil, corrupt("truncated list")
 		}
+		var lf listFile
 		for range m {
 			v.files = append(v.files, uint32(d.r))
-			var path []byte
-			if idx := d.u32(); idx != noIndex {
-				if uint64(idx) >= n {
-					return nil, corrupt("bad index")
-				}
-				path = v.entryPath(int(idx))
-			} else {
-				path = d.bytes()
-			}
-			d.digest()
-			if off := d.u16(); off != noOffset {
-				if int(off) > len(path) {
-					return nil, corrupt("bad label")
-				}
-			} else {
-				d.bytes()
-			}
-			if d.bad {
-				return nil, corrupt("truncated list")
+			if why := v.readFile(d, &lf); why != "" {
+				return nil, corrupt(why)
 			}
 		}
 		l.n = m
-		v.named[unsafe.String(unsafe.SliceData(name), len(name))] = len(v.lists)
+		v.named[bytesString(name)] = len(v.lists)
 		v.lists = append(v.lists, l)
 	}
 	if d.r != len(body) {
@@ -224,23 +207,42 @@ type listFile struct {
 	label []byte
 }
 
-// file reads file record j of list l (valid while v is).
+// file reads file record j of list l (valid while v is), which parseView
+// has checked.
 func (v *view) file(l *viewList, j int, out *listFile) {
 	d := decoder{b: v.data, r: int(v.files[l.first+j])}
+	v.readFile(&d, out)
+}
+
+// readFile reads the file record at d's position into out: its entry
+// index (or its own path), its known-good digest and its label (an offset
+// into the path, or its own string). It returns why the record is
+// damaged ("" when it is not): an entry index or label offset out of
+// bounds, or a record cut short.
+func (v *view) readFile(d *decoder, out *listFile) string {
 	out.entry = -1
 	if idx := d.u32(); idx != noIndex {
-		out.entry = int(idx)
-		out.path = v.entryPath(int(idx))
+		if uint64(idx) >= uint64(len(v.ents)) {
+			return "bad index"
+		}
+		out.entry, out.path = int(idx), v.entryPath(int(idx))
 	} else {
 		out.path = d.bytes()
 	}
 	out.want = d.r
 	d.digest()
 	if off := d.u16(); off != noOffset {
+		if int(off) > len(out.path) {
+			return "bad label"
+		}
 		out.label = out.path[off:]
 	} else {
 		out.label = d.bytes()
 	}
+	if d.bad {
+		return "truncated list"
+	}
+	return ""
 }
 
 // readKey reads a status as the encoder's key writes it.
