@@ -97,12 +97,12 @@ func (it *item) fail(err error) { it.err, it.done = err, true }
 // by one: it verifies every snapshot against its baseline, records it as
 // its host's latest (unless it has its baseline's evidence: see
 // VerdictRecord.AtBaseline), publishes the verdict and records it as the
-// latest verdict, and only then reports the message handled. The work is shared
-// across the batch: one latest-snapshot and one latest-verdict write per
-// host and target (the newest of the batch; the older ones would be
-// replaced at once), one baseline read per baseline, the verdicts
-// published without waiting on each in turn, the writes of different keys
-// made at once. A malformed event is a permanent error (dead-lettered); a
+// latest verdict, and only then reports the message handled. The work is
+// shared across the batch: one latest-snapshot and one latest-verdict
+// write per host and target (the newest of the batch; the older ones
+// would be replaced at once), one baseline read per baseline, the
+// verdicts published without waiting on each in turn, the writes of
+// different keys made at once. A malformed event is a permanent error (dead-lettered); a
 // store or publish failure is retried. spans[i] carries the span of
 // handling msgs[i], the parent of its verdict's publish span.
 func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans []context.Context) []error {
@@ -344,8 +344,9 @@ func (h *handler) publishVerdicts(ctx context.Context, items []*item) {
 
 // verify returns the verdict of a snapshot, given its baseline as read
 // (bl, or the error reading it), and whether the snapshot has the
-// baseline's evidence (nothing but captured_at differs). The baseline is the one the event names
-// (EvidenceCollected.Baseline) or else its target's. Only a failure to
+// baseline's evidence (nothing but captured_at differs). The baseline is
+// the one the event names (EvidenceCollected.Baseline) or else its
+// target's. Only a failure to
 // read the baseline is an error (to retry); everything about the snapshot
 // or the baseline themselves is an error verdict.
 //
