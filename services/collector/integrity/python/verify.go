@@ -291,7 +291,9 @@ func (e *Env) plan(d *Distribution, r *integrity.Result, cache *integrity.Cache)
 		r.Files, r.Unchecked = l.Len(), l.Extra
 		return l
 	}
-	data, err := os.ReadFile(recordPath)
+	buf := recordBuffers.Get().(*[]byte)
+	defer releaseRecord(buf)
+	data, err := readRecord(recordPath, buf)
 	if err != nil {
 		r.Status, r.Reason = integrity.StatusError, "read RECORD: "+errText(err)
 		return nil
@@ -316,6 +318,7 @@ func (e *Env) plan(d *Distribution, r *integrity.Result, cache *integrity.Cache)
 		r.Unchecked, r.Files = 0, 0
 		return nil
 	}
+	keepStrings(l, data)
 	r.Files, l.Extra = len(l.Files), r.Unchecked
 	cache.PutList(recordPath, src, l)
 	return l
