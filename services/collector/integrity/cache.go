@@ -299,19 +299,20 @@ func (c *Cache) UpdateList(l *List) {
 func (c *Cache) update(f *File, p *sysfile.Path) {
 	switch {
 	case f.fresh && f.State == FileHashed:
+		got := f.gotDigest()
 		p.Set(f.Dir, f.Rel)
 		if e := c.entries[string(p.Bytes())]; e != nil {
-			if !e.gone && e.key == f.key && e.digest.Equal(&f.Got) {
+			if !e.gone && e.key == f.key && e.digest.Equal(got) {
 				e.gen = c.gen
 				return
 			}
-			e.key, e.digest, e.gen, e.gone = f.key, f.Got, c.gen, false
+			e.key, e.digest, e.gen, e.gone = f.key, *got, c.gen, false
 			c.dirty = true
 			return
 		}
 		if i := c.view.find(p.Bytes()); i >= 0 {
 			var d Digest
-			if c.view.entryDigest(i, &d); c.view.entryKey(i) == f.key && d.Equal(&f.Got) {
+			if c.view.entryDigest(i, &d); c.view.entryKey(i) == f.key && d.Equal(got) {
 				c.markSeen(i)
 				return
 			}
@@ -319,7 +320,7 @@ func (c *Cache) update(f *File, p *sysfile.Path) {
 		if c.entries == nil {
 			c.entries = map[string]*cacheEntry{}
 		}
-		c.entries[p.String()] = &cacheEntry{key: f.key, digest: f.Got, gen: c.gen}
+		c.entries[p.String()] = &cacheEntry{key: f.key, digest: *got, gen: c.gen}
 		c.dirty = true
 	case f.State == FileMissing || f.State == FileSymlink || f.State == FileNotRegular:
 		p.Set(f.Dir, f.Rel)

@@ -77,7 +77,7 @@ func (l *List) File(i int) *File {
 	r.fill(f, &lf)
 	f.Rel = strings.Clone(f.Rel)
 	if r.state[i] == listOK {
-		f.State, f.Got, f.Size, f.Cached = FileHashed, f.Want, r.view.entryKey(lf.entry).size, true
+		f.State, f.gotWant, f.Size, f.Cached = FileHashed, true, r.view.entryKey(lf.entry).size, true
 	}
 	runtime.KeepAlive(r.view) // until Rel is copied
 	return f

@@ -253,10 +253,10 @@ func Added(path, abs, observed string) Change {
 func changeFor(f *File, path string) (Change, bool) {
 	switch f.State {
 	case FileHashed:
-		if f.Got.Equal(&f.Want) {
+		if f.gotWant {
 			return Change{}, false
 		}
-		return Change{Path: path, Kind: ChangeModified, Observed: f.Got.String()}, true
+		return Change{Path: path, Kind: ChangeModified, Observed: f.Got().String()}, true
 	case FileMissing:
 		return Change{Path: path, Kind: ChangeMissing}, true
 	case FileSymlink:

@@ -336,8 +336,8 @@ func WriteManifest(ctx context.Context, dir string) (*Manifest, error) {
 		if f.State != integrity.FileHashed {
 			return nil, fmt.Errorf("write manifest: %s: %s", f.Rel, f.State)
 		}
-		m.Files[f.Rel] = f.Got
-		doc.Files[f.Rel] = f.Got.String()
+		m.Files[f.Rel] = f.Got()
+		doc.Files[f.Rel] = f.Got().String()
 	}
 	data, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {

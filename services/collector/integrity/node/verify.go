@@ -448,7 +448,7 @@ func finish(t *target, files []integrity.File, opts Options) error {
 			f := &files[i]
 			switch f.State {
 			case integrity.FileHashed:
-				snap.Files[f.Rel] = f.Got.String()
+				snap.Files[f.Rel] = f.Got().String()
 			case integrity.FileSymlink:
 				target, err := os.Readlink(filepath.Join(t.dir, filepath.FromSlash(f.Rel)))
 				switch {
@@ -500,7 +500,7 @@ func finish(t *target, files []integrity.File, opts Options) error {
 		observed := ""
 		switch f.State {
 		case integrity.FileHashed:
-			observed = f.Got.String()
+			observed = f.Got().String()
 		case integrity.FileSymlink:
 			observed = f.State.String()
 			target, err := os.Readlink(filepath.Join(t.dir, filepath.FromSlash(f.Rel)))

@@ -89,7 +89,7 @@ func TestPlanKeepsOnlyHashedPaths(t *testing.T) {
 	assert.Equal(t, filepath.ToSlash(filepath.Join(prefix, "bin", "tool0")), first.Files[2000].Rel)
 
 	// The fewest bytes of a few plans (the race detector's pool drops
-	// some buffers): with the buffer reused, the Files (240 bytes each),
+	// some buffers): with the buffer reused, the Files (184 bytes each),
 	// the labels and one copy of the hashed paths.
 	least := uint64(1 << 62)
 	for range 8 {
