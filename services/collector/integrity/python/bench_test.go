@@ -304,6 +304,8 @@ func sha256sumAll(b *testing.B, paths []string) {
 // own overhead.
 //
 //	go test -run '^$' -bench BenchmarkIntegrity -benchtime 5x ./integrity/python
+//
+// ("interleaved" runs five rounds per op, so -benchtime 5x gives it 25.)
 func BenchmarkIntegrity(b *testing.B) {
 	if _, err := exec.LookPath("sha256sum"); err != nil {
 		b.Fatal("sha256sum (coreutils) is required")
@@ -388,15 +390,21 @@ func BenchmarkIntegrity(b *testing.B) {
 		}
 		rounds := map[string][]time.Duration{}
 		cpus := map[string][]time.Duration{}
+		// Several rounds per op: under make bench's one-second benchtime
+		// a single op (about 1.7 s) is all that runs, and one round is no
+		// median.
+		const roundsPerOp = 5
 		for b.Loop() {
-			for _, n := range names {
-				// Each starts from a collected heap: the garbage of the
-				// one before (a full verify's) is not its to collect.
-				runtime.GC()
-				c0, t := cpuTime(), time.Now()
-				fns[n](b)
-				rounds[n] = append(rounds[n], time.Since(t))
-				cpus[n] = append(cpus[n], cpuTime()-c0)
+			for range roundsPerOp {
+				for _, n := range names {
+					// Each starts from a collected heap: the garbage of the
+					// one before (a full verify's) is not its to collect.
+					runtime.GC()
+					c0, t := cpuTime(), time.Now()
+					fns[n](b)
+					rounds[n] = append(rounds[n], time.Since(t))
+					cpus[n] = append(cpus[n], cpuTime()-c0)
+				}
 			}
 		}
 		med, cpu := map[string]time.Duration{}, map[string]time.Duration{}
