@@ -209,19 +209,7 @@ func (c *Cache) List(path string, src SourceStat, dir string) (*List, bool) {
 		return nil, false
 	}
 	dir = strings.TrimSuffix(dir, "/")
-	c.mu.Lock()
-	l, li := c.lists[path], -1
-	switch {
-	case l != nil:
-		if l.key == src.key {
-			l.gen = c.gen
-		}
-	case c.view != nil:
-		if li = c.view.list(path); li >= 0 && c.view.lists[li].key == src.key {
-			c.listGen[li] = c.gen
-		}
-	}
-	c.mu.Unlock()
+	l, li := c.findList(path, src)
 	if l == nil {
 		if li < 0 || c.view.lists[li].key != src.key {
 			return nil, false
@@ -239,6 +227,28 @@ func (c *Cache) List(path string, src SourceStat, dir string) (*List, bool) {
 		f.Dir, f.Rel = splitDir(dir, f.Rel)
 	}
 	return out, true
+}
+
+// findList returns the list stored for path in this check, else the
+// index of the view's list for path (-1 for none), marking either as used
+// when its source is src's. It reads the mapped view under c.mu, so it
+// unlocks by defer: a fault reading the mapping (ErrCacheFault) must not
+// leave c.mu held for the other workers.
+func (c *Cache) findList(path string, src SourceStat) (l *cachedList, li int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l, li = c.lists[path], -1
+	switch {
+	case l != nil:
+		if l.key == src.key {
+			l.gen = c.gen
+		}
+	case c.view != nil:
+		if li = c.view.list(path); li >= 0 && c.view.lists[li].key == src.key {
+			c.listGen[li] = c.gen
+		}
+	}
+	return l, li
 }
 
 // splitDir returns ("", p), or (dir, p relative to dir) when p lies
@@ -616,7 +626,14 @@ func (c *Cache) load() error {
 	if err != nil {
 		return fmt.Errorf("read stat cache: %w", err)
 	}
-	v, err := parseView(data)
+	var v *view
+	err = CatchFault(func() (err error) {
+		v, err = parseView(data)
+		return err
+	})
+	if errors.Is(err, ErrCacheFault) {
+		err = fmt.Errorf("%w: %w", ErrCorruptState, err)
+	}
 	if err != nil {
 		if mapped {
 			unmapFile(data)

@@ -42,7 +42,11 @@
 // fsynced and renamed over the old one (the .count file is not fsynced: a
 // lost count only brings the next full re-hash forward), so a crash leaves
 // either the old or the new version, and a damaged cache is detected by its
-// checksum and discarded (the next check hashes everything).
+// checksum and discarded (the next check hashes everything). A cache file
+// is mapped while in use; one truncated in place under the mapping (by
+// another process, or a failing disk) makes reading it fault, which the
+// readers turn into ErrCacheFault rather than a crash: the check discards
+// the cache and hashes everything again, saying so in Report.CacheError.
 //
 // # Cache file format
 //

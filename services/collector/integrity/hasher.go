@@ -1,6 +1,7 @@
 package integrity
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"hash"
@@ -158,7 +159,9 @@ const batch = 16
 // through a final symbolic link), its status taken from the open file and
 // its content read once, up to the size that status reports. Run returns
 // early with ctx's error when ctx ends; files not reached stay FilePending.
-// Run does not modify the cache: pass the files to Cache.Update afterwards.
+// When reading c's mapped file faults (ErrCacheFault), Run stops and
+// returns that error: the files' states are then incomplete. Run does not
+// modify the cache: pass the files to Cache.Update afterwards.
 func (h *Hasher) Run(ctx context.Context, files []File, c *Cache) error {
 	workers := h.Workers
 	if workers <= 0 {
@@ -175,24 +178,48 @@ func (h *Hasher) Run(ctx context.Context, files []File, c *Cache) error {
 		c = nil
 	}
 	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
+	return runWorkers(ctx, workers, func(ctx context.Context) {
+		w := worker{buf: make([]byte, size), cache: c, root: h.Root}
+		defer w.close()
+		for ctx.Err() == nil {
+			start := int(next.Add(batch)) - batch
+			if start >= len(files) {
+				return
+			}
+			end := min(start+batch, len(files))
+			for i := start; i < end; i++ {
+				w.check(&files[i])
+			}
+		}
+	})
+}
+
+// runWorkers runs body on n goroutines and waits for them. A worker that
+// faults reading the mapped cache stops the others (their ctx ends), and
+// runWorkers returns its ErrCacheFault; else it returns ctx's error.
+func runWorkers(ctx context.Context, n int, body func(ctx context.Context)) error {
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var (
+		mu    sync.Mutex
+		fault error
+		wg    sync.WaitGroup
+	)
+	for range n {
 		wg.Go(func() {
-			w := worker{buf: make([]byte, size), cache: c, root: h.Root}
-			defer w.close()
-			for ctx.Err() == nil {
-				start := int(next.Add(batch)) - batch
-				if start >= len(files) {
-					return
-				}
-				end := min(start+batch, len(files))
-				for i := start; i < end; i++ {
-					w.check(&files[i])
-				}
+			err := CatchFault(func() error { body(wctx); return nil })
+			if err != nil {
+				mu.Lock()
+				fault = cmp.Or(fault, err)
+				mu.Unlock()
+				stop()
 			}
 		})
 	}
 	wg.Wait()
+	if fault != nil {
+		return fault
+	}
 	return ctx.Err()
 }
 
@@ -207,7 +234,8 @@ func (h *Hasher) Run(ctx context.Context, files []File, c *Cache) error {
 // it returns are checked in place and must not be touched until
 // RunPlanned returns. A list read from the cache (Cache.List) is checked
 // against the cache it came from, which should be c. When ctx ends, the
-// remaining items are neither planned nor checked.
+// remaining items are neither planned nor checked; a fault reading the
+// mapped cache stops it as Run does.
 func (h *Hasher) RunPlanned(ctx context.Context, n int, plan func(i int) *List, c *Cache) error {
 	workers := h.Workers
 	if workers <= 0 {
@@ -224,32 +252,27 @@ func (h *Hasher) RunPlanned(ctx context.Context, n int, plan func(i int) *List, 
 	items := make([]plannedItem, n)
 	var next atomic.Int64    // next item to plan
 	var planned atomic.Int64 // items whose files are published
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			w := worker{buf: make([]byte, size), cache: c, root: h.Root}
-			defer w.close()
-			low := 0 // items below low have no file left to claim
-			for ctx.Err() == nil {
-				if w.claim(items, &low) {
-					continue
-				}
-				if i := int(next.Add(1)) - 1; i < n {
-					it := &items[i]
-					it.list = plan(i)
-					it.ready.Store(true)
-					planned.Add(1)
-					continue
-				}
-				if int(planned.Load()) == n && !w.claim(items, &low) {
-					return
-				}
-				runtime.Gosched() // another worker is planning the last items
+	return runWorkers(ctx, workers, func(ctx context.Context) {
+		w := worker{buf: make([]byte, size), cache: c, root: h.Root}
+		defer w.close()
+		low := 0 // items below low have no file left to claim
+		for ctx.Err() == nil {
+			if w.claim(items, &low) {
+				continue
 			}
-		})
-	}
-	wg.Wait()
-	return ctx.Err()
+			if i := int(next.Add(1)) - 1; i < n {
+				it := &items[i]
+				it.list = plan(i)
+				it.ready.Store(true)
+				planned.Add(1)
+				continue
+			}
+			if int(planned.Load()) == n && !w.claim(items, &low) {
+				return
+			}
+			runtime.Gosched() // another worker is planning the last items
+		}
+	})
 }
 
 // plannedItem is one item of RunPlanned: its list once planned, and the

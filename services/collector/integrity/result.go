@@ -281,6 +281,10 @@ type Report struct {
 	// the stat cache.
 	Hashed int `json:"hashed"`
 	Cached int `json:"cached"`
+	// CacheError is why the stat cache could not be saved, or why it was
+	// discarded (its file faulted while mapped: the files were then
+	// checked again in full); the check itself stands.
+	CacheError string `json:"cache_error,omitempty"`
 }
 
 // Modified returns the results with status modified.

@@ -302,6 +302,9 @@ func renderIntegrity(w io.Writer, rep *integrity.Report, withBaseline bool) erro
 	if len(modifiedResults) == 0 && len(errResults) == 0 {
 		_, _ = fmt.Fprintf(bw, "\n✓  %s\n", rep.Summary())
 	}
+	if rep.CacheError != "" {
+		_, _ = fmt.Fprintf(bw, "!  stat cache: %s\n", rep.CacheError)
+	}
 	return bw.Flush()
 }
 

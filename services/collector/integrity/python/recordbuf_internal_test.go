@@ -2,6 +2,9 @@ package python
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -102,4 +105,70 @@ func TestPlanKeepsOnlyHashedPaths(t *testing.T) {
 	files := uint64(2001 * unsafe.Sizeof(integrity.File{}))
 	t.Logf("RECORD %d bytes; plan allocated %d bytes, of which Files %d", st.Size(), least, files)
 	assert.Less(t, least-files, uint64(st.Size())/3, "a plan allocates a fraction of the RECORD beyond its Files")
+}
+
+// TestVerifyRecoversFromCacheFault checks that a verify whose stat cache
+// file is truncated under its mapping (another process writing into the
+// state directory) does not crash: it checks again in full without the
+// cache, reports every distribution as before, and says why in
+// CacheError; the faulted cache file is removed.
+func TestVerifyRecoversFromCacheFault(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("needs a mapped cache file (Linux)")
+	}
+	prefix, state := t.TempDir(), t.TempDir()
+	site := filepath.Join(prefix, "lib", "python3.11", "site-packages")
+	var dists []*Distribution
+	for k := range 3 {
+		info := filepath.Join(site, fmt.Sprintf("pkg%d-1.0.dist-info", k))
+		require.NoError(t, os.MkdirAll(filepath.Join(site, fmt.Sprintf("pkg%d", k)), 0o755))
+		require.NoError(t, os.MkdirAll(info, 0o755))
+		var record bytes.Buffer
+		for i := range 50 {
+			rel := fmt.Sprintf("pkg%d/m%02d.py", k, i)
+			data := fmt.Appendf(nil, "x = %d\n", i)
+			require.NoError(t, os.WriteFile(filepath.Join(site, rel), data, 0o644))
+			sum := sha256.Sum256(data)
+			fmt.Fprintf(&record, "%s,sha256=%s,%d\n", rel, base64.RawURLEncoding.EncodeToString(sum[:]), len(data))
+		}
+		fmt.Fprintf(&record, "pkg%d-1.0.dist-info/RECORD,,\n", k)
+		require.NoError(t, os.WriteFile(filepath.Join(info, "RECORD"), record.Bytes(), 0o644))
+		dists = append(dists, &Distribution{Name: fmt.Sprintf("pkg%d", k), Version: "1.0", Site: site, InfoDir: info})
+	}
+	e := &Env{Prefix: prefix}
+	ctx := context.Background()
+	check := func(t *testing.T, cache *integrity.Cache) *integrity.Report {
+		t.Helper()
+		rep, err := e.checkGuarded(ctx, dists, cache, Options{})
+		require.NoError(t, err)
+		for _, r := range rep.Results {
+			require.Equal(t, integrity.StatusOK, r.Status, "%s: %s", r.Name, r.Reason)
+			require.Equal(t, 50, r.Files)
+		}
+		return rep
+	}
+	open := func(t *testing.T) *integrity.Cache {
+		t.Helper()
+		s, err := integrity.OpenStore(state) // a new store: the cache is read (mapped) from its file
+		require.NoError(t, err)
+		c, err := s.Cache(prefix, false)
+		require.NoError(t, err)
+		return c
+	}
+	rep := check(t, open(t))
+	require.Empty(t, rep.CacheError)
+	rep = check(t, open(t))
+	require.Equal(t, 150, rep.Cached, "the second check is answered from the cache")
+
+	cacheFiles, err := filepath.Glob(filepath.Join(state, "cache", "*.bin"))
+	require.NoError(t, err)
+	require.Len(t, cacheFiles, 1)
+	c := open(t)
+	require.NoError(t, os.Truncate(cacheFiles[0], 0)) // under the mapping
+	rep = check(t, c)
+	assert.Contains(t, rep.CacheError, integrity.ErrCacheFault.Error())
+	assert.Equal(t, 150, rep.Hashed)
+	assert.Zero(t, rep.Cached)
+	_, err = os.Stat(cacheFiles[0])
+	require.ErrorIs(t, err, os.ErrNotExist, "the faulted cache file is removed")
 }

@@ -199,13 +199,45 @@ func Verify(ctx context.Context, env *Env, opts Options) (*integrity.Report, err
 	if oc.err != nil {
 		return nil, oc.err
 	}
-	sel := dists
-	rep := &integrity.Report{Root: env.Prefix, Results: make([]integrity.Result, len(sel))}
-	lists, stats, err := env.hash(ctx, sel, rep.Results, oc.c, opts)
+	return env.checkGuarded(ctx, dists, oc.c, opts)
+}
+
+// checkGuarded is check, checked again in full without the cache when
+// reading the cache's mapped file faulted (it was truncated under the
+// mapping: what was checked is incomplete). The cache is discarded and
+// the report's CacheError says why.
+func (e *Env) checkGuarded(ctx context.Context, sel []*Distribution, cache *integrity.Cache, opts Options) (*integrity.Report, error) {
+	var rep *integrity.Report
+	err := integrity.CatchFault(func() (err error) {
+		rep, err = e.check(ctx, sel, cache, opts)
+		return err
+	})
+	if !errors.Is(err, integrity.ErrCacheFault) {
+		return rep, err
+	}
+	fault := err
+	if err := cache.Discard(); err != nil {
+		fault = errors.Join(fault, err)
+	}
+	rep, err = e.check(ctx, sel, nil, opts)
+	if rep != nil {
+		rep.CacheError = fault.Error()
+	}
+	return rep, err
+}
+
+// check hashes the files of the selected distributions (with cache, when
+// not nil) and makes the report.
+func (e *Env) check(ctx context.Context, sel []*Distribution, cache *integrity.Cache, opts Options) (*integrity.Report, error) {
+	rep := &integrity.Report{Root: e.Prefix, Results: make([]integrity.Result, len(sel))}
+	lists, stats, err := e.hash(ctx, sel, rep.Results, cache, opts)
 	if err != nil {
 		return nil, err
 	}
 	rep.Full, rep.Hashed, rep.Cached = stats.Full, stats.Hashed, stats.Cached
+	if stats.CacheErr != nil {
+		rep.CacheError = stats.CacheErr.Error()
+	}
 	for i, l := range lists {
 		r := &rep.Results[i]
 		var errs, escapes []string
