@@ -96,6 +96,11 @@ func (c *Collector) checkIntegrity(ctx context.Context, t *target) (observation,
 	if err != nil {
 		return observation{}, err
 	}
+	if rep.CacheError != "" {
+		// The check stands (a cache that faulted was discarded and every
+		// file hashed); the next check writes a new cache.
+		c.log.Warn("integrity stat cache", "target", t.cfg.Name, "err", rep.CacheError)
+	}
 	s := snapshot.New(snapshot.Target{Kind: ic.targetKind, Identifier: rep.Root}, rec)
 	if err := s.Validate(); err != nil {
 		return observation{}, err
