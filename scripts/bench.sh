@@ -35,7 +35,7 @@ fixed_n="${FIXED_N:-12000}"
 
 echo "bench: go test -bench '$pattern' (raw output in $out)" >&2
 # shellcheck disable=SC2086
-go test -run '^$' -bench "$pattern" -skip "$fixed_top/^($fixed_subs)\$" -benchmem -benchtime "${BENCHTIME:-1s}" -count 1 -timeout 60m $modules | tee "$out" |
+go test -run '^$' -bench "$pattern" -skip "^$fixed_top\$/^($fixed_subs)\$" -benchmem -benchtime "${BENCHTIME:-1s}" -count 1 -timeout 60m $modules | tee "$out" |
 	grep -E '^(Benchmark|ok|FAIL|---)' >&2 || true
 
 # The fixed-count pass, when the pattern selects the pair (its first
@@ -49,8 +49,12 @@ if [[ "$fixed_top" =~ $top ]] && { [[ -z "$sub" ]] || [[ runtimetruth =~ $sub ]]
 	go test -c -o "$bin/fixed.test" "$fixed_pkg"
 	for _ in $(seq "${FIXED_COUNT:-5}"); do
 		for v in ${fixed_subs//|/ }; do
-			(cd "$fixed_pkg" && "$bin/fixed.test" -test.run '^$' -test.bench "$fixed_top/^$v\$" -test.benchmem -test.benchtime "${fixed_n}x" -test.timeout 30m) |
-				tee -a "$out" | grep -E '^(Benchmark|ok|FAIL|PASS|---)' >&2 || true
+			rc=0
+			(cd "$fixed_pkg" && "$bin/fixed.test" -test.run '^$' -test.bench "^$fixed_top\$/^$v\$" -test.benchmem -test.benchtime "${fixed_n}x" -test.timeout 30m) >"$bin/round" 2>&1 || rc=$?
+			cat "$bin/round" >>"$out"
+			grep -E '^(Benchmark|ok|FAIL|PASS|---)' "$bin/round" >&2 || true
+			# A panic or timeout prints no FAIL line of its own.
+			((rc == 0)) || echo "FAIL $fixed_top/$v: the test binary exited $rc" | tee -a "$out" >&2
 		done
 	done
 fi

@@ -60,9 +60,7 @@ func CheckWith(ctx context.Context, cache *Cache, files []File, opts CheckOption
 		return st, err
 	}
 	fault := err
-	if err := cache.Discard(); err != nil {
-		fault = errors.Join(fault, err)
-	}
+	cache.Discard()
 	st, err = checkWith(ctx, nil, files, opts)
 	st.CacheErr = fault
 	return st, err

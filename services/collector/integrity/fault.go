@@ -3,8 +3,9 @@ package integrity
 import (
 	"errors"
 	"fmt"
-	"os"
 	"runtime/debug"
+	"sync"
+	"unsafe"
 )
 
 // ErrCacheFault is returned when reading a stat cache's mapped file
@@ -15,15 +16,16 @@ import (
 // Python and Node verifies, discard the cache and check again in full.
 var ErrCacheFault = errors.New("stat cache file faulted while mapped")
 
-// CatchFault runs f, turning a memory fault in it (reading a mapping
-// whose file shrank, which would otherwise crash the process) into
-// ErrCacheFault. Other panics go on. It covers f's own goroutine only:
-// Hasher guards its workers itself.
+// CatchFault runs f, turning a memory fault in it reading a mapped cache
+// file (one that shrank under the mapping, which would otherwise crash
+// the process) into ErrCacheFault. Any other panic, a fault at any other
+// address included, goes on. It covers f's own goroutine only: Hasher
+// guards its workers itself.
 func CatchFault(f func() error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
-			if _, ok := r.(interface{ Addr() uintptr }); !ok {
+			if fault, ok := r.(interface{ Addr() uintptr }); !ok || !mappedFiles.contains(fault.Addr()) {
 				panic(r)
 			}
 			err = fmt.Errorf("%w: %v", ErrCacheFault, r)
@@ -32,18 +34,59 @@ func CatchFault(f func() error) (err error) {
 	return f()
 }
 
-// Discard forgets c: the store keeps no copy of it, and its file is
-// removed, so the scope's next check starts from an empty cache (and
-// writes a new one). For a cache that faulted (ErrCacheFault).
-func (c *Cache) Discard() error {
-	if c == nil || c.path == "" {
-		return nil
+// mappedFiles holds the address ranges of the cache files mapped now
+// (mapFile adds them, unmapFile removes them).
+var mappedFiles mappings
+
+type mappings struct {
+	mu     sync.Mutex
+	ranges map[uintptr]uintptr // start → end
+}
+
+func (m *mappings) add(b []byte) {
+	if len(b) == 0 {
+		return
 	}
-	if c.store != nil {
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ranges == nil {
+		m.ranges = map[uintptr]uintptr{}
+	}
+	m.ranges[start] = start + uintptr(len(b))
+}
+
+func (m *mappings) remove(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.ranges, uintptr(unsafe.Pointer(unsafe.SliceData(b))))
+}
+
+func (m *mappings) contains(addr uintptr) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for start, end := range m.ranges {
+		// The mapping's last page, beyond its length, faults the same.
+		if addr >= start && addr < (end+pageSize-1)&^(pageSize-1) {
+			return true
+		}
+	}
+	return false
+}
+
+const pageSize = 4096 // the smallest; a larger page only widens the mapping's tail
+
+// Discard forgets c: the store no longer keeps it for the scope's next
+// check, which reads the cache file again. For a cache that faulted
+// (ErrCacheFault): the file it mapped was truncated, so the next read
+// finds it damaged (header or checksum) and starts from an empty cache,
+// unless another check has replaced it since with a good one, which is
+// then kept.
+func (c *Cache) Discard() {
+	if c != nil && c.store != nil && c.path != "" {
 		c.store.dropWarm(c.path)
 	}
-	if err := os.Remove(c.path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("discard stat cache: %w", err)
-	}
-	return nil
 }

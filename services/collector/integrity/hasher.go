@@ -605,7 +605,7 @@ func (w *worker) read(f *File, fd sysfile.File, algo Algorithm) {
 			break // truncated while being read: hash what is there
 		}
 	}
-	w.got.Algo = algo
+	w.got = Digest{Algo: algo} // Equal compares all of Sum: no bytes of a longer digest before
 	w.got.Len = uint8(copy(w.got.Sum[:], h.Sum(w.sum[:0])))
 	f.setGot(&w.got)
 	f.State, f.Size = FileHashed, total

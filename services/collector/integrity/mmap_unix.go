@@ -21,10 +21,14 @@ import (
 // (around the check and in each hashing worker) turns into ErrCacheFault.
 func mapFile(f *os.File, size int) (data []byte, mapped bool, err error) {
 	if b, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ, unix.MAP_SHARED); err == nil {
+		mappedFiles.add(b)
 		return b, true, nil
 	}
 	return readFile(f, size)
 }
 
 // unmapFile releases bytes mapFile mapped.
-func unmapFile(b []byte) { _ = unix.Munmap(b) }
+func unmapFile(b []byte) {
+	mappedFiles.remove(b)
+	_ = unix.Munmap(b)
+}

@@ -216,9 +216,7 @@ func (e *Env) checkGuarded(ctx context.Context, sel []*Distribution, cache *inte
 		return rep, err
 	}
 	fault := err
-	if err := cache.Discard(); err != nil {
-		fault = errors.Join(fault, err)
-	}
+	cache.Discard()
 	rep, err = e.check(ctx, sel, nil, opts)
 	if rep != nil {
 		rep.CacheError = fault.Error()
