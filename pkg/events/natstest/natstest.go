@@ -132,6 +132,13 @@ func RunCluster(tb testing.TB, n int) ([]*server.Server, string) {
 			}
 			if s.JetStreamIsLeader() {
 				leaders++
+				// Placement takes only the peers the leader has heard
+				// from (online, with JetStream and stats): until then,
+				// creating a replicated stream fails with "no suitable
+				// peers for placement, peer offline".
+				if got := len(s.JetStreamClusterPeers()); got != n {
+					return fmt.Errorf("meta leader %s sees %d of %d peers online", s.Name(), got, n)
+				}
 			}
 		}
 		if leaders != 1 {

@@ -61,6 +61,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
@@ -297,7 +298,7 @@ func (t Topology) StreamNames() []string {
 // an existing one (a different storage type, say) is an error naming it.
 func (t Topology) Ensure(ctx context.Context, js jetstream.JetStream) error {
 	for _, cfg := range t.Streams {
-		if err := retryCreated(func() error {
+		if err := ensureCall(ctx, func(ctx context.Context) error {
 			_, err := js.CreateOrUpdateStream(ctx, cfg)
 			return err
 		}); err != nil {
@@ -305,7 +306,7 @@ func (t Topology) Ensure(ctx context.Context, js jetstream.JetStream) error {
 		}
 	}
 	for _, c := range t.Consumers {
-		if err := retryCreated(func() error {
+		if err := ensureCall(ctx, func(ctx context.Context) error {
 			_, err := js.CreateOrUpdateConsumer(ctx, c.Stream, c.Config)
 			return err
 		}); err != nil {
@@ -313,7 +314,7 @@ func (t Topology) Ensure(ctx context.Context, js jetstream.JetStream) error {
 		}
 	}
 	for _, cfg := range t.Buckets {
-		if err := retryCreated(func() error {
+		if err := ensureCall(ctx, func(ctx context.Context) error {
 			_, err := js.CreateOrUpdateKeyValue(ctx, cfg)
 			return err
 		}); err != nil {
@@ -321,6 +322,53 @@ func (t Topology) Ensure(ctx context.Context, js jetstream.JetStream) error {
 		}
 	}
 	return nil
+}
+
+// ensureAttempt bounds one JetStream API call of Ensure: a request a
+// cluster drops (its meta leader changing, as on a loaded machine or
+// while servers start together) is sent again rather than waited on until
+// ctx ends.
+const ensureAttempt = 10 * time.Second
+
+// ensureCall runs f (with retryCreated) until it succeeds, fails for
+// good, or ctx ends; a failure that a forming or recovering cluster gives
+// (transient) is retried after a short, growing pause. It returns the
+// last error.
+func ensureCall(ctx context.Context, f func(ctx context.Context) error) error {
+	pause := 100 * time.Millisecond
+	for {
+		actx, cancel := context.WithTimeout(ctx, ensureAttempt)
+		err := retryCreated(func() error { return f(actx) })
+		cancel()
+		if err == nil || ctx.Err() != nil || !transient(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 2*time.Second)
+	}
+}
+
+// JetStream API error codes of a cluster that is not ready (nats-server
+// errors.json): no suitable peers for placement (a peer not yet heard
+// from, or offline), and the JetStream system temporarily unavailable.
+const (
+	codeClusterNoPeers  jetstream.ErrorCode = 10005
+	codeClusterNotAvail jetstream.ErrorCode = 10008
+)
+
+// transient reports whether err is a failure worth another attempt: the
+// attempt timed out, nothing answered (no meta leader yet), or the
+// cluster could not place the asset yet.
+func transient(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders) {
+		return true
+	}
+	var api *jetstream.APIError
+	return errors.As(err, &api) && (api.ErrorCode == codeClusterNoPeers || api.ErrorCode == codeClusterNotAvail)
 }
 
 // retryCreated runs f again when it lost a race with another creator: the

@@ -2,6 +2,7 @@ package topology_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -202,6 +203,18 @@ func TestClusterR3(t *testing.T) {
 	require.NoError(t, err)
 	c, err := js.Consumer(ctx, topology.StreamEvidence, topology.ConsumerAuditor)
 	require.NoError(t, err)
+	// A replicated consumer answers pulls once its group has a leader
+	// (before, a pull finds no responders).
+	natstest.CheckFor(t, 10*time.Second, 50*time.Millisecond, func() error {
+		info, err := c.Info(ctx)
+		if err != nil {
+			return err
+		}
+		if info.Cluster == nil || info.Cluster.Leader == "" {
+			return errors.New("consumer has no leader yet")
+		}
+		return nil
+	})
 	msg, err := c.Next(jetstream.FetchMaxWait(10 * time.Second))
 	require.NoError(t, err)
 	got, _, err := events.Read[events.CollectionFailed](msg)
