@@ -427,8 +427,12 @@ func TestConsumeDrainsOnCancel(t *testing.T) {
 				handled.Store(m.Headers().Get(events.HeaderMsgID), true)
 				return nil
 			}, options(js, &st2))
-			// Well within the consumer's 30 s ack wait.
-			natstest.CheckFor(t, 5*time.Second, 10*time.Millisecond, counter("acked by the second consumer", &st2.Acked, 30-n))
+			// Every message the first consumer received was released
+			// (above), so the second gets them at once. One the server
+			// sent as the pull was being cancelled, after the drain had
+			// ended, can still be stranded until the ack wait (rare; seen
+			// once under CI load): nothing is lost, it comes later.
+			natstest.CheckFor(t, topology.AckWait+10*time.Second, 10*time.Millisecond, counter("acked by the second consumer", &st2.Acked, 30-n))
 			settled(ctx, t, cons)
 			count := 0
 			handled.Range(func(any, any) bool { count++; return true })
