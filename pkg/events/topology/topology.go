@@ -153,6 +153,15 @@ func New(replicas int) Topology {
 		replicas = 1
 	}
 	stream := func(name, desc string, retention jetstream.RetentionPolicy, maxAge time.Duration, maxBytes int64, subjects ...string) jetstream.StreamConfig {
+		// A message of an interest stream is gone once its consumers
+		// have it, seconds later: compressing it spends the server's CPU
+		// on every block (and decompressing on reads and interest
+		// checks) to save disk only while a consumer is behind. The
+		// streams kept for months are compressed.
+		compression := jetstream.S2Compression
+		if retention == jetstream.InterestPolicy {
+			compression = jetstream.NoCompression
+		}
 		return jetstream.StreamConfig{
 			Name:              name,
 			Description:       desc,
@@ -167,7 +176,7 @@ func New(replicas int) Topology {
 			MaxMsgSize:        events.MaxEventSize,
 			Duplicates:        DuplicateWindow,
 			Storage:           jetstream.FileStorage,
-			Compression:       jetstream.S2Compression,
+			Compression:       compression,
 			Replicas:          replicas,
 		}
 	}

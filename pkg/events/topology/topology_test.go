@@ -74,6 +74,11 @@ func TestEnsureCreatesEverything(t *testing.T) {
 	assert.Equal(t, int32(events.MaxEventSize), ev.MaxMsgSize)
 	assert.Equal(t, jetstream.FileStorage, ev.Storage)
 	assert.Equal(t, jetstream.LimitsPolicy, st.streams[topology.StreamDLQ].Config.Retention)
+	// Transient (interest) streams are not compressed, the retained ones are.
+	assert.Equal(t, jetstream.NoCompression, ev.Compression)
+	assert.Equal(t, jetstream.NoCompression, st.streams[topology.StreamVerdicts].Config.Compression)
+	assert.Equal(t, jetstream.S2Compression, st.streams[topology.StreamBaselines].Config.Compression)
+	assert.Equal(t, jetstream.S2Compression, st.streams[topology.StreamDLQ].Config.Compression)
 
 	v := st.consumers[topology.StreamEvidence+"/"+topology.ConsumerVerifier].Config
 	assert.Equal(t, jetstream.AckExplicitPolicy, v.AckPolicy)
@@ -281,4 +286,31 @@ func TestVerifierTopology(t *testing.T) {
 		assert.Equal(t, info.Created, second.streams[name].Created, "stream %s was recreated", name)
 		assert.Equal(t, info.Config, second.streams[name].Config, "stream %s changed", name)
 	}
+}
+
+// TestEnsureUncompressesInterestStreams: a deployment whose EVIDENCE
+// stream was made compressed (as before) gets it uncompressed at the next
+// Ensure, keeping its messages.
+func TestEnsureUncompressesInterestStreams(t *testing.T) {
+	ctx := timeout(t)
+	_, url := natstest.RunJetStream(t)
+	_, js := natstest.Connect(t, url)
+	top := topology.New(1)
+	old := top.Streams[0]
+	require.Equal(t, topology.StreamEvidence, old.Name)
+	old.Compression = jetstream.S2Compression
+	_, err := js.CreateStream(ctx, old)
+	require.NoError(t, err)
+	_, err = js.CreateOrUpdateConsumer(ctx, old.Name, top.Consumers[1].Config) // the auditor's: interest in every message
+	require.NoError(t, err)
+	_, err = js.Publish(ctx, "rt.collect.failed.web-01", []byte("{}"))
+	require.NoError(t, err)
+
+	require.NoError(t, top.Ensure(ctx, js))
+	s, err := js.Stream(ctx, topology.StreamEvidence)
+	require.NoError(t, err)
+	info, err := s.Info(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, jetstream.NoCompression, info.Config.Compression)
+	assert.Equal(t, uint64(1), info.State.Msgs)
 }
