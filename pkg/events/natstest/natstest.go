@@ -23,7 +23,9 @@ import (
 )
 
 // StartTimeout bounds how long a server or cluster may take to be ready.
-const StartTimeout = 10 * time.Second
+// A cluster member is ready in well under a second on its own, but CI runs
+// many test binaries at once on two cores, where one once took over 10 s.
+const StartTimeout = 30 * time.Second
 
 // Options returns the options of one test server: loopback, a random
 // port, JetStream storing in dir, no logging, no signal handlers.
