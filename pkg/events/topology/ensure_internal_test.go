@@ -29,6 +29,8 @@ func TestEnsureCallRetriesTransient(t *testing.T) {
 		{"no responders, timeout, then answered", []error{fmt.Errorf("create: %w", nats.ErrNoResponders), context.DeadlineExceeded}, 3, nil},
 		{"not available", []error{&jetstream.APIError{ErrorCode: codeClusterNotAvail}}, 2, nil},
 		{"for good", []error{jetstream.ErrStreamNotFound, noPeers}, 1, jetstream.ErrStreamNotFound},
+		{"lost races, made again at once", []error{jetstream.ErrStreamNameAlreadyInUse, jetstream.ErrConsumerExists}, 3, nil},
+		{"lost four races in a row", []error{jetstream.ErrConsumerExists, jetstream.ErrConsumerExists, jetstream.ErrConsumerExists, jetstream.ErrConsumerExists}, 4, jetstream.ErrConsumerExists},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			calls := 0

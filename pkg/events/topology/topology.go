@@ -339,17 +339,26 @@ func (t Topology) Ensure(ctx context.Context, js jetstream.JetStream) error {
 // ctx ends.
 const ensureAttempt = 10 * time.Second
 
-// ensureCall runs f (with retryCreated) until it succeeds, fails for
-// good, or ctx ends; a failure that a forming or recovering cluster gives
-// (transient) is retried after a short, growing pause. It returns the
-// last error.
+// ensureCall runs f until it succeeds, fails for good, or ctx ends. A
+// call that lost a race with another creator (the update found nothing,
+// then the create found the name taken) is made again at once, up to
+// three times in a row; a failure that a forming or recovering cluster
+// gives (transient) is retried after a short, growing pause. It returns
+// the last error.
 func ensureCall(ctx context.Context, f func(ctx context.Context) error) error {
 	pause := 100 * time.Millisecond
+	races := 0
 	for {
 		actx, cancel := context.WithTimeout(ctx, ensureAttempt)
-		err := retryCreated(func() error { return f(actx) })
+		err := f(actx)
 		cancel()
-		if err == nil || ctx.Err() != nil || !transient(err) {
+		switch {
+		case err == nil || ctx.Err() != nil:
+			return err
+		case lostRace(err) && races < 3:
+			races++
+			continue
+		case !transient(err):
 			return err
 		}
 		select {
@@ -357,8 +366,14 @@ func ensureCall(ctx context.Context, f func(ctx context.Context) error) error {
 			return err
 		case <-time.After(pause):
 		}
-		pause = min(2*pause, 2*time.Second)
+		pause, races = min(2*pause, 2*time.Second), 0
 	}
+}
+
+// lostRace reports whether err says another creator made the stream or
+// consumer between this call's lookup and its create.
+func lostRace(err error) bool {
+	return errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) || errors.Is(err, jetstream.ErrConsumerExists)
 }
 
 // JetStream API error codes of a cluster that is not ready (nats-server
@@ -378,19 +393,6 @@ func transient(err error) bool {
 	}
 	var api *jetstream.APIError
 	return errors.As(err, &api) && (api.ErrorCode == codeClusterNoPeers || api.ErrorCode == codeClusterNotAvail)
-}
-
-// retryCreated runs f again when it lost a race with another creator: the
-// update found nothing, then the create found the name taken.
-func retryCreated(f func() error) error {
-	err := f()
-	for range 3 {
-		if !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) && !errors.Is(err, jetstream.ErrConsumerExists) {
-			return err
-		}
-		err = f()
-	}
-	return err
 }
 
 // BaselineKey is the baselines bucket key of a target.
