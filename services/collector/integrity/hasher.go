@@ -337,7 +337,6 @@ type worker struct {
 	at     sysfile.Dir  // where path is resolved from
 	st     sysfile.Stat
 	hashes [numAlgorithms]hash.Hash
-	sum    [64]byte
 	got    Digest // the digest just computed or taken from the cache
 	cache  *Cache
 	dirs   [maxDirs]openDir // directories opened, most recent first
@@ -606,7 +605,7 @@ func (w *worker) read(f *File, fd sysfile.File, algo Algorithm) {
 		}
 	}
 	w.got = Digest{Algo: algo} // Equal compares all of Sum: no bytes of a longer digest before
-	w.got.Len = uint8(copy(w.got.Sum[:], h.Sum(w.sum[:0])))
+	w.got.Len = uint8(len(h.Sum(w.got.Sum[:0])))
 	f.setGot(&w.got)
 	f.State, f.Size = FileHashed, total
 	f.key, f.fresh = keyOf(&w.st), true
