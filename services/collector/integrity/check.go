@@ -1,9 +1,6 @@
 package integrity
 
-import (
-	"context"
-	"errors"
-)
+import "context"
 
 // CheckOptions tune Check.
 type CheckOptions struct {
@@ -52,17 +49,13 @@ func Check(ctx context.Context, store *Store, scope string, files []File, opts C
 // without a cache; CacheErr then says so.
 func CheckWith(ctx context.Context, cache *Cache, files []File, opts CheckOptions) (CheckStats, error) {
 	var st CheckStats
-	err := CatchFault(func() (err error) {
+	fault, err := WithoutFaultyCache(cache, func(cache *Cache) (err error) {
 		st, err = checkWith(ctx, cache, files, opts)
 		return err
 	})
-	if !errors.Is(err, ErrCacheFault) {
-		return st, err
+	if fault != nil {
+		st.CacheErr = fault
 	}
-	fault := err
-	cache.Discard()
-	st, err = checkWith(ctx, nil, files, opts)
-	st.CacheErr = fault
 	return st, err
 }
 
@@ -72,13 +65,7 @@ func checkWith(ctx context.Context, cache *Cache, files []File, opts CheckOption
 		return CheckStats{}, err
 	}
 	st := CheckStats{Full: cache.Full()}
-	for i := range files {
-		if files[i].Cached {
-			st.Cached++
-		} else if files[i].State == FileHashed {
-			st.Hashed++
-		}
-	}
+	st.Hashed, st.Cached = Stats(files)
 	if cache != nil {
 		cache.Update(files)
 		st.CacheErr = cache.Commit()

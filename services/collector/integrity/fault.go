@@ -34,6 +34,20 @@ func CatchFault(f func() error) (err error) {
 	return f()
 }
 
+// WithoutFaultyCache runs check with cache, guarded by CatchFault. When
+// reading the cache's mapped file faults, whatever check reached is
+// incomplete: the cache is discarded and check runs again, in full,
+// without a cache. fault is that ErrCacheFault (nil when there was none);
+// err is the error of the last run.
+func WithoutFaultyCache(cache *Cache, check func(*Cache) error) (fault, err error) {
+	err = CatchFault(func() error { return check(cache) })
+	if !errors.Is(err, ErrCacheFault) {
+		return nil, err
+	}
+	cache.Discard()
+	return err, check(nil)
+}
+
 // mappedFiles holds the address ranges of the cache files mapped now
 // (mapFile adds them, unmapFile removes them).
 var mappedFiles mappings

@@ -208,17 +208,11 @@ func Verify(ctx context.Context, env *Env, opts Options) (*integrity.Report, err
 // the report's CacheError says why.
 func (e *Env) checkGuarded(ctx context.Context, sel []*Distribution, cache *integrity.Cache, opts Options) (*integrity.Report, error) {
 	var rep *integrity.Report
-	err := integrity.CatchFault(func() (err error) {
+	fault, err := integrity.WithoutFaultyCache(cache, func(cache *integrity.Cache) (err error) {
 		rep, err = e.check(ctx, sel, cache, opts)
 		return err
 	})
-	if !errors.Is(err, integrity.ErrCacheFault) {
-		return rep, err
-	}
-	fault := err
-	cache.Discard()
-	rep, err = e.check(ctx, sel, nil, opts)
-	if rep != nil {
+	if fault != nil && rep != nil {
 		rep.CacheError = fault.Error()
 	}
 	return rep, err
