@@ -627,7 +627,7 @@ func (c *Cache) load() error {
 		return fmt.Errorf("read stat cache: %w", err)
 	}
 	var v *view
-	err = CatchFault(func() (err error) {
+	err = catchFault(func() (err error) {
 		v, err = parseView(data)
 		return err
 	})

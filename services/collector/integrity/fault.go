@@ -16,12 +16,12 @@ import (
 // Python and Node verifies, discard the cache and check again in full.
 var ErrCacheFault = errors.New("stat cache file faulted while mapped")
 
-// CatchFault runs f, turning a memory fault in it reading a mapped cache
+// catchFault runs f, turning a memory fault in it reading a mapped cache
 // file (one that shrank under the mapping, which would otherwise crash
 // the process) into ErrCacheFault. Any other panic, a fault at any other
 // address included, goes on. It covers f's own goroutine only: Hasher
 // guards its workers itself.
-func CatchFault(f func() error) (err error) {
+func catchFault(f func() error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
@@ -34,17 +34,17 @@ func CatchFault(f func() error) (err error) {
 	return f()
 }
 
-// WithoutFaultyCache runs check with cache, guarded by CatchFault. When
+// WithoutFaultyCache runs check with cache, guarded by catchFault. When
 // reading the cache's mapped file faults, whatever check reached is
 // incomplete: the cache is discarded and check runs again, in full,
 // without a cache. fault is that ErrCacheFault (nil when there was none);
 // err is the error of the last run.
 func WithoutFaultyCache(cache *Cache, check func(*Cache) error) (fault, err error) {
-	err = CatchFault(func() error { return check(cache) })
+	err = catchFault(func() error { return check(cache) })
 	if !errors.Is(err, ErrCacheFault) {
 		return nil, err
 	}
-	cache.Discard()
+	cache.discard()
 	return err, check(nil)
 }
 
@@ -93,13 +93,13 @@ func (m *mappings) contains(addr uintptr) bool {
 
 const pageSize = 4096 // the smallest; a larger page only widens the mapping's tail
 
-// Discard forgets c: the store no longer keeps it for the scope's next
+// discard forgets c: the store no longer keeps it for the scope's next
 // check, which reads the cache file again. For a cache that faulted
 // (ErrCacheFault): the file it mapped was truncated, so the next read
 // finds it damaged (header or checksum) and starts from an empty cache,
 // unless another check has replaced it since with a good one, which is
 // then kept.
-func (c *Cache) Discard() {
+func (c *Cache) discard() {
 	if c != nil && c.store != nil && c.path != "" {
 		c.store.dropWarm(c.path)
 	}

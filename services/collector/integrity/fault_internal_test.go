@@ -106,13 +106,13 @@ func TestCheckRecoversFromCacheFault(t *testing.T) {
 
 var faultSink byte
 
-// TestCatchFault checks that CatchFault turns a fault reading a mapping
+// TestCatchFault checks that catchFault turns a fault reading a mapping
 // into ErrCacheFault and lets other panics through.
 func TestCatchFault(t *testing.T) {
 	fx := newFaultFixture(t)
 	c := fx.truncatedCache(t)
 	data := c.view.data
-	err := CatchFault(func() error {
+	err := catchFault(func() error {
 		for _, b := range data {
 			faultSink += b
 		}
@@ -126,15 +126,15 @@ func TestCatchFault(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, unix.Munmap(page))
 	assert.Panics(t, func() {
-		_ = CatchFault(func() error {
+		_ = catchFault(func() error {
 			faultSink += page[0] // unmapped
 			return nil
 		})
 	})
 
 	plain := errors.New("plain")
-	assert.Equal(t, plain, CatchFault(func() error { return plain }))
+	assert.Equal(t, plain, catchFault(func() error { return plain }))
 	assert.PanicsWithValue(t, "not a fault", func() {
-		_ = CatchFault(func() error { panic("not a fault") })
+		_ = catchFault(func() error { panic("not a fault") })
 	})
 }

@@ -207,7 +207,7 @@ func runWorkers(ctx context.Context, n int, body func(ctx context.Context)) erro
 	)
 	for range n {
 		wg.Go(func() {
-			err := CatchFault(func() error { body(wctx); return nil })
+			err := catchFault(func() error { body(wctx); return nil })
 			if err != nil {
 				mu.Lock()
 				fault = cmp.Or(fault, err)

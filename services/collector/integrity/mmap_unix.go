@@ -17,7 +17,7 @@ import (
 //
 // Every write of a cache file replaces it (writeAtomic), so the mapped
 // file never changes under the mapping; a process that truncated it in
-// place would make the next read of the mapping fault, which CatchFault
+// place would make the next read of the mapping fault, which catchFault
 // (around the check and in each hashing worker) turns into ErrCacheFault.
 func mapFile(f *os.File, size int) (data []byte, mapped bool, err error) {
 	if b, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ, unix.MAP_SHARED); err == nil {
