@@ -287,6 +287,15 @@ type Report struct {
 	CacheError string `json:"cache_error,omitempty"`
 }
 
+// SetStats records how the check ran: full or not, files hashed and
+// cached, and the stat cache's error, if any.
+func (r *Report) SetStats(st CheckStats) {
+	r.Full, r.Hashed, r.Cached = st.Full, st.Hashed, st.Cached
+	if st.CacheErr != nil {
+		r.CacheError = st.CacheErr.Error()
+	}
+}
+
 // Modified returns the results with status modified.
 func (r *Report) Modified() []Result { return r.with(StatusModified) }
 

@@ -118,10 +118,7 @@ func Verify(ctx context.Context, dir string, opts Options) (*integrity.Report, e
 	if err != nil {
 		return nil, err
 	}
-	rep.Full, rep.Hashed, rep.Cached = stats.Full, stats.Hashed, stats.Cached
-	if stats.CacheErr != nil {
-		rep.CacheError = stats.CacheErr.Error()
-	}
+	rep.SetStats(stats)
 	for i := range targets {
 		if err := finish(&targets[i], files, opts); err != nil {
 			return nil, err

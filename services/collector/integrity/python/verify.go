@@ -226,10 +226,7 @@ func (e *Env) check(ctx context.Context, sel []*Distribution, cache *integrity.C
 	if err != nil {
 		return nil, err
 	}
-	rep.Full, rep.Hashed, rep.Cached = stats.Full, stats.Hashed, stats.Cached
-	if stats.CacheErr != nil {
-		rep.CacheError = stats.CacheErr.Error()
-	}
+	rep.SetStats(stats)
 	for i, l := range lists {
 		r := &rep.Results[i]
 		var errs, escapes []string
