@@ -19,7 +19,7 @@ import (
 // then Unmarshal into a map, without any check.
 
 func BenchmarkCodecVerdict(b *testing.B) {
-	p := fixtures(b)["verdict.drift.v1.golden.json"]
+	p := fixtures(b)["verdict.drift.v2.golden.json"]
 	benchCodec(b, p)
 	// NewVerdictMsg: Validate and the report rules once per report.
 	b.Run("encode-verdict-msg", func(b *testing.B) {
@@ -31,7 +31,7 @@ func BenchmarkCodecVerdict(b *testing.B) {
 		}
 	})
 	// A pass verdict with its id given, as the verifier sends most.
-	pass := fixtures(b)["verdict.pass.v1.golden.json"].(events.Verdict)
+	pass := fixtures(b)["verdict.pass.v2.golden.json"].(events.Verdict)
 	b.Run("encode-verdict-msg-pass", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -126,7 +126,7 @@ func benchCodec(b *testing.B, p events.Payload) {
 // BenchmarkFromNATS measures the envelope alone: the strict header decode
 // every consumer runs before the payload.
 func BenchmarkFromNATS(b *testing.B) {
-	for _, name := range []string{"verdict.drift.v1.golden.json", "evidence.collected.v1.golden.json"} {
+	for _, name := range []string{"verdict.drift.v2.golden.json", "evidence.collected.v1.golden.json"} {
 		m, _, err := events.NewMsg(fixtureSource, fixtures(b)[name], events.WithTraceContext("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", ""))
 		require.NoError(b, err)
 		b.Run(name[:len(name)-len(".v1.golden.json")], func(b *testing.B) {

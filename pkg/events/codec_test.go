@@ -3,6 +3,8 @@ package events_test
 import (
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +20,7 @@ import (
 // driftMsg is the encoded drift verdict fixture, with trace context.
 func driftMsg(t *testing.T) (*nats.Msg, event.Event, events.Verdict) {
 	t.Helper()
-	p := fixtures(t)["verdict.drift.v1.golden.json"].(events.Verdict)
+	p := fixtures(t)["verdict.drift.v2.golden.json"].(events.Verdict)
 	m, e, err := events.NewMsg(fixtureSource, p, events.WithID(fixtureID), events.WithTime(fixtureTime),
 		events.WithTraceContext(fixtureTraceparent, "rt=1,vendor=x"))
 	require.NoError(t, err)
@@ -230,7 +232,7 @@ func TestWrongSpecVersion(t *testing.T) {
 func TestUnknownType(t *testing.T) {
 	m, _, _ := driftMsg(t)
 	for _, typ := range []string{
-		events.TypePrefix + "verdict.drift.v2",
+		events.TypePrefix + "verdict.drift.v3",
 		events.TypePrefix + "verdict.drift",
 		"com.example.other.v1",
 	} {
@@ -291,7 +293,7 @@ func TestExtensions(t *testing.T) {
 
 func TestTraceparent(t *testing.T) {
 	m, _, _ := driftMsg(t)
-	p := fixtures(t)["verdict.drift.v1.golden.json"]
+	p := fixtures(t)["verdict.drift.v2.golden.json"]
 	bad := map[string]string{
 		"upper-case hex":   "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
 		"zero trace id":    "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
@@ -337,7 +339,7 @@ func TestAttributeValues(t *testing.T) {
 		{"time without zone", "ce-time", "2026-10-06T03:09:41", events.ReasonInvalidAttribute},
 		{"other content type", "ce-datacontenttype", "text/plain", events.ReasonInvalidAttribute},
 		{"content type with parameters", "ce-datacontenttype", "application/json;%20charset=utf-8", events.ReasonInvalidAttribute},
-		{"other dataschema", "ce-dataschema", "https://runtimetruth.dev/schemas/events/verdict/v2.json", events.ReasonInvalidAttribute},
+		{"other dataschema", "ce-dataschema", "https://runtimetruth.dev/schemas/events/verdict/v1.json", events.ReasonInvalidAttribute},
 		{"dataschema not absolute", "ce-dataschema", "verdict.json", events.ReasonInvalidAttribute},
 		{"Nats-Msg-Id differs from id", events.HeaderMsgID, "other", events.ReasonInvalidAttribute},
 	}
@@ -430,7 +432,13 @@ func headerBlockSize(h nats.Header) int {
 
 func TestPayloadIsStrict(t *testing.T) {
 	fx := fixtures(t)
-	drift := string(indent(t, fx["verdict.drift.v1.golden.json"]))
+	drift := string(indent(t, fx["verdict.drift.v2.golden.json"]))
+	driftV1, err := os.ReadFile(filepath.Join("testdata", "verdict.drift.v1.golden.json"))
+	require.NoError(t, err)
+	require.Contains(t, drift, `"after": {
+              "present": false
+            },
+            `)
 	ev := fx["evidence.collected.v1.golden.json"].(events.EvidenceCollected)
 	cases := []struct {
 		name, typ, subject, data string
@@ -454,6 +462,13 @@ func TestPayloadIsStrict(t *testing.T) {
 			strings.Replace(drift, `"host": "web-01.example.com",`, ``, 1), events.ReasonSchema, ""},
 		{"wrong field type", events.TypeVerdictDrift, "systemd.unit:agent worker.service",
 			strings.Replace(drift, `"host": "web-01.example.com"`, `"host": 7`, 1), events.ReasonSchema, "/host"},
+		{"v1 report in a v2 verdict", events.TypeVerdictDrift, "systemd.unit:agent worker.service", string(driftV1), events.ReasonSchema, ""},
+		{"v2 report in a v1 verdict", events.TypeVerdictDriftV1, "systemd.unit:agent worker.service", drift, events.ReasonSchema, ""},
+		{"missing side left out", events.TypeVerdictDrift, "systemd.unit:agent worker.service",
+			strings.Replace(drift, `"after": {
+              "present": false
+            },
+            `, ``, 1), events.ReasonSchema, ""},
 		{"report status differs", events.TypeVerdictDrift, "systemd.unit:agent worker.service",
 			strings.Replace(drift, `"status": "drift",`, `"status": "pass",`, 1), events.ReasonSchema, ""},
 		{"verdict status differs from the type", events.TypeVerdictError, "systemd.unit:agent worker.service", drift, events.ReasonInvalidPayload, "type"},
@@ -489,7 +504,7 @@ func TestDecodeWrongPayloadType(t *testing.T) {
 
 func TestNewRejectsBadPayloads(t *testing.T) {
 	fx := fixtures(t)
-	v := fx["verdict.drift.v1.golden.json"].(events.Verdict)
+	v := fx["verdict.drift.v2.golden.json"].(events.Verdict)
 	_, err := events.New(fixtureSource, &v)
 	requireReason(t, err, events.ReasonUnexpectedType, "data")
 	_, err = events.New(fixtureSource, nil)

@@ -104,7 +104,7 @@ func decodePayload(s *Spec, e event.Event) (Payload, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.Type() != e.Type() {
+	if p.Type() != s.Current() {
 		return nil, invalid(ReasonInvalidPayload, "type", "the payload is a %s event, not %s", p.Type(), e.Type())
 	}
 	if want := p.Subject(); e.Subject() != want {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -133,15 +132,10 @@ func decodeEvidenceTree(data []byte) (EvidenceCollected, *snapshot.Snapshot, err
 	if err := s.Validate(); err != nil {
 		return p, nil, payloadError(fieldErr("snapshot", "%v", err))
 	}
-	// The canonical JSON of the document as received is the snapshot's,
-	// unless captured_at is written in another form than the one the
-	// snapshot renders (RFC 8785 takes care of the rest: key order,
-	// escapes, integers).
-	doc := snap
-	if ts, _ := snap.Get("captured_at"); ts.Text != snapshot.FormatTime(s.CapturedAt) {
-		doc = s.Tree()
-	}
-	canon, err := canonjson.Marshal(doc)
+	// The canonical JSON of the document as received is the snapshot's:
+	// the snapshot keeps captured_at as written, and RFC 8785 takes care
+	// of the rest (key order, escapes, integers).
+	canon, err := canonjson.Marshal(snap)
 	if err != nil {
 		return p, nil, payloadError(fieldErr("snapshot", "%v", err))
 	}
@@ -156,8 +150,7 @@ func decodeEvidenceTree(data []byte) (EvidenceCollected, *snapshot.Snapshot, err
 // buildSnapshot is snapshot.FromTree for a document that passed
 // checkEvidenceSchema, whose rules cover FromTree's but for these, where
 // it gives up (ok false) for FromTree to decide: an integer written
-// otherwise than as a plain literal, a captured_at time.Parse refuses, an
-// evidence kind given twice.
+// otherwise than as a plain literal, an evidence kind given twice.
 func buildSnapshot(v jsontree.Value) (*snapshot.Snapshot, bool) {
 	s := &snapshot.Snapshot{}
 	for _, m := range v.Members {
@@ -168,11 +161,7 @@ func buildSnapshot(v jsontree.Value) (*snapshot.Snapshot, bool) {
 			}
 			s.SchemaVersion = snapshot.SchemaVersion
 		case "captured_at":
-			t, err := time.Parse(time.RFC3339Nano, m.Value.Text)
-			if err != nil {
-				return nil, false
-			}
-			s.CapturedAt = t.Truncate(time.Microsecond)
+			s.CapturedAt = m.Value.Text // as written; the schema checked it
 		case "target":
 			t := targetOf(m.Value)
 			s.Target = snapshot.Target{Kind: t.Kind, Identifier: t.Identifier}
@@ -427,13 +416,16 @@ func schemaVersion(v jsontree.Value, parent, key string) error {
 	return nil
 }
 
-// schemaCapturedAt is a string of format date-time.
+// schemaCapturedAt is a string of format date-time matching the pattern:
+// together they spell snapshot.CheckTime's rule (the date-time format
+// alone also takes a leap second and signed hour, minute and second
+// fields, which the pattern refuses).
 func schemaCapturedAt(v jsontree.Value, parent, key string) error {
 	if v.Kind != jsontree.String {
 		return schemaErr(pointer(parent, key), "got %s, want string", v.Kind)
 	}
-	if err := formatDateTime(v.Text); err != nil {
-		return schemaErr(pointer(parent, key), "%q is not valid date-time: %v", v.Text, err)
+	if err := snapshot.CheckTime(v.Text); err != nil {
+		return schemaErr(pointer(parent, key), "%v", err)
 	}
 	return nil
 }
@@ -556,111 +548,4 @@ func wholeNumber(lit string) (whole, bool) {
 	}
 	n.digits, n.exp = trimmed, exp
 	return n, true
-}
-
-// formatDateTime is the "date-time" format check of the schema validator
-// (github.com/santhosh-tekuri/jsonschema/v6, format.go: validateDateTime),
-// RFC 3339 section 5.6 with leap seconds allowed at 23:59:60 UTC.
-func formatDateTime(s string) error {
-	if len(s) < 20 {
-		return errors.New("less than 20 characters long")
-	}
-	if s[10] != 't' && s[10] != 'T' {
-		return errors.New("11th character must be t or T")
-	}
-	if _, err := time.Parse("2006-01-02", s[:10]); err != nil {
-		return fmt.Errorf("invalid date element: %w", err)
-	}
-	if err := formatTime(s[11:]); err != nil {
-		return fmt.Errorf("invalid time element: %w", err)
-	}
-	return nil
-}
-
-func formatTime(str string) error {
-	if len(str) < 9 {
-		return errors.New("less than 9 characters long")
-	}
-	if str[2] != ':' || str[5] != ':' {
-		return errors.New("missing colon in correct place")
-	}
-	// The validator's strings.SplitN(str[:8], ":", 3), which the colons
-	// at 2 and 5 make three tokens, without the slice.
-	tok0, rest, _ := strings.Cut(str[:8], ":")
-	tok1, tok2, _ := strings.Cut(rest, ":")
-	var hms [3]int
-	for i, tok := range [3]string{tok0, tok1, tok2} {
-		n, err := strconv.Atoi(tok)
-		if err != nil {
-			return errors.New("invalid hour/min/sec")
-		}
-		if n < 0 {
-			return errors.New("non-positive hour/min/sec")
-		}
-		hms[i] = n
-	}
-	h, m, s := hms[0], hms[1], hms[2]
-	if h > 23 || m > 59 || s > 60 {
-		return errors.New("hour/min/sec out of range")
-	}
-	str = str[8:]
-	if rem, ok := strings.CutPrefix(str, "."); ok {
-		numDigits := 0
-		for _, ch := range rem {
-			if ch >= '0' && ch <= '9' {
-				numDigits++
-			} else {
-				break
-			}
-		}
-		if numDigits == 0 {
-			return errors.New("no digits in second fraction")
-		}
-		str = rem[numDigits:]
-	}
-	if str != "z" && str != "Z" {
-		if len(str) != 6 {
-			return errors.New("offset must be 6 characters long")
-		}
-		var sign int
-		switch str[0] {
-		case '+':
-			sign = -1
-		case '-':
-			sign = +1
-		default:
-			return errors.New("offset must begin with plus/minus")
-		}
-		str = str[1:]
-		if str[2] != ':' {
-			return errors.New("missing colon in offset in correct place")
-		}
-		// strings.SplitN(str, ":", 2), which the colon at 2 makes two
-		// tokens.
-		tok0, tok1, _ := strings.Cut(str, ":")
-		var zhm [2]int
-		for i, tok := range [2]string{tok0, tok1} {
-			n, err := strconv.Atoi(tok)
-			if err != nil {
-				return errors.New("invalid hour/min in offset")
-			}
-			if n < 0 {
-				return errors.New("non-positive hour/min in offset")
-			}
-			zhm[i] = n
-		}
-		zh, zm := zhm[0], zhm[1]
-		if zh > 23 || zm > 59 {
-			return errors.New("hour/min in offset out of range")
-		}
-		hm := (h*60 + m) + sign*(zh*60+zm)
-		if hm < 0 {
-			hm += 24 * 60
-		}
-		h, m = hm/60, hm%60
-	}
-	if s >= 60 && (h != 23 || m != 59) {
-		return errors.New("invalid leap second")
-	}
-	return nil
 }

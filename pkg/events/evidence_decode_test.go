@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/canonjson"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 )
 
@@ -103,6 +104,8 @@ func replacements() []any {
 		"2026-10-06T23:59:60Z", "2026-10-06T03:09:60Z", "2026-10-06T03:09:40+24:00", "2026-10-06T03:09:40-02:30",
 		"2026-10-06T03:09:40.123456789+01:00", "2026-10-06 03:09:40Z", "2026-02-30T03:09:40Z", "2026-10-06T03:09:40",
 		"0001-01-01T00:00:00Z", "0000-12-31T23:00:00-01:00",
+		"2026-10-06T03:09:40+00:00", "2026-10-06T03:09:40-00:00", "2026-10-06T03:09:40.120Z", "2026-10-06T+3:+9:+0Z",
+		"2026-10-06T03:09:40+01:+0",
 		n("0"), n("-0"), n("1"), n("-1"), n("2"), n("60"), n("1.0"), n("1e0"), n("10e-1"), n("0.1e1"), n("0.5"),
 		n("60.0"), n("6e1"), n("6E+1"), n("1e-400"), n("1e400"), n("-1e400"),
 		n("9007199254740991"), n("9007199254740992"), n("-9007199254740991"), n("-9007199254740992"),
@@ -263,7 +266,7 @@ func TestReadEvidenceIsRead(t *testing.T) {
 	ev := fixtures(t)["evidence.collected.v1.golden.json"].(events.EvidenceCollected)
 	good, _, err := events.NewMsg(fixtureSource, ev)
 	require.NoError(t, err)
-	verdict, _, err := events.NewMsg(fixtureSource, fixtures(t)["verdict.error.v1.golden.json"])
+	verdict, _, err := events.NewMsg(fixtureSource, fixtures(t)["verdict.error.v2.golden.json"])
 	require.NoError(t, err)
 	variant := func(edit func(*nats.Msg)) *nats.Msg {
 		m := &nats.Msg{Subject: good.Subject, Header: cloneHeader(good.Header), Data: good.Data}
@@ -441,5 +444,95 @@ func TestFastEvidenceLargeSnapshot(t *testing.T) {
 		_, got, ok := events.FastEvidence(m.Data)
 		require.True(t, ok)
 		require.Len(t, got.Evidence[0].Data, 6000)
+	}
+}
+
+// An evidence.collected snapshot keeps captured_at as written, whatever its
+// RFC 3339 form: every decoder takes it with the digest of the snapshot as
+// written (RFC 8785 of the document as received, by gowebpki/jcs through
+// canonjson.Transform), keeps the string, and refuses the digest of the
+// time re-formatted as the collectors write it.
+func TestEvidenceKeepsCapturedAtVerbatim(t *testing.T) {
+	golden, err := os.ReadFile(filepath.Join("testdata", "evidence.collected.v1.golden.json"))
+	require.NoError(t, err)
+	ev := fixtures(t)["evidence.collected.v1.golden.json"].(events.EvidenceCollected)
+	good, _, err := events.NewMsg(fixtureSource, ev)
+	require.NoError(t, err)
+	// doc is the golden data with captured_at written ts, and the digest
+	// of the snapshot with captured_at written digestTS.
+	doc := func(ts, digestTS string) (data []byte, snapshotDigest string, canonical []byte) {
+		at := func(ts string) []byte {
+			return bytes.Replace(golden, []byte(`"captured_at": "2026-10-06T03:09:40Z"`), []byte(`"captured_at": "`+ts+`"`), 1)
+		}
+		var p struct {
+			Snapshot json.RawMessage `json:"snapshot"`
+		}
+		require.NoError(t, json.Unmarshal(at(digestTS), &p))
+		canon, err := canonjson.Transform(p.Snapshot)
+		require.NoError(t, err)
+		sum := sha256.Sum256(canon)
+		digest := "sha256:" + hex.EncodeToString(sum[:])
+		return bytes.Replace(at(ts), []byte(ev.Digest), []byte(digest), 1), digest, canon
+	}
+	for _, ts := range []string{
+		"2026-10-06T03:09:40Z", "2026-10-06T03:09:40+00:00", "2026-10-06T03:09:40-00:00", "2026-10-06T03:09:40.120Z",
+		"2026-10-06T03:09:40.0Z", "2026-10-06T03:09:40.5Z", "2026-10-06T05:09:40+02:00", "2026-10-06T03:09:40.123456789Z",
+		"2026-10-06t03:09:40z", "0001-01-01T00:00:00Z",
+	} {
+		t.Run(ts, func(t *testing.T) {
+			data, want, canon := doc(ts, ts)
+			m := received{&nats.Msg{Subject: good.Subject, Header: good.Header, Data: data}}
+			_, p, err := events.Read[events.EvidenceCollected](m)
+			require.NoError(t, err, "the schema path")
+			assert.Equal(t, want, p.Digest)
+			s, err := p.ParseSnapshot()
+			require.NoError(t, err)
+			assert.Equal(t, ts, s.CapturedAt)
+			_, p, s, err = events.ReadEvidence(m)
+			require.NoError(t, err, "the typed decoder")
+			assert.Equal(t, ts, s.CapturedAt)
+			assert.Equal(t, want, p.Digest)
+			assert.Equal(t, string(canon), string(p.Snapshot))
+			_, s, err = events.DecodeEvidenceTree(data)
+			require.NoError(t, err, "the tree decoder")
+			assert.Equal(t, ts, s.CapturedAt)
+			checkEquivalent(t, data)
+
+			// Sent as NewEvidenceCollected sends it: the one-pass decoder
+			// takes it as written.
+			built := fixtureSnapshot(t)
+			built.CapturedAt = ts
+			sent, err := events.NewEvidenceCollected(fixtureHost, built, time.Minute)
+			require.NoError(t, err)
+			assert.Equal(t, want, sent.Digest)
+			assert.Equal(t, string(canon), string(sent.Snapshot))
+			sent.Baseline = ev.Baseline
+			raw := mustMsg(t, sent).Data
+			pf, sf, ok := events.FastEvidence(raw)
+			require.True(t, ok, "the one-pass decoder takes any captured_at form")
+			assert.Equal(t, ts, sf.CapturedAt)
+			assert.Equal(t, string(canon), string(pf.Snapshot))
+			checkEquivalent(t, raw)
+
+			// The digest of the time as the collectors write it is not
+			// this snapshot's.
+			instant, err := time.Parse(time.RFC3339Nano, strings.ToUpper(ts))
+			require.NoError(t, err)
+			reformatted := snapshot.FormatTime(instant)
+			if reformatted == ts {
+				return
+			}
+			data, other, _ := doc(ts, reformatted)
+			require.NotEqual(t, want, other)
+			m = received{&nats.Msg{Subject: good.Subject, Header: good.Header, Data: data}}
+			_, _, err = events.Read[events.EvidenceCollected](m)
+			require.ErrorContains(t, err, "but the snapshot's digest is "+want)
+			_, _, _, err2 := events.ReadEvidence(m)
+			require.Error(t, err2)
+			assert.Equal(t, err.Error(), err2.Error())
+			_, _, err = events.DecodeEvidenceTree(data)
+			require.ErrorContains(t, err, "but the snapshot's digest is "+want)
+			checkEquivalent(t, data)
+		})
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"time"
 	"unicode/utf8"
 
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/canonjson"
@@ -95,9 +94,10 @@ func fastEvidence(data []byte) (EvidenceCollected, *snapshot.Snapshot, bool) {
 		return p, nil, false
 	}
 	// snapshot.Validate, of which the reading above checked the rest:
-	// the schema version, the target's and every record's strings, the
-	// planes, the kinds given once, valid UTF-8 and the integers' range.
-	if p.checkFields() != nil || s.CapturedAt.IsZero() ||
+	// the schema version, captured_at, the target's and every record's
+	// strings, the planes, the kinds given once, valid UTF-8 and the
+	// integers' range.
+	if p.checkFields() != nil ||
 		(Target{Kind: s.Target.Kind, Identifier: s.Target.Identifier}) != p.Target {
 		return p, nil, false
 	}
@@ -393,15 +393,10 @@ func (d *fastDec) snapshot(s *snapshot.Snapshot) ([]byte, bool) {
 			bit = 2
 			d.order(&last, 0)
 			v, ok := d.str()
-			if !ok || formatDateTime(v) != nil {
+			if !ok || snapshot.CheckTime(v) != nil {
 				return false
 			}
-			t, err := time.Parse(time.RFC3339Nano, v)
-			var buf [64]byte
-			if err != nil || string(snapshot.AppendTime(buf[:0], t)) != v {
-				return false // the canonical form would differ: the tree path
-			}
-			s.CapturedAt = t.Truncate(time.Microsecond)
+			s.CapturedAt = v // as written
 		case "target":
 			bit = 4
 			d.order(&last, 3)
@@ -576,10 +571,10 @@ func (d *fastDec) word(w string) bool {
 // UTF-16 code units of their keys. The data members are those d gathered
 // (the same as the records' maps), sorted unless they came in order.
 func (d *fastDec) appendCanonical(dst []byte, s *snapshot.Snapshot) []byte {
-	// A time as AppendTime writes it needs no escape: quoting is all
-	// canonjson.AppendString would do.
+	// An RFC 3339 time (snapshot.CheckTime's) needs no escape: quoting is
+	// all canonjson.AppendString would do.
 	dst = append(dst, `{"captured_at":"`...)
-	dst = snapshot.AppendTime(dst, s.CapturedAt)
+	dst = append(dst, s.CapturedAt...)
 	dst = append(dst, `","evidence":[`...)
 	start := 0
 	for i, r := range s.Evidence {

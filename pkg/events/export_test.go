@@ -63,8 +63,6 @@ var (
 	IsDigest      = isDigest
 	IsHex64       = isHex64
 	IsReasonToken = isReasonToken
-	// FormatDateTime is the typed schema's date-time format check.
-	FormatDateTime = formatDateTime
 	// The subject matchers.
 	IsToken           = isToken
 	IsEvidenceSubject = isEvidenceSubject

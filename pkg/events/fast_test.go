@@ -210,7 +210,7 @@ func TestMarshalVerdictIsMarshal(t *testing.T) {
 		require.NoError(t, wantErr)
 		require.Equal(t, string(want), string(got))
 	}
-	v := fixtures(t)["verdict.error.v1.golden.json"].(events.Verdict)
+	v := fixtures(t)["verdict.error.v2.golden.json"].(events.Verdict)
 	v.Error = "<&> \"quoted\" \u2028 \x01 \xff"
 	want, err := events.MarshalPayload(v)
 	require.NoError(t, err)

@@ -35,7 +35,7 @@ func fixtureSnapshot(tb testing.TB) *snapshot.Snapshot {
 	tb.Helper()
 	s := &snapshot.Snapshot{
 		SchemaVersion: snapshot.SchemaVersion,
-		CapturedAt:    time.Date(2026, 10, 6, 3, 9, 40, 0, time.UTC),
+		CapturedAt:    "2026-10-06T03:09:40Z",
 		Target:        snapshot.Target{Kind: "systemd.unit", Identifier: "agent worker.service"},
 		Evidence: []snapshot.Record{
 			{
@@ -70,15 +70,13 @@ func fixtureTarget() events.Target {
 }
 
 func driftReport() *report.Report {
-	before, after := snapshot.Int(3036), snapshot.Int(4190)
-	gone := snapshot.String("agent")
 	return &report.Report{
 		Changes: []report.Change{{
-			Change: diff.Modified,
+			Status: diff.Changed,
 			Kind:   "systemd.unit",
 			Fields: []report.Field{
-				{After: &after, Before: &before, Change: diff.Modified, Field: "main_pid"},
-				{Before: &gone, Change: diff.Removed, Field: "user"},
+				{After: report.Present(snapshot.Int(4190)), Before: report.Present(snapshot.Int(3036)), Field: "main_pid"},
+				{After: report.Missing, Before: report.Present(snapshot.String("agent")), Field: "user"},
 			},
 		}},
 		Protected:           []string{},
@@ -121,15 +119,15 @@ func fixtures(tb testing.TB) map[string]events.Payload {
 			},
 			ChangeDigest: "4444444444444444444444444444444444444444444444444444444444444444",
 		},
-		"verdict.pass.v1.golden.json": events.Verdict{
+		"verdict.pass.v2.golden.json": events.Verdict{
 			Status: events.StatusPass, Host: fixtureHost, Target: fixtureTarget(), EvidenceID: fixtureID,
 			SnapshotDigest: snapDigest, BaselineDigest: snapDigest, Report: pass,
 		},
-		"verdict.drift.v1.golden.json": events.Verdict{
+		"verdict.drift.v2.golden.json": events.Verdict{
 			Status: events.StatusDrift, Host: fixtureHost, Target: fixtureTarget(), EvidenceID: fixtureID,
 			SnapshotDigest: snapDigest, BaselineDigest: digestA, Report: driftReport(),
 		},
-		"verdict.error.v1.golden.json": events.Verdict{
+		"verdict.error.v2.golden.json": events.Verdict{
 			Status: events.StatusError, Host: fixtureHost, Target: fixtureTarget(), EvidenceID: fixtureID,
 			SnapshotDigest: snapDigest, Error: "no baseline for systemd.unit:'agent worker.service'",
 		},

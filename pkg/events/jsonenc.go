@@ -4,9 +4,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/runtimetruth/runtimetruth/pkg/evidence/canonjson"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/report"
-	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 )
 
 // The verdict's JSON written directly, byte for byte as marshal (encoding/
@@ -132,47 +130,23 @@ func appendArray[T any](dst []byte, xs []T, elem func([]byte, T) []byte) []byte 
 }
 
 func appendChange(dst []byte, c report.Change) []byte {
-	dst = append(dst, `{"change":`...)
-	dst = AppendJSONString(dst, string(c.Change))
-	dst = append(dst, `,"fields":`...)
+	dst = append(dst, `{"fields":`...)
 	dst = appendArray(dst, c.Fields, appendField)
 	dst = append(dst, `,"kind":`...)
 	dst = AppendJSONString(dst, c.Kind)
+	dst = append(dst, `,"status":`...)
+	dst = AppendJSONString(dst, string(c.Status))
 	return append(dst, '}')
 }
 
+// appendField appends f as encoding/json writes it: each side as its
+// MarshalJSON (report.AppendSide) writes it, copied as is.
 func appendField(dst []byte, f report.Field) []byte {
-	dst = append(dst, '{')
-	if f.After != nil {
-		dst = append(dst, `"after":`...)
-		dst = appendValue(dst, *f.After)
-		dst = append(dst, ',')
-	}
-	if f.Before != nil {
-		dst = append(dst, `"before":`...)
-		dst = appendValue(dst, *f.Before)
-		dst = append(dst, ',')
-	}
-	dst = append(dst, `"change":`...)
-	dst = AppendJSONString(dst, string(f.Change))
+	dst = append(dst, `{"after":`...)
+	dst = report.AppendSide(dst, f.After)
+	dst = append(dst, `,"before":`...)
+	dst = report.AppendSide(dst, f.Before)
 	dst = append(dst, `,"field":`...)
 	dst = AppendJSONString(dst, f.Field)
 	return append(dst, '}')
-}
-
-// appendValue appends v as its MarshalJSON writes it (which encoding/json
-// copies as is: the output is compact, and HTML escaping is off).
-func appendValue(dst []byte, v snapshot.Value) []byte {
-	switch v.Type() {
-	case snapshot.TypeString:
-		s, _ := v.Str()
-		return canonjson.AppendString(dst, s)
-	case snapshot.TypeInt:
-		n, _ := v.IntValue()
-		return strconv.AppendInt(dst, n, 10)
-	case snapshot.TypeBool:
-		b, _ := v.BoolValue()
-		return strconv.AppendBool(dst, b)
-	}
-	return append(dst, "null"...)
 }

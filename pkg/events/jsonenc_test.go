@@ -58,9 +58,9 @@ func FuzzMarshalVerdict(f *testing.F) {
 	}
 	all := fixtures(f)
 	goldens := []events.Verdict{
-		all["verdict.pass.v1.golden.json"].(events.Verdict),
-		all["verdict.drift.v1.golden.json"].(events.Verdict),
-		all["verdict.error.v1.golden.json"].(events.Verdict),
+		all["verdict.pass.v2.golden.json"].(events.Verdict),
+		all["verdict.drift.v2.golden.json"].(events.Verdict),
+		all["verdict.error.v2.golden.json"].(events.Verdict),
 	}
 	f.Fuzz(func(t *testing.T, s string, n int64, b bool) {
 		for i, g := range goldens {
@@ -78,12 +78,12 @@ func FuzzMarshalVerdict(f *testing.F) {
 				r.Changes = append([]report.Change(nil), r.Changes...)
 				str, num, boo := snapshot.String(s), snapshot.Int(n), snapshot.Bool(b)
 				r.Changes = append(r.Changes,
-					report.Change{Change: diff.Status(s), Kind: s, Fields: []report.Field{
-						{After: &str, Before: &num, Change: diff.Modified, Field: s},
-						{After: &boo, Change: diff.Added, Field: "x"},
-						{Before: &str, Change: diff.Removed, Field: "y"},
+					report.Change{Status: diff.Status(s), Kind: s, Fields: []report.Field{
+						{After: report.Present(str), Before: report.Present(num), Field: s},
+						{After: report.Present(boo), Before: report.Missing, Field: "x"},
+						{After: report.Missing, Before: report.Present(str), Field: "y"},
 					}},
-					report.Change{Change: diff.Added, Kind: "k"})
+					report.Change{Status: diff.Added, Kind: "k"})
 				v.Report = &r
 			}
 			want, err := events.MarshalPayload(v)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 )
 
 // The regular expressions the hand-written checks replace (the schemas'
@@ -114,51 +115,61 @@ func FuzzDigestEquals(f *testing.F) {
 	})
 }
 
-// dateTimeSchema is the date-time format as the schema validator asserts
-// it.
-func dateTimeSchema(tb testing.TB) *jsonschema.Schema {
+// capturedAtSchema is the snapshot's captured_at as the evidence.collected
+// schema states it, formats asserted.
+func capturedAtSchema(tb testing.TB) *jsonschema.Schema {
 	tb.Helper()
-	c := jsonschema.NewCompiler()
-	c.AssertFormat()
-	require.NoError(tb, c.AddResource("dt.json", map[string]any{"type": "string", "format": "date-time"}))
-	sch, err := c.Compile("dt.json")
+	c, err := events.Compiler()
+	require.NoError(tb, err)
+	sch, err := c.Compile("https://runtimetruth.dev/schemas/events/evidence.collected/v1.json#/$defs/snapshot/properties/captured_at")
 	require.NoError(tb, err)
 	return sch
 }
 
-var dateTimes = []string{
-	"2026-10-06T03:09:40Z", "2026-10-06T03:09:40.123456Z", "2026-10-06t03:09:40z", "2026-10-06T03:09:40+01:00",
-	"2026-10-06T03:09:40-23:59", "2026-10-06T03:09:40+24:00", "2026-10-06T03:09:40+01:60", "2026-10-06T03:09:40+0100",
-	"2026-10-06T23:59:60Z", "2026-10-06T23:59:60+00:00", "2026-10-06T22:59:60-01:00", "2026-10-06T00:59:60+01:00",
-	"2026-10-06T12:00:60Z", "2026-10-06T24:00:00Z", "2026-10-06T03:60:40Z", "2026-10-06T03:09:61Z",
-	"2026-10-06T+3:+9:+0Z", "2026-10-06T-3:09:40Z", "2026-10-06T::::::::Z", "2026-10-06T0::09:40Z",
-	"2026-10-06T03:09:40.Z", "2026-10-06T03:09:40.1", "2026-10-06T03:09:40", "2026-10-06 03:09:40Z",
-	"2026-13-06T03:09:40Z", "2026-02-30T03:09:40Z", "2026-10-06T03:09:40+:1:00", "2026-10-06T03:09:40+1::00",
-	"2026-10-06T03:09:40+01:+0", "2026-10-06T03:09:40+-1:00", "2026-10-06T03:09:40.١Z", "0000-01-01T00:00:00Z",
-	"2026-10-06T03:09:40Zx", "", "2026-10-06T03:09:4", "2026-10-06T03:09:40.123456789123Z",
+// dateTimes are captured_at values at and around the edges of the rule,
+// and whether a snapshot takes them.
+var dateTimes = []struct {
+	ts string
+	ok bool
+}{
+	{"2026-10-06T03:09:40Z", true}, {"2026-10-06T03:09:40.123456Z", true}, {"2026-10-06t03:09:40z", true},
+	{"2026-10-06t03:09:40Z", true}, {"2026-10-06T03:09:40z", true}, {"2026-10-06T03:09:40+01:00", true},
+	{"2026-10-06T03:09:40+00:00", true}, {"2026-10-06T03:09:40-00:00", true}, {"2026-10-06T03:09:40-23:59", true},
+	{"2026-10-06T03:09:40+23:59", true}, {"2026-10-06T03:09:40.5Z", true}, {"2026-10-06T03:09:40.120Z", true},
+	{"2026-10-06T03:09:40.0Z", true}, {"2026-10-06T03:09:40.123456789Z", true}, {"2026-10-06T03:09:40.123456789123Z", true},
+	{"2026-10-06T05:09:40.5+02:00", true}, {"0000-01-01T00:00:00Z", true}, {"0001-01-01T00:00:00Z", true},
+	{"9999-12-31T23:59:59.999Z", true}, {"2024-02-29T00:00:00Z", true},
+	{"2026-10-06T03:09:40+24:00", false}, {"2026-10-06T03:09:40+01:60", false}, {"2026-10-06T03:09:40+0100", false},
+	{"2026-10-06T03:09:40+01", false}, {"2026-10-06T23:59:60Z", false}, {"2026-10-06T23:59:60+00:00", false},
+	{"2026-10-06T22:59:60-01:00", false}, {"2026-10-06T00:59:60+01:00", false}, {"2026-10-06T12:00:60Z", false},
+	{"2026-10-06T24:00:00Z", false}, {"2026-10-06T03:60:40Z", false}, {"2026-10-06T03:09:61Z", false},
+	{"2026-10-06T+3:+9:+0Z", false}, {"2026-10-06T-3:09:40Z", false}, {"2026-10-06T::::::::Z", false},
+	{"2026-10-06T0::09:40Z", false}, {"2026-10-06T03:09:40.Z", false}, {"2026-10-06T03:09:40.1", false},
+	{"2026-10-06T03:09:40", false}, {"2026-10-06 03:09:40Z", false}, {"2026-10-06T03:09:40 Z", false},
+	{"2026-13-06T03:09:40Z", false}, {"2026-02-30T03:09:40Z", false}, {"2026-02-29T00:00:00Z", false},
+	{"2026-10-06T03:09:40+:1:00", false}, {"2026-10-06T03:09:40+1::00", false}, {"2026-10-06T03:09:40+01:+0", false},
+	{"2026-10-06T03:09:40++1:00", false}, {"2026-10-06T03:09:40+-1:00", false}, {"2026-10-06T03:09:40.١Z", false},
+	{"2026-10-06T03:09:40,5Z", false}, {"2026-10-06T03:09:40Zx", false}, {"2026-10-06T03:09:40Z\n", false},
+	{"", false}, {"garbage", false}, {"2026-10-06", false}, {"2026-10-06T03:09:4", false},
 }
 
-func TestFormatDateTimeMatchesTheValidator(t *testing.T) {
-	sch := dateTimeSchema(t)
-	accepted := 0
-	for _, s := range dateTimes {
-		ok := sch.Validate(s) == nil
-		assert.Equal(t, ok, events.FormatDateTime(s) == nil, "%q", s)
-		if ok {
-			accepted++
-		}
+// The schema's captured_at (format and pattern) is the snapshot's rule:
+// both accept the table's good timestamps and refuse the others.
+func TestCapturedAtSchemaIsTheSnapshotRule(t *testing.T) {
+	sch := capturedAtSchema(t)
+	for _, tc := range dateTimes {
+		assert.Equal(t, tc.ok, snapshot.CheckTime(tc.ts) == nil, "snapshot: %q", tc.ts)
+		assert.Equal(t, tc.ok, sch.Validate(tc.ts) == nil, "schema: %q", tc.ts)
 	}
-	assert.Greater(t, accepted, 5)
-	assert.Greater(t, len(dateTimes)-accepted, 20)
 }
 
-func FuzzFormatDateTime(f *testing.F) {
-	sch := dateTimeSchema(f)
-	for _, s := range dateTimes {
-		f.Add(s)
+func FuzzCapturedAtSchema(f *testing.F) {
+	sch := capturedAtSchema(f)
+	for _, tc := range dateTimes {
+		f.Add(tc.ts)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		require.Equal(t, sch.Validate(s) == nil, events.FormatDateTime(s) == nil, "%q", s)
+		require.Equal(t, sch.Validate(s) == nil, snapshot.CheckTime(s) == nil, "%q", s)
 	})
 }
 

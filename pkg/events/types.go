@@ -20,11 +20,11 @@ const (
 	// change, from a collector. The name keeps runspec's runnable.modified.
 	TypeRunnableModified = TypePrefix + "runnable.modified.v1"
 	// TypeVerdictPass says a snapshot matches its baseline (Verdict).
-	TypeVerdictPass = TypePrefix + "verdict.pass.v1"
+	TypeVerdictPass = TypePrefix + "verdict.pass.v2"
 	// TypeVerdictDrift says a snapshot differs from its baseline (Verdict).
-	TypeVerdictDrift = TypePrefix + "verdict.drift.v1"
+	TypeVerdictDrift = TypePrefix + "verdict.drift.v2"
 	// TypeVerdictError says a snapshot could not be verified (Verdict).
-	TypeVerdictError = TypePrefix + "verdict.error.v1"
+	TypeVerdictError = TypePrefix + "verdict.error.v2"
 	// TypeBaselineChanged reports a baseline created, replaced or removed
 	// (BaselineChanged).
 	TypeBaselineChanged = TypePrefix + "baseline.changed.v1"
@@ -37,6 +37,15 @@ const (
 	// TypeEventRejected is a dead-letter record (EventRejected): a message
 	// a consumer could not decode or permanently failed to handle.
 	TypeEventRejected = TypePrefix + "event.rejected.v1"
+)
+
+// The verdict types verifiers wrote before verdict.*.v2, whose report had
+// runtimetruth's earlier shape (see package report). They are read, never
+// written: decoding one gives the Verdict its v2 successor carries.
+const (
+	TypeVerdictPassV1  = TypePrefix + "verdict.pass.v1"
+	TypeVerdictDriftV1 = TypePrefix + "verdict.drift.v1"
+	TypeVerdictErrorV1 = TypePrefix + "verdict.error.v1"
 )
 
 // ContentType is the datacontenttype of every catalog event: its data is one
@@ -73,6 +82,9 @@ type Spec struct {
 	Schema string
 	// SchemaURI is the schema's $id, the event's dataschema attribute.
 	SchemaURI string
+	// SupersededBy is, for a type that is read but no longer written, the
+	// type that replaced it: its payload decodes as that type's.
+	SupersededBy string
 
 	goType reflect.Type
 	decode func(s *Spec, data []byte) (Payload, error)
@@ -84,14 +96,17 @@ func (s Spec) Golden() string { return strings.TrimPrefix(s.Type, TypePrefix) + 
 
 const schemaBase = "https://runtimetruth.dev/schemas/events/"
 
+// spec describes the type typ, whose name ends in its version (.vN): its
+// schema is <schemaName>.vN.schema.json, of $id <schemaBase><schemaName>/vN.json.
 func spec[T Payload](typ, subjectTemplate, subjectAttr, schemaName string) Spec {
+	version := typ[strings.LastIndexByte(typ, '.')+1:]
 	return Spec{
 		Type:        typ,
 		Payload:     reflect.TypeFor[T]().Name(),
 		NATSSubject: subjectTemplate,
 		Subject:     subjectAttr,
-		Schema:      schemaName + ".v1.schema.json",
-		SchemaURI:   schemaBase + schemaName + "/v1.json",
+		Schema:      schemaName + "." + version + ".schema.json",
+		SchemaURI:   schemaBase + schemaName + "/" + version + ".json",
 		goType:      reflect.TypeFor[T](),
 		decode: func(s *Spec, data []byte) (Payload, error) {
 			var p T
@@ -119,6 +134,24 @@ var catalog = []Spec{
 		"the collector that failed, e.g. codex", "collection.failed"),
 	spec[EventRejected](TypeEventRejected, "rt.dlq.<stream>",
 		"the rejected message, <stream>:<stream-sequence>", "event.rejected"),
+	superseded(spec[Verdict](TypeVerdictPassV1, "rt.verdict.<host>.pass", "the target, <kind>:<identifier>", "verdict"), TypeVerdictPass),
+	superseded(spec[Verdict](TypeVerdictDriftV1, "rt.verdict.<host>.drift", "the target, <kind>:<identifier>", "verdict"), TypeVerdictDrift),
+	superseded(spec[Verdict](TypeVerdictErrorV1, "rt.verdict.<host>.error", "the target, <kind>:<identifier>", "verdict"), TypeVerdictError),
+}
+
+// superseded marks s as read, never written: by is the type that replaced it.
+func superseded(s Spec, by string) Spec {
+	s.SupersededBy = by
+	return s
+}
+
+// Current is the type a payload of this type decodes as: SupersededBy, or
+// the type itself.
+func (s Spec) Current() string {
+	if s.SupersededBy != "" {
+		return s.SupersededBy
+	}
+	return s.Type
 }
 
 var byType = func() map[string]*Spec {

@@ -12,7 +12,7 @@ import (
 // the schema requires (the tests hold the two to the same verdicts); what
 // is left is the report, which report.Validate checks: its Go type and
 // Validate together hold it to the schema's report rules
-// (schemas/verdict.v1.schema.json#/properties/report, with the report
+// (schemas/verdict.v2.schema.json#/properties/report, with the report
 // schema it refers to; package report's tests hold Validate to that
 // schema, and this package's tests hold NewVerdictMsg to NewMsg).
 //
@@ -35,7 +35,7 @@ func checkVerdictReport(s *Spec, p Payload, data []byte) error {
 		return invalid(ReasonTooLarge, "data", "%d bytes, over the %d-byte limit", len(data), MaxDataSize)
 	}
 	v, ok := p.(Verdict)
-	if !ok || s.SchemaURI != schemaBase+"verdict/v1.json" {
+	if !ok || s.SchemaURI != schemaBase+"verdict/v2.json" {
 		return validateData(s, data)
 	}
 	if v.Report == nil {

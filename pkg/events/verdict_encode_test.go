@@ -19,9 +19,9 @@ func verdictVariants(tb testing.TB) []events.Verdict {
 	tb.Helper()
 	all := fixtures(tb)
 	goldens := []events.Verdict{
-		all["verdict.pass.v1.golden.json"].(events.Verdict),
-		all["verdict.drift.v1.golden.json"].(events.Verdict),
-		all["verdict.error.v1.golden.json"].(events.Verdict),
+		all["verdict.pass.v2.golden.json"].(events.Verdict),
+		all["verdict.drift.v2.golden.json"].(events.Verdict),
+		all["verdict.error.v2.golden.json"].(events.Verdict),
 	}
 	clone := func(v events.Verdict) events.Verdict {
 		if v.Report != nil {
@@ -35,7 +35,6 @@ func verdictVariants(tb testing.TB) []events.Verdict {
 		}
 		return v
 	}
-	val := func(v snapshot.Value) *snapshot.Value { return &v }
 	texts := []string{"", " ", "x", "\x00", "\x01", "a\u0085", "café", strings.Repeat("é", 1024), strings.Repeat("a", 1025),
 		strings.Repeat("a", 2048), strings.Repeat("é", 1025), "sha256:" + strings.Repeat("a", 64), "with space", "~!"}
 	edits := []func(*events.Verdict){
@@ -76,21 +75,22 @@ func verdictVariants(tb testing.TB) []events.Verdict {
 			},
 			func(v *events.Verdict) {
 				if v.Report != nil && len(v.Report.Changes) > 0 {
-					v.Report.Changes[0].Fields[0].After = val(snapshot.String(s))
+					v.Report.Changes[0].Fields[0].After = report.Present(snapshot.String(s))
 				}
 			},
 		)
 	}
-	for _, change := range []diff.Status{diff.Added, diff.Removed, diff.Modified, "renamed", ""} {
+	for _, change := range []diff.Status{diff.Added, diff.Removed, diff.Changed, "modified", "renamed", ""} {
 		edits = append(edits,
 			func(v *events.Verdict) {
 				if v.Report != nil && len(v.Report.Changes) > 0 {
-					v.Report.Changes[0].Change = change
+					v.Report.Changes[0].Status = change
 				}
 			},
 			func(v *events.Verdict) {
 				if v.Report != nil && len(v.Report.Changes) > 0 {
-					v.Report.Changes[0].Fields[0].Change = change
+					v.Report.Changes[0].Status = change
+					v.Report.Changes[0].Fields = []report.Field{}
 				}
 			},
 		)
@@ -118,12 +118,12 @@ func verdictVariants(tb testing.TB) []events.Verdict {
 		},
 		func(v *events.Verdict) {
 			if v.Report != nil && len(v.Report.Changes) > 0 {
-				v.Report.Changes[0].Fields[0].Before = nil
+				v.Report.Changes[0].Fields[0].Before = report.Missing
 			}
 		},
 		func(v *events.Verdict) {
 			if v.Report != nil && len(v.Report.Changes) > 0 {
-				v.Report.Changes[0].Fields[1].After = val(snapshot.Null())
+				v.Report.Changes[0].Fields[1].After = report.Present(snapshot.Null())
 			}
 		},
 		func(v *events.Verdict) {
@@ -132,8 +132,13 @@ func verdictVariants(tb testing.TB) []events.Verdict {
 			}
 		},
 		func(v *events.Verdict) {
+			if v.Report != nil && len(v.Report.Changes) > 0 {
+				v.Report.Changes[0].Fields[0].Before, v.Report.Changes[0].Fields[0].After = report.Missing, report.Missing
+			}
+		},
+		func(v *events.Verdict) {
 			if v.Report != nil {
-				v.Report.Changes = append(v.Report.Changes, report.Change{Change: diff.Added, Kind: "git.repository", Fields: []report.Field{}})
+				v.Report.Changes = append(v.Report.Changes, report.Change{Status: diff.Added, Kind: "git.repository", Fields: []report.Field{}})
 			}
 		},
 		func(v *events.Verdict) {

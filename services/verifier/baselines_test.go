@@ -2,6 +2,8 @@ package verifier_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -16,6 +18,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/canonjson"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
 )
@@ -105,6 +108,44 @@ func TestBaselinesPutGetListDelete(t *testing.T) {
 		{Target: testTarget, Change: events.BaselineUpdated, Digest: upd.Digest, PreviousDigest: put.Digest, Actor: "alice"},
 		{Target: other, Change: events.BaselineCreated, Digest: digest(t, repo)},
 		{Target: testTarget, Change: events.BaselineRemoved, PreviousDigest: upd.Digest, Actor: "alice"},
+	}, announcements(ctx, t, js))
+}
+
+// A baseline keeps its snapshot's captured_at as written: stored, read
+// back and digested verbatim, as RuntimeTruth digests the file (here
+// captured_at is written +00:00, not Z).
+func TestBaselineKeepsCapturedAtVerbatim(t *testing.T) {
+	ctx, js := buckets(t)
+	bls := verifier.NewBaselines(js, "/cli/alice")
+	s := snap(unit(1))
+	s.CapturedAt = "2026-11-30T12:00:00+00:00"
+	file, err := s.Marshal(true)
+	require.NoError(t, err)
+	require.Contains(t, string(file), `"captured_at": "2026-11-30T12:00:00+00:00"`)
+	canon, err := canonjson.Transform(file) // RFC 8785 of the file as written
+	require.NoError(t, err)
+	sum := sha256.Sum256(canon)
+	want := "sha256:" + hex.EncodeToString(sum[:])
+
+	put, err := bls.Put(ctx, verifier.Baseline{Snapshot: file, ApprovedBy: "alice"})
+	require.NoError(t, err)
+	assert.Equal(t, want, put.Digest)
+	assert.Equal(t, string(canon), string(put.Snapshot))
+
+	got, err := bls.Get(ctx, testTarget)
+	require.NoError(t, err)
+	assert.Equal(t, want, got.Digest)
+	assert.Equal(t, string(canon), string(got.Snapshot))
+	stored, err := snapshot.Parse(got.Snapshot)
+	require.NoError(t, err)
+	assert.Equal(t, "2026-11-30T12:00:00+00:00", stored.CapturedAt)
+	assert.Equal(t, want, digest(t, stored))
+
+	// The same instant written Z is another snapshot, with its own digest.
+	s.CapturedAt = "2026-11-30T12:00:00Z"
+	assert.NotEqual(t, want, digest(t, s))
+	assert.Equal(t, []events.BaselineChanged{
+		{Target: testTarget, Change: events.BaselineCreated, Digest: want, Actor: "alice"},
 	}, announcements(ctx, t, js))
 }
 

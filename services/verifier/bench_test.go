@@ -74,7 +74,8 @@ func benchSnapshots(b *testing.B, n int) benchMix {
 		mix.baselines = append(mix.baselines, s)
 	}
 	afterCommit := []byte(strings.Repeat("2", 40)) // after.json's head_commit
-	t0 := mix.baselines[0].CapturedAt
+	t0, err := time.Parse(time.RFC3339, mix.baselines[0].CapturedAt)
+	require.NoError(b, err)
 	rng := rand.New(rand.NewPCG(1, 2))
 	drift := 0
 	for i := range n {
@@ -93,7 +94,7 @@ func benchSnapshots(b *testing.B, n int) benchMix {
 			c := *mix.baselines[k]
 			s = &c
 		}
-		s.CapturedAt = t0.Add(time.Duration(i+1) * time.Millisecond)
+		s.CapturedAt = snapshot.FormatTime(t0.Add(time.Duration(i+1) * time.Millisecond))
 		mix.msgs[i], mix.ids[i] = evidenceMsg(b, fmt.Sprintf("host-%02d.example.com", i%benchHosts), s)
 	}
 	return mix

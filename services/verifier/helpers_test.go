@@ -65,7 +65,7 @@ func snap(data snapshot.Data) *snapshot.Snapshot {
 		Source: snapshot.Source{Collector: "systemd", Method: "systemctl show"},
 		Data:   data,
 	})
-	s.CapturedAt = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC).Add(time.Duration(clock.Add(1)) * time.Second)
+	s.CapturedAt = snapshot.FormatTime(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC).Add(time.Duration(clock.Add(1)) * time.Second))
 	return s
 }
 

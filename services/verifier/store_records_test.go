@@ -3,12 +3,15 @@ package verifier_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
@@ -76,4 +79,34 @@ func TestRecordsAreJSONMarshal(t *testing.T) {
 	// and no latest snapshot stored.
 	check(verifier.BucketEvidence, func() any { return &verifier.Observation{} }, len(ids)-1)
 	check(topology.BucketVerdicts, func() any { return &verifier.VerdictRecord{} }, len(ids))
+}
+
+// A verdict record written by a verifier before verdict.*.v2 (its report
+// in the earlier shape) still reads, as the report it says in the current
+// shape.
+func TestStatusReadsRecordsOfEarlierVerifiers(t *testing.T) {
+	ctx, url, js := server(t)
+	start(ctx, t, url, nil)
+	data, err := os.ReadFile(filepath.Join("..", "..", "pkg", "events", "testdata", "verdict.drift.v1.golden.json"))
+	require.NoError(t, err)
+	rec := `{"id":"01920000-0000-7000-8000-000000000009","time":"2026-10-06T03:09:41Z","evidence_id":"01920000-0000-7000-8000-000000000001","evidence_sequence":3,"verdict":` + string(data) + `}`
+	kv, err := js.KeyValue(ctx, topology.BucketVerdicts)
+	require.NoError(t, err)
+	target := events.Target{Kind: "systemd.unit", Identifier: "agent worker.service"}
+	_, err = kv.Put(ctx, topology.VerdictKey("web-01.example.com", target), []byte(rec))
+	require.NoError(t, err)
+
+	got, err := verifier.NewStatus(js).Get(ctx, "web-01.example.com", target)
+	require.NoError(t, err)
+	require.NotNil(t, got.Verdict.Report)
+	require.NoError(t, got.Verdict.Validate())
+	b, err := got.Verdict.Report.Marshal()
+	require.NoError(t, err)
+	require.Equal(t, `{"changes":[{"fields":[`+
+		`{"after":{"present":true,"value":4190},"before":{"present":true,"value":3036},"field":"main_pid"},`+
+		`{"after":{"present":false},"before":{"present":true,"value":"agent"},"field":"user"}],"kind":"systemd.unit","status":"changed"}],`+
+		`"protected":[],"report_schema_version":1,"status":"drift","target":{"identifier":"agent worker.service","kind":"systemd.unit"}}`, string(b))
+	all, err := verifier.NewStatus(js).List(ctx)
+	require.NoError(t, err)
+	require.Len(t, all, 1)
 }

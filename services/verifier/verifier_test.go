@@ -205,9 +205,9 @@ func TestComparisonErrorsAreErrorVerdicts(t *testing.T) {
 		want    string
 	}{
 		{"selector names evidence in neither snapshot", []string{"codex.config"}, func() *snapshot.Snapshot { return snap(unit(1)) },
-			`invalid selector: 'codex.config': evidence kind 'codex.config' is not in either snapshot`},
+			`invalid selector: 'codex.config' does not match an evidence kind: evidence kind 'codex.config' is not in either snapshot`},
 		{"selector names a field in neither snapshot", []string{"systemd.unit.nope"}, func() *snapshot.Snapshot { return snap(unit(1)) },
-			`field 'nope' does not exist in systemd.unit evidence of either snapshot`},
+			`does not match an evidence field: field 'nope' is not in the systemd.unit evidence of either snapshot`},
 		{"provenance changed", nil, func() *snapshot.Snapshot {
 			s := snap(unit(1))
 			s.Evidence[0].Source.Method = "dbus"

@@ -19,11 +19,11 @@ var (
 // Status says how a kind or a field changed.
 type Status string
 
-// The change statuses.
+// The change statuses of an evidence kind, RuntimeTruth's words.
 const (
-	Added    Status = "added"
-	Removed  Status = "removed"
-	Modified Status = "modified"
+	Added   Status = "added"
+	Removed Status = "removed"
+	Changed Status = "changed"
 )
 
 // FieldChange is one changed data field. A side that is absent (the field is
@@ -34,17 +34,6 @@ type FieldChange struct {
 	After     snapshot.Value
 	HasBefore bool
 	HasAfter  bool
-}
-
-// Status classifies the field change.
-func (f FieldChange) Status() Status {
-	switch {
-	case !f.HasBefore:
-		return Added
-	case !f.HasAfter:
-		return Removed
-	}
-	return Modified
 }
 
 // KindChange is the change of one evidence kind. For an added or removed
@@ -98,7 +87,7 @@ func Compare(before, after *snapshot.Snapshot) (*Result, error) {
 				return nil, fmt.Errorf("%w for %s; schema-v1 provenance changes are not comparable yet", ErrProvenance, snapshot.Quote(k.Name))
 			}
 			if fields := fieldsOf(rb.Data, ra.Data); len(fields) > 0 {
-				res.Changes = append(res.Changes, KindChange{Kind: k.Name, Status: Modified, Fields: fields})
+				res.Changes = append(res.Changes, KindChange{Kind: k.Name, Status: Changed, Fields: fields})
 			}
 		}
 	}
@@ -181,7 +170,7 @@ func (r *Result) Render() string {
 		}
 		k, _ := snapshot.LookupKind(c.Kind)
 		sb.WriteString(k.Header)
-		if c.Status != Modified {
+		if c.Status != Changed {
 			sb.WriteString("\n  evidence: ")
 			sb.WriteString(string(c.Status))
 			continue

@@ -39,7 +39,7 @@ CODE
 func TestCaptureTimeIsNotARuntimeChange(t *testing.T) {
 	a := load(t, "before.json")
 	b := load(t, "before.json")
-	b.CapturedAt = b.CapturedAt.Add(3600e9)
+	b.CapturedAt = "2026-10-06T04:09:40Z"
 	res, err := diff.Compare(a, b)
 	require.NoError(t, err)
 	assert.True(t, res.Empty())
@@ -76,7 +76,9 @@ func TestMissingFieldIsDistinctFromNull(t *testing.T) {
 	res, err := diff.Compare(a, b)
 	require.NoError(t, err)
 	assert.Equal(t, "CODE\n  branch: <missing> -> null", res.Render())
-	assert.Equal(t, diff.Added, res.Changes[0].Fields[0].Status())
+	f := res.Changes[0].Fields[0]
+	assert.False(t, f.HasBefore)
+	assert.True(t, f.HasAfter)
 }
 
 func TestBoolIsNotInt(t *testing.T) {
@@ -210,9 +212,9 @@ func TestSelectorParsing(t *testing.T) {
 func TestSelectorMustNameExistingEvidence(t *testing.T) {
 	before, after := load(t, "before.json"), load(t, "after.json")
 	for sel, want := range map[string]string{
-		"codex.thread":          "evidence kind 'codex.thread' is not in either snapshot",
-		"codex.thread.model":    "evidence kind 'codex.thread' is not in either snapshot",
-		"git.repository.nosuch": "field 'nosuch' does not exist in git.repository evidence of either snapshot",
+		"codex.thread":          "'codex.thread' does not match an evidence kind: evidence kind 'codex.thread' is not in either snapshot",
+		"codex.thread.model":    "'codex.thread.model' does not match an evidence field: evidence kind 'codex.thread' is not in either snapshot",
+		"git.repository.nosuch": "'git.repository.nosuch' does not match an evidence field: field 'nosuch' is not in the git.repository evidence of either snapshot",
 	} {
 		s, err := diff.ParseSelector(sel)
 		require.NoError(t, err)

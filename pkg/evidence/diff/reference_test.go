@@ -80,7 +80,7 @@ func compareReference(before, after *snapshot.Snapshot) (*diff.Result, error) {
 				return nil, fmt.Errorf("%w for %s; schema-v1 provenance changes are not comparable yet", diff.ErrProvenance, snapshot.Quote(k.Name))
 			}
 			if fields := fieldsOf(rb.Data, ra.Data); len(fields) > 0 {
-				res.Changes = append(res.Changes, diff.KindChange{Kind: k.Name, Status: diff.Modified, Fields: fields})
+				res.Changes = append(res.Changes, diff.KindChange{Kind: k.Name, Status: diff.Changed, Fields: fields})
 			}
 		}
 	}

@@ -85,7 +85,11 @@ func (s Selector) Check(before, after *snapshot.Snapshot) error {
 	rb, okb := before.Record(s.Kind)
 	ra, oka := after.Record(s.Kind)
 	if !okb && !oka {
-		return fmt.Errorf("%w: %s: evidence kind %s is not in either snapshot", ErrSelector, snapshot.Quote(s.String()), snapshot.Quote(s.Kind))
+		what := "an evidence field"
+		if s.Field == "" {
+			what = "an evidence kind"
+		}
+		return fmt.Errorf("%w: %s does not match %s: evidence kind %s is not in either snapshot", ErrSelector, snapshot.Quote(s.String()), what, snapshot.Quote(s.Kind))
 	}
 	if s.Field == "" {
 		return nil
@@ -100,7 +104,7 @@ func (s Selector) Check(before, after *snapshot.Snapshot) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%w: %s: field %s does not exist in %s evidence of either snapshot", ErrSelector, snapshot.Quote(s.String()), snapshot.Quote(s.Field), s.Kind)
+	return fmt.Errorf("%w: %s does not match an evidence field: field %s is not in the %s evidence of either snapshot", ErrSelector, snapshot.Quote(s.String()), snapshot.Quote(s.Field), s.Kind)
 }
 
 // Protect narrows the result to the selected kinds and fields. With no
@@ -139,7 +143,7 @@ func (r *Result) Protect(sels []Selector) *Result {
 		if len(kept.Fields) > 0 {
 			// A protected field of an added or removed record is reported as
 			// that field's change.
-			kept.Status = Modified
+			kept.Status = Changed
 			out.Changes = append(out.Changes, kept)
 		}
 	}

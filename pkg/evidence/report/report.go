@@ -1,15 +1,28 @@
 // Package report builds the versioned machine-readable verification report
 // (report_schema_version 1) printed by --json, and publishes its JSON Schema.
 //
-// The report carries the status, the baseline's target, the protected
-// selectors and the structured changes. A field missing from one side has no
-// "before" or "after" key at all, which is distinct from a JSON null value.
+// The report is RuntimeTruth's, byte for byte: the status, the baseline's
+// target, the protected selectors and the structured changes. Each change
+// names its evidence kind and its status (changed, added or removed) and
+// lists its changed fields; each field has a before and an after side, an
+// object that says whether the field is present and, when it is, its value:
+//
+//	{"after":{"present":true,"value":null},"before":{"present":false},"field":"branch"}
+//
+// A missing side is {"present":false}, distinct from a JSON null value; an
+// added or removed kind has no fields ("fields":[]). RuntimeTruth's tests
+// pin the changed-kind shape (test_verify_json_drift_report_preserves_structure);
+// these two encodings are the reading of its documentation ("missing values
+// remain distinct from JSON null"), as its code could not be read.
+//
+// The report runtimetruth wrote before it matched RuntimeTruth's (each
+// change with a "change" of added, removed or modified, bare before/after
+// values, a missing side left out) is still read by Report's UnmarshalJSON,
+// for verdict.*.v1 events and verdict records stored before.
 package report
 
 import (
 	_ "embed"
-	"encoding/json"
-	"fmt"
 	"strconv"
 
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
@@ -50,25 +63,37 @@ type Target struct {
 	Kind       string `json:"kind"`
 }
 
-// Change is the change of one evidence kind.
+// Change is the change of one evidence kind: changed (with its changed
+// fields), added or removed (with no fields).
 type Change struct {
-	Change diff.Status `json:"change"`
 	Fields []Field     `json:"fields"`
 	Kind   string      `json:"kind"`
+	Status diff.Status `json:"status"`
 }
 
-// Field is the change of one data field; a nil side is missing.
+// Field is the change of one data field.
 type Field struct {
-	After  *snapshot.Value `json:"after,omitempty"`
-	Before *snapshot.Value `json:"before,omitempty"`
-	Change diff.Status     `json:"change"`
-	Field  string          `json:"field"`
+	After  Side   `json:"after"`
+	Before Side   `json:"before"`
+	Field  string `json:"field"`
 }
+
+// Side is one side of a field change: the field's value, or missing.
+type Side struct {
+	Present bool
+	Value   snapshot.Value
+}
+
+// Missing is the side of a field absent from its snapshot.
+var Missing = Side{}
+
+// Present returns the side of a field that holds v.
+func Present(v snapshot.Value) Side { return Side{Present: true, Value: v} }
 
 // New builds the report of a (protected) comparison result.
 func New(res *diff.Result, protected []diff.Selector) *Report {
 	r := &Report{
-		Changes:             []Change{},
+		Changes:             make([]Change, 0, len(res.Changes)),
 		Protected:           make([]string, len(protected)),
 		ReportSchemaVersion: SchemaVersion,
 		Status:              Pass,
@@ -81,24 +106,28 @@ func New(res *diff.Result, protected []diff.Selector) *Report {
 		r.Status = Drift
 	}
 	for _, c := range res.Changes {
-		ch := Change{Change: c.Status, Kind: c.Kind, Fields: make([]Field, len(c.Fields))}
-		for i, f := range c.Fields {
-			fld := Field{Change: f.Status(), Field: f.Field}
-			if f.HasBefore {
-				fld.Before = &f.Before
+		ch := Change{Status: c.Status, Kind: c.Kind, Fields: []Field{}}
+		if c.Status == diff.Changed {
+			ch.Fields = make([]Field, len(c.Fields))
+			for i, f := range c.Fields {
+				ch.Fields[i] = Field{Field: f.Field, Before: side(f.Before, f.HasBefore), After: side(f.After, f.HasAfter)}
 			}
-			if f.HasAfter {
-				fld.After = &f.After
-			}
-			ch.Fields[i] = fld
 		}
 		r.Changes = append(r.Changes, ch)
 	}
 	return r
 }
 
+func side(v snapshot.Value, present bool) Side {
+	if !present {
+		return Missing
+	}
+	return Present(v)
+}
+
 // Marshal writes the report as compact JSON with sorted keys, as
-// RuntimeTruth prints it.
+// RuntimeTruth prints it (json.dumps with sort_keys: non-ASCII characters
+// escaped).
 func (r *Report) Marshal() ([]byte, error) {
 	return pyjson.Marshal(r.Tree(), pyjson.Compact)
 }
@@ -106,72 +135,63 @@ func (r *Report) Marshal() ([]byte, error) {
 // Tree returns the report as a JSON document (the same document
 // encoding/json produces from the struct).
 func (r *Report) Tree() jsontree.Value {
-	str := func(s string) jsontree.Value { return jsontree.Value{Kind: jsontree.String, Text: s} }
-	member := func(k string, v jsontree.Value) jsontree.Member { return jsontree.Member{Key: k, Value: v} }
 	changes := make([]jsontree.Value, len(r.Changes))
 	for i, c := range r.Changes {
 		fields := make([]jsontree.Value, len(c.Fields))
 		for j, f := range c.Fields {
-			m := make([]jsontree.Member, 0, 4)
-			if f.After != nil {
-				m = append(m, member("after", f.After.Tree()))
-			}
-			if f.Before != nil {
-				m = append(m, member("before", f.Before.Tree()))
-			}
-			m = append(m, member("change", str(string(f.Change))), member("field", str(f.Field)))
-			fields[j] = jsontree.Value{Kind: jsontree.Object, Members: m}
+			fields[j] = object(
+				member("after", f.After.Tree()),
+				member("before", f.Before.Tree()),
+				member("field", str(f.Field)),
+			)
 		}
-		changes[i] = jsontree.Value{Kind: jsontree.Object, Members: []jsontree.Member{
-			member("change", str(string(c.Change))),
+		changes[i] = object(
 			member("fields", jsontree.Value{Kind: jsontree.Array, Items: fields}),
 			member("kind", str(c.Kind)),
-		}}
+			member("status", str(string(c.Status))),
+		)
 	}
 	protected := make([]jsontree.Value, len(r.Protected))
 	for i, p := range r.Protected {
 		protected[i] = str(p)
 	}
-	return jsontree.Value{Kind: jsontree.Object, Members: []jsontree.Member{
+	return object(
 		member("changes", jsontree.Value{Kind: jsontree.Array, Items: changes}),
 		member("protected", jsontree.Value{Kind: jsontree.Array, Items: protected}),
 		member("report_schema_version", jsontree.Value{Kind: jsontree.Number, Text: strconv.Itoa(r.ReportSchemaVersion)}),
 		member("status", str(string(r.Status))),
-		member("target", jsontree.Value{Kind: jsontree.Object, Members: []jsontree.Member{
+		member("target", object(
 			member("identifier", str(r.Target.Identifier)),
 			member("kind", str(r.Target.Kind)),
-		}}),
-	}}
+		)),
+	)
 }
 
-// UnmarshalJSON decodes a field change keeping a null side (present, JSON
-// null) distinct from a missing one (nil).
-func (f *Field) UnmarshalJSON(b []byte) error {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return err
+// Tree returns the side as its JSON object.
+func (s Side) Tree() jsontree.Value {
+	if !s.Present {
+		return object(member("present", jsontree.Value{Kind: jsontree.Bool}))
 	}
-	*f = Field{}
-	side := func(key string) (*snapshot.Value, error) {
-		r, ok := raw[key]
-		if !ok {
-			return nil, nil
-		}
-		v := new(snapshot.Value)
-		return v, v.UnmarshalJSON(r)
+	return object(member("present", jsontree.Value{Kind: jsontree.Bool, Bool: true}), member("value", s.Value.Tree()))
+}
+
+// MarshalJSON encodes the side as {"present":false} or
+// {"present":true,"value":V}.
+func (s Side) MarshalJSON() ([]byte, error) { return AppendSide(nil, s), nil }
+
+// AppendSide appends the side's JSON object, as MarshalJSON writes it.
+func AppendSide(dst []byte, s Side) []byte {
+	if !s.Present {
+		return append(dst, `{"present":false}`...)
 	}
-	var err error
-	if f.Before, err = side("before"); err != nil {
-		return fmt.Errorf("field before: %w", err)
-	}
-	if f.After, err = side("after"); err != nil {
-		return fmt.Errorf("field after: %w", err)
-	}
-	if err := json.Unmarshal(raw["change"], &f.Change); err != nil {
-		return fmt.Errorf("field change: %w", err)
-	}
-	if err := json.Unmarshal(raw["field"], &f.Field); err != nil {
-		return fmt.Errorf("field name: %w", err)
-	}
-	return nil
+	dst = append(dst, `{"present":true,"value":`...)
+	return append(s.Value.AppendJSON(dst), '}')
+}
+
+func str(s string) jsontree.Value { return jsontree.Value{Kind: jsontree.String, Text: s} }
+
+func member(k string, v jsontree.Value) jsontree.Member { return jsontree.Member{Key: k, Value: v} }
+
+func object(m ...jsontree.Member) jsontree.Value {
+	return jsontree.Value{Kind: jsontree.Object, Members: m}
 }

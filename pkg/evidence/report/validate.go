@@ -15,8 +15,8 @@ var ErrInvalid = errors.New("invalid report")
 // document the schema accepts (and one failing it to a document the schema
 // refuses): the schema version, the status and its changes (none for
 // pass, some for drift), non-empty target and kind names, distinct
-// non-empty protected selectors, the change names, and which sides each
-// field change carries. It is the producer's check, at a small fraction of
+// non-empty protected selectors, the change statuses, fields only (and
+// always) for a changed kind, and a field present on one side at least. It is the producer's check, at a small fraction of
 // a JSON Schema validation's cost.
 func (r *Report) Validate() error {
 	switch {
@@ -55,32 +55,26 @@ func (r *Report) Validate() error {
 		switch {
 		case c.Kind == "":
 			return fmt.Errorf("%w: changes[%d]: empty kind", ErrInvalid, i)
-		case !validStatus(c.Change):
-			return fmt.Errorf("%w: changes[%d]: change %q", ErrInvalid, i, c.Change)
 		case c.Fields == nil:
 			return fmt.Errorf("%w: changes[%d]: fields is null", ErrInvalid, i)
 		}
-		for j, f := range c.Fields {
-			var ok bool
-			switch f.Change {
-			case diff.Added:
-				ok = f.After != nil && f.Before == nil
-			case diff.Removed:
-				ok = f.Before != nil && f.After == nil
-			case diff.Modified:
-				ok = f.Before != nil && f.After != nil
-			default:
-				return fmt.Errorf("%w: changes[%d].fields[%d]: change %q", ErrInvalid, i, j, f.Change)
+		switch c.Status {
+		case diff.Added, diff.Removed:
+			if len(c.Fields) > 0 {
+				return fmt.Errorf("%w: changes[%d]: an %s kind with %d fields", ErrInvalid, i, c.Status, len(c.Fields))
 			}
-			if !ok {
-				return fmt.Errorf("%w: changes[%d].fields[%d]: a %s field with before %t, after %t", ErrInvalid, i, j,
-					f.Change, f.Before != nil, f.After != nil)
+		case diff.Changed:
+			if len(c.Fields) == 0 {
+				return fmt.Errorf("%w: changes[%d]: a changed kind without fields", ErrInvalid, i)
+			}
+		default:
+			return fmt.Errorf("%w: changes[%d]: status %q", ErrInvalid, i, c.Status)
+		}
+		for j, f := range c.Fields {
+			if !f.Before.Present && !f.After.Present {
+				return fmt.Errorf("%w: changes[%d].fields[%d]: missing on both sides", ErrInvalid, i, j)
 			}
 		}
 	}
 	return nil
-}
-
-func validStatus(s diff.Status) bool {
-	return s == diff.Added || s == diff.Removed || s == diff.Modified
 }

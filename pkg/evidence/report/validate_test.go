@@ -25,8 +25,9 @@ func reportFrom(b []byte) *report.Report {
 		return v
 	}
 	pick := func(opts ...string) string { return opts[next(len(opts))] }
-	statuses := []diff.Status{diff.Added, diff.Removed, diff.Modified, "renamed", ""}
-	values := []*snapshot.Value{nil, new(snapshot.String("x")), new(snapshot.Int(-3)), new(snapshot.Bool(false)), new(snapshot.Null())}
+	statuses := []diff.Status{diff.Added, diff.Removed, diff.Changed, diff.Changed, "modified", ""}
+	sides := []report.Side{report.Missing, report.Present(snapshot.String("x")), report.Present(snapshot.Int(-3)),
+		report.Present(snapshot.Bool(false)), report.Present(snapshot.Null())}
 	r := &report.Report{
 		ReportSchemaVersion: []int{1, 1, 1, 0, 2}[next(5)],
 		Status:              report.Status(pick("pass", "drift", "drift", "", "PASS")),
@@ -41,12 +42,12 @@ func reportFrom(b []byte) *report.Report {
 	if next(8) != 0 {
 		r.Changes = []report.Change{}
 		for range next(4) {
-			c := report.Change{Kind: pick("k", "", "systemd.unit"), Change: statuses[next(len(statuses))]}
+			c := report.Change{Kind: pick("k", "", "systemd.unit"), Status: statuses[next(len(statuses))]}
 			if next(8) != 0 {
 				c.Fields = []report.Field{}
 				for range next(4) {
-					c.Fields = append(c.Fields, report.Field{Field: pick("f", ""), Change: statuses[next(len(statuses))],
-						Before: values[next(len(values))], After: values[next(len(values))]})
+					c.Fields = append(c.Fields, report.Field{Field: pick("f", ""),
+						Before: sides[next(len(sides))], After: sides[next(len(sides))]})
 				}
 			}
 			r.Changes = append(r.Changes, c)

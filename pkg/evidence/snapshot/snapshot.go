@@ -60,16 +60,19 @@ type Record struct {
 // Snapshot is one RuntimeTruth schema v1 snapshot.
 type Snapshot struct {
 	SchemaVersion int
-	CapturedAt    time.Time
-	Target        Target
-	Evidence      []Record
+	// CapturedAt is the capture time as written, an RFC 3339 date-time
+	// (CheckTime); it is serialized and digested verbatim, as RuntimeTruth
+	// does, never re-formatted.
+	CapturedAt string
+	Target     Target
+	Evidence   []Record
 }
 
 // New returns a snapshot of target captured now.
 func New(target Target, records ...Record) *Snapshot {
 	return &Snapshot{
 		SchemaVersion: SchemaVersion,
-		CapturedAt:    time.Now().UTC(),
+		CapturedAt:    FormatTime(time.Now().UTC()),
 		Target:        target,
 		Evidence:      records,
 	}
@@ -123,9 +126,14 @@ func FromTree(root jsontree.Value) (*Snapshot, error) {
 		return nil, fmt.Errorf("%w %s (this runtimetruth reads %d)", ErrUnsupportedVersion, v.Text, SchemaVersion)
 	}
 	s.SchemaVersion = SchemaVersion
-	if s.CapturedAt, err = parseTime(top["captured_at"]); err != nil {
-		return nil, err
+	ts := top["captured_at"]
+	if ts.Kind != jsontree.String {
+		return nil, formatErr("captured_at", "must be a string, got %s", describe(ts))
 	}
+	if err := CheckTime(ts.Text); err != nil {
+		return nil, fmt.Errorf("%w: captured_at: %w", ErrFormat, err)
+	}
+	s.CapturedAt = ts.Text
 	tf, err := fields(top["target"], "target", "kind", "identifier")
 	if err != nil {
 		return nil, err
@@ -263,31 +271,82 @@ func describe(v jsontree.Value) string {
 	return v.Kind.String()
 }
 
-func parseTime(v jsontree.Value) (time.Time, error) {
-	if v.Kind != jsontree.String {
-		return time.Time{}, formatErr("captured_at", "must be a string, got %s", describe(v))
+// CheckTime checks a captured_at timestamp: an RFC 3339 date-time,
+// YYYY-MM-DD, T or t, hh:mm:ss, an optional fraction of one or more
+// digits, and Z, z or an offset ±hh:mm, with the date, the clock (no leap
+// second) and the offset in range. A snapshot keeps the timestamp as
+// written.
+func CheckTime(ts string) error {
+	const clock = len("2006-01-02T15:04:05")
+	if len(ts) < clock || !digits(ts[0:4]) || ts[4] != '-' || !digits(ts[5:7]) || ts[7] != '-' || !digits(ts[8:10]) ||
+		(ts[10] != 'T' && ts[10] != 't') || !digits(ts[11:13]) || ts[13] != ':' || !digits(ts[14:16]) || ts[16] != ':' || !digits(ts[17:19]) {
+		return notTimestamp(ts, "")
 	}
-	t, err := time.Parse(time.RFC3339Nano, v.Text)
-	if err == nil {
-		return t.Truncate(time.Microsecond), nil
+	zone := ts[clock:]
+	if len(zone) > 0 && zone[0] == '.' {
+		n := 1
+		for n < len(zone) && '0' <= zone[n] && zone[n] <= '9' {
+			n++
+		}
+		if n == 1 {
+			return notTimestamp(ts, "")
+		}
+		zone = zone[n:]
 	}
-	if _, naive := time.Parse("2006-01-02T15:04:05.999999999", v.Text); naive == nil {
-		return time.Time{}, formatErr("captured_at", "%q must be timezone-aware (end in Z or an offset)", v.Text)
+	// The ranges, by time.Parse: the layouts take the two-digit fields
+	// checked above.
+	if _, err := time.Parse("2006-01-02", ts[:10]); err != nil {
+		return notTimestamp(ts, rangeOf(err))
 	}
-	return time.Time{}, formatErr("captured_at", "%q is not an RFC 3339 timestamp", v.Text)
+	if _, err := time.Parse("15:04:05", ts[11:clock]); err != nil {
+		return notTimestamp(ts, rangeOf(err))
+	}
+	switch {
+	case zone == "Z" || zone == "z":
+		return nil
+	case zone == "":
+		return fmt.Errorf("%q must be timezone-aware (end in Z or an offset)", ts)
+	case len(zone) != len("+07:00") || (zone[0] != '+' && zone[0] != '-') || !digits(zone[1:3]) || zone[3] != ':' || !digits(zone[4:6]):
+		return notTimestamp(ts, "")
+	case zone[1:3] > "23":
+		return notTimestamp(ts, "offset hour out of range")
+	case zone[4:6] > "59":
+		return notTimestamp(ts, "offset minute out of range")
+	}
+	return nil
 }
 
-// FormatTime renders t as Python's datetime.isoformat() with "+00:00"
-// replaced by "Z": microseconds only when non-zero.
+func digits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || '9' < s[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func notTimestamp(ts, detail string) error {
+	if detail != "" {
+		return fmt.Errorf("%q is not an RFC 3339 timestamp (%s)", ts, detail)
+	}
+	return fmt.Errorf("%q is not an RFC 3339 timestamp", ts)
+}
+
+// rangeOf is the range time.Parse found out of it ("month out of range").
+func rangeOf(err error) string {
+	if pe, ok := errors.AsType[*time.ParseError](err); ok {
+		return strings.TrimPrefix(pe.Message, ": ")
+	}
+	return ""
+}
+
+// FormatTime renders t as RuntimeTruth's collectors write captured_at:
+// Python's datetime.isoformat() with "+00:00" replaced by "Z", microseconds
+// only when non-zero.
 func FormatTime(t time.Time) string {
 	var buf [40]byte
-	return string(AppendTime(buf[:0], t))
-}
-
-// AppendTime appends t as FormatTime renders it.
-func AppendTime(dst []byte, t time.Time) []byte {
 	t = t.Truncate(time.Microsecond)
-	dst = t.AppendFormat(dst, "2006-01-02T15:04:05")
+	dst := t.AppendFormat(buf[:0], "2006-01-02T15:04:05")
 	if us := t.Nanosecond() / 1000; us != 0 {
 		dst = append(dst, '.')
 		for div := 100000; div > 0; div /= 10 {
@@ -295,9 +354,9 @@ func AppendTime(dst []byte, t time.Time) []byte {
 		}
 	}
 	if _, off := t.Zone(); off == 0 {
-		return append(dst, 'Z')
+		return string(append(dst, 'Z'))
 	}
-	return t.AppendFormat(dst, "-07:00")
+	return string(t.AppendFormat(dst, "-07:00"))
 }
 
 // Validate checks what Parse checks, for snapshots built in code.
@@ -305,8 +364,8 @@ func (s *Snapshot) Validate() error {
 	if s.SchemaVersion != SchemaVersion {
 		return fmt.Errorf("%w %d", ErrUnsupportedVersion, s.SchemaVersion)
 	}
-	if s.CapturedAt.IsZero() {
-		return formatErr("captured_at", "not set")
+	if err := CheckTime(s.CapturedAt); err != nil {
+		return fmt.Errorf("%w: captured_at: %w", ErrFormat, err)
 	}
 	if s.Target.Kind == "" || s.Target.Identifier == "" {
 		return formatErr("target", "kind and identifier must not be empty")
@@ -384,7 +443,7 @@ func (s *Snapshot) Tree() jsontree.Value {
 	}
 	return obj(
 		jsontree.Member{Key: "schema_version", Value: jsontree.Value{Kind: jsontree.Number, Text: strconv.Itoa(s.SchemaVersion)}},
-		jsontree.Member{Key: "captured_at", Value: str(FormatTime(s.CapturedAt))},
+		jsontree.Member{Key: "captured_at", Value: str(s.CapturedAt)},
 		jsontree.Member{Key: "target", Value: obj(
 			jsontree.Member{Key: "kind", Value: str(s.Target.Kind)},
 			jsontree.Member{Key: "identifier", Value: str(s.Target.Identifier)},

@@ -2,6 +2,7 @@ package snapshot_test
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -69,7 +70,7 @@ func TestRoundTripPreservesNullAndTypes(t *testing.T) {
 	again, err := snapshot.Parse(b)
 	require.NoError(t, err)
 	assert.Equal(t, s.Evidence, again.Evidence)
-	assert.True(t, s.CapturedAt.Equal(again.CapturedAt))
+	assert.Equal(t, s.CapturedAt, again.CapturedAt)
 	cfg, ok := again.Record("codex.config")
 	require.True(t, ok)
 	assert.Equal(t, snapshot.Null(), cfg.Data["web_search"])
@@ -146,18 +147,124 @@ func TestFormatTimeMatchesPythonIsoformat(t *testing.T) {
 	}
 }
 
-func TestCapturedAtOffsetIsKeptLikePython(t *testing.T) {
+// withCapturedAt is before.json with captured_at written as ts.
+func withCapturedAt(t *testing.T, ts string) string {
+	t.Helper()
 	valid := string(evidencetest.Read(t, "snapshots/before.json"))
-	for in, want := range map[string]string{
-		"2026-10-06T03:09:40+00:00":    "2026-10-06T03:09:40Z",
-		"2026-10-06T05:09:40+02:00":    "2026-10-06T05:09:40+02:00",
-		"2026-10-06T03:09:40.5Z":       "2026-10-06T03:09:40.500000Z",
-		"2026-10-06T03:09:40.1234567Z": "2026-10-06T03:09:40.123456Z",
-	} {
-		s, err := snapshot.Parse([]byte(strings.Replace(valid, "2026-10-06T03:09:40Z", in, 1)))
-		require.NoError(t, err, in)
-		assert.Equal(t, want, snapshot.FormatTime(s.CapturedAt), in)
+	require.Equal(t, 1, strings.Count(valid, `"2026-10-06T03:09:40Z"`))
+	return strings.Replace(valid, `"2026-10-06T03:09:40Z"`, strconv.Quote(ts), 1)
+}
+
+// captured_at is kept as written: read, written (compact and pretty) and
+// digested verbatim, as RuntimeTruth does, whatever RFC 3339 form it has.
+func TestCapturedAtIsKeptVerbatim(t *testing.T) {
+	// The digests were computed with Python, independently of this code
+	// (before.json is ASCII with integers only, so RFC 8785 is
+	// json.dumps with sorted keys and no white space), in
+	// pkg/evidence/testdata/snapshots:
+	//
+	//	python3 -c 'import hashlib,json,sys; d=json.load(open("before.json")); d["captured_at"]=sys.argv[1]; print("sha256:"+hashlib.sha256(json.dumps(d,sort_keys=True,separators=(",",":"),ensure_ascii=False).encode()).hexdigest())' TIMESTAMP
+	tests := []struct{ ts, digest string }{
+		{"2026-10-06T03:09:40Z", "sha256:63dfa8b0dca4c0f81d0050c8bd068d2b66405310569435209c2693185483c7a6"},
+		{"2026-10-06T03:09:40.5Z", "sha256:4e9e73a781d1f1c2fa12be228bdab887051e8487762c6148aa53f911f154bf0e"},
+		{"2026-10-06T03:09:40.120Z", "sha256:6023e48b93d40aea4ed3e982b86b9446c2997a58f94ad4fb3a59cda52f62c376"},
+		{"2026-10-06T03:09:40.0Z", "sha256:a31dc87e2bf428e8d57037ab78240bc8e081190e1114c2f41bae553141660a7a"},
+		{"2026-10-06T03:09:40+00:00", "sha256:4183adb3b84506977dd5fa9651efdb7688e4c82ba7c6090b806ca4ee4824a826"},
+		{"2026-10-06T03:09:40-00:00", "sha256:01c97b077bfc963ae60431984c569ea1f55cfa3bf013290910cc4b2d869edbdd"},
+		{"2026-10-06T05:09:40+02:00", "sha256:563aa26a0c3195f8d73277457e51c85c8f9d902a681b37a80a989fddfbd8942b"},
+		{"2026-10-06T03:09:40.123456789Z", "sha256:9afd0e6eae3c27e88fb8d18e2d19222ffbcc13e184c419ee15888779cf003714"},
+		{"0001-01-01T00:00:00Z", "sha256:1bf1461d70e0b15b4e7e96fb240b21e4e3a32feac27beb128c4ce51d99eb3fba"},
+		{"2026-10-06t03:09:40z", "sha256:caff8fc47687e38a6f6b771295cc2cccb456bf8ec8fe9c81d86af0e5c3819bfc"},
+		{"2026-10-06t03:09:40Z", "sha256:ea181b3c38ec502317b1db7dfd9642e74f3c28c11b5aea68f6ccceee86123fc9"},
+		{"2026-10-06T03:09:40z", "sha256:76384d1b36db68368281abac2c869d8519312a80369b4f49001d2fb9d668218a"},
 	}
+	for _, tc := range tests {
+		t.Run(tc.ts, func(t *testing.T) {
+			doc := withCapturedAt(t, tc.ts)
+			s, err := snapshot.Parse([]byte(doc))
+			require.NoError(t, err)
+			assert.Equal(t, tc.ts, s.CapturedAt)
+			digest, err := s.Digest()
+			require.NoError(t, err)
+			assert.Equal(t, tc.digest, digest)
+			canonical, err := s.Canonical()
+			require.NoError(t, err)
+			assert.Contains(t, string(canonical), `{"captured_at":"`+tc.ts+`",`)
+			pretty, err := s.Marshal(true)
+			require.NoError(t, err)
+			assert.Equal(t, strings.TrimSuffix(doc, "\n"), string(pretty), "the file as Python writes it")
+			compact, err := s.Marshal(false)
+			require.NoError(t, err)
+			assert.Contains(t, string(compact), `{"captured_at":"`+tc.ts+`",`)
+			again, err := snapshot.Parse(compact)
+			require.NoError(t, err)
+			assert.Equal(t, s, again)
+		})
+	}
+}
+
+// Every captured_at but an RFC 3339 date-time is refused, by Parse and by
+// Validate alike.
+func TestCapturedAtRejects(t *testing.T) {
+	tests := []struct{ ts, want string }{
+		{"2026-10-06T03:09:40", `"2026-10-06T03:09:40" must be timezone-aware (end in Z or an offset)`},
+		{"2026-10-06T03:09:40.5", `"2026-10-06T03:09:40.5" must be timezone-aware (end in Z or an offset)`},
+		{"2026-10-06", `"2026-10-06" is not an RFC 3339 timestamp`},
+		{"", `"" is not an RFC 3339 timestamp`},
+		{"garbage", `"garbage" is not an RFC 3339 timestamp`},
+		{"2026-13-01T00:00:00Z", `"2026-13-01T00:00:00Z" is not an RFC 3339 timestamp (month out of range)`},
+		{"2026-02-29T00:00:00Z", `"2026-02-29T00:00:00Z" is not an RFC 3339 timestamp (day out of range)`},
+		{"2026-10-06T24:00:00Z", `"2026-10-06T24:00:00Z" is not an RFC 3339 timestamp (hour out of range)`},
+		{"2026-10-06T23:59:60Z", `"2026-10-06T23:59:60Z" is not an RFC 3339 timestamp (second out of range)`},
+		{"2026-10-06T03:09:40+24:00", `"2026-10-06T03:09:40+24:00" is not an RFC 3339 timestamp (offset hour out of range)`},
+		{"2026-10-06T03:09:40+01:60", `"2026-10-06T03:09:40+01:60" is not an RFC 3339 timestamp (offset minute out of range)`},
+		{"2026-10-06 03:09:40Z", `"2026-10-06 03:09:40Z" is not an RFC 3339 timestamp`},
+		{"2026-10-06T03:09:40.Z", `"2026-10-06T03:09:40.Z" is not an RFC 3339 timestamp`},
+		{"2026-10-06T03:09:40,5Z", `"2026-10-06T03:09:40,5Z" is not an RFC 3339 timestamp`},
+		{"2026-10-06T03:09:40+0100", `"2026-10-06T03:09:40+0100" is not an RFC 3339 timestamp`},
+		{"2026-10-06T03:09:40+01", `"2026-10-06T03:09:40+01" is not an RFC 3339 timestamp`},
+		{"2026-10-06T03:09:40ZZ", `"2026-10-06T03:09:40ZZ" is not an RFC 3339 timestamp`},
+		{"2026-10-06T03:09:40Z\n", `"2026-10-06T03:09:40Z\n" is not an RFC 3339 timestamp`},
+		{"2026-10-06T3:09:40Z", `"2026-10-06T3:09:40Z" is not an RFC 3339 timestamp`},
+		{"+2026-10-06T03:09:40Z", `"+2026-10-06T03:09:40Z" is not an RFC 3339 timestamp`},
+		{"2026-10-06T03:09:40.١Z", `"2026-10-06T03:09:40.١Z" is not an RFC 3339 timestamp`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.ts, func(t *testing.T) {
+			_, err := snapshot.Parse([]byte(withCapturedAt(t, tc.ts)))
+			require.ErrorIs(t, err, snapshot.ErrFormat)
+			assert.Equal(t, "invalid snapshot: captured_at: "+tc.want, err.Error())
+			s := parseFixture(t, "before.json")
+			s.CapturedAt = tc.ts
+			err = s.Validate()
+			require.ErrorIs(t, err, snapshot.ErrFormat)
+			assert.Equal(t, "invalid snapshot: captured_at: "+tc.want, err.Error())
+			_, err = s.Digest()
+			require.ErrorIs(t, err, snapshot.ErrFormat)
+		})
+	}
+	_, err := snapshot.Parse([]byte(strings.Replace(withCapturedAt(t, "x"), `"x"`, "1", 1)))
+	require.EqualError(t, err, "invalid snapshot: captured_at: must be a string, got number")
+}
+
+// A snapshot built in code keeps the time given, and New writes the time
+// as RuntimeTruth's collectors do.
+func TestCapturedAtInCode(t *testing.T) {
+	s := parseFixture(t, "before.json")
+	s.CapturedAt = "0001-01-01T00:00:00Z" // the zero time.Time: a time like any other
+	require.NoError(t, s.Validate())
+	s.CapturedAt = "2026-10-06T03:09:40.120+02:00"
+	b, err := s.Marshal(false)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"captured_at":"2026-10-06T03:09:40.120+02:00"`)
+	before := time.Now().UTC()
+	n := snapshot.New(snapshot.Target{Kind: "git.repository", Identifier: "/r"})
+	require.NoError(t, n.Validate())
+	at, err := time.Parse(time.RFC3339Nano, n.CapturedAt)
+	require.NoError(t, err)
+	assert.Equal(t, snapshot.FormatTime(at), n.CapturedAt)
+	assert.False(t, at.Before(before.Truncate(time.Microsecond)))
+	assert.True(t, strings.HasSuffix(n.CapturedAt, "Z"))
 }
 
 func TestValueTypesAreDistinct(t *testing.T) {

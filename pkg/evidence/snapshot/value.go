@@ -104,16 +104,20 @@ func (v Value) Tree() jsontree.Value {
 type Data map[string]Value
 
 // MarshalJSON encodes the value as its JSON scalar.
-func (v Value) MarshalJSON() ([]byte, error) {
+func (v Value) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends the value's JSON scalar, as MarshalJSON writes it
+// (strings escaped as RFC 8785 does).
+func (v Value) AppendJSON(dst []byte) []byte {
 	switch v.typ {
 	case TypeString:
-		return canonjson.AppendString(nil, v.s), nil
+		return canonjson.AppendString(dst, v.s)
 	case TypeInt:
-		return strconv.AppendInt(nil, v.i, 10), nil
+		return strconv.AppendInt(dst, v.i, 10)
 	case TypeBool:
-		return strconv.AppendBool(nil, v.b), nil
+		return strconv.AppendBool(dst, v.b)
 	}
-	return []byte("null"), nil
+	return append(dst, "null"...)
 }
 
 // UnmarshalJSON decodes a JSON scalar strictly.
@@ -125,3 +129,7 @@ func (v *Value) UnmarshalJSON(b []byte) error {
 	*v, err = scalar(t, "value")
 	return err
 }
+
+// ScalarOf returns the evidence value of a JSON scalar (string, integer
+// within ±(2^53-1), boolean or null); anything else is an error.
+func ScalarOf(v jsontree.Value) (Value, error) { return scalar(v, "value") }

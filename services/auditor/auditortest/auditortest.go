@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -79,12 +80,10 @@ func Payload(tb testing.TB, hosts []string, i int) events.Payload {
 
 // Drift is a drift verdict with a two-field report.
 func Drift(host string, t events.Target, id string, i int) events.Verdict {
-	before, after := snapshot.Int(3036), snapshot.Int(int64(4000+i))
-	gone := snapshot.String("agent")
 	r := &report.Report{
-		Changes: []report.Change{{Change: diff.Modified, Kind: "systemd.unit", Fields: []report.Field{
-			{After: &after, Before: &before, Change: diff.Modified, Field: "main_pid"},
-			{Before: &gone, Change: diff.Removed, Field: "user"},
+		Changes: []report.Change{{Status: diff.Changed, Kind: "systemd.unit", Fields: []report.Field{
+			{After: report.Present(snapshot.Int(int64(4000 + i))), Before: report.Present(snapshot.Int(3036)), Field: "main_pid"},
+			{After: report.Missing, Before: report.Present(snapshot.String("agent")), Field: "user"},
 		}}},
 		Protected: []string{}, ReportSchemaVersion: report.SchemaVersion, Status: report.Drift,
 		Target: report.Target{Kind: t.Kind, Identifier: t.Identifier},
@@ -115,7 +114,7 @@ func EvidenceOf(tb testing.TB, host string, t events.Target, at time.Time, i int
 	tb.Helper()
 	s := &snapshot.Snapshot{
 		SchemaVersion: snapshot.SchemaVersion,
-		CapturedAt:    at,
+		CapturedAt:    snapshot.FormatTime(at),
 		Target:        snapshot.Target{Kind: t.Kind, Identifier: t.Identifier},
 		Evidence: []snapshot.Record{{
 			Plane: snapshot.Live, Kind: "systemd.unit",
@@ -140,6 +139,63 @@ func Msg(tb testing.TB, p events.Payload, i int) *nats.Msg {
 		tb.Fatalf("encode fixture %d: %v", i, err)
 	}
 	return m
+}
+
+// V1 returns the verdict message m (as NewMsg writes it) as a verifier
+// wrote it before verdict.*.v2: type and dataschema v1, the report in the
+// earlier shape (each change with "change" added, removed or modified,
+// bare before/after values, a missing side left out). Any other message
+// is returned as is.
+func V1(tb testing.TB, m *nats.Msg) *nats.Msg {
+	tb.Helper()
+	typ := m.Header.Get("ce-type")
+	old := map[string]string{events.TypeVerdictPass: events.TypeVerdictPassV1,
+		events.TypeVerdictDrift: events.TypeVerdictDriftV1, events.TypeVerdictError: events.TypeVerdictErrorV1}[typ]
+	if old == "" {
+		return m
+	}
+	var data map[string]any
+	if err := json.Unmarshal(m.Data, &data); err != nil {
+		tb.Fatalf("v1 fixture: %v", err)
+	}
+	if r, ok := data["report"].(map[string]any); ok {
+		for _, c := range r["changes"].([]any) {
+			c := c.(map[string]any)
+			st := c["status"].(string)
+			delete(c, "status")
+			if st == "changed" {
+				st = "modified"
+			}
+			c["change"] = st
+			for _, f := range c["fields"].([]any) {
+				f := f.(map[string]any)
+				fst := "modified"
+				for _, k := range []string{"before", "after"} {
+					sd := f[k].(map[string]any)
+					if sd["present"] == true {
+						f[k] = sd["value"]
+						continue
+					}
+					delete(f, k)
+					fst = map[string]string{"before": "added", "after": "removed"}[k]
+				}
+				f["change"] = fst
+			}
+		}
+	}
+	b, err := json.Marshal(data)
+	if err != nil {
+		tb.Fatalf("v1 fixture: %v", err)
+	}
+	spec, _ := events.Lookup(old)
+	out := nats.NewMsg(m.Subject)
+	for k, v := range m.Header {
+		out.Header[k] = append([]string(nil), v...)
+	}
+	out.Header.Set("ce-type", old)
+	out.Header.Set("ce-dataschema", spec.SchemaURI)
+	out.Data = b
+	return out
 }
 
 // Message is a fixture as the auditor reads it from a stream.

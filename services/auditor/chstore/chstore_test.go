@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/services/auditor/auditortest"
 	"github.com/runtimetruth/runtimetruth/services/auditor/chstore"
@@ -134,7 +135,7 @@ func TestWriteReadVerify(t *testing.T) {
 		switch {
 		case r.Meta.Rejected:
 			wantRej++
-		case r.Meta.Type == "dev.runtimetruth.verdict.drift.v1":
+		case r.Meta.Type == events.TypeVerdictDrift:
 			wantDrift++
 		case r.Meta.Type == "dev.runtimetruth.runnable.modified.v1":
 			wantMod++

@@ -16,10 +16,20 @@ type Migration struct {
 	Stmts   []string
 }
 
+// The event types the views select, as SQL literals. Migration 2's are
+// the types of its day; migration 3's add verdict.*.v2, whose report
+// changed shape (the views read no report: only the type and the columns
+// every link has).
 const (
 	typeDrift    = "'dev.runtimetruth.verdict.drift.v1'"
 	typeVerdicts = "('dev.runtimetruth.verdict.pass.v1', 'dev.runtimetruth.verdict.drift.v1', 'dev.runtimetruth.verdict.error.v1')"
 	typeModified = "'dev.runtimetruth.runnable.modified.v1'"
+
+	// TypeDrifts and TypeVerdicts are the SQL lists of every drift and every
+	// verdict type, of any version, as the views and dashboards select them.
+	TypeDrifts   = "('dev.runtimetruth.verdict.drift.v1', 'dev.runtimetruth.verdict.drift.v2')"
+	TypeVerdicts = "('dev.runtimetruth.verdict.pass.v1', 'dev.runtimetruth.verdict.drift.v1', 'dev.runtimetruth.verdict.error.v1', " +
+		"'dev.runtimetruth.verdict.pass.v2', 'dev.runtimetruth.verdict.drift.v2', 'dev.runtimetruth.verdict.error.v2')"
 )
 
 // Migrations are the schema, in order. Never edit one that shipped: add
@@ -66,6 +76,16 @@ var Migrations = []Migration{
 		`CREATE VIEW IF NOT EXISTS {db}.{t}_rejected AS
 		SELECT stored, stream, stream_seq, nats_subject, host, reason, chain, seq
 		FROM {T} WHERE rejected = 1`,
+	}},
+	{3, "verdict views read verdict.*.v2 too", []string{
+		`DROP TABLE IF EXISTS {db}.{t}_verdicts_over_time`,
+		`CREATE VIEW IF NOT EXISTS {db}.{t}_verdicts_over_time AS
+		SELECT toStartOfHour(event_time) AS hour, status, count() AS verdicts
+		FROM {T} WHERE event_type IN ` + TypeVerdicts + ` GROUP BY hour, status`,
+		`DROP TABLE IF EXISTS {db}.{t}_drift_by_target`,
+		`CREATE VIEW IF NOT EXISTS {db}.{t}_drift_by_target AS
+		SELECT host, target, count() AS drifts, min(event_time) AS first_drift, max(event_time) AS last_drift
+		FROM {T} WHERE event_type IN ` + TypeDrifts + ` GROUP BY host, target`,
 	}},
 }
 

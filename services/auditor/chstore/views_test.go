@@ -33,6 +33,9 @@ func spread(t *testing.T, h link.Hasher, n int) []link.Record {
 		if i%50 == 49 {
 			m = auditortest.Malformed(hosts[i%len(hosts)], i)
 		}
+		if i%16 < 4 {
+			m = auditortest.V1(t, m) // as a verifier wrote verdicts before verdict.*.v2
+		}
 		stream := auditortest.StreamOf(m.Subject)
 		seqs[stream]++
 		msg := &link.Message{Stream: stream, Seq: seqs[stream], Subject: m.Subject, Header: m.Header, Data: m.Data,
@@ -100,11 +103,19 @@ func TestViewsFromRealData(t *testing.T) {
 	for _, r := range recs {
 		m := r.Meta
 		wantTypes[typeKey{hour(m.Stored), m.Type}]++
-		switch m.Type {
+		typ := m.Type
+		if s, ok := events.Lookup(typ); ok {
+			typ = s.Current()
+			if s.SupersededBy != "" {
+				require.False(t, m.Rejected, "a %s link is read, not rejected: %s", m.Type, m.Reason)
+				require.NotEmpty(t, m.Status, "a %s link has its status", m.Type)
+			}
+		}
+		switch typ {
 		case events.TypeVerdictPass, events.TypeVerdictDrift, events.TypeVerdictError:
 			wantVerdicts[statusKey{hour(m.Time), m.Status}]++
 		}
-		if m.Type == events.TypeVerdictDrift {
+		if typ == events.TypeVerdictDrift {
 			k := target{m.Host, m.Target}
 			d := wantDrift[k]
 			at := m.Time.UTC().Truncate(time.Second)
@@ -131,6 +142,15 @@ func TestViewsFromRealData(t *testing.T) {
 		}
 	}
 	require.Greater(t, len(wantVerdicts), 10, "verdicts over several hours")
+	for _, typ := range []string{events.TypeVerdictDriftV1, events.TypeVerdictPassV1, events.TypeVerdictDrift, events.TypeVerdictPass} {
+		n := 0
+		for k, c := range wantTypes {
+			if k.typ == typ {
+				n += int(c)
+			}
+		}
+		require.Positive(t, n, "the mix has %s links", typ)
+	}
 	require.NotEmpty(t, wantDrift)
 	require.NotEmpty(t, wantMod)
 	require.Len(t, wantRej, 8)

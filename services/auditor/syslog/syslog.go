@@ -447,12 +447,17 @@ func (s *Sink) Close() error {
 
 // Severity is the severity a link is sent at: warning for
 // runnable.modified, drift verdicts and rejected events, notice for error
-// verdicts and collection failures, informational otherwise.
+// verdicts and collection failures, informational otherwise. A superseded
+// type (verdict.drift.v1) is sent as the type that replaced it.
 func Severity(m link.Meta) int {
+	typ := m.Type
+	if s, ok := events.Lookup(typ); ok {
+		typ = s.Current()
+	}
 	switch {
-	case m.Rejected, m.Type == events.TypeRunnableModified, m.Type == events.TypeVerdictDrift, m.Type == events.TypeEventRejected:
+	case m.Rejected, typ == events.TypeRunnableModified, typ == events.TypeVerdictDrift, typ == events.TypeEventRejected:
 		return SevWarning
-	case m.Type == events.TypeVerdictError, m.Type == events.TypeCollectionFailed:
+	case typ == events.TypeVerdictError, typ == events.TypeCollectionFailed:
 		return SevNotice
 	}
 	return SevInfo

@@ -54,11 +54,20 @@ func TestFormatConforms(t *testing.T) {
 		_, err = time.Parse(time.RFC3339Nano, m.Timestamp)
 		require.NoError(t, err)
 		switch {
-		case r.Meta.Rejected, r.Meta.Type == "dev.runtimetruth.runnable.modified.v1", r.Meta.Type == "dev.runtimetruth.verdict.drift.v1":
+		case r.Meta.Rejected, r.Meta.Type == "dev.runtimetruth.runnable.modified.v1", r.Meta.Type == "dev.runtimetruth.verdict.drift.v2":
 			assert.Equal(t, syslog.SevWarning, m.Severity, r.Meta.Type)
-		case r.Meta.Type == "dev.runtimetruth.verdict.pass.v1":
+		case r.Meta.Type == "dev.runtimetruth.verdict.pass.v2":
 			assert.Equal(t, syslog.SevInfo, m.Severity)
 		}
+	}
+	// A verdict of the superseded v1 types (an older verifier's, during an
+	// upgrade) is sent at its successor's severity.
+	for typ, want := range map[string]int{
+		"dev.runtimetruth.verdict.drift.v1": syslog.SevWarning, "dev.runtimetruth.verdict.drift.v2": syslog.SevWarning,
+		"dev.runtimetruth.verdict.error.v1": syslog.SevNotice, "dev.runtimetruth.verdict.pass.v1": syslog.SevInfo,
+	} {
+		assert.Equal(t, want, syslog.Severity(link.Meta{Type: typ}), typ)
+		assert.Equal(t, strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(typ, "dev.runtimetruth."), ".v1"), ".v2"), syslog.MsgID(link.Meta{Type: typ}))
 	}
 	_, err = syslog.New(syslog.Options{Network: "tcp", Address: "x:1", SDID: "bad id@1"})
 	require.Error(t, err)

@@ -188,7 +188,7 @@ func TestVerifyErrorsExitOne(t *testing.T) {
 		{"different targets", []string{"verify", fixture("before.json"), other}, "snapshot targets differ"},
 		{"unknown selector", []string{"verify", fixture("before.json"), fixture("after.json"), "--protect", "codex"}, "unknown selector 'codex'"},
 		{"unavailable kind", []string{"verify", fixture("before.json"), fixture("after.json"), "--protect", "codex.thread.model"}, "evidence kind 'codex.thread' is not in either snapshot"},
-		{"field in neither", []string{"verify", fixture("before.json"), fixture("after.json"), "--protect", "git.repository.nope"}, "field 'nope' does not exist"},
+		{"field in neither", []string{"verify", fixture("before.json"), fixture("after.json"), "--protect", "git.repository.nope"}, "'git.repository.nope' does not match an evidence field"},
 		{"invalid policy", []string{"verify", fixture("before.json"), fixture("after.json"), "--policy", badPolicy}, "policy protect must be a non-empty array of selectors"},
 		{"missing policy", []string{"verify", fixture("before.json"), fixture("after.json"), "--policy", filepath.Join(dir, "x.toml")}, "could not read policy"},
 		{"json error is not a report", []string{"verify", "--json", fixture("before.json"), other}, "snapshot targets differ"},

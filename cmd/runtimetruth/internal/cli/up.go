@@ -21,7 +21,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
-	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/report"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/lifecycle"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 	"github.com/runtimetruth/runtimetruth/services/attestor"
@@ -424,6 +425,9 @@ func (p *verdictPrinter) handle(m *nats.Msg) {
 		_, _ = fmt.Fprintf(p.out, "%s  %-5s  %s%s\n", stamp, statusWord(v.Status), key, detail)
 		if v.Status == events.StatusDrift && v.Report != nil {
 			for _, c := range v.Report.Changes {
+				if c.Status != diff.Changed {
+					_, _ = fmt.Fprintf(p.out, "    %s: evidence %s\n", c.Kind, c.Status)
+				}
 				for _, fld := range c.Fields {
 					_, _ = fmt.Fprintf(p.out, "    %s.%s: %s -> %s\n", c.Kind, fld.Field, side(fld.Before), side(fld.After))
 				}
@@ -436,11 +440,11 @@ func (p *verdictPrinter) handle(m *nats.Msg) {
 	}
 }
 
-func side(v *snapshot.Value) string {
-	if v == nil {
+func side(s report.Side) string {
+	if !s.Present {
 		return "<missing>"
 	}
-	return v.String()
+	return s.Value.String()
 }
 
 // exitErr maps the last verdicts to the exit code in --once mode.

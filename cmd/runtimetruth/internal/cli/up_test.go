@@ -50,8 +50,8 @@ func TestUpOnceApprovesThenDetectsDrift(t *testing.T) {
 	}
 	log, err := os.ReadFile(auditLog)
 	require.NoError(t, err)
-	assert.Contains(t, string(log), `"type":"dev.runtimetruth.verdict.drift.v1"`)
-	assert.Contains(t, string(log), `"type":"dev.runtimetruth.verdict.pass.v1"`)
+	assert.Contains(t, string(log), `"type":"dev.runtimetruth.verdict.drift.v2"`)
+	assert.Contains(t, string(log), `"type":"dev.runtimetruth.verdict.pass.v2"`)
 }
 
 type auditVerifyReport struct {

@@ -48,7 +48,10 @@ func watchBus(t *testing.T, nc *nats.Conn) *busWatch {
 				case events.EvidenceCollected:
 					var s *snapshot.Snapshot
 					if s, err = p.ParseSnapshot(); err == nil {
-						w.captured[e.ID()] = s.CapturedAt
+						var at time.Time
+						if at, err = time.Parse(time.RFC3339Nano, s.CapturedAt); err == nil {
+							w.captured[e.ID()] = at
+						}
 					}
 				}
 			}

@@ -1,0 +1,251 @@
+package report
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/jsontree"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+)
+
+// UnmarshalJSON reads a report strictly: no unknown or duplicate keys,
+// scalar values, a side that is present exactly when it has a value.
+//
+// It also reads the shape runtimetruth wrote before its reports matched
+// RuntimeTruth's (verdict.*.v1 events, verdict records stored then): a
+// change with "change" (added, removed or modified) instead of "status",
+// fields with their own "change" and bare before/after values, a missing
+// side left out. That shape is read as the current one says the same
+// thing: modified is changed, an added or removed kind has no fields.
+// Validate holds what either shape decodes to to the current rules.
+func (r *Report) UnmarshalJSON(b []byte) error {
+	t, err := jsontree.Parse(b)
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	out, err := fromTree(t)
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	*r = out
+	return nil
+}
+
+func fromTree(t jsontree.Value) (Report, error) {
+	var r Report
+	m, err := members(t, "report", "changes", "protected", "report_schema_version", "status", "target")
+	if err != nil {
+		return r, err
+	}
+	v := m["report_schema_version"]
+	n, err := v.Int64()
+	if v.Kind != jsontree.Number || err != nil {
+		return r, fmt.Errorf("report_schema_version: not an integer")
+	}
+	r.ReportSchemaVersion = int(n)
+	st, err := text(m["status"], "status")
+	if err != nil {
+		return r, err
+	}
+	r.Status = Status(st)
+	tm, err := members(m["target"], "target", "identifier", "kind")
+	if err != nil {
+		return r, err
+	}
+	if r.Target.Identifier, err = text(tm["identifier"], "target.identifier"); err != nil {
+		return r, err
+	}
+	if r.Target.Kind, err = text(tm["kind"], "target.kind"); err != nil {
+		return r, err
+	}
+	prot := m["protected"]
+	if prot.Kind != jsontree.Array {
+		return r, fmt.Errorf("protected: not an array")
+	}
+	r.Protected = make([]string, len(prot.Items))
+	for i, p := range prot.Items {
+		if r.Protected[i], err = text(p, "protected["+strconv.Itoa(i)+"]"); err != nil {
+			return r, err
+		}
+	}
+	ch := m["changes"]
+	if ch.Kind != jsontree.Array {
+		return r, fmt.Errorf("changes: not an array")
+	}
+	r.Changes = make([]Change, len(ch.Items))
+	for i, c := range ch.Items {
+		path := "changes[" + strconv.Itoa(i) + "]"
+		if _, legacy := c.Get("change"); legacy {
+			r.Changes[i], err = legacyChange(c, path)
+		} else {
+			r.Changes[i], err = change(c, path)
+		}
+		if err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+func change(t jsontree.Value, path string) (Change, error) {
+	var c Change
+	m, err := members(t, path, "fields", "kind", "status")
+	if err != nil {
+		return c, err
+	}
+	if c.Kind, err = text(m["kind"], path+".kind"); err != nil {
+		return c, err
+	}
+	st, err := text(m["status"], path+".status")
+	if err != nil {
+		return c, err
+	}
+	c.Status = diff.Status(st)
+	fs := m["fields"]
+	if fs.Kind != jsontree.Array {
+		return c, fmt.Errorf("%s.fields: not an array", path)
+	}
+	c.Fields = make([]Field, len(fs.Items))
+	for j, f := range fs.Items {
+		fp := path + ".fields[" + strconv.Itoa(j) + "]"
+		fm, err := members(f, fp, "after", "before", "field")
+		if err != nil {
+			return c, err
+		}
+		if c.Fields[j].Field, err = text(fm["field"], fp+".field"); err != nil {
+			return c, err
+		}
+		if c.Fields[j].Before, err = sideOf(fm["before"], fp+".before"); err != nil {
+			return c, err
+		}
+		if c.Fields[j].After, err = sideOf(fm["after"], fp+".after"); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+func sideOf(t jsontree.Value, path string) (Side, error) {
+	if t.Kind != jsontree.Object {
+		return Side{}, fmt.Errorf("%s: not an object", path)
+	}
+	p, ok := t.Get("present")
+	if !ok || p.Kind != jsontree.Bool {
+		return Side{}, fmt.Errorf("%s.present: missing or not a boolean", path)
+	}
+	want := 1
+	if p.Bool {
+		want = 2
+	}
+	v, hasValue := t.Get("value")
+	if len(t.Members) != want || hasValue != p.Bool {
+		if p.Bool {
+			return Side{}, fmt.Errorf("%s: a present side has exactly present and value", path)
+		}
+		return Side{}, fmt.Errorf("%s: a missing side has present only", path)
+	}
+	if !p.Bool {
+		return Missing, nil
+	}
+	val, err := snapshot.ScalarOf(v)
+	if err != nil {
+		return Side{}, fmt.Errorf("%s.value: %w", path, err)
+	}
+	return Present(val), nil
+}
+
+// legacyChange reads a change of the earlier shape.
+func legacyChange(t jsontree.Value, path string) (Change, error) {
+	var c Change
+	m, err := members(t, path, "change", "fields", "kind")
+	if err != nil {
+		return c, err
+	}
+	if c.Kind, err = text(m["kind"], path+".kind"); err != nil {
+		return c, err
+	}
+	st, err := text(m["change"], path+".change")
+	if err != nil {
+		return c, err
+	}
+	fs := m["fields"]
+	if fs.Kind != jsontree.Array {
+		return c, fmt.Errorf("%s.fields: not an array", path)
+	}
+	c.Fields = []Field{}
+	switch st {
+	case "added":
+		c.Status = diff.Added
+		return c, nil
+	case "removed":
+		c.Status = diff.Removed
+		return c, nil
+	case "modified":
+		c.Status = diff.Changed
+	default:
+		return c, fmt.Errorf("%s.change: %q is not added, removed or modified", path, st)
+	}
+	c.Fields = make([]Field, len(fs.Items))
+	for j, f := range fs.Items {
+		fp := path + ".fields[" + strconv.Itoa(j) + "]"
+		if f.Kind != jsontree.Object {
+			return c, fmt.Errorf("%s: not an object", fp)
+		}
+		for _, fm := range f.Members {
+			var err error
+			switch fm.Key {
+			case "field":
+				c.Fields[j].Field, err = text(fm.Value, fp+".field")
+			case "change":
+				_, err = text(fm.Value, fp+".change")
+			case "before", "after":
+				var v snapshot.Value
+				if v, err = snapshot.ScalarOf(fm.Value); err == nil {
+					if fm.Key == "before" {
+						c.Fields[j].Before = Present(v)
+					} else {
+						c.Fields[j].After = Present(v)
+					}
+				}
+			default:
+				err = fmt.Errorf("%s: unknown key %q", fp, fm.Key)
+			}
+			if err != nil {
+				return c, fmt.Errorf("%s.%s: %w", fp, fm.Key, err)
+			}
+		}
+	}
+	return c, nil
+}
+
+// members checks that t is an object with exactly the given keys.
+func members(t jsontree.Value, path string, keys ...string) (map[string]jsontree.Value, error) {
+	if t.Kind != jsontree.Object {
+		return nil, fmt.Errorf("%s: not an object", path)
+	}
+	out := make(map[string]jsontree.Value, len(keys))
+	for _, m := range t.Members {
+		known := false
+		for _, k := range keys {
+			known = known || m.Key == k
+		}
+		if !known {
+			return nil, fmt.Errorf("%s: unknown key %q", path, m.Key)
+		}
+		out[m.Key] = m.Value
+	}
+	for _, k := range keys {
+		if _, ok := out[k]; !ok {
+			return nil, fmt.Errorf("%s: missing key %q", path, k)
+		}
+	}
+	return out, nil
+}
+
+func text(t jsontree.Value, path string) (string, error) {
+	if t.Kind != jsontree.String {
+		return "", fmt.Errorf("%s: not a string", path)
+	}
+	return t.Text, nil
+}
