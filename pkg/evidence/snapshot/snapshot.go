@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/canonjson"
@@ -482,12 +483,41 @@ func (s *Snapshot) Digest() (string, error) {
 	return canonjson.Digest(s.Tree())
 }
 
-// Quote renders s as Python's repr() does for printable strings, the
-// quoting RuntimeTruth uses in its messages.
+// Quote renders s as Python's repr() does, the quoting RuntimeTruth uses
+// in its messages: single quotes unless s holds a single quote and no
+// double one, backslashes doubled, and characters that are not printable
+// escaped (\t, \n, \r, \xNN, \uNNNN, \UNNNNNNNN; an invalid byte as
+// \xNN), so a message never carries a control character to a terminal.
 func Quote(s string) string {
-	s = strings.ReplaceAll(s, `\`, `\\`)
-	if strings.Contains(s, "'") && !strings.Contains(s, `"`) {
-		return `"` + s + `"`
+	q := byte('\'')
+	if strings.IndexByte(s, '\'') >= 0 && strings.IndexByte(s, '"') < 0 {
+		q = '"'
 	}
-	return "'" + strings.ReplaceAll(s, "'", `\'`) + "'"
+	b := make([]byte, 0, len(s)+2)
+	b = append(b, q)
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = fmt.Appendf(b, `\x%02x`, s[i])
+		case r == '\\' || r == rune(q):
+			b = append(b, '\\', byte(r))
+		case r == '\t':
+			b = append(b, `\t`...)
+		case r == '\n':
+			b = append(b, `\n`...)
+		case r == '\r':
+			b = append(b, `\r`...)
+		case r == ' ' || unicode.IsPrint(r):
+			b = append(b, s[i:i+size]...)
+		case r < 0x100:
+			b = fmt.Appendf(b, `\x%02x`, r)
+		case r < 0x10000:
+			b = fmt.Appendf(b, `\u%04x`, r)
+		default:
+			b = fmt.Appendf(b, `\U%08x`, r)
+		}
+		i += size
+	}
+	return string(append(b, q))
 }

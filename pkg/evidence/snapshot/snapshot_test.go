@@ -298,3 +298,24 @@ func TestValidateRejectsBadRecords(t *testing.T) {
 	_, err = s.Digest()
 	require.ErrorContains(t, err, "outside")
 }
+
+// Quote is Python's repr(): the outputs are what repr gives for the same
+// strings, and no control character reaches a message.
+func TestQuoteIsPythonRepr(t *testing.T) {
+	for in, want := range map[string]string{
+		"agent.service":           `'agent.service'`,
+		"it's":                    `"it's"`,
+		`say "it's"`:              `'say "it\'s"'`,
+		`a\b`:                     `'a\\b'`,
+		"tab\tnl\ncr\r":           `'tab\tnl\ncr\r'`,
+		"bell\x07del\x7f":         `'bell\x07del\x7f'`,
+		"c1\u0085nbsp\u00a0é":     `'c1\x85nbsp\xa0é'`,
+		"ls\u2028bom\ufeff":       `'ls\u2028bom\ufeff'`,
+		"emoji☕\U0001F600":        "'emoji☕\U0001F600'",
+		"private\U000F0000":       `'private\U000f0000'`,
+		"bad\xffbyte":             `'bad\xffbyte'`,
+		"git.repository.head\x01": `'git.repository.head\x01'`,
+	} {
+		assert.Equal(t, want, snapshot.Quote(in), "%q", in)
+	}
+}
