@@ -261,6 +261,36 @@ func TestVerifyAttestationDriftAndJSON(t *testing.T) {
 	r = runAttest(t, keylessArgs("before.json", "before.json", stmt, bundle, trusted, "--json")...)
 	require.Equal(t, ExitPass, r.code, r.stderr)
 	validReport(t, r.stdout)
+	// Byte for byte RuntimeTruth's: json.dumps(report, separators=(",", ":"), sort_keys=True).
+	assert.Equal(t, `{"baseline":{"sha256":"`+sum+`","verified":true},"changes":[],`+
+		`"identity":{"certificate_identity":"`+attestIdentity+`","oidc_issuer":"`+attestIssuer+`","verified":true},`+
+		`"protected":[],"report_schema_version":1,"status":"pass","target":{"identifier":"agent-worker.service","kind":"systemd.unit"}}`+"\n", r.stdout)
+}
+
+// An attestation binds the baseline as written: a captured_at RuntimeTruth
+// would keep as it is (+00:00 here) is digested verbatim, so a baseline
+// another tool wrote is signed and verified under RuntimeTruth's digest.
+func TestAttestBindsCapturedAtAsWritten(t *testing.T) {
+	dir := t.TempDir()
+	priv, pub := keyFiles(t, dir)
+	t.Setenv(envKeyPassword, "pw")
+	raw, err := os.ReadFile(attestFixture("before.json"))
+	require.NoError(t, err)
+	require.Contains(t, string(raw), `"2026-10-06T03:09:40Z"`)
+	baseline := put(t, dir, "baseline.json", []byte(strings.Replace(string(raw), `"2026-10-06T03:09:40Z"`, `"2026-10-06T03:09:40+00:00"`, 1)))
+	// sha256 of json.dumps(snapshot, sort_keys=True, separators=(",", ":"), ensure_ascii=False), which is
+	// RFC 8785 for this ASCII, integer-only document (as pkg/evidence/snapshot's TestCapturedAtIsKeptVerbatim).
+	const want = "sha256:4183adb3b84506977dd5fa9651efdb7688e4c82ba7c6090b806ca4ee4824a826"
+	stmt, bundle := filepath.Join(dir, "baseline.intoto.json"), filepath.Join(dir, "baseline.sigstore.json")
+	r := runAttest(t, "attest", baseline, "--statement", stmt, "--bundle", bundle, "--key", priv)
+	require.Equal(t, ExitPass, r.code, r.stderr)
+	assert.True(t, strings.HasPrefix(r.stdout, "BASELINE: "+want+"\n"), r.stdout)
+	got, err := os.ReadFile(stmt)
+	require.NoError(t, err)
+	assert.Contains(t, string(got), `"sha256":"`+strings.TrimPrefix(want, "sha256:")+`"`)
+	r = runAttest(t, "verify-attestation", baseline, baseline, "--statement", stmt, "--bundle", bundle, "--key", pub)
+	require.Equal(t, ExitPass, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "  sha256: "+strings.TrimPrefix(want, "sha256:")+"\n")
 }
 
 func validReport(t *testing.T, out string) {

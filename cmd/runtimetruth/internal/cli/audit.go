@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/services/auditor"
 	"github.com/runtimetruth/runtimetruth/services/auditor/checkpoint"
@@ -307,7 +308,31 @@ func tailLine(r link.Record) string {
 	if host == "" {
 		host = "-"
 	}
-	return fmt.Sprintf("%s  %s #%d  %s  %s  %s  %s", m.Stored.UTC().Format(time.RFC3339), r.Chain, r.Seq, typ, host, m.Subject, h)
+	line := fmt.Sprintf("%s  %s #%d  %s  %s  %s  %s", m.Stored.UTC().Format(time.RFC3339), r.Chain, r.Seq, typ, host, m.Subject, h)
+	if d := linkDetail(r); d != "" {
+		line += "  " + d
+	}
+	return line
+}
+
+// linkDetail summarizes a drift or error verdict link, of either verdict
+// version, as status does ("2 change(s), first systemd.unit.main_pid", or
+// the error), with control characters escaped; "" for any other link.
+func linkDetail(r link.Record) string {
+	if r.Meta.Rejected {
+		return ""
+	}
+	s, ok := events.Lookup(r.Meta.Type)
+	if !ok || (s.Current() != events.TypeVerdictDrift && s.Current() != events.TypeVerdictError) {
+		return ""
+	}
+	var ev struct {
+		Data events.Verdict `json:"data"`
+	}
+	if err := json.Unmarshal(r.Event, &ev); err != nil {
+		return ""
+	}
+	return verdictDetail(ev.Data)
 }
 
 // tailJSONL prints the last links of the log, then follows the active

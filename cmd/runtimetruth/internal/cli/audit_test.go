@@ -15,11 +15,13 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/services/auditor/auditortest"
 	"github.com/runtimetruth/runtimetruth/services/auditor/checkpoint"
 	"github.com/runtimetruth/runtimetruth/services/auditor/chstore"
 	"github.com/runtimetruth/runtimetruth/services/auditor/jsonl"
@@ -436,4 +438,51 @@ func TestAuditVerifyTamperedJSONL(t *testing.T) {
 			assert.Contains(t, out, tc.want)
 		})
 	}
+}
+
+// tail says what a drift or error verdict found, of either verdict version
+// (verdict.*.v1 links were written before the report matched
+// RuntimeTruth's), with control characters escaped.
+func TestAuditTailSummarizesVerdicts(t *testing.T) {
+	h := link.NewHasher(nil)
+	target := events.Target{Kind: "systemd.unit", Identifier: "agent.service"}
+	drift := auditortest.Drift("web-01", target, "e-1", 1)
+	failed := events.Verdict{Status: events.StatusError, Host: "web-01", Target: target, EvidenceID: "e-2",
+		SnapshotDigest: "sha256:" + strings.Repeat("a", 64), Error: "no baseline\x1b[2J for it"}
+	var msgs []*nats.Msg
+	for i, p := range []events.Payload{drift, drift, failed} {
+		m, _, err := events.NewMsg(events.Source("test", "t"), p, events.WithID(fmt.Sprintf("id-%d", i)))
+		require.NoError(t, err)
+		if i == 1 {
+			m = auditortest.V1(t, m)
+		}
+		msgs = append(msgs, m)
+	}
+	heads := map[string]link.Head{}
+	var recs []link.Record
+	for i, m := range msgs {
+		msg := &link.Message{Stream: "VERDICTS", Seq: uint64(i + 1), Subject: m.Subject, Header: m.Header, Data: m.Data,
+			Stored: time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC)}
+		name := link.ChainName("VERDICTS", m.Subject)
+		r, err := h.Seal(name, heads[name], link.Entry(msg, "/auditor/t"))
+		require.NoError(t, err)
+		heads[name] = r.Head()
+		recs = append(recs, r)
+	}
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	s, err := jsonl.Open(context.Background(), jsonl.Options{Path: path, Hasher: h})
+	require.NoError(t, err)
+	require.NoError(t, s.Write(context.Background(), recs))
+	require.NoError(t, s.Close())
+
+	code, out, errs := runAudit(context.Background(), "tail", "--jsonl", path, "-n", "3", "--follow=false")
+	require.Equal(t, ExitPass, code, errs)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 3)
+	assert.Contains(t, lines[0], "verdict.drift.v2")
+	assert.True(t, strings.HasSuffix(lines[0], "  2 change(s), first systemd.unit.main_pid"), lines[0])
+	assert.Contains(t, lines[1], "verdict.drift.v1")
+	assert.True(t, strings.HasSuffix(lines[1], "  2 change(s), first systemd.unit.main_pid"), lines[1])
+	assert.True(t, strings.HasSuffix(lines[2], `  no baseline\x1b[2J for it`), lines[2])
+	assert.NotContains(t, out, "\x1b")
 }

@@ -8,9 +8,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
@@ -413,11 +416,12 @@ func statusWord(s events.Status) string {
 	return "ERROR"
 }
 
-// verdictDetail summarizes a verdict in one line.
+// verdictDetail summarizes a verdict in one line, control characters
+// escaped.
 func verdictDetail(v events.Verdict) string {
 	switch {
 	case v.Status == events.StatusError:
-		return v.Error
+		return printable(v.Error)
 	case v.Report != nil && len(v.Report.Changes) > 0:
 		n := 0
 		for _, c := range v.Report.Changes {
@@ -428,7 +432,27 @@ func verdictDetail(v events.Verdict) string {
 		if len(first.Fields) > 0 {
 			field = "." + first.Fields[0].Field
 		}
-		return fmt.Sprintf("%d change(s), first %s%s", n, first.Kind, field)
+		return printable(fmt.Sprintf("%d change(s), first %s%s", n, first.Kind, field))
 	}
 	return ""
+}
+
+// printable is s with every character that is not graphic escaped as Go
+// writes it in a rune literal (\x1b, \n, \u2028; an invalid byte \xff).
+func printable(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case unicode.IsGraphic(r):
+			b.WriteString(s[i : i+size])
+		default:
+			q := strconv.QuoteRuneToGraphic(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += size
+	}
+	return b.String()
 }
