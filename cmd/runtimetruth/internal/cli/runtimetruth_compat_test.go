@@ -523,3 +523,29 @@ func TestDifferenceSelectorControlCharactersRefused(t *testing.T) {
 	require.Equal(t, 2, r.code, "the field exists and changed: %s", r.stderr)
 	rtError(t, run(t, "verify", before, after, "--protect", sel), "contains control characters")
 }
+
+// captured_at must be an RFC 3339 date-time (kept and digested as written,
+// any form: TestCapturedAtIsKeptVerbatim in pkg/evidence/snapshot); what is
+// not one at all is refused with a clear error, where RuntimeTruth keeps
+// any string it reads.
+func TestDifferenceCapturedAtMustBeRFC3339(t *testing.T) {
+	for ts, want := range map[string]string{
+		"2026-10-06T03:09:40":  "must be timezone-aware",
+		"2026-10-06":           "is not an RFC 3339 timestamp",
+		"":                     "is not an RFC 3339 timestamp",
+		"yesterday":            "is not an RFC 3339 timestamp",
+		"2026-10-06 03:09:40Z": "is not an RFC 3339 timestamp",
+		"2026-02-30T03:09:40Z": "day out of range",
+	} {
+		doc := rtSnapshotJSON(t, "systemd.unit", "agent.service", ts)
+		f := writeFile(t, t.TempDir(), "s.json", doc)
+		for _, args := range [][]string{{"digest", f}, {"verify", f, f}, {"diff", f, f}} {
+			r := run(t, args...)
+			rtError(t, r, "captured_at")
+			rtError(t, r, want)
+		}
+	}
+	ok := writeFile(t, t.TempDir(), "s.json", rtSnapshotJSON(t, "systemd.unit", "agent.service", "0001-01-01T00:00:00Z"))
+	r := run(t, "verify", ok, ok)
+	assert.Equal(t, 0, r.code, r.stderr)
+}
