@@ -18,7 +18,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/runtimetruth/runtimetruth/services/collector/integrity/internal/sysfile"
+	"github.com/runtimetruth/runtimetruth/services/collector/internal/sysfile"
 )
 
 // statKey is the file status a cached digest is valid for.

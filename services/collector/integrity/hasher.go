@@ -10,7 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/runtimetruth/runtimetruth/services/collector/integrity/internal/sysfile"
+	"github.com/runtimetruth/runtimetruth/services/collector/internal/sysfile"
 )
 
 // FileState is what checking one file found.

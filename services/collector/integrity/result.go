@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/runtimetruth/runtimetruth/services/collector/integrity/internal/sysfile"
+	"github.com/runtimetruth/runtimetruth/services/collector/internal/sysfile"
 )
 
 // Status is the outcome of checking one package.

@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/runtimetruth/runtimetruth/services/collector/integrity"
-	"github.com/runtimetruth/runtimetruth/services/collector/integrity/internal/sysfile"
+	"github.com/runtimetruth/runtimetruth/services/collector/internal/sysfile"
 	"github.com/runtimetruth/runtimetruth/services/collector/integrity/python"
 )
 

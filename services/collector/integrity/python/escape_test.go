@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/services/collector/integrity"
-	"github.com/runtimetruth/runtimetruth/services/collector/integrity/internal/sysfile"
+	"github.com/runtimetruth/runtimetruth/services/collector/internal/sysfile"
 	"github.com/runtimetruth/runtimetruth/services/collector/integrity/python"
 )
 
