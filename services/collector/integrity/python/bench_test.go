@@ -22,8 +22,8 @@ import (
 	"time"
 
 	"github.com/runtimetruth/runtimetruth/services/collector/integrity"
-	"github.com/runtimetruth/runtimetruth/services/collector/internal/sysfile"
 	"github.com/runtimetruth/runtimetruth/services/collector/integrity/python"
+	"github.com/runtimetruth/runtimetruth/services/collector/internal/sysfile"
 )
 
 // benchCorpus is a generated environment shaped like a real

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/services/collector/integrity"
-	"github.com/runtimetruth/runtimetruth/services/collector/internal/sysfile"
 	"github.com/runtimetruth/runtimetruth/services/collector/integrity/python"
+	"github.com/runtimetruth/runtimetruth/services/collector/internal/sysfile"
 )
 
 // TestVerifySymlinkEscape checks that a RECORD path leading out of the
