@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -185,6 +187,13 @@ func runUp(ctx context.Context, out, errw io.Writer, f upFlags) error {
 		return err
 	}
 	defer func() { _ = sub.Unsubscribe() }()
+	// A collection that fails ends in collection.failed, not in a verdict:
+	// the verifier has no snapshot to judge. It is that target's outcome.
+	failSub, err := nc.Subscribe(events.CollectFailedSubject(ccfg.Host), printer.handleFailure)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = failSub.Unsubscribe() }()
 
 	_, _ = fmt.Fprintf(out, "runtimetruth up: NATS %s, data %s\n", url, dir)
 	switch {
@@ -348,8 +357,8 @@ func upBusArgs(b busFlags, url, dir string, external bool) []string {
 	return []string{"--data-dir", dir}
 }
 
-// verdictPrinter prints the verdicts of host as they arrive and explains,
-// once per target, how to approve a baseline.
+// verdictPrinter prints the verdicts and failed collections of host as they
+// arrive and explains, once per target, how to approve a baseline.
 type verdictPrinter struct {
 	out       io.Writer
 	baselines *verifier.Baselines
@@ -366,7 +375,42 @@ type verdictPrinter struct {
 
 	mu        sync.Mutex
 	explained map[string]bool
-	seen      map[string]events.Status
+	// seen is each target's last outcome: a verdict's status, or
+	// StatusError for a failed collection, whose message is in failed.
+	seen   map[string]events.Status
+	failed map[string]string
+}
+
+func (p *verdictPrinter) init() {
+	if p.seen == nil {
+		p.explained, p.seen, p.failed = map[string]bool{}, map[string]events.Status{}, map[string]string{}
+	}
+}
+
+// handleFailure prints a collection.failed event of host and counts it as
+// its target's outcome, as a verdict would be.
+func (p *verdictPrinter) handleFailure(m *nats.Msg) {
+	ev, err := events.FromNATS(m.Header, m.Data)
+	if err != nil {
+		return
+	}
+	f, err := events.Decode[events.CollectionFailed](ev)
+	if err != nil || f.Host != p.host {
+		return
+	}
+	key := f.Collector // a target not known before it is read (a process)
+	if f.Target != nil {
+		key = f.Target.String()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.init()
+	msg := printable(f.Message)
+	_, _ = fmt.Fprintf(p.out, "%s  ERROR  %s  collection failed (%s): %s\n", time.Now().Format("15:04:05"), key, f.Reason, msg)
+	p.seen[key], p.failed[key] = events.StatusError, msg
+	if p.done != nil {
+		p.done(len(p.seen))
+	}
 }
 
 // sign asks the embedded attestor, if any, to sign target's baseline.
@@ -393,9 +437,7 @@ func (p *verdictPrinter) handle(m *nats.Msg) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.explained == nil {
-		p.explained, p.seen = map[string]bool{}, map[string]events.Status{}
-	}
+	p.init()
 	key := v.Target.String()
 	stamp := time.Now().Format("15:04:05")
 	switch {
@@ -435,6 +477,7 @@ func (p *verdictPrinter) handle(m *nats.Msg) {
 		}
 	}
 	p.seen[key] = v.Status
+	delete(p.failed, key)
 	if p.done != nil {
 		p.done(len(p.seen))
 	}
@@ -455,9 +498,12 @@ func (p *verdictPrinter) exitErr(once bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	drift := false
-	for key, s := range p.seen {
-		switch s {
+	for _, key := range slices.Sorted(maps.Keys(p.seen)) {
+		switch p.seen[key] {
 		case events.StatusError:
+			if msg, ok := p.failed[key]; ok {
+				return fmt.Errorf("collection of %s failed: %s", key, msg)
+			}
 			return fmt.Errorf("verification of %s failed", key)
 		case events.StatusDrift:
 			drift = true

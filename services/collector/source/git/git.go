@@ -28,31 +28,6 @@ const (
 	MethodRemotes = "git config remote.*.url"
 )
 
-// localEnv are the variables `git rev-parse --local-env-vars` lists that
-// redirect git to another repository, index or object store. They are
-// removed from git's environment so that -C <path> decides what is
-// inspected. GIT_CONFIG_PARAMETERS and GIT_CONFIG_COUNT (the caller's own
-// -c options) are kept.
-var localEnv = map[string]bool{
-	"GIT_ALTERNATE_OBJECT_DIRECTORIES": true,
-	"GIT_CONFIG":                       true,
-	"GIT_OBJECT_DIRECTORY":             true,
-	"GIT_DIR":                          true,
-	"GIT_WORK_TREE":                    true,
-	"GIT_IMPLICIT_WORK_TREE":           true,
-	"GIT_GRAFT_FILE":                   true,
-	"GIT_INDEX_FILE":                   true,
-	"GIT_NO_REPLACE_OBJECTS":           true,
-	"GIT_REPLACE_REF_BASE":             true,
-	"GIT_PREFIX":                       true,
-	"GIT_INTERNAL_SUPER_PREFIX":        true,
-	"GIT_SHALLOW_FILE":                 true,
-	"GIT_COMMON_DIR":                   true,
-	// Set again below.
-	"GIT_OPTIONAL_LOCKS": true,
-	"LC_ALL":             true,
-}
-
 // Collector runs git. The zero value uses "git" from PATH and the default
 // timeout.
 type Collector struct {
@@ -73,14 +48,14 @@ func Collect(ctx context.Context, path string) ([]snapshot.Record, error) {
 // of the work tree containing path. It fails with ErrNotRepository when path
 // is not inside a work tree.
 func (c Collector) Collect(ctx context.Context, path string) ([]snapshot.Record, error) {
-	repo, err := c.Repository(ctx, path)
+	repo, cfg, err := c.repository(ctx, path)
 	if err != nil {
 		return nil, err
 	}
-	root, _ := repo.Data["repository_root"].Str()
-	remotes, err := c.Remotes(ctx, root)
+	remotes, err := remotesRecord(cfg)
 	if err != nil {
-		return nil, err
+		root, _ := repo.Data["repository_root"].Str()
+		return nil, fmt.Errorf("collect git remotes %s: %w", root, err)
 	}
 	return []snapshot.Record{repo, remotes}, nil
 }
@@ -88,38 +63,37 @@ func (c Collector) Collect(ctx context.Context, path string) ([]snapshot.Record,
 // Repository returns the git.repository record of the work tree containing
 // path, with RuntimeTruth's keys and nothing else.
 func (c Collector) Repository(ctx context.Context, path string) (snapshot.Record, error) {
-	fail := func(err error) (snapshot.Record, error) {
-		return snapshot.Record{}, fmt.Errorf("collect git %s: %w", path, err)
-	}
-	if path == "" {
-		return fail(errors.New("empty path"))
-	}
-	if fi, err := os.Stat(path); err != nil {
-		return fail(err)
-	} else if !fi.IsDir() {
-		return fail(errors.New("not a directory"))
-	}
+	repo, _, err := c.repository(ctx, path)
+	return repo, err
+}
 
-	out, err := c.git(ctx, path, "rev-parse", "--show-toplevel")
+// location is where a work tree's repository is, and its HEAD commit.
+type location struct {
+	root, gitDir, commonDir, head string
+}
+
+// session runs the git commands of one inspection.
+type session struct {
+	c Collector
+	// trust is the operator's safe.directory list (-c options), when the
+	// repository is owned by another user.
+	trust []string
+}
+
+// repository returns the git.repository record of the work tree
+// containing path, and the repository's configuration entries that
+// configPattern selects (its remote URLs among them).
+func (c Collector) repository(ctx context.Context, path string) (snapshot.Record, []configEntry, error) {
+	fail := func(err error) (snapshot.Record, []configEntry, error) {
+		return snapshot.Record{}, nil, fmt.Errorf("collect git %s: %w", path, err)
+	}
+	s, loc, err := c.locate(ctx, path)
 	if err != nil {
 		return fail(err)
-	}
-	root := trimLine(out)
-	if root == "" {
-		return fail(ErrNotRepository)
-	}
-
-	out, err = c.git(ctx, root, "rev-parse", "--verify", "HEAD")
-	if err != nil {
-		return fail(err)
-	}
-	head := trimLine(out)
-	if head == "" {
-		return fail(errors.New("git rev-parse --verify HEAD printed nothing"))
 	}
 
 	branch := snapshot.Null()
-	out, err = c.git(ctx, root, "symbolic-ref", "--quiet", "--short", "HEAD")
+	out, err := s.git(ctx, loc.root, "symbolic-ref", "--quiet", "--short", "HEAD")
 	var exitErr *subproc.ExitError
 	switch {
 	case err == nil:
@@ -130,8 +104,12 @@ func (c Collector) Repository(ctx context.Context, path string) (snapshot.Record
 		return fail(err)
 	}
 
-	var status nonEmpty
-	if err := c.run(ctx, root, &status, "status", "--porcelain=v1", "--untracked-files=normal"); err != nil {
+	cfg, err := s.config(ctx, loc.root)
+	if err != nil {
+		return fail(err)
+	}
+	dirty, err := s.status(ctx, loc, cfg)
+	if err != nil {
 		return fail(err)
 	}
 
@@ -140,51 +118,117 @@ func (c Collector) Repository(ctx context.Context, path string) (snapshot.Record
 		Kind:   KindRepository,
 		Source: snapshot.Source{Collector: CollectorName, Method: MethodRepository},
 		Data: snapshot.Data{
-			"repository_root": snapshot.String(root),
-			"head_commit":     snapshot.String(head),
+			"repository_root": snapshot.String(loc.root),
+			"head_commit":     snapshot.String(loc.head),
 			"branch":          branch,
 			"detached":        snapshot.Bool(branch.Type() == snapshot.TypeNull),
-			"dirty":           snapshot.Bool(bool(status)),
+			"dirty":           snapshot.Bool(dirty),
 		},
-	}, nil
+	}, cfg, nil
+}
+
+// locate finds the work tree containing path, its repository directories
+// and HEAD commit in one `git rev-parse`. A repository owned by another
+// user is retried with the operator's safe.directory list (operatorTrust);
+// the session carries it to the next commands.
+func (c Collector) locate(ctx context.Context, path string) (session, location, error) {
+	if path == "" {
+		return session{}, location{}, errors.New("empty path")
+	}
+	if fi, err := os.Stat(path); err != nil {
+		return session{}, location{}, err
+	} else if !fi.IsDir() {
+		return session{}, location{}, errors.New("not a directory")
+	}
+	args := []string{"rev-parse", "--path-format=absolute", "--show-toplevel", "--absolute-git-dir", "--git-common-dir", "--verify", "HEAD"}
+	s := session{c: c}
+	out, err := s.git(ctx, path, args...)
+	if errors.Is(err, ErrDubiousOwnership) {
+		trust, terr := c.operatorTrust(ctx)
+		if terr != nil {
+			return session{}, location{}, fmt.Errorf("%w (and reading safe.directory: %w)", err, terr)
+		}
+		if len(trust) > 0 {
+			s.trust = trust
+			out, err = s.git(ctx, path, args...)
+		}
+	}
+	if err != nil {
+		return session{}, location{}, err
+	}
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if len(lines) == 0 || lines[0] == "" {
+		return session{}, location{}, ErrNotRepository
+	}
+	if len(lines) != 4 || lines[1] == "" || lines[2] == "" || !isObjectID(lines[3]) {
+		return session{}, location{}, fmt.Errorf("git rev-parse printed %q, want the work tree, git directory, common directory and HEAD", out)
+	}
+	return s, location{root: lines[0], gitDir: lines[1], commonDir: lines[2], head: lines[3]}, nil
+}
+
+// config returns the configuration entries configPattern selects, from
+// the repository's own configuration and the files it includes.
+func (s session) config(ctx context.Context, dir string) ([]configEntry, error) {
+	out, err := s.git(ctx, dir, "config", "-z", "--get-regexp", configPattern)
+	var exitErr *subproc.ExitError
+	if errors.As(err, &exitErr) && exitErr.Status == 1 {
+		return nil, nil // none set
+	}
+	if err != nil {
+		return nil, err
+	}
+	return parseConfig(out), nil
 }
 
 // Remotes returns the git.remotes record of the repository at path:
 // remote_count and, per remote, "remote:<name>" with its configured URL
 // passed through RedactURL. A remote with several url entries gets a compact
-// JSON array of them, in configuration order. The URLs are read from every
-// configuration level git itself uses (system, global, repository), as
-// configured, before any url.<base>.insteadOf rewriting. path should be a
-// work tree (Collect passes repository_root): outside one, only system and
-// global configuration is read.
+// JSON array of them, in configuration order. The URLs are read from the
+// repository's configuration and the files it includes (system and global
+// configuration are not read, see the package documentation), as
+// configured, before any url.<base>.insteadOf rewriting. It fails like
+// Repository when path is not in a work tree.
 func (c Collector) Remotes(ctx context.Context, path string) (snapshot.Record, error) {
-	out, err := c.git(ctx, path, "config", "-z", "--get-regexp", `^remote\..*\.url$`)
-	var exitErr *subproc.ExitError
-	if errors.As(err, &exitErr) && exitErr.Status == 1 {
-		out, err = nil, nil // no remote configured
-	}
-	if err != nil {
+	fail := func(err error) (snapshot.Record, error) {
 		return snapshot.Record{}, fmt.Errorf("collect git remotes %s: %w", path, err)
 	}
+	s, loc, err := c.locate(ctx, path)
+	if err != nil {
+		return fail(err)
+	}
+	cfg, err := s.config(ctx, loc.root)
+	if err != nil {
+		return fail(err)
+	}
+	rec, err := remotesRecord(cfg)
+	if err != nil {
+		return fail(err)
+	}
+	return rec, nil
+}
+
+// remotesRecord builds the git.remotes record from configuration entries.
+func remotesRecord(cfg []configEntry) (snapshot.Record, error) {
 	var names []string
 	urls := make(map[string][]string)
-	for entry := range strings.SplitSeq(string(out), "\x00") {
-		if entry == "" {
+	for _, e := range cfg {
+		lower := strings.ToLower(e.key)
+		if !strings.HasPrefix(lower, "remote.") || !strings.HasSuffix(lower, ".url") {
 			continue
 		}
-		key, value, _ := strings.Cut(entry, "\n")
-		name := strings.TrimSuffix(strings.TrimPrefix(key, "remote."), ".url")
+		name := e.key[len("remote.") : len(e.key)-len(".url")]
 		if _, seen := urls[name]; !seen {
 			names = append(names, name)
 		}
-		urls[name] = append(urls[name], RedactURL(value))
+		urls[name] = append(urls[name], RedactURL(e.value))
 	}
 	data := snapshot.Data{"remote_count": snapshot.Int(int64(len(names)))}
 	for _, name := range names {
 		value := urls[name][0]
 		if len(urls[name]) > 1 {
+			var err error
 			if value, err = compactJSON(urls[name]); err != nil {
-				return snapshot.Record{}, fmt.Errorf("collect git remotes %s: %w", path, err)
+				return snapshot.Record{}, err
 			}
 		}
 		data["remote:"+name] = snapshot.String(value)
@@ -198,31 +242,30 @@ func (c Collector) Remotes(ctx context.Context, path string) (snapshot.Record, e
 }
 
 // git runs `git -C dir args...` and returns stdout.
-func (c Collector) git(ctx context.Context, dir string, args ...string) ([]byte, error) {
-	out, err := c.command(dir, args).Run(ctx)
-	return out, c.classify(err)
+func (s session) git(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	out, err := s.command(dir, args).Run(ctx)
+	return out, s.c.classify(err)
 }
 
-// run is git with stdout streamed to w.
-func (c Collector) run(ctx context.Context, dir string, w *nonEmpty, args ...string) error {
-	cmd := c.command(dir, args)
-	cmd.Stdout = w
-	_, err := cmd.Run(ctx)
-	return c.classify(err)
-}
-
-func (c Collector) command(dir string, args []string) subproc.Command {
-	bin := c.Binary
-	if bin == "" {
-		bin = "git"
-	}
+// command is `git <overrides> <trust> -C dir args...` in the environment
+// of environ.
+func (s session) command(dir string, args []string) subproc.Command {
+	full := make([]string, 0, len(overrides)+len(s.trust)+2+len(args))
+	full = append(append(append(full, overrides...), s.trust...), "-C", dir)
 	return subproc.Command{
-		Path:    bin,
-		Args:    append([]string{"-c", "core.fsmonitor=false", "-C", dir}, args...),
+		Path:    s.c.binary(),
+		Args:    append(full, args...),
 		Env:     environ(),
 		Label:   "git " + strings.Join(args, " "),
-		Timeout: c.Timeout,
+		Timeout: s.c.Timeout,
 	}
+}
+
+func (c Collector) binary() string {
+	if c.Binary == "" {
+		return "git"
+	}
+	return c.Binary
 }
 
 // classify maps git's failures onto this package's sentinels, keeping the
@@ -251,16 +294,17 @@ func (c Collector) classify(err error) error {
 	return err
 }
 
-func environ() []string {
-	env := os.Environ()
-	out := make([]string, 0, len(env)+2)
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		if !localEnv[k] {
-			out = append(out, kv)
+// isObjectID reports whether s is a SHA-1 or SHA-256 object name.
+func isObjectID(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, r := range s {
+		if (r < '0' || r > '9') && (r < 'a' || r > 'f') {
+			return false
 		}
 	}
-	return append(out, "GIT_OPTIONAL_LOCKS=0", "LC_ALL=C")
+	return true
 }
 
 // trimLine removes the one line ending git prints after a value.
