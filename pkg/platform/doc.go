@@ -13,7 +13,8 @@
 //   - eventtrace: trace context through CloudEvents on NATS;
 //   - natsbus: NATS connections (TLS and credentials), the instrumented
 //     consume loop and publisher;
-//   - buspolicy: the per-service NATS subject permissions.
+//   - buspolicy: the per-service NATS subject permissions, max_payload
+//     and the collectors' account limits.
 //
 // See README.md for the configuration keys and the instrumentation API.
 package platform

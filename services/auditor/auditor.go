@@ -2,6 +2,7 @@ package auditor
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -51,18 +52,25 @@ type Auditor struct {
 	in       *instruments
 	gauges   metric.Registration
 
+	budget *budget // bytes of the messages held (Config.MaxInflightBytes)
+
 	mu      sync.Mutex
 	started bool
 	stopped bool
 	nc      *nats.Conn
 	ownConn bool
-	w       *Writer
+	w       *Writer // nil until the sinks are up
 	cp      *checkpointer
+	sinks   *sinkSet
 	leases  *leases
 	drains  []jetstream.ConsumeContext
 	cancel  context.CancelFunc
 	done    chan struct{}
 	pos     map[string]*atomic.Uint64 // stream → position committed (streamLoop.pos)
+
+	// unready says why the sinks are not up (Ready), nil once they are.
+	smu     sync.Mutex
+	unready error
 
 	// test hooks (export_test.go)
 	wrapSink func(Sink) Sink
@@ -93,8 +101,10 @@ func New(cfg Config, set Settings) (*Auditor, error) {
 	if cfg.Lease.TTL == 0 {
 		cfg.Lease.TTL = 30 * time.Second
 	}
-	return &Auditor{cfg: cfg, log: log, instance: instance, source: events.Source("auditor", instance), conn: set.Conn,
-		in: newInstruments(set.Telemetry)}, nil
+	a := &Auditor{cfg: cfg, log: log, instance: instance, source: events.Source("auditor", instance), conn: set.Conn,
+		in: newInstruments(set.Telemetry), budget: newBudget(cfg.MaxInflightBytes)}
+	a.unready = errors.New("not started")
+	return a, nil
 }
 
 // Name names the component in logs.
@@ -103,11 +113,10 @@ func (a *Auditor) Name() string { return "auditor" }
 // Stats returns the auditor's counters.
 func (a *Auditor) Stats() *Stats { return &a.stats }
 
-// Heads returns the committed head of every chain (nil before Start).
+// Heads returns the committed head of every chain (nil before the sinks
+// are up).
 func (a *Auditor) Heads() map[string]link.Head {
-	a.mu.Lock()
-	w := a.w
-	a.mu.Unlock()
+	w := a.writer()
 	if w == nil {
 		return nil
 	}
@@ -119,9 +128,9 @@ func (a *Auditor) Heads() map[string]link.Head {
 // --once` calls it before shutting down, so that its run is audited).
 func (a *Auditor) Sync(ctx context.Context) error {
 	a.mu.Lock()
-	nc, w, pos := a.nc, a.w, a.pos
+	nc, pos, started := a.nc, a.pos, a.started
 	a.mu.Unlock()
-	if w == nil {
+	if !started {
 		return errors.New("auditor not started")
 	}
 	js, err := jetstream.New(nc)
@@ -140,8 +149,9 @@ func (a *Auditor) Sync(ctx context.Context) error {
 	defer t.Stop()
 	for {
 		behind := ""
+		w := a.writer()
 		for s, seq := range want {
-			if position(w, pos, s) < seq {
+			if w == nil || position(w, pos, s) < seq {
 				behind = s
 				break
 			}
@@ -168,9 +178,46 @@ func position(w *Writer, pos map[string]*atomic.Uint64, stream string) uint64 {
 	return p
 }
 
+// writer returns the writer, nil until the sinks are up.
+func (a *Auditor) writer() *Writer {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.w
+}
+
+// InflightBytes returns the bytes of the messages the auditor holds now
+// (pulled or read back, not yet acknowledged), at most about
+// Config.MaxInflightBytes.
+func (a *Auditor) InflightBytes() int64 { return a.budget.held() }
+
+// Ready reports whether the auditor audits: started, not shutting down,
+// and its sinks up. While it waits for the ClickHouse sink the error says
+// so and why (health.Checker: /readyz answers 503 with it).
+func (a *Auditor) Ready(context.Context) error {
+	a.smu.Lock()
+	defer a.smu.Unlock()
+	return a.unready
+}
+
+func (a *Auditor) setUnready(err error) {
+	a.smu.Lock()
+	defer a.smu.Unlock()
+	a.unready = err
+}
+
 // Start connects (unless Settings.Conn is set), ensures the topology,
-// opens the sinks and brings them level (Writer.Recover), and starts one
-// loop per stream. It returns within Config.StartTimeout.
+// takes the writer leases, opens the sinks and brings them level
+// (Writer.Recover), and starts one loop per stream. It returns within
+// Config.StartTimeout.
+//
+// A ClickHouse sink that cannot be reached does not fail Start, nor does
+// anything else that goes wrong while it brings ClickHouse level (reading
+// its heads, catching it up): Start returns and the auditor waits for it in
+// the background, trying again with the sinks' backoff (50 ms doubling to
+// 5 s) and logging each attempt, until it is up or Shutdown. Meanwhile
+// nothing is pulled and Ready names the sink. Only sinks that disagree
+// (ErrFork) stop the wait: the auditor then stays up, not ready, saying
+// so.
 func (a *Auditor) Start(ctx context.Context) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -191,8 +238,18 @@ func (a *Auditor) Start(ctx context.Context) error {
 		}
 		own = true
 	}
-	loops, w, cp, err := a.prepare(ctx, nc)
+	st, err := a.prepare(ctx, nc)
 	if err != nil {
+		if own {
+			nc.Close()
+		}
+		return err
+	}
+	up, err := a.bringUp(ctx, st)
+	if err != nil && !a.waitable(err) {
+		err = errors.Join(err, st.sinks.close())
+		stopDrains(st.drains)
+		st.leases.release(context.WithoutCancel(ctx))
 		if own {
 			nc.Close()
 		}
@@ -201,33 +258,64 @@ func (a *Auditor) Start(ctx context.Context) error {
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	var wg sync.WaitGroup
-	for _, l := range loops {
-		wg.Go(func() { l.run(runCtx) })
-	}
-	if cp != nil {
-		wg.Go(func() { cp.run(runCtx) })
+	a.started, a.nc, a.ownConn, a.cancel, a.done = true, nc, own, stop, done
+	a.sinks, a.leases, a.drains, a.pos = st.sinks, st.leases, st.drains, st.pos
+	if err == nil {
+		a.install(ctx, up)
+		a.launch(runCtx, &wg, up)
+	} else {
+		a.stats.SinkWaits.Add(1)
+		a.sinkDown(ctx, 1, retryFirst, err)
+		wg.Go(func() { a.waitSinks(runCtx, st, &wg) })
 	}
 	go func() {
 		wg.Wait()
 		close(done)
 	}()
-	a.started, a.nc, a.ownConn, a.w, a.cp, a.cancel, a.done = true, nc, own, w, cp, stop, done
 	a.log.InfoContext(ctx, "auditor started", "streams", a.cfg.Streams, "consumer", a.cfg.PartitionConsumer(),
-		"partition", a.cfg.Partition, "partitions", a.cfg.Partitions, "chains", len(w.Heads()), "keyed", a.cfg.HMAC.KeyFile != "")
+		"partition", a.cfg.Partition, "partitions", a.cfg.Partitions, "chains", len(a.headsLocked()), "keyed", a.cfg.HMAC.KeyFile != "",
+		"waiting_for_sinks", err != nil, "max_inflight_bytes", a.cfg.MaxInflightBytes)
 	return nil
 }
 
-func (a *Auditor) prepare(ctx context.Context, nc *nats.Conn) ([]*streamLoop, *Writer, *checkpointer, error) {
+func (a *Auditor) headsLocked() map[string]link.Head {
+	if a.w == nil {
+		return nil
+	}
+	return a.w.Heads()
+}
+
+// startState is what Start prepares before the sinks are brought up: the
+// bus side (topology, leases, consumers, drains) and the sinks opened so
+// far.
+type startState struct {
+	js     jetstream.JetStream
+	h      link.Hasher
+	cpKey  ed25519.PrivateKey
+	leases *leases
+	drains []jetstream.ConsumeContext
+	sinks  *sinkSet
+	cons   []jetstream.Consumer // per a.cfg.Streams
+	pos    map[string]*atomic.Uint64
+}
+
+// prepare ensures the topology, takes the leases, opens the JSONL and
+// syslog sinks and binds the consumers.
+func (a *Auditor) prepare(ctx context.Context, nc *nats.Conn) (*startState, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("jetstream: %w", err)
+		return nil, fmt.Errorf("jetstream: %w", err)
 	}
 	if err := topology.Ensure(ctx, js, a.cfg.Replicas); err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	key, err := LoadKey(a.cfg.HMAC.KeyFile)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
+	}
+	cpKey, err := a.loadCheckpointKey()
+	if err != nil {
+		return nil, err
 	}
 	// The leases first: the heads are read from the sinks only once no
 	// other instance can be writing them.
@@ -235,7 +323,7 @@ func (a *Auditor) prepare(ctx context.Context, nc *nats.Conn) ([]*streamLoop, *W
 	if a.cfg.Partitioned() {
 		for _, s := range a.cfg.Streams {
 			if err := a.ensurePartitionConsumer(ctx, js, s); err != nil {
-				return nil, nil, nil, err
+				return nil, err
 			}
 		}
 	}
@@ -243,66 +331,155 @@ func (a *Auditor) prepare(ctx context.Context, nc *nats.Conn) ([]*streamLoop, *W
 	// writer.
 	ls, err := acquireLeases(ctx, js, a.cfg.Replicas, a.cfg.Lease.TTL, a.instance, consumer, a.cfg.Streams, a.leaseLost)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	fail := func(err error, w *Writer) error {
-		if w != nil {
-			err = errors.Join(err, w.Close())
-		}
+	st := &startState{js: js, h: link.NewHasher(key), cpKey: cpKey, leases: ls, sinks: &sinkSet{}, pos: map[string]*atomic.Uint64{}}
+	fail := func(err error) (*startState, error) {
+		stopDrains(st.drains)
+		err = errors.Join(err, st.sinks.close())
 		ls.release(context.WithoutCancel(ctx))
-		return err
+		return nil, err
 	}
-	h := link.NewHasher(key)
-	sinks, cpSinks, err := a.openSinks(ctx, h)
-	if err != nil {
-		return nil, nil, nil, fail(err, nil)
+	if st.sinks, err = a.openSinks(ctx, st.h); err != nil {
+		st.sinks = &sinkSet{}
+		return fail(err)
 	}
-	w := NewWriter(h, sinks, a.log, &a.stats)
+	for _, s := range a.cfg.Streams {
+		cons, err := js.Consumer(ctx, s, consumer)
+		if err != nil {
+			return fail(fmt.Errorf("consumer %s on %s: %w", consumer, s, err))
+		}
+		st.cons = append(st.cons, cons)
+		st.pos[s] = new(atomic.Uint64)
+	}
+	if a.cfg.Partitioned() && a.cfg.Partition == 0 {
+		if st.drains, err = a.drainUnpartitioned(ctx, js); err != nil {
+			return fail(err)
+		}
+	}
+	return st, nil
+}
+
+// running is what the stream loops need once the sinks are up.
+type running struct {
+	js    jetstream.JetStream
+	w     *Writer
+	cp    *checkpointer
+	loops []*streamLoop
+}
+
+// bringUp opens the ClickHouse sink (once) when configured, brings every
+// sink level (Writer.Recover) and makes the stream loops. It may be called
+// again after it failed.
+func (a *Auditor) bringUp(ctx context.Context, st *startState) (*running, error) {
+	if a.cfg.ClickHouse.DSN != "" && !st.sinks.hasClickHouse() {
+		s, err := a.openClickHouse(ctx)
+		if err != nil {
+			return nil, err
+		}
+		st.sinks.setClickHouse(a.spec(s, a.cfg.ClickHouse.Required))
+	}
+	w := NewWriter(st.h, st.sinks.specs(), a.log, &a.stats)
 	if a.cfg.Partitioned() {
 		w.Owns(a.cfg.Owns)
 	}
 	w.StrictPayloads(a.cfg.StrictPayloads)
-	w.Fence(ls.check)
+	w.Fence(st.leases.check)
 	if err := w.Recover(ctx); err != nil {
-		return nil, nil, nil, fail(err, w)
+		return nil, err
 	}
-	cp, err := a.newCheckpointer(w, cpSinks)
-	if err != nil {
-		return nil, nil, nil, fail(err, w)
-	}
-	var loops []*streamLoop
-	pos := map[string]*atomic.Uint64{}
-	for _, s := range a.cfg.Streams {
-		cons, err := js.Consumer(ctx, s, consumer)
-		if err != nil {
-			return nil, nil, nil, fail(fmt.Errorf("consumer %s on %s: %w", consumer, s, err), w)
-		}
+	up := &running{js: st.js, w: w, cp: a.newCheckpointer(w, st.sinks.cps, st.cpKey)}
+	pull := pullSize(a.cfg.MaxInflightBytes, len(a.cfg.Streams))
+	for i, s := range a.cfg.Streams {
+		cons := st.cons[i]
 		batch := a.cfg.Batch
 		if info := cons.CachedInfo(); info != nil && info.Config.MaxAckPending > 0 {
 			batch = min(batch, info.Config.MaxAckPending)
 		}
-		pos[s] = new(atomic.Uint64)
-		pos[s].Store(w.Applied(s))
-		l := &streamLoop{stream: s, consumer: consumer, source: a.source, batch: batch, idle: a.cfg.IdleWait,
-			js: js, cons: cons, w: w, stats: &a.stats, log: a.log, dropAcks: a.dropAcks,
-			tel: natsbus.NewConsumeTelemetry(a.in.p, s, consumer), in: a.in, pos: pos[s],
+		st.pos[s].Store(w.Applied(s))
+		l := &streamLoop{stream: s, consumer: a.cfg.PartitionConsumer(), source: a.source, batch: batch, idle: a.cfg.IdleWait,
+			js: st.js, cons: cons, w: w, stats: &a.stats, log: a.log, dropAcks: a.dropAcks, budget: a.budget, pull: pull,
+			tel: natsbus.NewConsumeTelemetry(a.in.p, s, a.cfg.PartitionConsumer()), in: a.in, pos: st.pos[s],
 			appended: metric.WithAttributeSet(attribute.NewSet(AttrStream.String(s))),
 			aborted:  func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.aborting }}
 		if a.cfg.Partitioned() {
 			l.owns, l.partitioned = a.cfg.Owns, true
 		}
-		loops = append(loops, l)
+		up.loops = append(up.loops, l)
 	}
-	if a.gauges, err = a.in.observe(w, pos, js, a.cfg.Streams); err != nil {
+	return up, nil
+}
+
+// waitable reports whether Start waits for the sinks after bringUp failed
+// with err: with a ClickHouse sink, anything but sinks that disagree.
+func (a *Auditor) waitable(err error) bool {
+	return a.cfg.ClickHouse.DSN != "" && !errors.Is(err, ErrFork)
+}
+
+// install makes up the auditor's writer (a.mu held) and registers the
+// gauges over it.
+func (a *Auditor) install(ctx context.Context, up *running) {
+	a.w, a.cp = up.w, up.cp
+	var err error
+	if a.gauges, err = a.in.observe(up.w, a.pos, a.budget, up.js, a.cfg.Streams); err != nil {
 		a.log.WarnContext(ctx, "audit chain gauges not registered", "err", err)
 	}
-	if a.cfg.Partitioned() && a.cfg.Partition == 0 {
-		if a.drains, err = a.drainUnpartitioned(ctx, js); err != nil {
-			return nil, nil, nil, fail(err, w)
-		}
+	a.setUnready(nil)
+}
+
+// launch starts the stream loops and the checkpointer.
+func (a *Auditor) launch(ctx context.Context, wg *sync.WaitGroup, up *running) {
+	for _, l := range up.loops {
+		wg.Go(func() { l.run(ctx) })
 	}
-	a.leases, a.pos = ls, pos
-	return loops, w, cp, nil
+	if up.cp != nil {
+		wg.Go(func() { up.cp.run(ctx) })
+	}
+}
+
+// sinkDown records and logs a failed attempt to bring the sinks up.
+func (a *Auditor) sinkDown(ctx context.Context, attempt int, wait time.Duration, err error) {
+	a.setUnready(fmt.Errorf("clickhouse sink not up (attempt %d): %w", attempt, err))
+	a.log.WarnContext(ctx, "clickhouse sink not up; waiting for it (nothing is pulled meanwhile)", "attempt", attempt,
+		"retry_in", wait, "err", err)
+}
+
+// waitSinks tries to bring the sinks up (bringUp) with the sinks' backoff
+// until it succeeds, then starts the stream loops; it gives up only on
+// sinks that disagree, or when ctx ends (Shutdown).
+func (a *Auditor) waitSinks(ctx context.Context, st *startState, wg *sync.WaitGroup) {
+	var up *running
+	var fatal error
+	attempts := 1 // Start's
+	ok := backoff(ctx, func() error {
+		attempts++
+		var err error
+		if up, err = a.bringUp(ctx, st); err != nil && !a.waitable(err) {
+			fatal = err
+			return nil
+		}
+		return err
+	}, func(_ int, wait time.Duration, err error) {
+		a.stats.SinkWaits.Add(1)
+		a.sinkDown(ctx, attempts, wait, err)
+	})
+	if !ok {
+		return
+	}
+	if fatal != nil {
+		a.setUnready(fmt.Errorf("cannot resume from the sinks: %w", fatal))
+		a.log.ErrorContext(ctx, "the auditor cannot resume from its sinks and audits nothing; see the runbook, then restart it", "err", fatal)
+		return
+	}
+	a.mu.Lock()
+	if ctx.Err() != nil { // Shutdown: it closes the sinks
+		a.mu.Unlock()
+		return
+	}
+	a.install(ctx, up)
+	a.mu.Unlock()
+	a.log.InfoContext(ctx, "clickhouse sink up; auditing", "attempts", attempts, "chains", len(up.w.Heads()))
+	a.launch(ctx, wg, up)
 }
 
 // drainUnpartitioned acknowledges, as they come, the messages of the
@@ -397,8 +574,9 @@ func (a *Auditor) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	a.stopped = true
-	cancel, done, w, cp := a.cancel, a.done, a.w, a.cp
+	cancel, done := a.cancel, a.done
 	a.mu.Unlock()
+	a.setUnready(errors.New("shutting down"))
 
 	cancel()
 	stopDrains(a.drains)
@@ -408,6 +586,9 @@ func (a *Auditor) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		errs = append(errs, fmt.Errorf("auditor: streams did not stop: %w", ctx.Err()))
 	}
+	a.mu.Lock()
+	w, cp, gauges, sinks := a.w, a.cp, a.gauges, a.sinks
+	a.mu.Unlock()
 	if cp != nil {
 		cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		if err := cp.emit(cctx); err != nil {
@@ -415,12 +596,16 @@ func (a *Auditor) Shutdown(ctx context.Context) error {
 		}
 		ccancel()
 	}
-	if a.gauges != nil {
-		if err := a.gauges.Unregister(); err != nil {
+	if gauges != nil {
+		if err := gauges.Unregister(); err != nil {
 			errs = append(errs, fmt.Errorf("unregister audit gauges: %w", err))
 		}
 	}
-	errs = append(errs, w.Close())
+	if w != nil {
+		errs = append(errs, w.Close())
+	} else {
+		errs = append(errs, sinks.close()) // still waiting for ClickHouse
+	}
 	// Last, once everything is written: a standby reads the heads after
 	// this instance's last write.
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

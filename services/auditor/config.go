@@ -11,6 +11,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/config"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
+	"github.com/runtimetruth/runtimetruth/services/auditor/chstore"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
 )
 
@@ -48,6 +49,15 @@ type Config struct {
 	// IdleWait is how long one pull waits for a message when the stream is
 	// idle.
 	IdleWait time.Duration `mapstructure:"idle_wait"`
+	// MaxInflightBytes bounds the bytes of the messages the auditor holds
+	// at once, over every stream: pulled or read back from a stream and
+	// not yet acknowledged (README "Memory"). Pulls ask the server for at
+	// most the bytes left (and at most 8 MiB each), so a batch is cut by
+	// bytes as well as by Batch. Their links and the sink writes take
+	// about as much again; the heap stays within a small multiple of it.
+	// At least MinInflightBytes, and a pull's worth (just over 1 MiB) per
+	// stream and one more.
+	MaxInflightBytes int64 `mapstructure:"max_inflight_bytes"`
 	// StrictPayloads checks every payload against its JSON Schema and
 	// rules before recording it (a failing one is recorded as rejected);
 	// off, the envelope and the JSON are checked and the payload recorded
@@ -173,6 +183,9 @@ func NewDefaultConfig() Config {
 		Partitions: 1,
 		Batch:      topology.AuditorMaxAckPending / 2,
 		IdleWait:   time.Second,
+
+		MaxInflightBytes: DefaultMaxInflightBytes,
+
 		JSONL:      JSONLConfig{Path: "/var/lib/runtimetruth/auditor/audit.jsonl", MaxBytes: 256 << 20, Required: true},
 		ClickHouse: ClickHouseConfig{Table: "audit_links", Required: true, Timeout: 10 * time.Second},
 		Syslog: SyslogConfig{Network: "tcp", Facility: "auth", SDID: "rtlink@32473", Required: true, Timeout: 5 * time.Second,
@@ -223,6 +236,9 @@ func (c *Config) Validate() error {
 	if c.IdleWait < 10*time.Millisecond {
 		return invalid("idle_wait: %s (want at least 10ms)", c.IdleWait)
 	}
+	if least := max(int64(MinInflightBytes), int64(len(c.Streams)+1)*minPull); c.MaxInflightBytes < least {
+		return invalid("max_inflight_bytes: %d (want at least %d for %d streams)", c.MaxInflightBytes, least, len(c.Streams))
+	}
 	if c.JSONL.Path == "" && c.ClickHouse.DSN == "" {
 		return invalid("no sink that keeps the chain: set jsonl.path or clickhouse.dsn")
 	}
@@ -235,6 +251,11 @@ func (c *Config) Validate() error {
 		return invalid("jsonl.max_bytes: %d", c.JSONL.MaxBytes)
 	}
 	if c.ClickHouse.DSN != "" {
+		// A DSN Open cannot use would have Start wait for ClickHouse
+		// forever: it is refused here.
+		if err := chstore.CheckDSN(c.ClickHouse.DSN); err != nil {
+			return invalid("clickhouse.dsn: %s", err)
+		}
 		if !identifier(c.ClickHouse.Table) {
 			return invalid("clickhouse.table: %q is not a plain identifier", c.ClickHouse.Table)
 		}

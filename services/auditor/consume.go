@@ -32,6 +32,8 @@ type streamLoop struct {
 	w        *Writer
 	stats    *Stats
 	log      *slog.Logger
+	budget   *budget                   // the bytes of the messages held, shared by the loops
+	pull     int64                     // the most bytes one pull or read-back takes
 	tel      *natsbus.ConsumeTelemetry // a span and counts per message
 	in       *instruments
 	appended metric.MeasurementOption // stream
@@ -53,11 +55,43 @@ type streamLoop struct {
 	tips    map[string]link.Head // chain tips of the batches sealed
 }
 
-// retry bounds the wait between two attempts to commit a batch.
+// The auditor's retry policy (backoff): the wait between two attempts to
+// commit a batch, to read a stream back, or to reach the ClickHouse sink at
+// start doubles from retryFirst to retryMax.
 const (
 	retryFirst = 50 * time.Millisecond
 	retryMax   = 5 * time.Second
 )
+
+// quickWait is how long a pull waits for more messages once it got the
+// ones there (a pull by bytes cannot be a no-wait pull in nats.go).
+const quickWait = 10 * time.Millisecond
+
+// backoff runs op until it succeeds or ctx ends, waiting retryFirst,
+// doubling up to retryMax, between attempts; onFail, when set, sees every
+// failure (attempt counts from 1) and the wait before the next attempt. It
+// is the auditor's one retry loop: commits, reads of a stream, waiting for
+// the ClickHouse sink.
+func backoff(ctx context.Context, op func() error, onFail func(attempt int, wait time.Duration, err error)) bool {
+	wait := retryFirst
+	for attempt := 1; ; attempt++ {
+		err := op()
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		if onFail != nil {
+			onFail(attempt, wait, err)
+		}
+		sleep(ctx, wait)
+		if ctx.Err() != nil {
+			return false
+		}
+		wait = min(2*wait, retryMax)
+	}
+}
 
 func (l *streamLoop) run(ctx context.Context) {
 	l.applied = l.w.Applied(l.stream)
@@ -77,10 +111,10 @@ func (l *streamLoop) run(ctx context.Context) {
 	}()
 	wait := retryFirst
 	for ctx.Err() == nil {
-		msgs, err := l.fetch(ctx)
+		msgs, held, err := l.fetch(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
-				l.release(l.begin(ctx, msgs))
+				l.release(l.begin(ctx, msgs, held))
 				return
 			}
 			l.stats.FetchErrors.Add(1)
@@ -89,16 +123,17 @@ func (l *streamLoop) run(ctx context.Context) {
 			wait = min(2*wait, retryMax)
 		}
 		if len(msgs) == 0 {
+			l.budget.give(held)
 			continue
 		}
 		wait = retryFirst
-		s := l.begin(ctx, msgs)
-		b, ok := l.seal(ctx, msgs)
+		s := l.begin(ctx, msgs, held)
+		b, read, ok := l.seal(ctx, msgs, work)
 		if !ok {
 			l.release(s)
 			return
 		}
-		s.b, s.upto = b, l.applied
+		s.b, s.upto, s.bytes = b, l.applied, s.bytes+read
 		select {
 		case work <- s:
 		case <-ctx.Done():
@@ -109,18 +144,22 @@ func (l *streamLoop) run(ctx context.Context) {
 }
 
 // sealed is a batch on its way to the committer: its messages, the span
-// of handling each (natsbus.ConsumeTelemetry), and its links.
+// of handling each (natsbus.ConsumeTelemetry), its links, and the bytes it
+// holds of the budget, given back once it is acknowledged or handed back.
+// A batch of messages read back from the stream has no messages to
+// acknowledge.
 type sealed struct {
 	b     *Batch
 	upto  uint64 // the stream sequence accounted for once it is committed
+	bytes int64
 	msgs  []jetstream.Msg
 	spans []context.Context
 	hs    []natsbus.Handling
 }
 
 // begin starts the span of handling each message and counts it consumed.
-func (l *streamLoop) begin(ctx context.Context, msgs []jetstream.Msg) sealed {
-	s := sealed{msgs: msgs, spans: make([]context.Context, len(msgs)), hs: make([]natsbus.Handling, len(msgs))}
+func (l *streamLoop) begin(ctx context.Context, msgs []jetstream.Msg, held int64) sealed {
+	s := sealed{msgs: msgs, bytes: held, spans: make([]context.Context, len(msgs)), hs: make([]natsbus.Handling, len(msgs))}
 	base := context.WithoutCancel(ctx)
 	for i, m := range msgs {
 		s.spans[i], s.hs[i] = l.tel.Begin(base, m)
@@ -142,23 +181,30 @@ func (l *streamLoop) commitLoop(ctx context.Context, work <-chan sealed) {
 			continue
 		}
 		span.End()
-		if l.dropAcks != nil && l.dropAcks() {
-			for i := range s.msgs {
-				l.tel.End(s.spans[i], s.hs[i], natsbus.OutcomeAckFailed, nil)
-			}
+		l.acknowledge(s)
+	}
+}
+
+// acknowledge acknowledges the messages of a committed batch and gives its
+// bytes back.
+func (l *streamLoop) acknowledge(s sealed) {
+	defer l.budget.give(s.bytes)
+	if l.dropAcks != nil && l.dropAcks() {
+		for i := range s.msgs {
+			l.tel.End(s.spans[i], s.hs[i], natsbus.OutcomeAckFailed, nil)
+		}
+		return
+	}
+	for i, m := range s.msgs {
+		if err := m.Ack(); err != nil {
+			l.stats.AckErrors.Add(1)
+			l.tel.End(s.spans[i], s.hs[i], natsbus.OutcomeAckFailed, err)
 			continue
 		}
-		for i, m := range s.msgs {
-			if err := m.Ack(); err != nil {
-				l.stats.AckErrors.Add(1)
-				l.tel.End(s.spans[i], s.hs[i], natsbus.OutcomeAckFailed, err)
-				continue
-			}
-			l.tel.Acked(s.spans[i])
-			l.tel.End(s.spans[i], s.hs[i], natsbus.OutcomeAck, nil)
-		}
-		l.pos.Store(s.upto)
+		l.tel.Acked(s.spans[i])
+		l.tel.End(s.spans[i], s.hs[i], natsbus.OutcomeAck, nil)
 	}
+	l.pos.Store(s.upto)
 }
 
 // mine reports whether this auditor's partition owns chain c.
@@ -169,9 +215,28 @@ func (l *streamLoop) mine(c string) bool { return l.owns == nil || l.owns(c) }
 // (delivered but never handled) are read from the stream first. Messages
 // of chains another partition owns are skipped too, though they count as
 // accounted for (l.applied): like duplicates, they are acknowledged with
-// the batch. It returns false when ctx ended.
-func (l *streamLoop) seal(ctx context.Context, msgs []jetstream.Msg) (*Batch, bool) {
+// the batch. Missing messages are read a pull's bytes at a time, each
+// part taken from the budget; when more than one part is needed, the links
+// sealed so far go to the committer (work) as batches of their own, so
+// that a long gap is never held whole. It returns the batch and the bytes
+// of the messages it read back, or false when ctx ended.
+func (l *streamLoop) seal(ctx context.Context, msgs []jetstream.Msg, work chan<- sealed) (*Batch, int64, bool) {
 	ordered := make([]*link.Message, 0, len(msgs))
+	var readBytes int64 // of the messages read back in ordered
+	flush := func() bool {
+		if len(ordered) == 0 {
+			return true
+		}
+		s := sealed{b: l.sealBatch(ordered), upto: l.applied, bytes: readBytes}
+		ordered, readBytes = nil, 0
+		select {
+		case work <- s:
+			return true
+		case <-ctx.Done():
+			l.budget.give(s.bytes)
+			return false
+		}
+	}
 	checked := false
 	for _, m := range msgs {
 		l.stats.Received.Add(1)
@@ -186,7 +251,8 @@ func (l *streamLoop) seal(ctx context.Context, msgs []jetstream.Msg) (*Batch, bo
 			checked = true
 			var reset *link.Message
 			if !l.retry(ctx, func() (err error) { reset, err = l.checkReset(ctx); return err }) {
-				return nil, false
+				l.budget.give(readBytes)
+				return nil, 0, false
 			}
 			if reset != nil {
 				ordered = append(ordered, reset)
@@ -197,16 +263,21 @@ func (l *streamLoop) seal(ctx context.Context, msgs []jetstream.Msg) (*Batch, bo
 			l.stats.Duplicates.Add(1)
 			continue
 		}
-		if from := max(l.applied, l.floor) + 1; seq > from {
+		for from := max(l.applied, l.floor) + 1; seq > from; from = max(l.applied, l.floor) + 1 {
 			// Messages before this one were delivered but never handled
 			// (lost in flight, or taken by a run that crashed): they come
 			// first, read from the stream. Their redeliveries, later, are
 			// duplicates.
-			var got []*link.Message
-			if !l.retry(ctx, func() (err error) { got, _, err = l.fill(ctx, from, seq-1, 0); return err }) {
-				return nil, false
+			if readBytes > 0 && !flush() {
+				return nil, 0, false
+			}
+			got, n, ok := l.readBack(ctx, from, seq-1, 0, flush)
+			if !ok {
+				l.budget.give(readBytes)
+				return nil, 0, false
 			}
 			ordered = append(ordered, got...)
+			readBytes += n
 		}
 		if !l.mine(link.ChainName(l.stream, m.Subject())) {
 			l.stats.OtherPartition.Add(1)
@@ -219,7 +290,35 @@ func (l *streamLoop) seal(ctx context.Context, msgs []jetstream.Msg) (*Batch, bo
 		})
 		l.applied = seq
 	}
-	return l.sealBatch(ordered), true
+	return l.sealBatch(ordered), readBytes, true
+}
+
+// readBack reads the stream's messages from sequence from to to (at most
+// limit of them, limit > 0) for a batch, and at most a pull's bytes, taken
+// from the budget first: what is free at once, or else, after calling
+// beforeWait (nil: nothing), as much as it waits for. It returns the
+// messages and the bytes they hold (l.applied tells how far they go), or
+// false when ctx ended.
+func (l *streamLoop) readBack(ctx context.Context, from, to uint64, limit int, beforeWait func() bool) ([]*link.Message, int64, bool) {
+	took := l.budget.tryTake(l.pull)
+	if took < minPull {
+		l.budget.give(took)
+		if beforeWait != nil && !beforeWait() {
+			return nil, 0, false
+		}
+		var err error
+		if took, err = l.budget.take(ctx, minPull, l.pull); err != nil {
+			return nil, 0, false
+		}
+	}
+	var got []*link.Message
+	var n int64
+	if !l.retry(ctx, func() (err error) { got, _, n, err = l.fill(ctx, from, to, limit, took); return err }) {
+		l.budget.give(took)
+		return nil, 0, false
+	}
+	l.budget.settle(took, n)
+	return got, n, true
 }
 
 // sealBatch seals msgs into a batch that follows the batches sealed
@@ -320,21 +419,28 @@ func (l *streamLoop) resetOf(ctx context.Context, info *jetstream.StreamInfo) *l
 }
 
 // fill reads the messages stored in the stream from sequence from to to,
-// or up to its limit-th message (limit > 0), and returns them with the
-// last sequence they cover; a notice of the gap stands for the ones
-// missing (expired or purged before they were recorded). Messages of
-// another partition's chains are read and left out: accounted for, not
-// missing.
-func (l *streamLoop) fill(ctx context.Context, from, to uint64, limit int) ([]*link.Message, uint64, error) {
+// or up to its limit-th message (limit > 0), or as long as the next one
+// surely fits maxBytes (at least one), and returns them with the last
+// sequence they cover and the bytes they hold (msgBytes); a notice of the
+// gap stands for the ones missing (expired or purged before they were
+// recorded). Messages of another partition's chains are read and left
+// out: accounted for, not missing.
+func (l *streamLoop) fill(ctx context.Context, from, to uint64, limit int, maxBytes int64) ([]*link.Message, uint64, int64, error) {
 	var out []*link.Message
 	next, n := from, 0 // the first sequence not accounted for, the messages read
+	var size int64
+	full := false
 	for next <= to && (limit <= 0 || n < limit) {
+		if n > 0 && size+minPull > maxBytes {
+			full = true
+			break
+		}
 		raw, err := l.st.GetMsg(ctx, next, jetstream.WithGetMsgSubject(">"))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			break
 		}
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, 0, err
 		}
 		if raw.Sequence > to {
 			break
@@ -348,20 +454,21 @@ func (l *streamLoop) fill(ctx context.Context, from, to uint64, limit int) ([]*l
 			l.stats.OtherPartition.Add(1)
 			continue
 		}
+		size += msgBytes(raw.Subject, "", raw.Header, raw.Data)
 		out = append(out, &link.Message{
 			Stream: l.stream, Seq: raw.Sequence, Subject: raw.Subject, Header: raw.Header, Data: raw.Data,
 			Stored: raw.Time, Consumer: l.consumer,
 		})
 		l.stats.Recovered.Add(1)
 	}
-	if limit > 0 && n == limit {
+	if full || (limit > 0 && n == limit) {
 		to = next - 1
 	}
 	if next <= to {
 		out = append(out, l.gap(ctx, next, to))
 	}
 	l.applied = max(l.applied, to)
-	return out, to, nil
+	return out, to, size, nil
 }
 
 // gap returns the notice of stream sequences first to last missing.
@@ -371,50 +478,37 @@ func (l *streamLoop) gap(ctx context.Context, first, last uint64) *link.Message 
 	return link.Gap(l.stream, l.consumer, first, last, time.Now())
 }
 
-// retry runs op until it succeeds or ctx ends.
+// retry runs op until it succeeds or ctx ends (backoff), logging each
+// failure.
 func (l *streamLoop) retry(ctx context.Context, op func() error) bool {
-	wait := retryFirst
-	for {
-		err := op()
-		if err == nil {
-			return true
-		}
-		if ctx.Err() != nil {
-			return false
-		}
+	return backoff(ctx, op, func(_ int, _ time.Duration, err error) {
 		l.log.WarnContext(ctx, "read the stream; retrying", "stream", l.stream, "err", err)
-		sleep(ctx, wait)
-		wait = min(2*wait, retryMax)
-	}
+	})
 }
 
 // commit writes the batch, retrying with backoff until it succeeds or ctx
 // ends; the messages stay unacknowledged meanwhile (the backlog waits in
 // the stream).
 func (l *streamLoop) commit(ctx context.Context, b *Batch) bool {
-	wait := retryFirst
-	for {
-		err := l.w.Commit(ctx, b)
-		if err == nil {
-			l.in.appended.Add(ctx, int64(len(b.Recs)), l.appended)
-			return true
+	return backoff(ctx, func() error {
+		if err := l.w.Commit(ctx, b); err != nil {
+			return err
 		}
-		if ctx.Err() != nil {
-			return false
-		}
+		l.in.appended.Add(ctx, int64(len(b.Recs)), l.appended)
+		return nil
+	}, func(_ int, wait time.Duration, err error) {
 		l.stats.Retries.Add(1)
 		if wait == retryFirst || wait == retryMax {
 			l.log.WarnContext(ctx, "append to the audit chain; retrying", "stream", l.stream, "links", len(b.Recs), "err", err)
 		}
-		sleep(ctx, wait)
-		wait = min(2*wait, retryMax)
-	}
+	})
 }
 
 // release hands back messages that were not committed, for a prompt
 // redelivery (the next run also reads them from the stream at start), and
 // ends their spans.
 func (l *streamLoop) release(s sealed) {
+	defer l.budget.give(s.bytes)
 	aborted := l.aborted != nil && l.aborted()
 	for i, m := range s.msgs {
 		outcome := natsbus.OutcomeNak
@@ -430,27 +524,49 @@ func (l *streamLoop) release(s sealed) {
 	}
 }
 
-// fetch pulls the next messages: what is there at once, or else waits up
-// to idle for one and takes what followed it.
-func (l *streamLoop) fetch(ctx context.Context) ([]jetstream.Msg, error) {
-	msgs, err := collect(l.cons.FetchNoWait(l.batch))
-	if len(msgs) > 0 || err != nil {
-		return msgs, err
+// fetch pulls the next messages, at most l.batch of them and at most the
+// bytes it takes from the budget first (between minPull and a pull's
+// worth, waiting until minPull is free): what is there at once, or else it
+// waits up to idle for one and takes what followed it. It returns the
+// messages and the bytes of the budget they hold.
+func (l *streamLoop) fetch(ctx context.Context) ([]jetstream.Msg, int64, error) {
+	took, err := l.budget.take(ctx, minPull, l.pull)
+	if err != nil {
+		return nil, 0, err
 	}
-	fctx, cancel := context.WithTimeout(ctx, l.idle)
-	defer cancel()
-	one, err := collect(l.cons.Fetch(1, jetstream.FetchContext(fctx)))
-	if err != nil || len(one) == 0 {
+	wait := min(quickWait, l.idle)
+	msgs, err := collect(l.cons.Fetch(l.batch, jetstream.FetchMaxBytes(int(took)), jetstream.FetchMaxWait(wait)))
+	if len(msgs) == 0 && err == nil {
+		// Idle: wait for one message, holding only what it can need.
+		l.budget.give(took - minPull)
+		took = minPull
+		fctx, cancel := context.WithTimeout(ctx, l.idle)
+		msgs, err = collect(l.cons.Fetch(1, jetstream.FetchContext(fctx)))
+		cancel()
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			err = nil
 		}
-		return one, err
+		if len(msgs) == 1 && err == nil && l.batch > 1 {
+			took += l.budget.tryTake(l.pull - took)
+			if rest := took - bytesOf(msgs); rest >= pullOverhead {
+				var more []jetstream.Msg
+				more, err = collect(l.cons.Fetch(l.batch-1, jetstream.FetchMaxBytes(int(rest)), jetstream.FetchMaxWait(wait)))
+				msgs = append(msgs, more...)
+			}
+		}
 	}
-	if l.batch == 1 {
-		return one, nil
+	held := bytesOf(msgs)
+	l.budget.settle(took, held)
+	return msgs, held, err
+}
+
+// bytesOf is the size of msgs as the server counts it (msgBytes).
+func bytesOf(msgs []jetstream.Msg) int64 {
+	var n int64
+	for _, m := range msgs {
+		n += msgBytes(m.Subject(), m.Reply(), m.Headers(), m.Data())
 	}
-	more, err := collect(l.cons.FetchNoWait(l.batch - 1))
-	return append(one, more...), err
+	return n
 }
 
 func collect(b jetstream.MessageBatch, err error) ([]jetstream.Msg, error) {
@@ -515,14 +631,16 @@ func (l *streamLoop) recoverPending(ctx context.Context) error {
 	}
 	l.log.InfoContext(ctx, "recovering messages taken but not recorded", "stream", l.stream, "from", from, "to", to)
 	for from <= to {
-		got, end, err := l.fill(ctx, from, to, l.batch)
-		if err != nil {
-			return err
-		}
-		if !l.commit(ctx, l.sealBatch(got)) {
+		got, n, ok := l.readBack(ctx, from, to, l.batch, nil)
+		if !ok {
 			return ctx.Err()
 		}
-		from = end + 1
+		committed := l.commit(ctx, l.sealBatch(got))
+		l.budget.give(n)
+		if !committed {
+			return ctx.Err()
+		}
+		from = l.applied + 1
 	}
 	return nil
 }

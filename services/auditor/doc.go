@@ -30,7 +30,13 @@
 // level from the one ahead (Writer.Recover). Before it reads a sink's
 // heads, to resume or to retry, it waits for the sink's writes still in
 // flight (Settler: an insert ClickHouse commits after the auditor gave up
-// on it), so that no link is written twice.
+// on it), so that no link is written twice. A ClickHouse sink that cannot
+// be reached at start is waited for, not fatal: Start returns, the auditor
+// retries with the sinks' backoff and Ready says it waits for it.
+//
+// What it holds is bounded by bytes (Config.MaxInflightBytes): every pull
+// asks the server for no more than the bytes it took from a budget shared
+// by the streams, and gives them back once its batch is acknowledged.
 //
 // Signed checkpoints (chain, seq, head hash; Ed25519) go to syslog and a
 // file, so that truncation and a full rewrite are detectable from outside

@@ -16,7 +16,7 @@ func (a *Auditor) Abort() {
 	a.mu.Lock()
 	a.aborting = true
 	a.stopped = true
-	cancel, done, w, nc, own, ls := a.cancel, a.done, a.w, a.nc, a.ownConn, a.leases
+	cancel, done, nc, own, ls := a.cancel, a.done, a.nc, a.ownConn, a.leases
 	a.mu.Unlock()
 	if cancel == nil {
 		return
@@ -25,7 +25,14 @@ func (a *Auditor) Abort() {
 	stopDrains(a.drains)
 	<-done
 	ls.abandon()
-	_ = w.Close()
+	a.mu.Lock()
+	w, sinks := a.w, a.sinks
+	a.mu.Unlock()
+	if w != nil {
+		_ = w.Close()
+	} else {
+		_ = sinks.close()
+	}
 	if own {
 		nc.Close()
 	}

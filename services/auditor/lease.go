@@ -1,6 +1,7 @@
 package auditor
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -183,9 +184,16 @@ func (l *leases) renew(ctx context.Context) error {
 	start := time.Now()
 	for key, rev := range l.revs {
 		nrev, err := l.kv.Update(ctx, key, l.val, rev)
+		if err != nil && mismatch(err) {
+			// Our own renewal may have been written with its answer lost (a
+			// reconnect): the lease is still ours if it holds our value,
+			// token included, which no other process writes.
+			if e, gerr := l.kv.Get(ctx, key); gerr == nil && bytes.Equal(e.Value(), l.val) {
+				nrev, err = l.kv.Update(ctx, key, l.val, e.Revision())
+			}
+		}
 		if err != nil {
-			if errors.Is(err, jetstream.ErrKeyExists) || strings.Contains(err.Error(), "wrong last sequence") ||
-				time.Since(l.renewed) >= l.ttl {
+			if mismatch(err) || time.Since(l.renewed) >= l.ttl {
 				l.lost = fmt.Errorf("%w: %s: %w", ErrLeaseLost, key, err)
 				return l.lost
 			}
@@ -195,6 +203,12 @@ func (l *leases) renew(ctx context.Context) error {
 	}
 	l.renewed = start
 	return nil
+}
+
+// mismatch reports whether a lease write failed because the key is not at
+// the revision written last.
+func mismatch(err error) bool {
+	return errors.Is(err, jetstream.ErrKeyExists) || strings.Contains(err.Error(), "wrong last sequence")
 }
 
 // check is the writer's fence, called before every commit: nil when every

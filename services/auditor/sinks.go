@@ -20,43 +20,87 @@ type CheckpointSink interface {
 	SendCheckpoints(ctx context.Context, cps []checkpoint.Checkpoint) error
 }
 
-// openSinks opens the configured sinks.
-func (a *Auditor) openSinks(ctx context.Context, h link.Hasher) (specs []SinkSpec, cps []CheckpointSink, err error) {
-	defer func() {
-		if err != nil {
-			for _, s := range specs {
-				_ = s.Sink.Close()
-			}
+// sinkSet is the sinks of an auditor, in the writer's order: the JSONL
+// log, ClickHouse, syslog. Start opens the JSONL and syslog sinks; the
+// ClickHouse sink is added once it could be opened (Auditor.bringUp).
+type sinkSet struct {
+	jsonl, syslog *SinkSpec
+	cps           []CheckpointSink
+
+	mu sync.Mutex // ch is set by the wait for it while Shutdown may close the set
+	ch *SinkSpec
+}
+
+func (s *sinkSet) setClickHouse(sp *SinkSpec) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ch = sp
+}
+
+func (s *sinkSet) hasClickHouse() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ch != nil
+}
+
+// specs lists the sinks opened.
+func (s *sinkSet) specs() []SinkSpec {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []SinkSpec
+	for _, sp := range []*SinkSpec{s.jsonl, s.ch, s.syslog} {
+		if sp != nil {
+			out = append(out, *sp)
 		}
-	}()
-	add := func(s Sink, required bool) {
-		if a.wrapSink != nil {
-			s = a.wrapSink(s)
-		}
-		specs = append(specs, SinkSpec{Sink: s, Required: required})
 	}
+	return out
+}
+
+// close closes the sinks opened.
+func (s *sinkSet) close() error {
+	var errs []error
+	for _, sp := range s.specs() {
+		if err := sp.Sink.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close the %s sink: %w", sp.Sink.Name(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// spec makes a sink's spec, wrapped by the test hook.
+func (a *Auditor) spec(s Sink, required bool) *SinkSpec {
+	if a.wrapSink != nil {
+		s = a.wrapSink(s)
+	}
+	return &SinkSpec{Sink: s, Required: required}
+}
+
+// openSinks opens the configured JSONL and syslog sinks and the checkpoint
+// file; ClickHouse is opened by bringUp.
+func (a *Auditor) openSinks(ctx context.Context, h link.Hasher) (*sinkSet, error) {
+	set := &sinkSet{}
 	if c := a.cfg.JSONL; c.Path != "" {
 		s, err := jsonl.Open(ctx, jsonl.Options{Path: c.Path, MaxBytes: c.MaxBytes, Hasher: h})
 		if err != nil {
-			return specs, nil, err
+			return nil, err
 		}
 		if s.Dropped > 0 {
 			a.log.WarnContext(ctx, "dropped a torn last line of the audit log (an unacknowledged write cut short)", "path", c.Path, "bytes", s.Dropped)
 		}
-		add(s, c.Required)
+		set.jsonl = a.spec(s, c.Required)
 	}
-	more, mcps, err := a.openNetworkSinks(ctx)
-	for _, s := range more {
-		add(s.Sink, s.Required)
-	}
+	s, err := a.openSyslog(ctx)
 	if err != nil {
-		return specs, nil, err
+		return nil, errors.Join(err, set.close())
 	}
-	cps = append(cps, mcps...)
+	if s != nil {
+		set.syslog = a.spec(s, a.cfg.Syslog.Required)
+		set.cps = append(set.cps, s)
+	}
 	if a.cfg.Checkpoint.File != "" {
-		cps = append(cps, &checkpointFile{path: a.cfg.Checkpoint.File})
+		set.cps = append(set.cps, &checkpointFile{path: a.cfg.Checkpoint.File})
 	}
-	return specs, cps, nil
+	return set, nil
 }
 
 // checkpointer makes a signed checkpoint of every chain that grew, every
@@ -76,23 +120,26 @@ type checkpointer struct {
 	last map[string]uint64
 }
 
-func (a *Auditor) newCheckpointer(w *Writer, sinks []CheckpointSink) (*checkpointer, error) {
-	if len(sinks) == 0 || a.cfg.Checkpoint.Interval == 0 {
+// loadCheckpointKey reads the checkpoint signing key, when configured.
+func (a *Auditor) loadCheckpointKey() (ed25519.PrivateKey, error) {
+	if a.cfg.Checkpoint.KeyFile == "" {
 		return nil, nil
 	}
-	var key ed25519.PrivateKey
-	if a.cfg.Checkpoint.KeyFile != "" {
-		var err error
-		if key, err = checkpoint.LoadPrivateKey(a.cfg.Checkpoint.KeyFile); err != nil {
-			return nil, err
-		}
+	return checkpoint.LoadPrivateKey(a.cfg.Checkpoint.KeyFile)
+}
+
+// newCheckpointer returns the checkpointer of w's chains, or nil when no
+// checkpoint is due.
+func (a *Auditor) newCheckpointer(w *Writer, sinks []CheckpointSink, key ed25519.PrivateKey) *checkpointer {
+	if len(sinks) == 0 || a.cfg.Checkpoint.Interval == 0 {
+		return nil
 	}
 	c := &checkpointer{w: w, key: key, sinks: sinks, interval: a.cfg.Checkpoint.Interval, auditor: a.source,
 		stats: &a.stats, log: a.log, last: map[string]uint64{}}
 	for name, h := range w.Heads() {
 		c.last[name] = h.Seq
 	}
-	return c, nil
+	return c
 }
 
 func (c *checkpointer) run(ctx context.Context) {

@@ -32,6 +32,10 @@ const (
 	MetricLag = "runtimetruth.audit.lag"
 	// MetricAppended counts links committed, by stream.
 	MetricAppended = "runtimetruth.audit.links.appended"
+	// MetricInflight is the bytes of the messages the auditor holds:
+	// pulled or read back from the streams, not yet acknowledged (at most
+	// about Config.MaxInflightBytes).
+	MetricInflight = "runtimetruth.audit.inflight"
 )
 
 // Metric attribute keys.
@@ -63,8 +67,8 @@ func newInstruments(p telemetry.Providers) *instruments {
 }
 
 // observe registers the chain head and lag gauges over w's committed heads
-// and js's streams.
-func (in *instruments) observe(w *Writer, pos map[string]*atomic.Uint64, js jetstream.JetStream, streams []string) (metric.Registration, error) {
+// and js's streams, and the gauge of the bytes held of b.
+func (in *instruments) observe(w *Writer, pos map[string]*atomic.Uint64, b *budget, js jetstream.JetStream, streams []string) (metric.Registration, error) {
 	head, err := in.meter.Int64ObservableGauge(MetricChainHead, metric.WithUnit("{link}"),
 		metric.WithDescription("Sequence number of each audit chain's committed head link."))
 	if err != nil {
@@ -75,7 +79,13 @@ func (in *instruments) observe(w *Writer, pos map[string]*atomic.Uint64, js jets
 	if err != nil {
 		return nil, err
 	}
+	inflight, err := in.meter.Int64ObservableGauge(MetricInflight, metric.WithUnit("By"),
+		metric.WithDescription("Bytes of the messages the auditor holds, pulled and not yet acknowledged."))
+	if err != nil {
+		return nil, err
+	}
 	return in.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		o.ObserveInt64(inflight, b.held())
 		for c, h := range w.Heads() {
 			o.ObserveInt64(head, int64(h.Seq), metric.WithAttributes(AttrChain.String(c), AttrStream.String(h.Stream)))
 		}
@@ -94,7 +104,7 @@ func (in *instruments) observe(w *Writer, pos map[string]*atomic.Uint64, js jets
 			o.ObserveInt64(lag, n, metric.WithAttributes(AttrStream.String(s)))
 		}
 		return nil
-	}, head, lag)
+	}, head, lag, inflight)
 }
 
 func streamInfo(ctx context.Context, js jetstream.JetStream, name string) (*jetstream.StreamInfo, error) {

@@ -476,6 +476,9 @@ type Stats struct {
 	Skipped atomic.Uint64
 	// CaughtUp counts links copied at start into a sink that lagged.
 	CaughtUp atomic.Uint64
+	// SinkWaits counts failed attempts to bring the sinks up at start
+	// (the ClickHouse sink unreachable): the auditor waits for it.
+	SinkWaits atomic.Uint64
 	// Checkpoints counts checkpoints sent.
 	Checkpoints atomic.Uint64
 	// FetchErrors counts failed pulls; AckErrors failed acknowledgements.

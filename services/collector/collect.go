@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/user"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
@@ -147,6 +149,14 @@ func (c *Collector) observe(ctx context.Context, t *target) (observation, error)
 	case KindSystemd:
 		s, err = inspect.Systemd(ctx, tc.Unit, opts)
 	case KindCodex:
+		var acct *codex.Account
+		if acct, err = codexAccount(tc); err != nil {
+			return observation{}, err
+		}
+		var env []string
+		if tc.Options.CodexHome != "" {
+			env = []string{"CODEX_HOME=" + tc.Options.CodexHome}
+		}
 		var tg snapshot.Target
 		var recs []snapshot.Record
 		tg, recs, err = codex.Collect(ctx, tc.Cwd, codex.Options{
@@ -154,6 +164,8 @@ func (c *Collector) observe(ctx context.Context, t *target) (observation, error)
 			ResolveThread: tc.Options.ResolveThread,
 			ResolveMCP:    tc.Options.ResolveMCP,
 			SeedOnly:      tc.Options.SeedOnly,
+			RunAs:         acct,
+			Env:           env,
 		})
 		if err == nil {
 			s = snapshot.New(tg, recs...)
@@ -168,6 +180,97 @@ func (c *Collector) observe(ctx context.Context, t *target) (observation, error)
 		return observation{}, err
 	}
 	return observation{snap: s}, nil
+}
+
+// Why a codex target's probe does not run.
+var (
+	errRootProbe = errors.New("the Codex probe never runs as root")
+	errNoAccount = errors.New("no such account")
+)
+
+// codexAccount is the account a codex target's probe runs as. The probe
+// starts Codex and, with resolve_mcp, every MCP server its configuration
+// names: programs chosen by whoever writes the workspace's and the user's
+// Codex configuration, which must not run as root. A collector running as
+// root runs it as options.run_as, else as the owner of the workspace, and
+// refuses when that is root. A collector that is not root runs it as
+// itself (nil), or as options.run_as when that names another user (which
+// takes CAP_SETUID and CAP_SETGID).
+func codexAccount(tc TargetConfig) (*codex.Account, error) {
+	euid := os.Geteuid()
+	var u *user.User
+	switch {
+	case tc.Options.RunAs != "":
+		var err error
+		if u, err = lookupUser(tc.Options.RunAs); err != nil {
+			return nil, fmt.Errorf("%w: options.run_as %q: %w", errNoAccount, tc.Options.RunAs, err)
+		}
+	case euid != 0:
+		return nil, nil
+	default:
+		st, err := os.Stat(tc.Cwd)
+		if err != nil {
+			return nil, fmt.Errorf("codex working directory: %w", err)
+		}
+		sys, ok := st.Sys().(*syscall.Stat_t)
+		if !ok {
+			return nil, fmt.Errorf("codex working directory %s: no owner", tc.Cwd)
+		}
+		if sys.Uid == 0 {
+			return nil, fmt.Errorf("%w: the workspace %s is owned by root and options.run_as names no user to run it as", errRootProbe, tc.Cwd)
+		}
+		id := strconv.FormatUint(uint64(sys.Uid), 10)
+		if u, err = user.LookupId(id); err != nil {
+			return nil, fmt.Errorf("%w: the owner of the workspace %s, uid %s: %w (set options.run_as)", errNoAccount, tc.Cwd, id, err)
+		}
+	}
+	a, err := account(u)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case a.UID == 0:
+		return nil, fmt.Errorf("%w: options.run_as %q is root", errRootProbe, tc.Options.RunAs)
+	case int(a.UID) == euid:
+		return nil, nil // the collector's own user: nothing to switch
+	}
+	return a, nil
+}
+
+// lookupUser finds an account by name, else by numeric uid.
+func lookupUser(s string) (*user.User, error) {
+	u, err := user.Lookup(s)
+	if err == nil {
+		return u, nil
+	}
+	if _, perr := strconv.ParseUint(s, 10, 32); perr == nil {
+		return user.LookupId(s)
+	}
+	return nil, err
+}
+
+// account is u as the probe runs it: its uid, primary gid, supplementary
+// groups (/etc/group), name and home.
+func account(u *user.User) (*codex.Account, error) {
+	uid, err := strconv.ParseUint(u.Uid, 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("account %s: uid %q: %w", u.Username, u.Uid, err)
+	}
+	gid, err := strconv.ParseUint(u.Gid, 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("account %s: gid %q: %w", u.Username, u.Gid, err)
+	}
+	a := &codex.Account{UID: uint32(uid), GID: uint32(gid), Name: u.Username, Home: u.HomeDir}
+	ids, err := u.GroupIds()
+	if err != nil {
+		return nil, fmt.Errorf("account %s: groups: %w", u.Username, err)
+	}
+	for _, s := range ids {
+		if g, err := strconv.ParseUint(s, 10, 32); err == nil {
+			a.Groups = append(a.Groups, uint32(g))
+		}
+	}
+	return a, nil
 }
 
 // spooled is an event encoded for the spool.
@@ -292,13 +395,14 @@ func classify(err error) (reason string, retryable bool) {
 		return "too_large", false
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, codex.ErrTimeout):
 		return "timeout", true
-	case errors.Is(err, os.ErrPermission), errors.Is(err, process.ErrPermission), errors.Is(err, git.ErrDubiousOwnership):
+	case errors.Is(err, os.ErrPermission), errors.Is(err, process.ErrPermission), errors.Is(err, git.ErrDubiousOwnership),
+		errors.Is(err, errRootProbe):
 		return "permission", false
 	case errors.Is(err, git.ErrGitNotFound), errors.Is(err, systemd.ErrSystemctlNotFound),
 		errors.Is(err, systemd.ErrSystemdUnavailable), errors.Is(err, codex.ErrNotFound):
 		return "unavailable", false
 	case errors.Is(err, os.ErrNotExist), errors.Is(err, process.ErrDisappeared), errors.Is(err, git.ErrNotRepository),
-		errors.Is(err, process.ErrNoExecutable), integrityNotFound(err):
+		errors.Is(err, process.ErrNoExecutable), integrityNotFound(err), errors.Is(err, errNoAccount):
 		return "not_found", false
 	case errors.As(err, &evErr):
 		return "invalid", false

@@ -200,18 +200,19 @@ func TestSpoolRecordCodec(t *testing.T) {
 }
 
 // TestCodexAndProcessTargets collects the real Codex CLI (in a scratch
-// CODEX_HOME) and this test process.
+// CODEX_HOME) and this test process. The probe runs as the owner of the
+// workspace, nobody (TestCodexProbeNeverRunsAsRoot).
 func TestCodexAndProcessTargets(t *testing.T) {
-	home := t.TempDir()
-	t.Setenv("HOME", home)
-	t.Setenv("CODEX_HOME", filepath.Join(home, ".codex"))
-	require.NoError(t, os.MkdirAll(filepath.Join(home, ".codex"), 0o700))
-	workspace, err := filepath.EvalSymlinks(t.TempDir())
+	dir, err := filepath.EvalSymlinks(openDir(t))
 	require.NoError(t, err)
+	codexHome := workspace(t, dir, "codex-home", nobody)
+	require.NoError(t, os.Chmod(codexHome, 0o700))
+	ws := workspace(t, dir, "ws", nobody)
 
 	b := runBus(t, t.TempDir(), 0)
 	cfg := testConfig(t, b.url,
-		collector.TargetConfig{Name: "codex", Kind: collector.KindCodex, Cwd: workspace, Interval: time.Hour},
+		collector.TargetConfig{Name: "codex", Kind: collector.KindCodex, Cwd: ws, Interval: time.Hour,
+			Options: collector.TargetOptions{CodexHome: codexHome}},
 		collector.TargetConfig{Name: "self", Kind: collector.KindProcess, PID: os.Getpid(), Interval: time.Hour})
 	c, _ := newCollector(t, cfg, collector.Settings{})
 	require.NoError(t, c.Start(t.Context()))
@@ -223,7 +224,7 @@ func TestCodexAndProcessTargets(t *testing.T) {
 	}
 	cx, ok := bySubject[events.EvidenceSubject(testHost, "codex.workspace")]
 	require.True(t, ok, "codex evidence: %v", bySubject)
-	assert.Equal(t, workspace, cx.Target.Identifier)
+	assert.Equal(t, ws, cx.Target.Identifier)
 	s, err := cx.ParseSnapshot()
 	require.NoError(t, err)
 	_, ok = s.Record("codex.runtime")

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -108,6 +109,15 @@ type TargetOptions struct {
 	// CodexBinary is the codex executable; empty means codex from PATH
 	// (codex).
 	CodexBinary string `mapstructure:"codex_binary"`
+	// RunAs is the user (a name or a numeric uid) the Codex probe runs as,
+	// and with it the MCP servers it starts (codex). Never root. Empty
+	// means the owner of the workspace when the collector runs as root
+	// (refused when that is root), else the collector's own user.
+	RunAs string `mapstructure:"run_as"`
+	// CodexHome is the CODEX_HOME the probe runs with (codex); empty
+	// means the run-as user's ~/.codex, or for a collector that switches
+	// no user its own environment's.
+	CodexHome string `mapstructure:"codex_home"`
 	// Runnable is the distribution (python) or package (node) whose code
 	// and direct dependencies are checked; it also names the runnable in
 	// runnable.modified events. Without it a python target checks every
@@ -197,7 +207,8 @@ func (t TargetConfig) validate() error {
 	o := t.Options
 	opts := []setting{
 		{"seed_only", o.SeedOnly}, {"resolve_thread", o.ResolveThread}, {"resolve_mcp", o.ResolveMCP},
-		{"codex_binary", o.CodexBinary != ""}, {"runnable", o.Runnable != ""}, {"all", o.All},
+		{"codex_binary", o.CodexBinary != ""}, {"run_as", o.RunAs != ""}, {"codex_home", o.CodexHome != ""},
+		{"runnable", o.Runnable != ""}, {"all", o.All},
 	}
 	var key string
 	var allowed []string
@@ -217,7 +228,10 @@ func (t TargetConfig) validate() error {
 			}
 		}
 	case KindCodex:
-		key, allowed = "cwd", []string{"seed_only", "resolve_thread", "resolve_mcp", "codex_binary"}
+		key, allowed = "cwd", []string{"seed_only", "resolve_thread", "resolve_mcp", "codex_binary", "run_as", "codex_home"}
+		if err := validateRunAs(o.RunAs, o.CodexHome); err != nil {
+			return err
+		}
 	case KindPython:
 		key, allowed = "env", []string{"runnable", "all"}
 	case KindNode:
@@ -240,6 +254,22 @@ func (t TargetConfig) validate() error {
 	}
 	if o.Runnable != "" && o.All {
 		return invalidf("options.runnable and options.all exclude each other")
+	}
+	return nil
+}
+
+// validateRunAs checks a codex target's run_as and codex_home.
+func validateRunAs(runAs, codexHome string) error {
+	if runAs != "" {
+		if err := checkName("options.run_as", runAs); err != nil {
+			return err
+		}
+		if n, err := strconv.ParseUint(runAs, 10, 32); runAs == "root" || err == nil && n == 0 {
+			return invalidf("options.run_as %q is root: the Codex probe starts the agent and its MCP servers, never as root", runAs)
+		}
+	}
+	if codexHome != "" && !filepath.IsAbs(codexHome) {
+		return invalidf("options.codex_home %q is not an absolute path", codexHome)
 	}
 	return nil
 }

@@ -159,6 +159,10 @@ func same(before, after snapshot.Data) bool {
 // Render formats the result as RuntimeTruth's human diff: one upper-case
 // section per changed kind, a blank line between sections, and
 // "No runtime changes." when nothing changed. There is no trailing newline.
+// Field names and values are printed as they are, except that characters
+// that are not graphic (control characters, terminal escapes, format
+// characters) are escaped (snapshot.Printable), so that a value cannot
+// forge lines or drive the terminal; RuntimeTruth prints them verbatim.
 func (r *Result) Render() string {
 	if r.Empty() {
 		return "No runtime changes."
@@ -177,7 +181,7 @@ func (r *Result) Render() string {
 		}
 		for _, f := range c.Fields {
 			sb.WriteString("\n  ")
-			sb.WriteString(f.Field)
+			sb.WriteString(snapshot.Printable(f.Field))
 			sb.WriteString(": ")
 			sb.WriteString(render(f.Before, f.HasBefore))
 			sb.WriteString(" -> ")
@@ -191,5 +195,5 @@ func render(v snapshot.Value, present bool) string {
 	if !present {
 		return "<missing>"
 	}
-	return v.String()
+	return snapshot.Printable(v.String())
 }

@@ -1,10 +1,11 @@
 // Package buspolicy is the one statement of what each runtimetruth service
 // may do on NATS: the subjects it may publish to and subscribe to, and
-// whether it answers requests. Deployments give each service a NATS user
-// with exactly these permissions (ServerConfig renders them as a
-// nats-server authorization block), the tests run an embedded server with
-// them, and docs/security.md shows them (Markdown), so the three cannot
-// drift apart.
+// whether it answers requests, and the limits that hold whatever a
+// collector's credentials are used for. Deployments give each service a
+// NATS user with exactly these permissions (ServerConfig renders them,
+// with the limits, as nats-server configuration), the tests run an
+// embedded server with them, and docs/security.md shows them (Markdown),
+// so the three cannot drift apart.
 //
 // The grants follow the services' defaults: the verifier's durable
 // consumer "verifier", the attestor's request subject rt.ctl.attest, the
@@ -19,6 +20,16 @@
 // a consumer or a bucket; the services that create the topology at start
 // (verifier, auditor, attestor) may create and update only their streams,
 // consumers and buckets.
+//
+// Limits (limits.go): the server takes no message over MaxPayload (an event
+// at the codec's limits, and room for server-added headers). The
+// collectors, whose credentials sit on every inspected host, have an
+// account of their own (AccountCollectors) with no JetStream storage
+// (CollectorJetStream): it can create no stream, and so no consumer, that
+// would take the server's storage from the pipeline, and it sees the
+// pipeline's account (AccountPipeline) only through the service imports of
+// the subjects collectors publish to and the export of their collect-now
+// requests, never its JetStream API.
 package buspolicy
 
 import (
@@ -201,7 +212,7 @@ func Roles() []Role {
 				{events.Prefix + ".collect.failed.>", "publish collection.failed"},
 			},
 			Subscribe: []Grant{
-				{events.Prefix + ".ctl.collect.>", "collect-now requests on `rt.ctl.collect.<host>`; replies through allow_responses"},
+				{CollectNowSubject, "collect-now requests on `rt.ctl.collect.<host>`; replies through allow_responses"},
 				{Inbox, "publish acknowledgements"},
 			},
 			Responds: true,

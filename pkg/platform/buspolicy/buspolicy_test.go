@@ -31,9 +31,16 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const admin = "admin"
 
-// runServer starts a JetStream server from the rendered authorization
-// block (a user per service, named after it, password "<service>-pw"),
-// plus an unrestricted admin user standing for the operator's CLI.
+// intruder is a user of the collectors' account without permissions: a
+// collector credential whose permissions are wider than its role (a
+// misconfiguration, or a deployment's own account tooling), against which
+// only the account's limits stand.
+const intruder = "intruder"
+
+// runServer starts a JetStream server from the rendered configuration (a
+// user per service, named after it, password "<service>-pw"), plus an
+// unrestricted admin user in the pipeline's account standing for the
+// operator's CLI and the intruder in the collectors'.
 func runServer(t *testing.T) string {
 	t.Helper()
 	users := map[string]string{}
@@ -45,9 +52,9 @@ func runServer(t *testing.T) string {
 	conf := fmt.Sprintf("host: 127.0.0.1\nport: -1\njetstream { store_dir: %q }\n", t.TempDir()) + buspolicy.ServerConfig(users)
 	require.NoError(t, os.WriteFile(path, []byte(conf), 0o600))
 	opts, err := server.ProcessConfigFile(path)
-	require.NoError(t, err, "the rendered block is valid nats-server configuration")
+	require.NoError(t, err, "the rendered configuration is valid nats-server configuration")
 	opts.NoLog, opts.NoSigs, opts.ServerName = true, true, "policy"
-	opts.MaxPayload = 1 << 20
+	assert.Equal(t, int32(buspolicy.MaxPayload), opts.MaxPayload, "max_payload")
 	require.Len(t, opts.Users, len(buspolicy.Roles()))
 	for _, u := range opts.Users {
 		r, ok := buspolicy.Lookup(u.Username)
@@ -55,8 +62,18 @@ func runServer(t *testing.T) string {
 		assert.Equal(t, r.PublishSubjects(), u.Permissions.Publish.Allow, "%s publish", r.Service)
 		assert.Equal(t, r.SubscribeSubjects(), u.Permissions.Subscribe.Allow, "%s subscribe", r.Service)
 		assert.Equal(t, r.Responds, u.Permissions.Response != nil, "%s responses", r.Service)
+		require.NotNil(t, u.Account, "%s has an account", r.Service)
+		assert.Equal(t, buspolicy.AccountOf(r.Service), u.Account.Name, "%s account", r.Service)
 	}
-	opts.Users = append(opts.Users, &server.User{Username: admin, Password: admin + "-pw"})
+	accounts := map[string]*server.Account{}
+	for _, a := range opts.Accounts {
+		accounts[a.Name] = a
+	}
+	require.Contains(t, accounts, buspolicy.AccountPipeline)
+	require.Contains(t, accounts, buspolicy.AccountCollectors)
+	opts.Users = append(opts.Users,
+		&server.User{Username: admin, Password: admin + "-pw", Account: accounts[buspolicy.AccountPipeline]},
+		&server.User{Username: intruder, Password: intruder + "-pw", Account: accounts[buspolicy.AccountCollectors]})
 	_, url := natstest.Run(t, opts)
 	return url
 }

@@ -21,6 +21,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -66,8 +67,25 @@ type Store struct {
 	qid     string // prefix of the query ids of the inserts
 }
 
+// CheckDSN reports whether Open can use dsn: it parses and names a plain
+// database identifier (or none: default). It connects nowhere, and its
+// error does not repeat the DSN (which may hold a password).
+func CheckDSN(dsn string) error {
+	o, err := clickhouse.ParseDSN(dsn)
+	if err != nil {
+		return errors.New("clickhouse dsn does not parse (want clickhouse://user:password@host:9000/database)")
+	}
+	if db := o.Auth.Database; db != "" && !identifier(db) {
+		return fmt.Errorf("clickhouse database %q is not a plain identifier", db)
+	}
+	return nil
+}
+
 // Open connects and checks the server answers. It does not migrate.
 func Open(ctx context.Context, opts Options) (*Store, error) {
+	if err := CheckDSN(opts.DSN); err != nil {
+		return nil, err
+	}
 	o, err := clickhouse.ParseDSN(opts.DSN)
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse dsn: %w", err)
@@ -100,6 +118,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		opts.PartStreams = MaxPartStreams
 	}
 	o.MaxOpenConns = max(o.MaxOpenConns, opts.PartStreams+2)
+	// A connection keeps the buffer of its largest block otherwise: an
+	// insert of a batch of large events would stay resident in every idle
+	// connection.
+	o.FreeBufOnConnRelease = true
 	o.Logger = opts.Logger
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

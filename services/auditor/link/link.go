@@ -285,9 +285,11 @@ func prepare(chainName string, ev jsontree.Value) (Prepared, error) {
 	return p, err
 }
 
-// maxPooled bounds the buffers kept for reuse: an event is at most a
-// message (1 MiB) and what the auditor adds to it.
-const maxPooled = 2 << 20
+// maxPooled bounds the buffers kept for reuse: the events of most messages
+// (a few KiB) fit; the buffer of a large one (up to 1 MiB and what the
+// auditor adds to it) is left to the garbage collector rather than kept,
+// one per core, after a burst of large events.
+const maxPooled = 64 << 10
 
 // buffers holds scratch buffers for canonical forms and hash bodies.
 var buffers = sync.Pool{New: func() any { return new([]byte) }}

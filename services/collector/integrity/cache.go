@@ -50,6 +50,7 @@ type cachedList struct {
 	extra  int
 	paths  []string // files' paths as hashed (Dir "" + Rel)
 	wants  []Digest
+	sizes  []int64 // File.wantSize
 	labels []string
 }
 
@@ -223,7 +224,7 @@ func (c *Cache) List(path string, src SourceStat, dir string) (*List, bool) {
 	out := &List{Files: make([]File, len(l.paths)), Labels: l.labels, Extra: l.extra}
 	for i := range out.Files {
 		f := &out.Files[i]
-		f.Rel, f.Want = l.paths[i], l.wants[i]
+		f.Rel, f.Want, f.wantSize = l.paths[i], l.wants[i], l.sizes[i]
 		f.Dir, f.Rel = splitDir(dir, f.Rel)
 	}
 	return out, true
@@ -267,11 +268,11 @@ func (c *Cache) PutList(path string, src SourceStat, l *List) {
 	if c == nil || !src.ok || l.cached != nil || len(l.Labels) != len(l.Files) {
 		return
 	}
-	cl := &cachedList{key: src.key, gen: c.gen, extra: l.Extra,
-		paths: make([]string, len(l.Files)), wants: make([]Digest, len(l.Files)), labels: l.Labels}
+	cl := &cachedList{key: src.key, gen: c.gen, extra: l.Extra, paths: make([]string, len(l.Files)),
+		wants: make([]Digest, len(l.Files)), sizes: make([]int64, len(l.Files)), labels: l.Labels}
 	for i := range l.Files {
 		f := &l.Files[i]
-		cl.paths[i], cl.wants[i] = f.Path(), f.Want
+		cl.paths[i], cl.wants[i], cl.sizes[i] = f.Path(), f.Want, f.wantSize
 	}
 	c.mu.Lock()
 	if c.lists == nil {
@@ -419,14 +420,14 @@ func (c *Cache) merged() (map[string]*cacheEntry, map[string]*cachedList) {
 				continue
 			}
 			vl := &v.lists[li]
-			l := &cachedList{key: vl.key, gen: vl.gen, extra: vl.extra,
-				paths: make([]string, vl.n), wants: make([]Digest, vl.n), labels: make([]string, vl.n)}
+			l := &cachedList{key: vl.key, gen: vl.gen, extra: vl.extra, paths: make([]string, vl.n),
+				wants: make([]Digest, vl.n), sizes: make([]int64, vl.n), labels: make([]string, vl.n)}
 			if g := c.listGen[li]; g != 0 {
 				l.gen = g
 			}
 			for j := range vl.n {
 				v.file(vl, j, &lf)
-				l.paths[j], l.labels[j] = bytesString(lf.path), bytesString(lf.label)
+				l.paths[j], l.labels[j], l.sizes[j] = bytesString(lf.path), bytesString(lf.label), lf.size
 				readDigest(v.data[lf.want:], &l.wants[j])
 			}
 			lists[name] = l
@@ -486,7 +487,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 const (
 	cacheMagic   = "RTIC"
-	cacheVersion = 2
+	cacheVersion = 3
 	noIndex      = math.MaxUint32
 	noOffset     = math.MaxUint16
 )
@@ -580,6 +581,7 @@ func encode(entries map[string]*cacheEntry, lists map[string]*cachedList) []byte
 				enc.str(p)
 			}
 			enc.digest(&l.wants[i])
+			enc.u64(uint64(l.sizes[i]))
 			if lab := l.labels[i]; strings.HasSuffix(p, lab) && len(p)-len(lab) < noOffset {
 				enc.u16(uint16(len(p) - len(lab)))
 			} else {

@@ -9,7 +9,8 @@
 //
 //   - Hasher, a pool of workers that hash a slice of Files in place, each
 //     file read once with a per-worker buffer and hash state, so that the
-//     per-file path does not allocate;
+//     per-file path does not allocate, and a file whose size is not its
+//     known-good size (File.SetWantSize) not read at all;
 //   - Cache, a stat cache keyed on (device, inode, size, mtime, ctime,
 //     mode) that lets a check skip re-hashing unchanged files, with a full
 //     re-hash forced every FullEvery checks and on demand. The cache file
@@ -50,7 +51,7 @@
 //
 // # Cache file format
 //
-// Little-endian, version 2: the magic "RTIC", uint32 version, uint64 entry
+// Little-endian, version 3: the magic "RTIC", uint32 version, uint64 entry
 // count, then per entry (in strictly increasing byte order of path, which
 // lookups rely on: a file out of order is damaged): the path (uint32
 // length and bytes), the status it was hashed under (uint64 dev, inode,
@@ -60,7 +61,8 @@
 // list count and per parsed baseline (a RECORD): its path, its status,
 // generation, uint32 extra count, uint32 file count and per file the
 // index of its entry (or 0xffffffff and the path), the known-good digest
-// (algorithm, length, bytes) and its label (uint16 offset into the path,
+// (algorithm, length, bytes), uint64 known-good size plus one (0 when
+// unknown) and its label (uint16 offset into the path,
 // or 0xffff and the label). Last, the CRC-32C (Castagnoli) of everything
 // before it, which detects a torn or damaged file.
 package integrity

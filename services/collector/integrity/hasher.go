@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"hash"
+	"math"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -31,6 +32,10 @@ const (
 	FileNotRegular
 	// FileError means the file could not be read; Err says why.
 	FileError
+	// FileWrongSize means the file is a regular file whose size is not
+	// its known-good size (File.SetWantSize): it was not read, and Size
+	// is the size found.
+	FileWrongSize
 )
 
 func (s FileState) String() string {
@@ -47,11 +52,14 @@ func (s FileState) String() string {
 		return "not a regular file"
 	case FileError:
 		return "error"
+	case FileWrongSize:
+		return "wrong size"
 	}
 	return "state(?)"
 }
 
-// File is one file to check. The caller sets Dir, Rel and Want; Hasher.Run
+// File is one file to check. The caller sets Dir, Rel and Want, and the
+// known-good size with SetWantSize when the baseline gives it; Hasher.Run
 // fills in the rest.
 type File struct {
 	// Dir is the directory Rel is relative to.
@@ -72,6 +80,9 @@ type File struct {
 	Cached  bool
 	fresh   bool // the observed digest was computed by this check
 	gotWant bool // the observed digest is Want (got is nil)
+
+	// wantSize is the known-good size plus one; 0 when it is unknown.
+	wantSize int64
 
 	// Size is the observed size in bytes.
 	Size int64
@@ -114,6 +125,26 @@ func (f *File) setGot(d *Digest) {
 	f.gotWant, f.got = false, &c
 }
 
+// SetWantSize records n, the file's known-good size in bytes (the size
+// column of a RECORD row). Run then reports a regular file of any other
+// size as FileWrongSize without reading it: content of another size
+// cannot have the known-good digest, so a huge file put in place of a
+// small one costs a stat, not a read. A negative n (or math.MaxInt64)
+// leaves the size unknown: every regular file is read.
+func (f *File) SetWantSize(n int64) {
+	f.wantSize = 0
+	if n >= 0 && n < math.MaxInt64 {
+		f.wantSize = n + 1
+	}
+}
+
+// WantSize returns the known-good size SetWantSize recorded; ok is false
+// when it is unknown.
+func (f *File) WantSize() (n int64, ok bool) { return f.wantSize - 1, f.wantSize > 0 }
+
+// sizeMismatch reports whether the known-good size is known and not size.
+func (f *File) sizeMismatch(size int64) bool { return f.wantSize > 0 && size != f.wantSize-1 }
+
 // Path returns Dir and Rel joined the way Run opens them.
 func (f *File) Path() string {
 	var p sysfile.Path
@@ -152,12 +183,15 @@ var ErrOutsideRoot = sysfile.ErrEscape
 // batch is how many files a worker claims at a time.
 const batch = 16
 
-// Run checks every file in files, in place. With a cache that is not
-// forcing a full re-hash, a file whose status (device, inode, size, mtime,
-// ctime, mode) matches its cache entry for the same algorithm takes the
-// cached digest after a single lstat; every other file is opened (never
-// through a final symbolic link), its status taken from the open file and
-// its content read once, up to the size that status reports. Run returns
+// Run checks every file in files, in place. A regular file whose size is
+// not its known-good size (SetWantSize) is FileWrongSize, found by its
+// lstat (with a cache) or the status of the open file, and never read.
+// With a cache that is not forcing a full re-hash, a file whose status
+// (device, inode, size, mtime, ctime, mode) matches its cache entry for
+// the same algorithm takes the cached digest after a single lstat; every
+// other file is opened (never through a final symbolic link), its status
+// taken from the open file and its content read once, up to the size that
+// status reports. Run returns
 // early with ctx's error when ctx ends; files not reached stay FilePending.
 // When reading c's mapped file faults (ErrCacheFault), Run stops and
 // returns that error: the files' states are then incomplete. Run does not
@@ -550,6 +584,10 @@ func (w *worker) checkEntry(f *File, ref entryRef, linked bool) {
 			w.irregular(f)
 			return
 		}
+		if f.sizeMismatch(w.st.Size) {
+			w.wrongSize(f)
+			return
+		}
 		if !linked {
 			w.full.Set(f.Dir, f.Rel)
 			ref = w.cache.lookup(w.full.Bytes())
@@ -583,6 +621,10 @@ func (w *worker) read(f *File, fd sysfile.File, algo Algorithm) {
 		w.irregular(f)
 		return
 	}
+	if f.sizeMismatch(w.st.Size) {
+		w.wrongSize(f)
+		return
+	}
 	h := w.hashes[algo]
 	if h == nil {
 		h = algo.New()
@@ -610,6 +652,10 @@ func (w *worker) read(f *File, fd sysfile.File, algo Algorithm) {
 	f.State, f.Size = FileHashed, total
 	f.key, f.fresh = keyOf(&w.st), true
 }
+
+// wrongSize records that f, a regular file of w.st's size, is not of its
+// known-good size.
+func (w *worker) wrongSize(f *File) { f.State, f.Size = FileWrongSize, w.st.Size }
 
 func (w *worker) irregular(f *File) {
 	f.Size = w.st.Size

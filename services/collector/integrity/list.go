@@ -122,11 +122,12 @@ func (l *List) Stats() (hashed, cached int) {
 	return hashed, cached
 }
 
-// fill sets f's Dir, Rel and Want from the file record lf. Rel is read
-// from the view: copy it before it outlives the check.
+// fill sets f's Dir, Rel, Want and known-good size from the file record
+// lf. Rel is read from the view: copy it before it outlives the check.
 func (r *listRun) fill(f *File, lf *listFile) {
 	f.Dir, f.Rel = splitDir(r.dir, bytesString(lf.path))
 	readDigest(r.view.data[lf.want:], &f.Want)
+	f.wantSize = lf.size
 }
 
 // keep records f, checked as file i, as not OK.

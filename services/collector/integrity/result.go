@@ -69,8 +69,9 @@ type ChangeKind string
 
 // The change kinds.
 const (
-	// ChangeModified means the content differs (or the path is now a
-	// symbolic link, directory or other non-regular file).
+	// ChangeModified means the content differs (or its size, which then
+	// was not read, or the path is now a symbolic link, directory or other
+	// non-regular file).
 	ChangeModified ChangeKind = "modified"
 	// ChangeMissing means a listed file no longer exists.
 	ChangeMissing ChangeKind = "missing"
@@ -92,8 +93,9 @@ type Change struct {
 	Actual ChangeKind `json:"actual,omitempty"`
 	// Reason is the allowlist reason of an expected change.
 	Reason string `json:"reason,omitempty"`
-	// Observed is what is on disk now: "<algorithm>:<hex>", "symlink",
-	// "not a regular file", or "" when missing.
+	// Observed is what is on disk now: "<algorithm>:<hex>", "size:<bytes>"
+	// (a file not of its known-good size, not read), "symlink", "not a
+	// regular file", or "" when missing.
 	Observed string `json:"observed,omitempty"`
 
 	abs string // absolute path, for absolute allowlist patterns
@@ -188,7 +190,10 @@ func (r *Result) ChangedAt() int64 {
 //	path "\x00" kind "\x00" observed "\n"
 //
 // so it is stable across checks while the same files stay changed the
-// same way, and any further edit (or reverting one file) yields a new one.
+// same way, and any further edit (or reverting one file) yields a new one;
+// except that a file not of its known-good size is observed by its size
+// alone (it is not read), so an edit that keeps that wrong size is the
+// same change.
 func (r *Result) Finish(allow *Allowlist) {
 	sort.Slice(r.Changes, func(i, j int) bool {
 		if r.Changes[i].Path != r.Changes[j].Path {
@@ -263,6 +268,8 @@ func changeFor(f *File, path string) (Change, bool) {
 		return Change{Path: path, Kind: ChangeModified, Observed: "symlink"}, true
 	case FileNotRegular:
 		return Change{Path: path, Kind: ChangeModified, Observed: "not a regular file"}, true
+	case FileWrongSize:
+		return Change{Path: path, Kind: ChangeModified, Observed: "size:" + strconv.FormatInt(f.Size, 10)}, true
 	}
 	return Change{}, false
 }

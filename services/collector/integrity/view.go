@@ -203,7 +203,8 @@ func (v *view) list(name string) int {
 type listFile struct {
 	entry int // index of the file's entry, or -1
 	path  []byte
-	want  int // offset of the known-good digest
+	want  int   // offset of the known-good digest
+	size  int64 // the known-good size as File.wantSize keeps it
 	label []byte
 }
 
@@ -215,10 +216,10 @@ func (v *view) file(l *viewList, j int, out *listFile) {
 }
 
 // readFile reads the file record at d's position into out: its entry
-// index (or its own path), its known-good digest and its label (an offset
-// into the path, or its own string). It returns why the record is
-// damaged ("" when it is not): an entry index or label offset out of
-// bounds, or a record cut short.
+// index (or its own path), its known-good digest and size, and its label
+// (an offset into the path, or its own string). It returns why the record
+// is damaged ("" when it is not): an entry index, size or label offset
+// out of bounds, or a record cut short.
 func (v *view) readFile(d *decoder, out *listFile) string {
 	out.entry = -1
 	if idx := d.u32(); idx != noIndex {
@@ -231,6 +232,9 @@ func (v *view) readFile(d *decoder, out *listFile) string {
 	}
 	out.want = d.r
 	d.digest()
+	if out.size = int64(d.u64()); out.size < 0 {
+		return "bad size"
+	}
 	if off := d.u16(); off != noOffset {
 		if int(off) > len(out.path) {
 			return "bad label"

@@ -33,7 +33,7 @@ func sampleCache(t testing.TB, n int) (map[string]*cacheEntry, map[string]*cache
 	lists := map[string]*cachedList{}
 	for k := range 3 {
 		l := &cachedList{key: statKey{dev: 1, ino: uint64(900 + k), size: 10, mode: 0o100644}, gen: uint64(k), extra: k,
-			paths: []string{}, wants: []Digest{}, labels: []string{}}
+			paths: []string{}, wants: []Digest{}, sizes: []int64{}, labels: []string{}}
 		for i := k; i < n+2; i += 2 {
 			p := "/site/pkg/f" + strconv.Itoa(i) + ".py" // past n: not an entry
 			var d Digest
@@ -42,7 +42,12 @@ func sampleCache(t testing.TB, n int) (map[string]*cacheEntry, map[string]*cache
 			if i%5 == 0 {
 				label = "../elsewhere/" + strconv.Itoa(i)
 			}
+			var f File
+			if i%3 != 0 { // the others' size is unknown
+				f.SetWantSize(int64(i) << 30)
+			}
 			l.paths, l.wants, l.labels = append(l.paths, p), append(l.wants, d), append(l.labels, label)
+			l.sizes = append(l.sizes, f.wantSize)
 		}
 		lists["/site/pkg-"+strconv.Itoa(k)+".dist-info/RECORD"] = l
 	}
@@ -110,6 +115,7 @@ func equalCaches(t testing.TB, we map[string]*cacheEntry, wl map[string]*cachedL
 		require.Equal(t, l.extra, g.extra, k)
 		require.Equal(t, l.paths, g.paths, k)
 		require.Equal(t, l.wants, g.wants, k)
+		require.Equal(t, l.sizes, g.sizes, k)
 		require.Equal(t, l.labels, g.labels, k)
 	}
 }
@@ -150,6 +156,11 @@ func TestViewRejectsDamage(t *testing.T) {
 		_, err := parseView(b)
 		assert.ErrorIs(t, err, ErrCorruptState, name)
 	}
+	for _, l := range lists {
+		l.sizes[0] = -1 // a known-good size past MaxInt64
+	}
+	_, err := parseView(encode(entries, lists))
+	assert.ErrorIs(t, err, ErrCorruptState, "size")
 }
 
 // FuzzCacheView checks that parseView rejects or fully indexes any input:

@@ -131,7 +131,7 @@ statement, which cosign verify-blob-attestation also verifies.
 			if err := writeOutputs(stmtPath, stmt, bundlePath, signed.Bundle); err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(c.OutOrStdout(), "BASELINE: %s\nSTATEMENT: %s\nBUNDLE: %s\n", digest, stmtPath, bundlePath)
+			_, err = fmt.Fprintf(c.OutOrStdout(), "BASELINE: %s\nSTATEMENT: %s\nBUNDLE: %s\n", digest, printable(stmtPath), printable(bundlePath))
 			return err
 		},
 	}
@@ -146,15 +146,6 @@ statement, which cosign verify-blob-attestation also verifies.
 	f.StringVar(&rootPath, "trusted-root", "", "keyless: verify the new bundle against this trusted root `FILE` before writing it")
 	f.DurationVar(&timeout, "timeout", 30*time.Second, "keyless: deadline of each request to Fulcio, Rekor and the timestamp authority")
 	return c
-}
-
-// readFile reads a named file of at most limit bytes; unlike a snapshot,
-// it cannot be standard input.
-func readFile(path string, limit int64) ([]byte, error) {
-	if path == "-" {
-		return nil, errors.New("standard input is not accepted here; name a file")
-	}
-	return readLimited(path, nil, limit)
 }
 
 // sameFile reports whether two paths name the same file, existing or not.
@@ -183,7 +174,7 @@ func keySigner(path string) (attestation.Signer, error) {
 
 func keylessSigner(cfg attestation.KeylessConfig, rootPath, tokenFile string) (attestation.Signer, error) {
 	if rootPath != "" {
-		tr, err := attestation.LoadTrustedRoot(rootPath)
+		tr, err := loadTrustedRoot(rootPath)
 		if err != nil {
 			return nil, err
 		}
@@ -369,15 +360,7 @@ func trustedRoot(path string) (root.TrustedMaterial, error) {
 		}
 		return tr, nil
 	}
-	data, err := readFile(path, maxRootSize)
-	if err != nil {
-		return nil, fmt.Errorf("could not read trusted root %s: %w", snapshot.Quote(path), err)
-	}
-	tr, err := root.NewTrustedRootFromJSON(data)
-	if err != nil {
-		return nil, fmt.Errorf("trusted root %s: %w", snapshot.Quote(path), err)
-	}
-	return tr, nil
+	return loadTrustedRoot(path)
 }
 
 // printAttestedVerdict prints what was verified, then the runtime verdict:
@@ -408,7 +391,7 @@ func printAttestedVerdict(w io.Writer, res *attestation.Result, p attestation.Po
 	var b strings.Builder
 	b.WriteString("IDENTITY: VERIFIED\n")
 	if p.Keyless() {
-		fmt.Fprintf(&b, "  certificate_identity: %s\n  oidc_issuer: %s\n", res.Identity, res.Issuer)
+		fmt.Fprintf(&b, "  certificate_identity: %s\n  oidc_issuer: %s\n", printable(res.Identity), printable(res.Issuer))
 	} else {
 		fmt.Fprintf(&b, "  public_key: %s\n", keyFingerprint(p))
 	}

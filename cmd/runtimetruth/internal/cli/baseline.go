@@ -8,12 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
@@ -21,6 +18,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/services/attestor"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
 )
@@ -162,7 +160,7 @@ kept.`,
 			tw := tabwriter.NewWriter(c.OutOrStdout(), 2, 4, 2, ' ', 0)
 			_, _ = fmt.Fprintln(tw, "TARGET\tDIGEST\tPROTECT\tAPPROVED")
 			for _, b := range bs {
-				_, _ = fmt.Fprintf(tw, "%s\t%s\t%d selector(s)\t%s by %s\n", b.Target, b.Digest, len(b.Protect), b.ApprovedAt.Format("2006-01-02 15:04:05Z07:00"), b.ApprovedBy)
+				_, _ = fmt.Fprintf(tw, "%s\t%s\t%d selector(s)\t%s by %s\n", printable(b.Target.String()), printable(b.Digest), len(b.Protect), b.ApprovedAt.Format("2006-01-02 15:04:05Z07:00"), printable(b.ApprovedBy))
 			}
 			return tw.Flush()
 		},
@@ -176,7 +174,7 @@ kept.`,
 			if err := s.baselines.Delete(c.Context(), s.target, by); err != nil {
 				return err
 			}
-			_, err := fmt.Fprintf(c.OutOrStdout(), "REMOVED: %s\n", s.target)
+			_, err := fmt.Fprintf(c.OutOrStdout(), "REMOVED: %s\n", printable(s.target.String()))
 			return err
 		}),
 	}
@@ -210,12 +208,12 @@ func requiredIdentity(identity, issuer string) (*verifier.Identity, error) {
 // printBaseline prints what baseline approve or put stored.
 func printBaseline(w io.Writer, verb string, b *verifier.Baseline) error {
 	var out strings.Builder
-	fmt.Fprintf(&out, "%s: %s\n  digest: %s\n", verb, b.Target, b.Digest)
+	fmt.Fprintf(&out, "%s: %s\n  digest: %s\n", verb, printable(b.Target.String()), printable(b.Digest))
 	if b.Host != "" {
-		fmt.Fprintf(&out, "  host: %s\n", b.Host)
+		fmt.Fprintf(&out, "  host: %s\n", printable(b.Host))
 	}
 	if id := b.RequiredIdentity; id != nil {
-		fmt.Fprintf(&out, "  required_identity: %s (issuer %s)\n", id.Identity, id.Issuer)
+		fmt.Fprintf(&out, "  required_identity: %s (issuer %s)\n", printable(id.Identity), printable(id.Issuer))
 	}
 	_, err := io.WriteString(w, out.String())
 	return err
@@ -344,13 +342,13 @@ prints runtimetruth: error: ... and exits 1.`,
 				})
 			}
 			var b strings.Builder
-			fmt.Fprintf(&b, "SIGNED: %s\n  digest: %s\n", rep.Target, rep.BaselineDigest)
+			fmt.Fprintf(&b, "SIGNED: %s\n  digest: %s\n", printable(rep.Target.String()), printable(rep.BaselineDigest))
 			if rep.KeyHint != "" {
-				fmt.Fprintf(&b, "  key_hint: %s\n", rep.KeyHint)
+				fmt.Fprintf(&b, "  key_hint: %s\n", printable(rep.KeyHint))
 			} else {
-				fmt.Fprintf(&b, "  certificate_identity: %s\n  oidc_issuer: %s\n", rep.CertificateIdentity, rep.OIDCIssuer)
+				fmt.Fprintf(&b, "  certificate_identity: %s\n  oidc_issuer: %s\n", printable(rep.CertificateIdentity), printable(rep.OIDCIssuer))
 			}
-			fmt.Fprintf(&b, "  stored: bucket %s, key %s, revision %d\n", topology.BucketBaselines, rep.Key, rep.Revision)
+			fmt.Fprintf(&b, "  stored: bucket %s, key %s, revision %d\n", topology.BucketBaselines, printable(rep.Key), rep.Revision)
 			_, err = io.WriteString(c.OutOrStdout(), b.String())
 			return err
 		}),
@@ -396,7 +394,7 @@ func newStatusCmd() *cobra.Command {
 			tw := tabwriter.NewWriter(c.OutOrStdout(), 2, 4, 2, ' ', 0)
 			_, _ = fmt.Fprintln(tw, "STATUS\tHOST\tTARGET\tWHEN\tDETAIL")
 			for _, r := range recs {
-				_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", statusWord(r.Verdict.Status), r.Verdict.Host, r.Verdict.Target, r.Time.Format("15:04:05"), verdictDetail(r.Verdict))
+				_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", statusWord(r.Verdict.Status), printable(r.Verdict.Host), printable(r.Verdict.Target.String()), r.Time.Format("15:04:05"), verdictDetail(r.Verdict))
 			}
 			return tw.Flush()
 		},
@@ -437,22 +435,7 @@ func verdictDetail(v events.Verdict) string {
 	return ""
 }
 
-// printable is s with every character that is not graphic escaped as Go
-// writes it in a rune literal (\x1b, \n, \u2028; an invalid byte \xff).
-func printable(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case unicode.IsGraphic(r):
-			b.WriteString(s[i : i+size])
-		default:
-			q := strconv.QuoteRuneToGraphic(r)
-			b.WriteString(q[1 : len(q)-1])
-		}
-		i += size
-	}
-	return b.String()
-}
+// printable is s safe to print in human output: snapshot.Printable, every
+// character that is not graphic escaped as Go writes it in a rune literal
+// (\x1b, \n, \u2028; an invalid byte \xff), anything else unchanged.
+func printable(s string) string { return snapshot.Printable(s) }

@@ -38,7 +38,9 @@ func Run(ctx context.Context, streams IO, version string, args []string) int {
 		return ExitDrift
 	default:
 		// The exit code reports the failure even if stderr is gone.
-		_, _ = fmt.Fprintf(streams.Err, "runtimetruth: error: %v\n", err)
+		// One line, escaped: an error may quote what a file or the
+		// network said.
+		_, _ = fmt.Fprintf(streams.Err, "runtimetruth: error: %s\n", printable(err.Error()))
 		return ExitError
 	}
 }

@@ -53,7 +53,7 @@ func (g *gate) register(c *cobra.Command) {
 func (g *gate) selectors() ([]diff.Selector, error) {
 	var fromPolicy []string
 	if g.policyFile != "" {
-		p, err := policy.Load(g.policyFile)
+		p, err := loadPolicy(g.policyFile)
 		if err != nil {
 			return nil, err
 		}

@@ -4,8 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"syscall"
 
+	"github.com/sigstore/sigstore-go/pkg/root"
+
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/policy"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 )
 
@@ -23,29 +28,59 @@ func readSnapshot(path, role string, stdin io.Reader) (*snapshot.Snapshot, error
 	return s, nil
 }
 
-var errTooLarge = errors.New("file too large")
+// Errors of readLimited, wrapped with the limit or the file's type.
+var (
+	errTooLarge   = errors.New("file too large")
+	errNotRegular = errors.New("not a regular file")
+)
 
-// readLimited reads at most limit bytes, refusing larger inputs without
-// reading them whole.
-func readLimited(path string, stdin io.Reader, limit int64) ([]byte, error) {
-	var r io.Reader
+// readFile reads a named file of at most limit bytes; unlike a snapshot,
+// it cannot be standard input.
+func readFile(path string, limit int64) ([]byte, error) {
 	if path == "-" {
-		r = stdin
-	} else {
-		f, err := os.Open(path)
-		if err != nil {
-			var pe *os.PathError
-			if errors.As(err, &pe) {
-				return nil, pe.Err
-			}
-			return nil, err
-		}
-		defer func() { _ = f.Close() }() // opened read-only: closing cannot lose data
-		if fi, err := f.Stat(); err == nil && fi.IsDir() {
-			return nil, errors.New("is a directory")
-		}
-		r = f
+		return nil, errors.New("standard input is not accepted here; name a file")
 	}
+	return readLimited(path, nil, limit)
+}
+
+// readLimited reads the file a command line names ("-" is stdin, when
+// stdin is not nil), at most limit bytes. A file must be a regular file:
+// it is opened without blocking (O_NONBLOCK, so a FIFO with no writer does
+// not hang the command) and refused on its fstat unless regular, so a
+// FIFO, a device such as /dev/zero, a socket or a directory is an error at
+// once, before anything is read. A file over limit bytes is refused
+// unread, one that grows past it while read is refused too. A symbolic
+// link is followed: the path is the user's own choice.
+func readLimited(path string, stdin io.Reader, limit int64) ([]byte, error) {
+	if path == "-" && stdin != nil {
+		return readAtMost(stdin, limit)
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return nil, pe.Err
+		}
+		return nil, err
+	}
+	defer func() { _ = f.Close() }() // opened read-only: closing cannot lose data
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	switch m := fi.Mode(); {
+	case m.IsDir():
+		return nil, errors.New("is a directory")
+	case !m.IsRegular():
+		return nil, fmt.Errorf("%w (%s)", errNotRegular, fileType(m))
+	case fi.Size() > limit:
+		return nil, fmt.Errorf("%w: %d bytes (limit %d bytes)", errTooLarge, fi.Size(), limit)
+	}
+	return readAtMost(f, limit)
+}
+
+// readAtMost reads r to its end, refusing more than limit bytes.
+func readAtMost(r io.Reader, limit int64) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil {
 		return nil, err
@@ -54,6 +89,51 @@ func readLimited(path string, stdin io.Reader, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("%w (limit %d bytes)", errTooLarge, limit)
 	}
 	return data, nil
+}
+
+// fileType names the type of a file that is not regular.
+func fileType(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	}
+	return "mode " + m.Type().String()
+}
+
+// loadPolicy reads and validates the policy file at path, as policy.Load
+// does, through readFile: a FIFO or device is refused, never waited on.
+func loadPolicy(path string) (*policy.Policy, error) {
+	data, err := readFile(path, policy.MaxSize)
+	switch {
+	case errors.Is(err, errTooLarge):
+		return nil, fmt.Errorf("invalid policy %s: larger than %d bytes", snapshot.Quote(path), policy.MaxSize)
+	case err != nil:
+		return nil, fmt.Errorf("could not read policy %s: %w", snapshot.Quote(path), err)
+	}
+	p, err := policy.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("invalid policy %s: %w", snapshot.Quote(path), err)
+	}
+	return p, nil
+}
+
+// loadTrustedRoot reads a Sigstore trusted root file (trusted_root.json).
+func loadTrustedRoot(path string) (*root.TrustedRoot, error) {
+	data, err := readFile(path, maxRootSize)
+	if err != nil {
+		return nil, fmt.Errorf("could not read trusted root %s: %w", snapshot.Quote(path), err)
+	}
+	tr, err := root.NewTrustedRootFromJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("trusted root %s: %w", snapshot.Quote(path), err)
+	}
+	return tr, nil
 }
 
 // writeSnapshot prints a snapshot followed by a newline.

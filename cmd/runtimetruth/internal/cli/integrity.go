@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
-	"github.com/runtimetruth/runtimetruth/pkg/evidence/policy"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/services/collector/integrity"
 	"github.com/runtimetruth/runtimetruth/services/collector/integrity/modified"
@@ -95,7 +94,7 @@ func (f *integrityFlags) allowlist() (*integrity.Allowlist, error) {
 	if f.policy == "" {
 		return nil, nil
 	}
-	p, err := policy.Load(f.policy)
+	p, err := loadPolicy(f.policy)
 	if err != nil {
 		return nil, err
 	}
@@ -265,21 +264,26 @@ type integrityReport struct {
 func renderIntegrity(w io.Writer, rep *integrity.Report, withBaseline bool) error {
 	bw := bufio.NewWriter(w)
 	if rep.Skipped != "" {
-		_, _ = fmt.Fprintf(bw, "Nothing checked: %s\n", rep.Skipped)
+		_, _ = fmt.Fprintf(bw, "Nothing checked: %s\n", printable(rep.Skipped))
 		return bw.Flush()
 	}
+	// Names, versions, sources and paths come from the installed files:
+	// escaped, and measured escaped.
+	type row struct{ name, version, source string }
+	rows := make([]row, len(rep.Results))
 	nameW, verW, srcW := 4, 7, 6
-	for _, r := range rep.Results {
-		nameW, verW, srcW = max(nameW, len(r.Name)), max(verW, len(r.Version)), max(srcW, len(r.Source))
+	for i, r := range rep.Results {
+		rows[i] = row{printable(r.Name), printable(r.Version), printable(string(r.Source))}
+		nameW, verW, srcW = max(nameW, len(rows[i].name)), max(verW, len(rows[i].version)), max(srcW, len(rows[i].source))
 	}
-	for _, r := range rep.Results {
-		_, _ = fmt.Fprintf(bw, "  %-*s  %-*s  %-*s  ", nameW, r.Name, verW, r.Version, srcW, r.Source)
+	for i, r := range rep.Results {
+		_, _ = fmt.Fprintf(bw, "  %-*s  %-*s  %-*s  ", nameW, rows[i].name, verW, rows[i].version, srcW, rows[i].source)
 		if withBaseline {
 			_, _ = fmt.Fprintf(bw, "%-8s  ", r.Baseline)
 		}
-		_, _ = fmt.Fprintf(bw, "%-12s  %s\n", r.Status, filesColumn(&r))
+		_, _ = fmt.Fprintf(bw, "%-12s  %s\n", r.Status, printable(filesColumn(&r)))
 		for _, ch := range r.Changes {
-			_, _ = fmt.Fprintf(bw, "      %-8s %s\n", changeVerb(ch), ch.Path)
+			_, _ = fmt.Fprintf(bw, "      %-8s %s\n", printable(changeVerb(ch)), printable(ch.Path))
 		}
 	}
 	modifiedResults := rep.Modified()
@@ -297,13 +301,13 @@ func renderIntegrity(w io.Writer, rep *integrity.Report, withBaseline bool) erro
 		if len(modifiedResults) == 0 {
 			_, _ = bw.WriteString("\n")
 		}
-		_, _ = fmt.Fprintf(bw, "✗  %d %s could not be checked: %s\n", len(errResults), noun, rep.Summary())
+		_, _ = fmt.Fprintf(bw, "✗  %d %s could not be checked: %s\n", len(errResults), noun, printable(rep.Summary()))
 	}
 	if len(modifiedResults) == 0 && len(errResults) == 0 {
-		_, _ = fmt.Fprintf(bw, "\n✓  %s\n", rep.Summary())
+		_, _ = fmt.Fprintf(bw, "\n✓  %s\n", printable(rep.Summary()))
 	}
 	if rep.CacheError != "" {
-		_, _ = fmt.Fprintf(bw, "!  stat cache: %s\n", rep.CacheError)
+		_, _ = fmt.Fprintf(bw, "!  stat cache: %s\n", printable(rep.CacheError))
 	}
 	return bw.Flush()
 }
@@ -353,7 +357,7 @@ RUNTIMETRUTH_INTEGRITY=off skips the check.`,
 			}
 			if err := integrityCheck(c.Context(), c.ErrOrStderr(), &f, runnable); err != nil {
 				// Never block the run: report and carry on.
-				_, _ = fmt.Fprintf(c.ErrOrStderr(), "runtimetruth: warning: integrity check of %s failed: %v\n", runnable, err)
+				_, _ = fmt.Fprintf(c.ErrOrStderr(), "runtimetruth: warning: integrity check of %s failed: %s\n", printable(runnable), printable(err.Error()))
 			}
 			return nil
 		},
@@ -425,7 +429,7 @@ func warnModified(stderr io.Writer, runnable string, mods []integrity.Result) {
 		count = "1 installed file differs"
 	}
 	_, _ = fmt.Fprintf(stderr, "⚠  %s: %s from the package (%s): %s. This run is recorded as modified. Reinstall the package to restore it; \"runtimetruth integrity verify\" lists the changes.\n",
-		runnable, count, strings.Join(pkgs, ", "), strings.Join(files, ", "))
+		printable(runnable), count, printable(strings.Join(pkgs, ", ")), printable(strings.Join(files, ", ")))
 }
 
 // warnUnchecked prints one warning line for the packages that could not
@@ -444,7 +448,7 @@ func warnUnchecked(stderr io.Writer, runnable string, errs []integrity.Result) {
 		count = "1 installed package"
 	}
 	_, _ = fmt.Fprintf(stderr, "⚠  %s: %s could not be checked (%s). The run goes ahead unchecked for them; \"runtimetruth integrity verify\" shows why.\n",
-		runnable, count, strings.Join(why, "; "))
+		printable(runnable), count, printable(strings.Join(why, "; ")))
 }
 
 // runnableScope maps a runnable to the packages to check: for Python the
@@ -489,7 +493,7 @@ build, and list the file in package.json "files" if there is such a list.`,
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(c.OutOrStdout(), "wrote %s (%d files)\n", filepath.Join(dir, node.ManifestFile), len(m.Paths()))
+			_, err = fmt.Fprintf(c.OutOrStdout(), "wrote %s (%d files)\n", printable(filepath.Join(dir, node.ManifestFile)), len(m.Paths()))
 			return err
 		},
 	}

@@ -549,3 +549,40 @@ func TestDifferenceCapturedAtMustBeRFC3339(t *testing.T) {
 	r := run(t, "verify", ok, ok)
 	assert.Equal(t, 0, r.code, r.stderr)
 }
+
+// Human output escapes what is not graphic (control characters, terminal
+// escapes, format characters such as U+202E) in values, field names,
+// paths and error messages, as Go writes them in a rune literal; a value
+// without such characters prints exactly as RuntimeTruth prints it (the
+// TestRT_* tests above). RuntimeTruth prints str(value) verbatim, so a
+// snapshot value could clear the terminal or forge a "PASS" line under
+// the DRIFT header. --json is unchanged: JSON escapes them itself.
+func TestDifferenceHumanOutputEscapesControlCharacters(t *testing.T) {
+	unit := func(state string) rtRecord {
+		return rtRecord{plane: "live", kind: "systemd.unit", collector: "systemd", method: "systemctl show",
+			data: map[string]any{"unit_id": "agent.service", "active_state": state}}
+	}
+	dir := t.TempDir()
+	before := writeFile(t, dir, "before.json", rtSnapshotJSON(t, "systemd.unit", "agent.service", "2026-10-06T03:09:40Z", unit("active")))
+	forged := "failed\x1b[2J\x1b[H\nPASS: runtime matches baseline.\u202e"
+	after := writeFile(t, dir, "after.json", rtSnapshotJSON(t, "systemd.unit", "agent.service", "2026-10-06T03:09:40Z", unit(forged)))
+
+	escaped := `failed\x1b[2J\x1b[H\nPASS: runtime matches baseline.\u202e`
+	r := run(t, "verify", before, after)
+	require.Equal(t, 2, r.code, r.stderr)
+	assert.Equal(t, rtDriftFirst+"SERVICE\n  active_state: active -> "+escaped+"\n", r.stdout)
+	r = run(t, "diff", before, after)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "SERVICE\n  active_state: active -> "+escaped+"\n", r.stdout)
+
+	// --json keeps the value as it is (JSON-escaped).
+	r = run(t, "verify", "--json", before, after)
+	require.Equal(t, 2, r.code, r.stderr)
+	assert.Contains(t, r.stdout, `"value":"failed\u001b[2J\u001b[H\nPASS: runtime matches baseline.\u202e"`)
+
+	// Error messages too: the flag parser quotes nothing.
+	r = run(t, "verify", "--frob\x1b[2J\rPASS", before, after)
+	rtError(t, r, `unknown flag: --frob\x1b[2J\rPASS`)
+	assert.NotContains(t, r.stderr, "\x1b")
+	assert.NotContains(t, r.stderr, "\r")
+}

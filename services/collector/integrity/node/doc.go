@@ -29,6 +29,18 @@
 // from a tarball, a local folder or git (lockfile "resolved", or an old
 // npm's package.json "_resolved") is a "local build".
 //
+// The tree is read as someone else may have written it (the collector
+// runs as root): every file a manifest or snapshot lists is opened
+// beneath its package folder, so that one reached through a symbolic
+// link out of the folder (lib -> /etc, lib/shadow listed; or into
+// another package) is an error for the package (ErrEscape) and is never
+// read; package.json, the lockfiles, the manifests and the ignore files
+// are read beneath their folder, never through a final symbolic link,
+// only when they are regular files (a FIFO or device is refused without
+// waiting on it), and only up to a size cap per kind. A dependency name
+// that would name a folder outside node_modules is an error (ErrBadName).
+// A manifest entry that records a size is compared by size first.
+//
 // The project snapshot leaves out logs/, bin/, node_modules/ and
 // package-lock.json at the top and every dot-file and dot-folder (such as
 // .runspec_env). Evidence turns a report into the node.packages record.

@@ -2,11 +2,11 @@ package node
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/runtimetruth/runtimetruth/services/collector/integrity"
+	"github.com/runtimetruth/runtimetruth/services/collector/internal/sysfile"
 )
 
 // lockEntry is what a lockfile says about one installed package.
@@ -22,11 +22,26 @@ type lockEntry struct {
 // project's lockfile taking precedence.
 type lockInfo map[string]lockEntry
 
-func readLocks(project string) lockInfo {
-	info := lockInfo{}
-	for _, name := range []string{filepath.Join("node_modules", ".package-lock.json"), "package-lock.json", "npm-shrinkwrap.json"} {
-		data, err := os.ReadFile(filepath.Join(project, name))
+// readLocks reads the lockInfo of the project: node_modules/.package-lock.json,
+// then package-lock.json, then npm-shrinkwrap.json, each later one taking
+// precedence. Each is read beneath its folder (the project, or its node_modules),
+// capped at maxLockfile (readBeneath). One that is not there is left out;
+// one that cannot be read (a FIFO, a device, a symbolic link, too large,
+// a link on the way leading out) is left out too, and errs names it and
+// says why. One that does not parse is left out.
+func readLocks(project string) (info lockInfo, errs []string) {
+	info = lockInfo{}
+	for _, lf := range []struct{ dir, name string }{
+		{filepath.Join(project, "node_modules"), ".package-lock.json"},
+		{project, "package-lock.json"},
+		{project, "npm-shrinkwrap.json"},
+	} {
+		data, err := readBeneath(lf.dir, lf.name, maxLockfile)
+		if sysfile.IsNotExist(err) {
+			continue
+		}
 		if err != nil {
+			errs = append(errs, "read lockfile "+err.Error())
 			continue
 		}
 		var doc struct {
@@ -47,7 +62,7 @@ func readLocks(project string) lockInfo {
 			}
 		}
 	}
-	return info
+	return info, errs
 }
 
 // classifyResolved maps a lockfile "resolved" (or package.json

@@ -69,7 +69,9 @@ func isManifestFile(rel string) bool { return rel == ManifestFile || rel == Runs
 // published format, so ReadManifest accepts the plausible shapes: an
 // object with "files" as a map of path to hash or as a list of objects
 // with "path" and a hash ("sha256", "sha512", "hash", "digest" or
-// "integrity"), or a bare map of path to hash. A hash may be
+// "integrity") and optionally "size" (the file's size in bytes), or a
+// bare map of path to hash; in the map form a file's value may be such an
+// object too. A hash may be
 // "sha256:<hex>", "sha256=<urlsafe base64>", SRI "sha256-<base64>" (or
 // sha384/sha512), or 64 bare hex digits (SHA-256).
 type Manifest struct {
@@ -79,6 +81,10 @@ type Manifest struct {
 	Name, Version string
 	// Files maps paths to known-good digests.
 	Files map[string]integrity.Digest
+	// Sizes maps paths of Files to their size in bytes, for the files
+	// whose entry records one (runspec-files.json "size"); nil when none
+	// does.
+	Sizes map[string]int64
 	// Links maps symbolic links to their targets; nil when the manifest
 	// has no links section (which is not the same as an empty one).
 	Links map[string]string
@@ -86,10 +92,13 @@ type Manifest struct {
 
 // ReadManifest reads the manifest of the package in dir: ManifestFile,
 // else RunspecManifestFile. It returns nil and no error when there is
-// neither. Paths that are absolute or leave the package are errors.
+// neither. Paths that are absolute or leave the package are errors. The
+// file is read beneath dir, up to maxManifest bytes, only when it is a
+// regular file and not a symbolic link: anything else is an error naming
+// it.
 func ReadManifest(dir string) (*Manifest, error) {
 	for _, name := range []string{ManifestFile, RunspecManifestFile} {
-		data, err := os.ReadFile(filepath.Join(dir, name))
+		data, err := readBeneath(dir, name, maxManifest)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -158,6 +167,9 @@ func (m *Manifest) parseFiles(raw json.RawMessage) error {
 			if err := m.add(p, h); err != nil {
 				return err
 			}
+			if err := m.addSize(p, v); err != nil {
+				return err
+			}
 		}
 		return nil
 	}
@@ -179,7 +191,30 @@ func (m *Manifest) parseFiles(raw json.RawMessage) error {
 		if err := m.add(p, h); err != nil {
 			return err
 		}
+		if err := m.addSize(p, obj); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// addSize records the "size" of file p's entry v, when v is an object
+// that has one; it must be a whole number of bytes, not negative.
+func (m *Manifest) addSize(p string, v json.RawMessage) error {
+	var obj struct {
+		Size json.RawMessage `json:"size"`
+	}
+	if json.Unmarshal(v, &obj) != nil || obj.Size == nil || string(obj.Size) == "null" {
+		return nil
+	}
+	var n int64
+	if err := json.Unmarshal(obj.Size, &n); err != nil || n < 0 {
+		return fmt.Errorf("%w: %s: size %s is not a number of bytes", ErrBadManifest, p, obj.Size)
+	}
+	if m.Sizes == nil {
+		m.Sizes = map[string]int64{}
+	}
+	m.Sizes[p] = n
 	return nil
 }
 
@@ -307,19 +342,23 @@ func WriteManifest(ctx context.Context, dir string) (*Manifest, error) {
 		if isManifestFile(p) {
 			continue
 		}
-		target, err := os.Readlink(filepath.Join(dir, filepath.FromSlash(p)))
+		target, err := readlink(dir, p)
 		if err != nil {
 			return nil, fmt.Errorf("write manifest: %w", err)
 		}
 		links[p] = target
 	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("write manifest: %w", err)
+	}
 	files := make([]integrity.File, 0, len(list))
 	for _, p := range list {
 		if !isManifestFile(p) {
-			files = append(files, integrity.File{Dir: dir, Rel: p})
+			files = append(files, integrity.File{Dir: abs, Rel: p})
 		}
 	}
-	var h integrity.Hasher
+	h := integrity.Hasher{Root: abs}
 	if err := h.Run(ctx, files, nil); err != nil {
 		return nil, fmt.Errorf("write manifest: %w", err)
 	}
@@ -334,6 +373,9 @@ func WriteManifest(ctx context.Context, dir string) (*Manifest, error) {
 	for i := range files {
 		f := &files[i]
 		if f.State != integrity.FileHashed {
+			if f.Err != nil {
+				return nil, fmt.Errorf("write manifest: %s: %w", f.Rel, f.Err)
+			}
 			return nil, fmt.Errorf("write manifest: %s: %s", f.Rel, f.State)
 		}
 		m.Files[f.Rel] = f.Got()

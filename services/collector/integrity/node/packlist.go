@@ -157,8 +157,10 @@ type packageJSON struct {
 	Resolved             string            `json:"_resolved"`
 }
 
+// readPackageJSON reads dir/package.json, beneath dir and capped at
+// maxPackageJSON (readBeneath); errors name the file.
 func readPackageJSON(dir string) (*packageJSON, error) {
-	data, err := os.ReadFile(filepath.Join(dir, "package.json"))
+	data, err := readBeneath(dir, "package.json", maxPackageJSON)
 	if err != nil {
 		return nil, err
 	}
@@ -318,7 +320,7 @@ func (w *packWalk) walk(rel string, l *packLevel, required []string) error {
 	}
 	for _, name := range []string{setNpm, setGit} {
 		if names[name] {
-			data, err := os.ReadFile(filepath.Join(abs, name))
+			data, err := readBeneath(dir, path.Join(rel, name), maxIgnoreFile)
 			if err != nil {
 				return err
 			}

@@ -58,7 +58,14 @@ type target struct {
 	basePaths     []string
 	addStart      int // offset of files found on disk but not in the baseline
 	addN          int
+	errs          []string // errors for the package found outside its files (a lockfile)
+	bad           string   // why the package cannot be checked at all (an invalid name)
 }
+
+// start and end delimit the target's files in the combined slice (its
+// baseline's, then those found on disk but not in the baseline).
+func (t *target) start() int { return t.baseStart }
+func (t *target) end() int   { return t.baseStart + t.baseN + t.addN }
 
 // Verify checks the Node project in dir (the folder with package.json,
 // as deployed) and its dependencies in node_modules.
@@ -79,6 +86,17 @@ type target struct {
 // node_modules/ and package-lock.json at the top, and every name starting
 // with "." at any depth; for a dependency only its nested node_modules is
 // left out.
+//
+// The tree is read as someone else may have written it. Each file listed
+// is opened beneath its package folder: one whose path leads out of it
+// through a symbolic link on the way (lib -> /etc, lib/shadow listed) is
+// an error for the package (ErrEscape) and is never read. package.json,
+// the lockfiles and the manifests are read beneath their folder, never
+// through a final symbolic link, only when regular files (a FIFO or
+// device is refused without waiting on it) and only up to a size cap per
+// kind; a file that fails so is an error for its package naming it (the
+// project's package.json, an error of Verify; a lockfile, the project
+// folder's, or each dependency's when the project folder is not checked).
 func Verify(ctx context.Context, dir string, opts Options) (*integrity.Report, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -100,7 +118,19 @@ func Verify(ctx context.Context, dir string, opts Options) (*integrity.Report, e
 	if err != nil {
 		return nil, err
 	}
-	locks := readLocks(abs)
+	locks, lockErrs := readLocks(abs)
+	hasProject := false
+	for i := range targets {
+		hasProject = hasProject || targets[i].project
+	}
+	for i := range targets {
+		// A lockfile is the project's: an error reading it is the
+		// project folder's, or, when that is not checked, that of each
+		// dependency classified without it.
+		if t := &targets[i]; t.project || !hasProject {
+			t.errs = lockErrs
+		}
+	}
 	rep.Results = make([]integrity.Result, len(targets))
 	var files []integrity.File
 	var stateDir string
@@ -114,7 +144,7 @@ func Verify(ctx context.Context, dir string, opts Options) (*integrity.Report, e
 			return nil, err
 		}
 	}
-	stats, err := integrity.Check(ctx, opts.Store, abs, files, integrity.CheckOptions{Workers: opts.Workers, NoCache: opts.NoCache})
+	stats, err := check(ctx, opts.Store, cacheScope(abs), targets, files, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -147,6 +177,7 @@ func selectTargets(project string, pkg *packageJSON, opts Options) ([]target, er
 		name = filepath.Base(project)
 	}
 	proj := target{name: name, version: pkg.Version, dir: project, project: true}
+	depDir := func(n string) string { return filepath.Join(project, "node_modules", filepath.FromSlash(n)) }
 	var deps []target
 	if opts.All {
 		found, err := allPackages(filepath.Join(project, "node_modules"), "node_modules")
@@ -167,7 +198,11 @@ func selectTargets(project string, pkg *packageJSON, opts Options) ([]target, er
 					continue
 				}
 				seen[n] = true
-				dir := filepath.Join(project, "node_modules", filepath.FromSlash(n))
+				if !validName(n) {
+					deps = append(deps, target{name: n, bad: fmt.Sprintf("%v %q", ErrBadName, n)})
+					continue
+				}
+				dir := depDir(n)
 				if _, err := os.Lstat(dir); err != nil && !required {
 					continue // optional or dev dependency not installed
 				}
@@ -185,6 +220,9 @@ func selectTargets(project string, pkg *packageJSON, opts Options) ([]target, er
 	var out []target
 	var missing []string
 	for _, want := range opts.Packages {
+		if !validName(want) {
+			return nil, fmt.Errorf("%w: %q", ErrBadName, want)
+		}
 		found := false
 		for _, t := range all {
 			if t.name == want {
@@ -195,7 +233,7 @@ func selectTargets(project string, pkg *packageJSON, opts Options) ([]target, er
 		if !found {
 			// A package that is not a direct dependency: look it up
 			// directly under node_modules.
-			dir := filepath.Join(project, "node_modules", filepath.FromSlash(want))
+			dir := depDir(want)
 			if _, err := os.Lstat(filepath.Join(dir, "package.json")); err == nil {
 				out = append(out, target{name: want, dir: dir})
 				continue
@@ -262,9 +300,13 @@ func prepare(project string, t *target, locks lockInfo, opts Options, stateDir s
 	skip := func(src integrity.Source, reason string) {
 		r.Source, r.Status, r.Baseline, r.Reason = src, integrity.StatusSkipped, integrity.BaselineNone, reason
 	}
-	if t.project {
+	switch {
+	case t.bad != "":
+		r.Source, r.Status, r.Baseline, r.Reason = integrity.SourceIndex, integrity.StatusError, integrity.BaselineNone, t.bad
+		return nil
+	case t.project:
 		r.Source = integrity.SourceProject
-	} else {
+	default:
 		fi, err := os.Lstat(t.dir)
 		switch {
 		case err != nil:
@@ -368,7 +410,13 @@ func prepare(project string, t *target, locks lockInfo, opts Options, stateDir s
 	}
 	sort.Strings(paths)
 	for _, p := range paths {
-		*files = append(*files, integrity.File{Dir: t.dir, Rel: p, Want: baseline[p]})
+		f := integrity.File{Dir: t.dir, Rel: p, Want: baseline[p]}
+		if n, ok := t.wantSize(p); ok {
+			// Size first: a file of another size is FileWrongSize, not
+			// read (reported modified, observed "size:<bytes>").
+			f.SetWantSize(n)
+		}
+		*files = append(*files, f)
 	}
 	t.baseN, t.basePaths = len(paths), paths
 	t.addStart = len(*files)
@@ -380,6 +428,16 @@ func prepare(project string, t *target, locks lockInfo, opts Options, stateDir s
 	}
 	t.addN = len(*files) - t.addStart
 	return nil
+}
+
+// wantSize returns the size the manifest records for the file p, if it
+// records one.
+func (t *target) wantSize(p string) (int64, bool) {
+	if t.manifest == nil {
+		return 0, false
+	}
+	n, ok := t.manifest.Sizes[p]
+	return n, ok
 }
 
 // symlinkPrefix marks a symbolic link in a snapshot: its value is
@@ -437,11 +495,30 @@ func packageFiles(dir string, project bool, stateDir string) ([]string, error) {
 
 func finish(t *target, files []integrity.File, opts Options) error {
 	r := t.res
+	defer t.failFound()
 	if r.Status == integrity.StatusSkipped || r.Status == integrity.StatusError {
 		r.Finish(opts.Allow)
 		return nil
 	}
-	var errs []string
+	var errs, escapes []string
+	fail := func(f *integrity.File) {
+		if errors.Is(f.Err, integrity.ErrOutsideRoot) {
+			escapes = append(escapes, fmt.Sprintf("%v: %q", ErrEscape, f.Rel))
+			return
+		}
+		errs = append(errs, fmt.Sprintf("%s: %v", f.Rel, f.Err))
+	}
+	failed := func() bool {
+		if len(escapes)+len(errs) == 0 {
+			return false
+		}
+		reasons := escapes
+		if len(errs) > 0 {
+			reasons = append(reasons, "cannot read "+strings.Join(errs, "; "))
+		}
+		r.Status, r.Reason = integrity.StatusError, strings.Join(reasons, "; ")
+		return true
+	}
 	if t.taking {
 		snap := &integrity.Snapshot{Dir: t.dir, Name: r.Name, Version: r.Version, Files: map[string]string{}}
 		for i := t.baseStart; i < t.baseStart+t.baseN; i++ {
@@ -450,7 +527,7 @@ func finish(t *target, files []integrity.File, opts Options) error {
 			case integrity.FileHashed:
 				snap.Files[f.Rel] = f.Got().String()
 			case integrity.FileSymlink:
-				target, err := os.Readlink(filepath.Join(t.dir, filepath.FromSlash(f.Rel)))
+				target, err := readlink(t.dir, f.Rel)
 				switch {
 				case err == nil:
 					snap.Files[f.Rel] = symlinkPrefix + target
@@ -460,11 +537,10 @@ func finish(t *target, files []integrity.File, opts Options) error {
 			case integrity.FileNotRegular, integrity.FileMissing:
 				// gone, or no longer a file, since the walk
 			default:
-				errs = append(errs, fmt.Sprintf("%s: %v", f.Rel, f.Err))
+				fail(f)
 			}
 		}
-		if len(errs) > 0 {
-			r.Status, r.Reason = integrity.StatusError, "cannot read "+strings.Join(errs, "; ")
+		if failed() {
 			r.Finish(opts.Allow)
 			return nil
 		}
@@ -479,7 +555,7 @@ func finish(t *target, files []integrity.File, opts Options) error {
 	for i := t.baseStart; i < t.baseStart+t.baseN; i++ {
 		f := &files[i]
 		if f.State == integrity.FileError {
-			errs = append(errs, fmt.Sprintf("%s: %v", f.Rel, f.Err))
+			fail(f)
 			continue
 		}
 		if target, ok := t.links[f.Rel]; ok {
@@ -503,7 +579,7 @@ func finish(t *target, files []integrity.File, opts Options) error {
 			observed = f.Got().String()
 		case integrity.FileSymlink:
 			observed = f.State.String()
-			target, err := os.Readlink(filepath.Join(t.dir, filepath.FromSlash(f.Rel)))
+			target, err := readlink(t.dir, f.Rel)
 			if err == nil {
 				observed = symlinkPrefix + target
 			}
@@ -515,16 +591,49 @@ func finish(t *target, files []integrity.File, opts Options) error {
 		case integrity.FileMissing:
 			continue // gone again since the walk
 		default:
-			errs = append(errs, fmt.Sprintf("%s: %v", f.Rel, f.Err))
+			fail(f)
 			continue
 		}
 		r.Changes = append(r.Changes, integrity.Added(f.Rel, path.Join(filepath.ToSlash(t.dir), f.Rel), observed))
 	}
-	if len(errs) > 0 {
-		r.Status, r.Reason = integrity.StatusError, "cannot read "+strings.Join(errs, "; ")
-	}
+	failed()
 	r.Finish(opts.Allow)
 	return nil
+}
+
+// failFound makes the errors found for the package outside its files
+// (t.errs: a lockfile that could not be read) errors of its result, in
+// front of any reason it has.
+func (t *target) failFound() {
+	if len(t.errs) == 0 {
+		return
+	}
+	r := t.res
+	reasons := append([]string(nil), t.errs...)
+	if r.Reason != "" {
+		reasons = append(reasons, r.Reason)
+	}
+	r.Status, r.Reason = integrity.StatusError, strings.Join(reasons, "; ")
+}
+
+// validName reports whether n is an npm package name as a folder under
+// node_modules: "name" or "@scope/name", no component empty, "." or "..",
+// no backslash or NUL. Anything else (a dependency "../../etc" in a
+// package.json) would name a folder outside node_modules.
+func validName(n string) bool {
+	if strings.ContainsAny(n, "\\\x00") {
+		return false
+	}
+	parts := strings.Split(n, "/")
+	if len(parts) > 2 || len(parts) == 2 && !strings.HasPrefix(parts[0], "@") {
+		return false
+	}
+	for _, p := range parts {
+		if p == "" || p == "." || p == ".." || p == "@" {
+			return false
+		}
+	}
+	return true
 }
 
 // linkIgnored reports whether a symbolic link at rel (to target, when
@@ -558,7 +667,7 @@ func linkChange(dir string, f *integrity.File, target string) (integrity.Change,
 		c, changed := integrity.ChangeFor(f, f.Rel) // a zero Want: any content is a change
 		return c, changed, nil
 	}
-	got, err := os.Readlink(filepath.Join(dir, filepath.FromSlash(f.Rel)))
+	got, err := readlink(dir, f.Rel)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			f.State = integrity.FileMissing

@@ -219,7 +219,21 @@ func TestParseManifest(t *testing.T) {
 		d := m.Files["a.js"]
 		assert.Equal(t, h, d.String(), doc)
 	}
+	m, err := node.ParseManifest([]byte(`{"files":[{"path":"a.js","sha256":"` + h[7:] + `","size":0},{"path":"b.js","sha256":"` + h[7:] + `"}],` +
+		`"links":{}}`))
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int64{"a.js": 0}, m.Sizes, "a size where the entry has one")
+	m, err = node.ParseManifest([]byte(`{"files":{"a.js":{"sha256":"` + h[7:] + `","size":12},"b.js":"` + h + `"}}`))
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int64{"a.js": 12}, m.Sizes)
+	m, err = node.ParseManifest([]byte(`{"files":{"a.js":"` + h + `"}}`))
+	require.NoError(t, err)
+	assert.Nil(t, m.Sizes)
 	for _, bad := range []string{
+		`{"files":[{"path":"a.js","sha256":"` + h[7:] + `","size":-1}]}`,
+		`{"files":[{"path":"a.js","sha256":"` + h[7:] + `","size":1.5}]}`,
+		`{"files":[{"path":"a.js","sha256":"` + h[7:] + `","size":"12"}]}`,
+		`{"files":{"a.js":{"sha256":"` + h[7:] + `","size":1e30}}}`,
 		`[]`, `{"files":{"../x":"` + h + `"}}`, `{"files":{"/etc/passwd":"` + h + `"}}`, `{"files":{"a/./b":"` + h + `"}}`,
 		`{"files":{"a":"md5:d41d8cd98f00b204e9800998ecf8427e"}}`, `{"files":{"a":"nothash"}}`, `{"files":7}`,
 	} {
@@ -232,10 +246,17 @@ func FuzzParseManifest(f *testing.F) {
 	f.Add([]byte(`{"format":"runtimetruth-files/1","files":{"a.js":"sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}}`))
 	f.Add([]byte(`{"files":[{"path":"a.js","integrity":"sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="}]}`))
 	f.Add([]byte(`{"a.js":"sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU"}`))
+	f.Add([]byte(`{"files":[{"path":"a.js","integrity":"sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=","size":0}]}`))
+	f.Add([]byte(`{"files":{"a.js":{"sha256":"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855","size":-1}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := node.ParseManifest(data)
 		if err != nil {
 			return
+		}
+		for p, n := range m.Sizes {
+			if _, ok := m.Files[p]; !ok || n < 0 {
+				t.Fatalf("accepted size %d for %q (listed: %v)", n, p, ok)
+			}
 		}
 		for p, d := range m.Files {
 			if p == "" || p[0] == '/' || filepath.Clean(p) != p || p == ".." || len(p) > 2 && p[:3] == "../" {

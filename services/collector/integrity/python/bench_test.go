@@ -312,7 +312,7 @@ func BenchmarkIntegrity(b *testing.B) {
 	}
 	c := loadCorpus(b)
 	ctx := context.Background()
-	env, err := python.Open(ctx, c.prefix, python.OpenOptions{NoExec: true})
+	env, err := python.Open(ctx, c.prefix, python.OpenOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,23 +1,18 @@
 package python
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/runtimetruth/runtimetruth/services/collector/integrity"
-	"github.com/runtimetruth/runtimetruth/services/collector/internal/subproc"
+	"github.com/runtimetruth/runtimetruth/services/collector/internal/sysfile"
 )
 
 // Env is one Python environment: a virtual environment or a site-packages
@@ -29,69 +24,50 @@ type Env struct {
 	// Sites are the site-packages directories scanned for distributions,
 	// without duplicates (lib64 → lib is scanned once).
 	Sites []string
-	// Python is the interpreter that reported Markers, or "" when they
-	// were derived without running one.
-	Python string
-	// Markers are the PEP 508 marker variables of the target interpreter;
-	// "extra" is always empty (which extras were requested at install
-	// time is not recorded).
+	// Markers are the PEP 508 marker variables of the environment's
+	// interpreter, derived from the environment's files and this host
+	// without running anything (see Open). A variable that cannot be
+	// derived is absent: Unknown says why. "extra" is always empty (which
+	// extras were requested at install time is not recorded).
 	Markers Environment
+	// Unknown maps each marker variable missing from Markers to why it
+	// is unknown ("no version in pyvenv.cfg and no lib/pythonX.Y folder").
+	Unknown map[string]string
 }
 
-// OpenOptions tune Open.
-type OpenOptions struct {
-	// NoExec derives the marker environment from pyvenv.cfg or the
-	// site-packages path and this host's platform instead of running the
-	// environment's interpreter.
-	NoExec bool
-	// Python overrides the interpreter run for the marker environment.
-	Python string
-	// Timeout bounds the interpreter run; 0 means 10 seconds.
-	Timeout time.Duration
-}
+// OpenOptions tune Open. There are none: Open never runs anything of the
+// environment, so there is nothing to tune. It is kept so that callers
+// name it, for options to come.
+type OpenOptions struct{}
 
-// probeScript prints the marker environment as JSON. It runs with -I -S:
-// isolated (no PYTHON* variables, no user site, no current directory on
-// sys.path) and without importing site, so no .pth file of the checked
-// environment runs.
-const probeScript = `import json, os, platform, sys
-def fmt(info):
-    v = "%d.%d.%d" % (info.major, info.minor, info.micro)
-    if info.releaselevel != "final":
-        v += info.releaselevel[0] + str(info.serial)
-    return v
-print(json.dumps({
-    "implementation_name": sys.implementation.name,
-    "implementation_version": fmt(sys.implementation.version),
-    "os_name": os.name,
-    "platform_machine": platform.machine(),
-    "platform_release": platform.release(),
-    "platform_system": platform.system(),
-    "platform_version": platform.version(),
-    "python_full_version": platform.python_version(),
-    "platform_python_implementation": platform.python_implementation(),
-    "python_version": ".".join(platform.python_version_tuple()[:2]),
-    "sys_platform": sys.platform,
-}))
-`
-
-var sitePathRE = regexp.MustCompile(`^(?:lib|lib64|Lib)/(python[0-9][^/]*)/(?:site|dist)-packages$|^Lib/site-packages$`)
+// sitePathRE matches a site-packages directory below its prefix, with the
+// folder of its interpreter (python3.11, pypy3.10) when there is one.
+var sitePathRE = regexp.MustCompile(`^(?:lib|lib64|Lib)/((?:python|pypy)[0-9][^/]*)/(?:site|dist)-packages$|^Lib/site-packages$`)
 
 // Open opens the environment at path: a virtual environment (a directory
-// with pyvenv.cfg; its lib/python*/site-packages and lib64/... are
-// scanned) or a site-packages directory (whose prefix is inferred from a
-// <prefix>/lib/pythonX.Y/site-packages or <prefix>/Lib/site-packages
-// layout, else the directory itself).
+// with pyvenv.cfg; its lib/python*/site-packages, lib/pypy*/site-packages
+// and lib64/... are scanned) or a site-packages directory (whose prefix is
+// inferred from a <prefix>/lib/pythonX.Y/site-packages or
+// <prefix>/Lib/site-packages layout, else the directory itself; the
+// prefix's pyvenv.cfg is read when there is one).
 //
-// The marker environment comes from running the environment's interpreter
-// once (bin/python, or <prefix>/bin/pythonX.Y for a site-packages
-// directory) with -I -S and a short script; with NoExec, when there is no
-// interpreter, or when it fails, it is derived instead: python_version and
-// python_full_version from pyvenv.cfg's version (or the pythonX.Y
-// directory name, full version X.Y.0), CPython, and this host's OS and
-// machine (os_name, sys_platform, platform_system, platform_machine,
-// platform_release and platform_version from uname).
-func Open(ctx context.Context, path string, opts OpenOptions) (*Env, error) {
+// Nothing of the environment runs: the environment is writable by others
+// than whoever checks it, so its interpreter is never executed. The
+// marker environment is derived from its files and this host instead:
+// python_version, python_full_version and implementation_version from
+// pyvenv.cfg's version or version_info (else python_version alone from
+// the lib/pythonX.Y folder), implementation_name and
+// platform_python_implementation from pyvenv.cfg's implementation or the
+// folder (pypyX.Y is PyPy; else CPython), and os_name, sys_platform,
+// platform_system, platform_machine, platform_release and
+// platform_version from this host's uname. What cannot be derived is left
+// unknown (Env.Unknown) rather than guessed: a dependency whose marker
+// depends on it is reported as not evaluated (see Verify).
+//
+// pyvenv.cfg is read as every file of the environment is (see
+// readBeneath): a regular file of at most 64 KiB, no symbolic link
+// followed; one that cannot be read (other than missing) fails Open.
+func Open(_ context.Context, path string, _ OpenOptions) (*Env, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("open python environment %s: %w", path, err)
@@ -103,21 +79,19 @@ func Open(ctx context.Context, path string, opts OpenOptions) (*Env, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("open python environment %s: %w", path, ErrNotEnvironment)
 	}
-	e := &Env{}
-	var version string
-	if cfg, err := readPyvenvCfg(filepath.Join(abs, "pyvenv.cfg")); err == nil {
-		e.Prefix = abs
-		version = cfg["version"]
-		if version == "" {
-			version = cfg["version_info"]
-		}
-		e.Sites = venvSites(abs)
+	e := &Env{Prefix: abs}
+	cfg, err := readPyvenvCfg(abs)
+	if err != nil {
+		return nil, fmt.Errorf("open python environment %s: %w", path, err)
+	}
+	var dirs []string // the lib/ folders of the interpreter: python3.11
+	if cfg != nil {
+		e.Sites, dirs = venvSites(abs)
 		if len(e.Sites) == 0 {
 			return nil, fmt.Errorf("open python environment %s: %w: no site-packages", path, ErrNotEnvironment)
 		}
 	} else {
 		e.Sites = []string{abs}
-		e.Prefix = abs
 		parent := filepath.Dir(abs)
 		for _, up := range []string{filepath.Dir(parent), filepath.Dir(filepath.Dir(parent))} {
 			rel, err := filepath.Rel(up, abs)
@@ -127,7 +101,7 @@ func Open(ctx context.Context, path string, opts OpenOptions) (*Env, error) {
 			if m := sitePathRE.FindStringSubmatch(filepath.ToSlash(rel)); m != nil {
 				e.Prefix = up
 				if m[1] != "" {
-					version = strings.TrimPrefix(m[1], "python")
+					dirs = []string{m[1]}
 				}
 				break
 			}
@@ -135,66 +109,65 @@ func Open(ctx context.Context, path string, opts OpenOptions) (*Env, error) {
 		if !hasDistInfo(abs) && e.Prefix == abs {
 			return nil, fmt.Errorf("open python environment %s: %w", path, ErrNotEnvironment)
 		}
-	}
-	if !opts.NoExec {
-		py := opts.Python
-		if py == "" {
-			py = findPython(e.Prefix, version)
-		}
-		if py != "" {
-			if m, err := probe(ctx, py, opts.Timeout); err == nil {
-				e.Python, e.Markers = py, m
+		if e.Prefix != abs {
+			if cfg, err = readPyvenvCfg(e.Prefix); err != nil {
+				return nil, fmt.Errorf("open python environment %s: %w", path, err)
 			}
 		}
 	}
-	if e.Markers == nil {
-		e.Markers = derivedMarkers(version)
-	}
-	e.Markers["extra"] = ""
+	e.Markers, e.Unknown = deriveMarkers(cfg, dirs)
 	return e, nil
 }
 
-func readPyvenvCfg(path string) (map[string]string, error) {
-	data, err := os.ReadFile(path)
+// readPyvenvCfg reads and parses prefix/pyvenv.cfg; nil (and no error)
+// when there is none.
+func readPyvenvCfg(prefix string) (map[string]string, error) {
+	data, err := sysfile.ReadFileBeneath(prefix, "pyvenv.cfg", maxPyvenvCfgSize)
+	if sysfile.IsNotExist(err) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
-	cfg := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), "=")
-		if ok {
-			cfg[strings.ToLower(strings.TrimSpace(k))] = strings.TrimSpace(v)
-		}
+	cfg, err := parsePyvenvCfg(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(prefix, "pyvenv.cfg"), err)
 	}
 	return cfg, nil
 }
 
 // venvSites lists a venv's site-packages directories, lib before lib64,
-// dropping those that resolve to one already listed.
-func venvSites(prefix string) []string {
-	var sites []string
+// dropping those that resolve to one already listed, with the folders
+// under lib/ they are in (python3.11, pypy3.10).
+func venvSites(prefix string) (sites, dirs []string) {
 	seen := map[string]bool{}
-	add := func(dir string) {
+	add := func(dir string) bool {
 		resolved, err := filepath.EvalSymlinks(dir)
 		if err != nil || seen[resolved] {
-			return
+			return false
 		}
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-			return
+			return false
 		}
 		seen[resolved] = true
 		sites = append(sites, dir)
+		return true
 	}
 	for _, lib := range []string{"lib", "lib64"} {
-		matches, _ := filepath.Glob(filepath.Join(prefix, lib, "python*", "site-packages"))
+		var matches []string
+		for _, interp := range []string{"python*", "pypy*"} {
+			m, _ := filepath.Glob(filepath.Join(prefix, lib, interp, "site-packages"))
+			matches = append(matches, m...)
+		}
 		sort.Strings(matches)
 		for _, m := range matches {
-			add(m)
+			if add(m) {
+				dirs = append(dirs, filepath.Base(filepath.Dir(m)))
+			}
 		}
 	}
 	add(filepath.Join(prefix, "Lib", "site-packages"))
-	return sites
+	return sites, dirs
 }
 
 func hasDistInfo(dir string) bool {
@@ -208,116 +181,6 @@ func hasDistInfo(dir string) bool {
 		}
 	}
 	return false
-}
-
-func findPython(prefix, version string) string {
-	var cands []string
-	if runtime.GOOS == "windows" {
-		cands = []string{filepath.Join(prefix, "Scripts", "python.exe"), filepath.Join(prefix, "python.exe")}
-	} else {
-		if mm := majorMinor(version); mm != "" {
-			cands = append(cands, filepath.Join(prefix, "bin", "python"+mm))
-		}
-		cands = append(cands, filepath.Join(prefix, "bin", "python3"), filepath.Join(prefix, "bin", "python"))
-	}
-	for _, c := range cands {
-		if fi, err := os.Stat(c); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return c
-		}
-	}
-	return ""
-}
-
-func majorMinor(version string) string {
-	parts := strings.SplitN(version, ".", 3)
-	if len(parts) < 2 {
-		return ""
-	}
-	return parts[0] + "." + parts[1]
-}
-
-func probe(ctx context.Context, python string, timeout time.Duration) (Environment, error) {
-	if timeout <= 0 {
-		timeout = 10 * time.Second
-	}
-	out, err := subproc.Command{
-		Path: python, Args: []string{"-I", "-S", "-c", probeScript},
-		Timeout: timeout, MaxStdout: 1 << 16,
-	}.Run(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]string
-	if err := json.Unmarshal(out, &m); err != nil {
-		return nil, fmt.Errorf("%s printed no marker environment: %w", python, err)
-	}
-	if m["python_version"] == "" {
-		return nil, errors.New(python + " printed no python_version")
-	}
-	return Environment(m), nil
-}
-
-// derivedMarkers builds the marker environment without an interpreter.
-func derivedMarkers(version string) Environment {
-	full := version
-	if i := strings.Index(full, ".final"); i >= 0 {
-		full = full[:i] // version_info = 3.12.1.final.0
-	}
-	if strings.Count(full, ".") == 1 {
-		full += ".0"
-	}
-	env := Environment{
-		"implementation_name":            "cpython",
-		"implementation_version":         full,
-		"platform_python_implementation": "CPython",
-		"python_full_version":            full,
-		"python_version":                 majorMinor(full),
-		"os_name":                        "posix",
-		"sys_platform":                   runtime.GOOS,
-		"platform_system":                platformSystem(),
-		"platform_machine":               platformMachine(),
-	}
-	switch runtime.GOOS {
-	case "windows":
-		env["os_name"], env["sys_platform"] = "nt", "win32"
-	case "freebsd", "openbsd", "netbsd":
-		major, _, _ := strings.Cut(unameRelease(), ".")
-		env["sys_platform"] = runtime.GOOS + major
-	}
-	env["platform_release"], env["platform_version"] = unameRelease(), unameVersion()
-	return env
-}
-
-func platformSystem() string {
-	switch runtime.GOOS {
-	case "linux":
-		return "Linux"
-	case "darwin":
-		return "Darwin"
-	case "windows":
-		return "Windows"
-	case "freebsd":
-		return "FreeBSD"
-	}
-	return runtime.GOOS
-}
-
-func platformMachine() string {
-	switch runtime.GOARCH {
-	case "amd64":
-		if runtime.GOOS == "windows" {
-			return "AMD64"
-		}
-		return "x86_64"
-	case "arm64":
-		if runtime.GOOS == "linux" {
-			return "aarch64"
-		}
-		return "arm64"
-	case "386":
-		return "i686"
-	}
-	return runtime.GOARCH
 }
 
 // Distribution is one installed distribution.
@@ -338,11 +201,17 @@ type Distribution struct {
 	BadRequires []string
 	// Direct is the PEP 610 direct_url.json, nil for an index install.
 	Direct *DirectURL
-	// DirectErr is why direct_url.json could not be read, if it exists
-	// and could not.
+	// DirectErr is why direct_url.json could not be read or parsed, if
+	// it exists and could not.
 	DirectErr error
-	// MetadataErr is why METADATA could not be read.
+	// MetadataErr is why METADATA could not be read or parsed.
 	MetadataErr error
+	// Err is why the distribution cannot be checked because one of its
+	// metadata files exists but cannot be read safely: it is not a regular
+	// file (a FIFO, a device, a symbolic link), is over its size cap, or
+	// lies through a symbolic link outside its site-packages. Verify
+	// reports it as an error, naming the file.
+	Err error
 	// EggInfo marks a legacy .egg-info distribution, which has no RECORD.
 	EggInfo bool
 }
@@ -350,7 +219,8 @@ type Distribution struct {
 // Source classifies the installation (PEP 610): no direct_url.json is an
 // index install; dir_info with editable is editable; any other direct URL
 // (local directory, wheel or archive, VCS) is a local build, and so is a
-// direct_url.json that cannot be read.
+// direct_url.json that cannot be read or parsed (one that exists but
+// cannot be read safely also makes the distribution an error: see Err).
 func (d *Distribution) Source() integrity.Source {
 	switch {
 	case d.DirectErr != nil:
@@ -396,6 +266,9 @@ func (e *Env) Distributions() ([]*Distribution, error) {
 	return out, nil
 }
 
+// readDistribution reads the distribution whose metadata directory is
+// dir, in site: its METADATA (PKG-INFO for .egg-info) and
+// direct_url.json, each read beneath site (see readBeneath).
 func readDistribution(site, dir string, egg bool) *Distribution {
 	d := &Distribution{Site: site, InfoDir: dir, EggInfo: egg}
 	base := filepath.Base(dir)
@@ -408,8 +281,9 @@ func readDistribution(site, dir string, egg bool) *Distribution {
 	if egg {
 		metaFile = "PKG-INFO"
 	}
-	data, err := os.ReadFile(filepath.Join(dir, metaFile))
-	if err == nil {
+	data, err := sysfile.ReadFileBeneath(site, base+"/"+metaFile, maxMetadataSize)
+	switch {
+	case err == nil:
 		var m *Metadata
 		if m, err = ParseMetadata(data); err == nil {
 			d.Name, d.Version = m.Name, m.Version
@@ -422,11 +296,16 @@ func readDistribution(site, dir string, egg bool) *Distribution {
 				d.Requires = append(d.Requires, req)
 			}
 		}
+	case !sysfile.IsNotExist(err):
+		d.Err = fmt.Errorf("read %s: %w", metaFile, err)
 	}
 	d.MetadataErr = err
 	d.Key = normalizeName(d.Name)
 	if !egg {
-		d.Direct, d.DirectErr = readDirectURL(filepath.Join(dir, "direct_url.json"))
+		d.Direct, d.DirectErr = readDirectURL(site, base+"/direct_url.json")
+		if d.DirectErr != nil && !errors.Is(d.DirectErr, errBadDirectURL) && d.Err == nil {
+			d.Err = fmt.Errorf("read direct_url.json: %w", d.DirectErr)
+		}
 	}
 	return d
 }
@@ -463,12 +342,16 @@ func (u *DirectURL) Kind() string {
 	return ""
 }
 
+// errBadDirectURL marks a direct_url.json that was read but does not
+// parse: a local build (see Distribution.Source), not an error.
+var errBadDirectURL = errors.New("direct_url.json")
+
 // ParseDirectURL parses direct_url.json: an object with a url and exactly
 // one of dir_info, archive_info and vcs_info.
 func ParseDirectURL(data []byte) (*DirectURL, error) {
 	var u DirectURL
 	if err := json.Unmarshal(data, &u); err != nil {
-		return nil, fmt.Errorf("direct_url.json: %w", err)
+		return nil, fmt.Errorf("%w: %w", errBadDirectURL, err)
 	}
 	n := 0
 	for _, set := range []bool{u.DirInfo != nil, u.ArchiveInfo != nil, u.VCSInfo != nil} {
@@ -477,14 +360,16 @@ func ParseDirectURL(data []byte) (*DirectURL, error) {
 		}
 	}
 	if u.URL == "" || n != 1 {
-		return nil, errors.New("direct_url.json: want a url and exactly one of dir_info, archive_info, vcs_info")
+		return nil, fmt.Errorf("%w: want a url and exactly one of dir_info, archive_info, vcs_info", errBadDirectURL)
 	}
 	return &u, nil
 }
 
-func readDirectURL(path string) (*DirectURL, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
+// readDirectURL reads and parses the direct_url.json rel beneath site;
+// nil (and no error) when there is none.
+func readDirectURL(site, rel string) (*DirectURL, error) {
+	data, err := sysfile.ReadFileBeneath(site, rel, maxDirectURLSize)
+	if sysfile.IsNotExist(err) {
 		return nil, nil
 	}
 	if err != nil {

@@ -21,6 +21,11 @@ var (
 	// ErrUndefinedComparison means a marker compares values in a way PEP
 	// 508 leaves undefined.
 	ErrUndefinedComparison = errors.New("undefined marker comparison")
+	// ErrUnknownVariable means a marker's value depends on a variable the
+	// environment does not give (see Env.Unknown); it is not guessed.
+	ErrUnknownVariable = errors.New("marker needs an unknown variable")
+	// ErrBadPyvenvCfg means a pyvenv.cfg is not text Python would read.
+	ErrBadPyvenvCfg = errors.New("invalid pyvenv.cfg")
 	// ErrNotEnvironment means a path is neither a virtual environment nor
 	// a site-packages directory.
 	ErrNotEnvironment = errors.New("not a Python environment or site-packages directory")

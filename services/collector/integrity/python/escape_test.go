@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -64,7 +65,7 @@ func testSymlinkEscape(t *testing.T) {
 		write(filepath.Join(info, "METADATA"), "Metadata-Version: 2.1\nName: "+name+"\nVersion: 1.0\n")
 		var b strings.Builder
 		for _, r := range rows {
-			b.WriteString(r + "," + rec + ",29\n")
+			b.WriteString(r + "," + rec + "," + strconv.Itoa(len(secret)) + "\n")
 		}
 		b.WriteString(name + "-1.0.dist-info/RECORD,,\n")
 		write(filepath.Join(info, "RECORD"), b.String())
@@ -77,7 +78,7 @@ func testSymlinkEscape(t *testing.T) {
 	dist("abslink", "abslink/data.txt")
 	dist("final", "final.py")
 
-	env, err := python.Open(ctx, venv, python.OpenOptions{NoExec: true})
+	env, err := python.Open(ctx, venv, python.OpenOptions{})
 	require.NoError(t, err)
 	store, err := integrity.OpenStore(filepath.Join(dir, "state"))
 	require.NoError(t, err)

@@ -2,11 +2,14 @@ package python
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
 // Environment holds PEP 508 marker variables (python_version,
-// sys_platform, extra, ...), keyed by their canonical names.
+// sys_platform, extra, ...), keyed by their canonical names. A variable
+// that is absent is unknown: a marker whose value depends on it is not
+// evaluated (ErrUnknownVariable).
 type Environment map[string]string
 
 // markerVars are the PEP 508 variables, with the legacy dotted spellings
@@ -35,11 +38,34 @@ var markerVars = map[string]string{
 // Marker is a parsed PEP 508 environment marker.
 type Marker struct {
 	root markerNode
+	text string
+}
+
+// String returns the marker as written, without surrounding spaces.
+func (m *Marker) String() string {
+	if m == nil {
+		return ""
+	}
+	return strings.TrimSpace(m.text)
 }
 
 type markerNode interface {
-	eval(env Environment) (bool, error)
+	// eval returns the node's value in env and, when it is unknown, the
+	// unknown variables it depends on.
+	eval(env Environment) (truth, []string, error)
 }
+
+// truth is a marker's value when some variables may be unknown, in
+// Kleene's three-valued logic: "A or B" is true when either is, whatever
+// the other, and "A and B" false when either is false; otherwise an
+// unknown operand makes the result unknown.
+type truth uint8
+
+const (
+	isFalse truth = iota
+	isTrue
+	isUnknown
+)
 
 type markerOr struct{ l, r markerNode }
 type markerAnd struct{ l, r markerNode }
@@ -54,34 +80,82 @@ type markerValue struct {
 	literal  string
 }
 
-func (n markerOr) eval(env Environment) (bool, error) {
-	l, err := n.l.eval(env)
-	if err != nil {
-		return false, err
+func (n markerOr) eval(env Environment) (truth, []string, error) {
+	l, lv, err := n.l.eval(env)
+	if err != nil || l == isTrue {
+		return l, nil, err
 	}
-	if l {
-		return true, nil
+	r, rv, err := n.r.eval(env)
+	switch {
+	case err != nil:
+		return isFalse, nil, err
+	case r == isTrue:
+		return isTrue, nil, nil
+	case l == isUnknown || r == isUnknown:
+		return isUnknown, union(lv, rv), nil
 	}
-	return n.r.eval(env)
+	return isFalse, nil, nil
 }
 
-func (n markerAnd) eval(env Environment) (bool, error) {
-	l, err := n.l.eval(env)
-	if err != nil || !l {
-		return false, err
+func (n markerAnd) eval(env Environment) (truth, []string, error) {
+	l, lv, err := n.l.eval(env)
+	if err != nil || l == isFalse {
+		return isFalse, nil, err
 	}
-	return n.r.eval(env)
+	r, rv, err := n.r.eval(env)
+	switch {
+	case err != nil:
+		return isFalse, nil, err
+	case r == isFalse:
+		return isFalse, nil, nil
+	case l == isUnknown || r == isUnknown:
+		return isUnknown, union(lv, rv), nil
+	}
+	return isTrue, nil, nil
 }
 
-func (v markerValue) value(env Environment) string {
+// union returns the variables of a and b, each once.
+func union(a, b []string) []string {
+	out := append([]string(nil), a...)
+	for _, v := range b {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// value returns the literal, or the variable's value in env; ok is false
+// for a variable env does not give.
+func (v markerValue) value(env Environment) (s string, ok bool) {
 	if v.variable == "" {
-		return v.literal
+		return v.literal, true
 	}
-	return env[v.variable]
+	s, ok = env[v.variable]
+	return s, ok
 }
 
-func (n markerCmp) eval(env Environment) (bool, error) {
-	lhs, rhs := n.lhs.value(env), n.rhs.value(env)
+func (n markerCmp) eval(env Environment) (truth, []string, error) {
+	lhs, lok := n.lhs.value(env)
+	rhs, rok := n.rhs.value(env)
+	if !lok || !rok {
+		var vars []string
+		if !lok {
+			vars = append(vars, n.lhs.variable)
+		}
+		if !rok && n.rhs.variable != n.lhs.variable {
+			vars = append(vars, n.rhs.variable)
+		}
+		return isUnknown, vars, nil
+	}
+	ok, err := n.compare(lhs, rhs)
+	if ok {
+		return isTrue, nil, err
+	}
+	return isFalse, nil, err
+}
+
+func (n markerCmp) compare(lhs, rhs string) (bool, error) {
 	if n.lhs.variable == "extra" || n.rhs.variable == "extra" {
 		// Extras compare as normalized names.
 		lhs, rhs = normalizeName(lhs), normalizeName(rhs)
@@ -114,12 +188,33 @@ func (n markerCmp) eval(env Environment) (bool, error) {
 
 // Evaluate evaluates the marker in env. A comparison packaging cannot
 // make (e.g. "~=" between strings that are not versions) is an error
-// wrapping ErrUndefinedComparison.
+// wrapping ErrUndefinedComparison; a marker whose value depends on a
+// variable env does not give is an error wrapping ErrUnknownVariable
+// that names the variables (one that does not depend on it, such as
+// `python_version < "3" or sys_platform == "linux"` on Linux, is
+// evaluated).
 func (m *Marker) Evaluate(env Environment) (bool, error) {
-	if m == nil || m.root == nil {
-		return true, nil
+	ok, unknown, err := m.evaluate(env)
+	if err == nil && len(unknown) > 0 {
+		err = fmt.Errorf("%w: %s", ErrUnknownVariable, strings.Join(unknown, ", "))
 	}
-	return m.root.eval(env)
+	return ok, err
+}
+
+// evaluate is Evaluate returning the unknown variables the marker's value
+// depends on (none when it is known) rather than an error for them.
+func (m *Marker) evaluate(env Environment) (ok bool, unknown []string, err error) {
+	if m == nil || m.root == nil {
+		return true, nil, nil
+	}
+	t, vars, err := m.root.eval(env)
+	if err != nil {
+		return false, nil, err
+	}
+	if t == isUnknown {
+		return false, vars, nil
+	}
+	return t == isTrue, nil, nil
 }
 
 // maxMarkerDepth bounds parenthesis nesting.
@@ -136,7 +231,7 @@ func ParseMarker(s string) (*Marker, error) {
 	if p.i != len(p.s) {
 		return nil, p.errorf("unexpected %q", p.s[p.i:])
 	}
-	return &Marker{root: n}, nil
+	return &Marker{root: n, text: s}, nil
 }
 
 type markerParser struct {

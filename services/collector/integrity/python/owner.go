@@ -1,27 +1,26 @@
 package python
 
 import (
-	"bufio"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"github.com/runtimetruth/runtimetruth/services/collector/internal/sysfile"
 )
 
 // Scripts returns the names of the console and GUI scripts d declares in
 // its entry_points.txt, in file order; nil when it declares none or the
-// file cannot be read.
+// file cannot be read (it is read beneath d's site-packages, as a regular
+// file of at most 1 MiB: see readBeneath).
 func (d *Distribution) Scripts() []string {
-	f, err := os.Open(filepath.Join(d.InfoDir, "entry_points.txt"))
+	data, err := sysfile.ReadFileBeneath(d.Site, filepath.Base(d.InfoDir)+"/entry_points.txt", maxEntryPointsSize)
 	if err != nil {
 		return nil
 	}
-	defer func() { _ = f.Close() }() // read only
 	var out []string
-	sc := bufio.NewScanner(f)
 	in := false
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
+	for line := range strings.Lines(string(data)) {
+		line = strings.TrimSpace(line)
 		switch {
 		case strings.HasPrefix(line, "["):
 			in = line == "[console_scripts]" || line == "[gui_scripts]"

@@ -12,7 +12,7 @@ import (
 
 func TestScriptOwner(t *testing.T) {
 	_, venv := installFixture(t)
-	env, err := python.Open(context.Background(), venv, python.OpenOptions{NoExec: true})
+	env, err := python.Open(context.Background(), venv, python.OpenOptions{})
 	require.NoError(t, err)
 	dists, err := env.Distributions()
 	require.NoError(t, err)

@@ -1,9 +1,7 @@
 package python
 
 import (
-	"errors"
-	"io"
-	"os"
+	"path/filepath"
 	"sync"
 	"unsafe"
 
@@ -24,35 +22,12 @@ var recordBuffers = sync.Pool{New: func() any { return new([]byte) }}
 // larger one (a rare, huge RECORD) is left to the garbage collector.
 const maxPooledRecord = 8 << 20
 
-// readRecord reads the file at path into *buf (reusing its capacity),
-// stopping once it holds more than MaxRecordSize bytes (which the parser
-// rejects), and returns the bytes read.
-func readRecord(path string, buf *[]byte) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = f.Close() }() // read only: nothing to lose
-	b := (*buf)[:0]
-	if st, err := f.Stat(); err == nil && st.Size() < MaxRecordSize && int64(cap(b)) <= st.Size() {
-		b = make([]byte, 0, st.Size()+512) // room to see the end of file in one read
-	}
-	for len(b) <= MaxRecordSize {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := f.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			*buf = b
-			return nil, err
-		}
-	}
-	*buf = b
-	return b, nil
+// readRecord reads the RECORD of the distribution whose .dist-info
+// directory is info, in site, into *buf (reusing its capacity), beneath
+// site and at most MaxRecordSize bytes (see readBeneath), and returns the
+// bytes read.
+func readRecord(site, info string, buf *[]byte) ([]byte, error) {
+	return readBeneath(site, filepath.Base(info)+"/RECORD", MaxRecordSize, buf)
 }
 
 // releaseRecord returns buf to recordBuffers unless it grew too large.

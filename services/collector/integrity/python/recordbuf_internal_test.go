@@ -79,10 +79,10 @@ func TestPlanKeepsOnlyHashedPaths(t *testing.T) {
 	require.NoError(t, err)
 
 	var r integrity.Result
-	first := e.plan(dists[0], &r, nil)
+	first := e.plan(Selected{Distribution: dists[0]}, &r, nil)
 	require.Equal(t, integrity.StatusOK, r.Status, r.Reason)
 	require.Equal(t, 2001, first.Len())
-	e.plan(dists[1], &r, nil) // reads the next RECORD, into the same buffer when the pool kept it
+	e.plan(Selected{Distribution: dists[1]}, &r, nil) // reads the next RECORD, into the same buffer when the pool kept it
 	for i, f := range first.Files[:2000] {
 		want := fmt.Sprintf("pkg0/sub/module_%04d.py", i)
 		require.Equal(t, want, f.Rel)
@@ -92,13 +92,13 @@ func TestPlanKeepsOnlyHashedPaths(t *testing.T) {
 	assert.Equal(t, filepath.ToSlash(filepath.Join(prefix, "bin", "tool0")), first.Files[2000].Rel)
 
 	// The fewest bytes of a few plans (the race detector's pool drops
-	// some buffers): with the buffer reused, the Files (184 bytes each),
+	// some buffers): with the buffer reused, the Files (192 bytes each),
 	// the labels and one copy of the hashed paths.
 	least := uint64(1 << 62)
 	for range 8 {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		e.plan(dists[0], &r, nil)
+		e.plan(Selected{Distribution: dists[0]}, &r, nil)
 		runtime.ReadMemStats(&after)
 		least = min(least, after.TotalAlloc-before.TotalAlloc)
 	}
@@ -119,7 +119,7 @@ func TestVerifyRecoversFromCacheFault(t *testing.T) {
 	}
 	prefix, state := t.TempDir(), t.TempDir()
 	site := filepath.Join(prefix, "lib", "python3.11", "site-packages")
-	var dists []*Distribution
+	var dists []Selected
 	for k := range 3 {
 		info := filepath.Join(site, fmt.Sprintf("pkg%d-1.0.dist-info", k))
 		require.NoError(t, os.MkdirAll(filepath.Join(site, fmt.Sprintf("pkg%d", k)), 0o755))
@@ -134,7 +134,7 @@ func TestVerifyRecoversFromCacheFault(t *testing.T) {
 		}
 		fmt.Fprintf(&record, "pkg%d-1.0.dist-info/RECORD,,\n", k)
 		require.NoError(t, os.WriteFile(filepath.Join(info, "RECORD"), record.Bytes(), 0o644))
-		dists = append(dists, &Distribution{Name: fmt.Sprintf("pkg%d", k), Version: "1.0", Site: site, InfoDir: info})
+		dists = append(dists, Selected{Distribution: &Distribution{Name: fmt.Sprintf("pkg%d", k), Version: "1.0", Site: site, InfoDir: info}})
 	}
 	e := &Env{Prefix: prefix}
 	ctx := context.Background()

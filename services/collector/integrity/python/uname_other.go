@@ -2,5 +2,6 @@
 
 package python
 
-func unameRelease() string { return "" }
-func unameVersion() string { return "" }
+// hostUname has no uname to read outside Unix: the platform variables it
+// gives are unknown.
+func hostUname() (uname, bool) { return uname{}, false }

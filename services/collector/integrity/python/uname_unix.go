@@ -8,13 +8,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func unameField(pick func(*unix.Utsname) []byte) string {
-	var u unix.Utsname
-	if err := unix.Uname(&u); err != nil {
-		return ""
+// hostUname returns this host's uname(2); ok is false when it fails.
+func hostUname() (u uname, ok bool) {
+	var ut unix.Utsname
+	if err := unix.Uname(&ut); err != nil {
+		return uname{}, false
 	}
-	return string(bytes.TrimRight(pick(&u), "\x00"))
+	field := func(b []byte) string {
+		if i := bytes.IndexByte(b, 0); i >= 0 {
+			b = b[:i]
+		}
+		return string(b)
+	}
+	return uname{sysname: field(ut.Sysname[:]), release: field(ut.Release[:]),
+		version: field(ut.Version[:]), machine: field(ut.Machine[:])}, true
 }
-
-func unameRelease() string { return unameField(func(u *unix.Utsname) []byte { return u.Release[:] }) }
-func unameVersion() string { return unameField(func(u *unix.Utsname) []byte { return u.Version[:] }) }

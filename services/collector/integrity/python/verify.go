@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
 
 	"github.com/runtimetruth/runtimetruth/services/collector/integrity"
+	"github.com/runtimetruth/runtimetruth/services/collector/internal/sysfile"
 )
 
 // Options select what Verify checks and how.
@@ -31,13 +31,33 @@ type Options struct {
 	Workers int
 }
 
+// Selected is a distribution Select picked.
+type Selected struct {
+	*Distribution
+	// NotEvaluated says why the distribution, a direct dependency whose
+	// Requires-Dist marker could not be evaluated (it depends on a marker
+	// variable the environment does not give, or compares in a way PEP 508
+	// leaves undefined), is reported but not checked: "not evaluated: app
+	// requires it if python_full_version >= \"3.11.2\", and
+	// python_full_version is unknown (...)". It is "" for one that is
+	// checked.
+	NotEvaluated string
+}
+
 // Select returns the distributions Options ask for, from dists: the roots
 // in the order given, then their direct dependencies in the order they are
-// declared, each once; or, with all, every distribution. A root that is
-// not installed fails with ErrNotInstalled.
-func (e *Env) Select(dists []*Distribution, roots []string, all bool) ([]*Distribution, error) {
+// declared, each once; or, with all, every distribution. A dependency
+// whose marker cannot be evaluated, and that no root or other marker puts
+// in scope, is in the list with NotEvaluated set: it is neither guessed
+// into nor out of scope. A root that is not installed fails with
+// ErrNotInstalled; dependencies that are not installed are left out.
+func (e *Env) Select(dists []*Distribution, roots []string, all bool) ([]Selected, error) {
 	if all {
-		return dists, nil
+		out := make([]Selected, len(dists))
+		for i, d := range dists {
+			out[i] = Selected{Distribution: d}
+		}
+		return out, nil
 	}
 	if len(roots) == 0 {
 		return nil, ErrNoScope
@@ -46,8 +66,8 @@ func (e *Env) Select(dists []*Distribution, roots []string, all bool) ([]*Distri
 	for _, d := range dists {
 		byKey[d.Key] = d
 	}
-	var out []*Distribution
-	seen := map[string]bool{}
+	var out []Selected
+	at := map[string]int{} // index in out by key
 	var missing []string
 	var rootDists []*Distribution
 	for _, r := range roots {
@@ -57,43 +77,76 @@ func (e *Env) Select(dists []*Distribution, roots []string, all bool) ([]*Distri
 			continue
 		}
 		rootDists = append(rootDists, d)
-		if !seen[d.Key] {
-			seen[d.Key] = true
-			out = append(out, d)
+		if _, ok := at[d.Key]; !ok {
+			at[d.Key] = len(out)
+			out = append(out, Selected{Distribution: d})
 		}
 	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("%w: %s", ErrNotInstalled, strings.Join(missing, ", "))
 	}
 	for _, root := range rootDists {
-		for _, dep := range e.DirectDependencies(root) {
-			if d := byKey[dep]; d != nil && !seen[d.Key] {
-				seen[d.Key] = true
-				out = append(out, d)
+		for _, dep := range e.directDependencies(root) {
+			d := byKey[dep.Key]
+			if d == nil {
+				continue
+			}
+			switch i, ok := at[d.Key]; {
+			case !ok:
+				at[d.Key] = len(out)
+				out = append(out, Selected{Distribution: d, NotEvaluated: dep.NotEvaluated})
+			case dep.NotEvaluated == "":
+				out[i].NotEvaluated = "" // in scope after all
 			}
 		}
 	}
 	return out, nil
 }
 
-// DirectDependencies returns the normalized names of d's Requires-Dist
-// entries whose markers hold in the environment. A marker that cannot be
-// evaluated counts as holding, so the dependency is checked rather than
-// silently left out.
-func (e *Env) DirectDependencies(d *Distribution) []string {
-	var out []string
+// dependency is a direct dependency of a distribution: its normalized
+// name, and why its marker could not be evaluated ("" when it holds).
+type dependency struct {
+	Key          string
+	NotEvaluated string
+}
+
+// directDependencies returns d's Requires-Dist entries whose markers hold
+// in the environment, and those whose markers cannot be evaluated there
+// (with why); entries whose markers do not hold are left out.
+func (e *Env) directDependencies(d *Distribution) []dependency {
+	var out []dependency
 	for _, r := range d.Requires {
-		ok, err := r.Marker.Evaluate(e.Markers)
-		if err != nil || ok {
-			out = append(out, r.Key())
+		ok, unknown, err := r.Marker.evaluate(e.Markers)
+		switch {
+		case err != nil:
+			out = append(out, dependency{Key: r.Key(),
+				NotEvaluated: fmt.Sprintf("not evaluated: %s requires it if %s, which PEP 508 leaves undefined (%v)", d.Name, r.Marker, err)})
+		case len(unknown) > 0:
+			out = append(out, dependency{Key: r.Key(), NotEvaluated: e.notEvaluated(d, r, unknown)})
+		case ok:
+			out = append(out, dependency{Key: r.Key()})
 		}
 	}
 	return out
 }
 
+// notEvaluated explains why requirement r of d was not evaluated: the
+// unknown variables its marker depends on, and why each is unknown.
+func (e *Env) notEvaluated(d *Distribution, r Requirement, unknown []string) string {
+	why := make([]string, len(unknown))
+	for i, v := range unknown {
+		why[i] = v + " is unknown"
+		if reason := e.Unknown[v]; reason != "" {
+			why[i] += " (" + reason + ")"
+		}
+	}
+	return fmt.Sprintf("not evaluated: %s requires it if %s, and %s", d.Name, r.Marker, strings.Join(why, "; "))
+}
+
 // Owner returns the distribution whose RECORD lists file (compared as
 // cleaned absolute paths), for finding the package that ships a
-// runnable's files. ok is false when none does.
+// runnable's files. ok is false when none does. A RECORD that cannot be
+// read (see readBeneath) or parsed is passed over.
 func (e *Env) Owner(dists []*Distribution, file string) (d *Distribution, ok bool, err error) {
 	abs, err := filepath.Abs(file)
 	if err != nil {
@@ -103,7 +156,7 @@ func (e *Env) Owner(dists []*Distribution, file string) (d *Distribution, ok boo
 		if d.EggInfo {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(d.InfoDir, "RECORD"))
+		data, err := sysfile.ReadFileBeneath(d.Site, filepath.Base(d.InfoDir)+"/RECORD", MaxRecordSize)
 		if err != nil {
 			continue
 		}
@@ -188,9 +241,10 @@ func Verify(ctx context.Context, env *Env, opts Options) (*integrity.Report, err
 	} else {
 		cacheCh <- opened{}
 	}
+	var sel []Selected
 	dists, err := env.Distributions()
 	if err == nil {
-		dists, err = env.Select(dists, opts.Roots, opts.All)
+		sel, err = env.Select(dists, opts.Roots, opts.All)
 	}
 	oc := <-cacheCh
 	if err != nil {
@@ -199,14 +253,14 @@ func Verify(ctx context.Context, env *Env, opts Options) (*integrity.Report, err
 	if oc.err != nil {
 		return nil, oc.err
 	}
-	return env.checkGuarded(ctx, dists, oc.c, opts)
+	return env.checkGuarded(ctx, sel, oc.c, opts)
 }
 
 // checkGuarded is check, checked again in full without the cache when
 // reading the cache's mapped file faulted (it was truncated under the
 // mapping: what was checked is incomplete). The cache is discarded and
 // the report's CacheError says why.
-func (e *Env) checkGuarded(ctx context.Context, sel []*Distribution, cache *integrity.Cache, opts Options) (*integrity.Report, error) {
+func (e *Env) checkGuarded(ctx context.Context, sel []Selected, cache *integrity.Cache, opts Options) (*integrity.Report, error) {
 	var rep *integrity.Report
 	fault, err := integrity.WithoutFaultyCache(cache, func(cache *integrity.Cache) (err error) {
 		rep, err = e.check(ctx, sel, cache, opts)
@@ -220,7 +274,7 @@ func (e *Env) checkGuarded(ctx context.Context, sel []*Distribution, cache *inte
 
 // check hashes the files of the selected distributions (with cache, when
 // not nil) and makes the report.
-func (e *Env) check(ctx context.Context, sel []*Distribution, cache *integrity.Cache, opts Options) (*integrity.Report, error) {
+func (e *Env) check(ctx context.Context, sel []Selected, cache *integrity.Cache, opts Options) (*integrity.Report, error) {
 	rep := &integrity.Report{Root: e.Prefix, Results: make([]integrity.Result, len(sel))}
 	lists, stats, err := e.hash(ctx, sel, rep.Results, cache, opts)
 	if err != nil {
@@ -267,7 +321,7 @@ func (e *Env) check(ctx context.Context, sel []*Distribution, cache *integrity.C
 // run out of files to hash, so planning and hashing overlap on the same
 // workers. It returns each distribution's files as checked (a nil list
 // for one without files to check).
-func (e *Env) hash(ctx context.Context, sel []*Distribution, results []integrity.Result, cache *integrity.Cache, opts Options) ([]*integrity.List, integrity.CheckStats, error) {
+func (e *Env) hash(ctx context.Context, sel []Selected, results []integrity.Result, cache *integrity.Cache, opts Options) ([]*integrity.List, integrity.CheckStats, error) {
 	lists := make([]*integrity.List, len(sel))
 	// Resolve every file beneath the environment root, so that a
 	// symbolic link on the way cannot lead out of it.
@@ -292,13 +346,23 @@ func (e *Env) hash(ctx context.Context, sel []*Distribution, results []integrity
 
 // plan returns the files of d to check, from the cache when its RECORD
 // is unchanged, else parsed from the RECORD (and stored in the cache);
-// nil when there are none.
-func (e *Env) plan(d *Distribution, r *integrity.Result, cache *integrity.Cache) *integrity.List {
+// nil when there are none. Each file carries the size its RECORD row
+// lists, so that one of another size is reported without being read.
+func (e *Env) plan(d Selected, r *integrity.Result, cache *integrity.Cache) *integrity.List {
 	*r = integrity.Result{
 		Name: d.Name, Version: d.Version, Location: d.InfoDir,
 		Source: d.Source(), Baseline: integrity.BaselineRecord, Status: integrity.StatusOK,
 	}
 	switch {
+	case d.NotEvaluated != "":
+		r.Status, r.Reason = integrity.StatusSkipped, d.NotEvaluated
+		if d.EggInfo {
+			r.Baseline = integrity.BaselineNone
+		}
+		return nil
+	case d.Err != nil:
+		r.Status, r.Reason = integrity.StatusError, d.Err.Error()
+		return nil
 	case d.EggInfo:
 		r.Status, r.Baseline, r.Reason = integrity.StatusSkipped, integrity.BaselineNone, "egg-info distribution: no RECORD"
 		return nil
@@ -314,9 +378,9 @@ func (e *Env) plan(d *Distribution, r *integrity.Result, cache *integrity.Cache)
 	}
 	buf := recordBuffers.Get().(*[]byte)
 	defer releaseRecord(buf)
-	data, err := readRecord(recordPath, buf)
+	data, err := readRecord(d.Site, d.InfoDir, buf)
 	if err != nil {
-		r.Status, r.Reason = integrity.StatusError, "read RECORD: "+errText(err)
+		r.Status, r.Reason = integrity.StatusError, "read RECORD: "+err.Error()
 		return nil
 	}
 	n := bytesCount(data, '\n') + 1
@@ -331,6 +395,7 @@ func (e *Env) plan(d *Distribution, r *integrity.Result, cache *integrity.Cache)
 			return err
 		}
 		l.Files = append(l.Files, integrity.File{Dir: dir, Rel: rel, Want: ent.Hash})
+		l.Files[len(l.Files)-1].SetWantSize(ent.Size) // -1, not listed: unknown
 		l.Labels = append(l.Labels, ent.Path)
 		return nil
 	})
@@ -343,12 +408,4 @@ func (e *Env) plan(d *Distribution, r *integrity.Result, cache *integrity.Cache)
 	r.Files, l.Extra = len(l.Files), r.Unchecked
 	cache.PutList(recordPath, src, l)
 	return l
-}
-
-func errText(err error) string {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err.Error()
-	}
-	return err.Error()
 }

@@ -52,6 +52,31 @@ type Options struct {
 	// SeedOnly omits the extension kinds (codex.mcp_tools) so the records
 	// are exactly those RuntimeTruth emits.
 	SeedOnly bool
+	// RunAs, when set, is the account Codex runs as, and with it every MCP
+	// server it starts: `codex --version` and the app-server get its user,
+	// group and supplementary groups (which needs root, or CAP_SETUID and
+	// CAP_SETGID), and a fresh environment instead of this process's:
+	// PATH, TZ, LANG, LANGUAGE and LC_* from it, HOME, USER and LOGNAME
+	// of the account, then Env. Codex then reads its configuration from
+	// the account's CODEX_HOME (Env may set one; else ~/.codex). Nil runs
+	// Codex as this process, with its environment plus Env.
+	RunAs *Account
+}
+
+// Account is a user the Codex probe runs as (Options.RunAs).
+type Account struct {
+	UID, GID uint32
+	// Groups are the supplementary groups; none when empty.
+	Groups []uint32
+	// Name is USER and LOGNAME; Home is HOME.
+	Name, Home string
+}
+
+func (a *Account) credential() *syscall.Credential {
+	if a == nil {
+		return nil
+	}
+	return &syscall.Credential{Uid: a.UID, Gid: a.GID, Groups: append([]uint32{}, a.Groups...)}
 }
 
 func (o Options) timeout() time.Duration {
@@ -97,9 +122,9 @@ func collect(ctx context.Context, cwd string, o Options) (snapshot.Target, []sna
 	if err != nil {
 		return snapshot.Target{}, nil, st, err
 	}
-	env := environ(bin, o.Env)
+	env := environ(bin, o)
 	vstart := time.Now()
-	version, err := runVersion(ctx, bin.exec, env, timeout)
+	version, err := runVersion(ctx, bin.exec, env, o.RunAs.credential(), timeout)
 	st.codex += time.Since(vstart)
 	if err != nil {
 		return snapshot.Target{}, nil, st, err
@@ -216,25 +241,35 @@ func npmNative(shim string) (native, root string, ok bool) {
 }
 
 // environ is the process environment, minus the npm shim's markers when it
-// is bypassed, plus the shim's variables and extra (later entries win).
-func environ(b binary, extra []string) []string {
+// is bypassed, plus the shim's variables and o.Env (later entries win).
+// For an o.RunAs account it is a fresh one instead (Options.RunAs): no
+// variable of this process's (a credential, its HOME or CODEX_HOME) is
+// handed to the account's processes but the locale, time zone and PATH.
+func environ(b binary, o Options) []string {
 	env := os.Environ()
+	if a := o.RunAs; a != nil {
+		env = slices.DeleteFunc(env, func(kv string) bool {
+			k, _, _ := strings.Cut(kv, "=")
+			return k != "PATH" && k != "TZ" && k != "LANG" && k != "LANGUAGE" && !strings.HasPrefix(k, "LC_")
+		})
+		env = append(env, "HOME="+a.Home, "USER="+a.Name, "LOGNAME="+a.Name)
+	}
 	if len(b.env) > 0 {
 		env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "CODEX_MANAGED_BY_") })
 	}
-	return append(append(env, b.env...), extra...)
+	return append(append(env, b.env...), o.Env...)
 }
 
 // maxVersionOutput bounds what `codex --version` may print.
 const maxVersionOutput = 64 << 10
 
-func runVersion(ctx context.Context, path string, env []string, timeout time.Duration) (string, error) {
+func runVersion(ctx context.Context, path string, env []string, cred *syscall.Credential, timeout time.Duration) (string, error) {
 	cmd := exec.CommandContext(ctx, path, "--version")
 	cmd.Env = env
 	var out, errOut boundedBuffer
 	out.max, errOut.max = maxVersionOutput, maxVersionOutput
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: cred}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
 	err := cmd.Run()
@@ -247,6 +282,9 @@ func runVersion(ctx context.Context, path string, env []string, timeout time.Dur
 	var exitErr *exec.ExitError
 	if errors.As(err, &exitErr) {
 		return "", fmt.Errorf("codex --version failed with exit status %d", exitErr.ExitCode())
+	}
+	if err != nil && cred != nil && errors.Is(err, syscall.EPERM) {
+		return "", fmt.Errorf("run codex --version as uid %d: %w (switching user needs root, or CAP_SETUID and CAP_SETGID)", cred.Uid, err)
 	}
 	if err != nil {
 		return "", fmt.Errorf("run codex --version: %w", err)

@@ -40,9 +40,15 @@
 //
 // Bounds: one deadline for the whole collection (DefaultTimeout, 15 s);
 // app-server lines up to appserver.MaxLine (16 MiB); instruction files
-// hashed in 64 KiB chunks, regular files only. Errors name the step that
-// failed or timed out, and quote the server's "Error:" stderr line when
-// it exits before answering.
+// hashed in 64 KiB chunks, regular files of at most MaxInstructionSize
+// (16 MiB) only, their type checked before they are opened for reading
+// (anything else is "unavailable"). Errors name the step that failed or
+// timed out, and quote the server's "Error:" stderr line when it exits
+// before answering.
+//
+// Options.RunAs runs Codex, and so the MCP servers it starts, as another
+// account with a fresh environment (the collector service never runs it
+// as root); by default it runs as the calling process.
 //
 // Side effects are designed out: thread/start gets no cwd (with one,
 // Codex marks the project trusted in the user's config.toml), the thread

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/canonjson"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/jsontree"
@@ -220,14 +219,26 @@ func instructionsRecord(ctx context.Context, cwd string, sources []string) (snap
 	return snapshot.Record{Plane: snapshot.Live, Kind: "codex.instructions", Source: sourceInstructions, Data: data}, nil
 }
 
-// errNotRegular marks an instruction source that is not a regular file.
-var errNotRegular = errors.New("not a regular file")
+// MaxInstructionSize caps an instruction file the probe fingerprints
+// (16 MiB; Codex itself reads at most 32 KiB of project docs by default).
+// A larger file is "unavailable", as an unreadable one is.
+const MaxInstructionSize = 16 << 20
 
-// hashFile returns the hex SHA-256 of a regular file. It opens without
-// blocking (a FIFO planted as AGENTS.md must not hang the probe) and reads
-// in 64 KiB chunks, checking ctx between them.
+// Why an instruction source has no fingerprint.
+var (
+	errNotRegular = errors.New("not a regular file")
+	errTooLarge   = fmt.Errorf("larger than %d bytes", MaxInstructionSize)
+)
+
+// hashFile returns the hex SHA-256 of a regular file of at most
+// MaxInstructionSize bytes. A symbolic link is followed, as Codex and
+// RuntimeTruth follow it, but nothing that is not a regular file is ever
+// opened for reading (openRegular): a FIFO planted as AGENTS.md cannot
+// hang the probe, a device is neither read (/dev/zero) nor opened (open
+// alone has effects on some). It reads in 64 KiB chunks, checking ctx
+// between them, and gives up on a file that grows past the cap.
 func hashFile(ctx context.Context, path string) (string, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := openRegular(path)
 	if err != nil {
 		return "", err
 	}
@@ -239,13 +250,20 @@ func hashFile(ctx context.Context, path string) (string, error) {
 	if !st.Mode().IsRegular() {
 		return "", errNotRegular
 	}
+	if st.Size() > MaxInstructionSize {
+		return "", errTooLarge
+	}
 	h := sha256.New()
 	buf := make([]byte, hashChunk)
+	var total int64
 	for {
 		if err := ctx.Err(); err != nil {
 			return "", err
 		}
 		n, err := f.Read(buf)
+		if total += int64(n); total > MaxInstructionSize {
+			return "", errTooLarge
+		}
 		h.Write(buf[:n])
 		if errors.Is(err, io.EOF) {
 			return hex.EncodeToString(h.Sum(nil)), nil

@@ -21,6 +21,9 @@ import (
 const (
 	fakeEnv    = "RT_FAKE_CODEX"
 	fakeLogEnv = "RT_FAKE_CODEX_LOG"
+	// fakeSourcesEnv is a JSON list of the instructionSources thread/start
+	// reports (default AGENTS.md, missing.md, adir, fifo).
+	fakeSourcesEnv = "RT_FAKE_CODEX_SOURCES"
 )
 
 type fake struct {
@@ -225,6 +228,11 @@ func (f *fake) threadStart(m fakeMsg) (int, bool) {
 		_ = os.WriteFile(os.Getenv(fakeLogEnv)+".pids", []byte(strconv.Itoa(os.Getpid())+" "+strconv.Itoa(child.Process.Pid)), 0o644)
 	}
 	sources := []string{"AGENTS.md", "missing.md", "adir", "fifo"}
+	if js := os.Getenv(fakeSourcesEnv); js != "" {
+		if err := json.Unmarshal([]byte(js), &sources); err != nil {
+			return 7, true
+		}
+	}
 	thread := map[string]any{"id": "thread-1", "cliVersion": "0.0.0-fake", "ephemeral": true, "turns": []any{}}
 	f.notify("mcpServer/startupStatus/updated", map[string]any{"threadId": "thread-1", "name": "alpha", "status": "starting"})
 	f.result(m.ID, map[string]any{

@@ -57,6 +57,7 @@ func (p *probe) run(ctx context.Context, path string, env []string) (recs []snap
 		Args:           appServerArgs(p.opts.ConfigOverrides),
 		Dir:            p.dir,
 		Env:            env,
+		Credential:     p.opts.RunAs.credential(),
 		OnNotification: p.note,
 	})
 	if err != nil {

@@ -43,6 +43,9 @@ type Config struct {
 	Dir string
 	// Env is the complete environment; nil means the current one.
 	Env []string
+	// Credential, when set, is the user, group and supplementary groups
+	// the server runs as (and so whatever it starts).
+	Credential *syscall.Credential
 	// OnNotification, when set, receives every notification. It runs on
 	// the goroutine calling Call or Wait.
 	OnNotification func(method string, params jsontree.Value)
@@ -97,7 +100,7 @@ func Start(cfg Config) (*Client, error) {
 	// *os.File values are handed to the child as they are: exec starts no
 	// copying goroutines, so Wait only waits for the process itself.
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: cfg.Credential}
 	if err := cmd.Start(); err != nil {
 		closeAll(inR, inW, outR, outW, errR, errW)
 		return nil, err
