@@ -32,8 +32,7 @@ type integrityFlags struct {
 	stateDir string
 
 	// pyEnv is the opened --python environment, kept so that one
-	// invocation runs the environment's interpreter (Open's marker probe)
-	// once.
+	// invocation reads it (pyvenv.cfg, the marker environment) once.
 	pyEnv *python.Env
 }
 

@@ -164,27 +164,6 @@ func TestIntegrityUncheckable(t *testing.T) {
 	assert.NotContains(t, r.stdout, "✓")
 }
 
-// The hook runs the environment's interpreter (for the marker environment)
-// once per check, not once per lookup.
-func TestIntegrityCheckRunsPythonOnce(t *testing.T) {
-	env, _ := venv(t)
-	t.Setenv("RUNTIMETRUTH_STATE_DIR", t.TempDir())
-	interp, err := filepath.EvalSymlinks(filepath.Join(env, "bin", "python3"))
-	require.NoError(t, err)
-	count := filepath.Join(t.TempDir(), "runs")
-	wrapper := "#!/bin/sh\necho run >> '" + count + "'\nexec '" + interp + "' \"$@\"\n"
-	pythons, err := filepath.Glob(filepath.Join(env, "bin", "python*"))
-	require.NoError(t, err)
-	for _, p := range pythons {
-		require.NoError(t, os.Remove(p))
-		require.NoError(t, os.WriteFile(p, []byte(wrapper), 0o755)) //nolint:gosec // an executable test interpreter
-	}
-	r := run(t, "integrity", "check", "--python", env, "--runnable", "pip3")
-	require.Equal(t, 0, r.code)
-	require.Empty(t, r.stderr)
-	assert.Equal(t, "run\n", mustRead(t, count), "one interpreter run per check")
-}
-
 // A package.json without a version still yields a warning without an empty
 // version and a runnable.modified event.
 func TestIntegrityNodeUnversioned(t *testing.T) {
