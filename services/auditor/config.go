@@ -44,7 +44,7 @@ type Config struct {
 	// Partition is this instance's partition, in [0, Partitions).
 	Partition int `mapstructure:"partition"`
 	// Batch is the most messages appended and acknowledged together
-	// (bounded by the consumer's MaxAckPending).
+	// (bounded by the consumer's MaxAckPending, and by MaxInflightBytes).
 	Batch int `mapstructure:"batch"`
 	// IdleWait is how long one pull waits for a message when the stream is
 	// idle.
