@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -43,6 +44,7 @@ type upFlags struct {
 	approve  bool
 	once     bool
 	noCodex  bool
+	codexAs  string
 	noAudit  bool
 	verbose  bool
 	signKey  string
@@ -90,6 +92,7 @@ no auditor, and up prints and approves only this host's verdicts.`,
 	c.Flags().BoolVar(&f.approve, "approve", false, "approve the first snapshot of every target without a baseline (trust on first use)")
 	c.Flags().BoolVar(&f.once, "once", false, "collect every target once, print the verdicts, and exit (exit 2 on drift, 1 on an error verdict)")
 	c.Flags().BoolVar(&f.noCodex, "no-codex", false, "leave Codex out of the default targets")
+	c.Flags().StringVar(&f.codexAs, "codex-run-as", "", "run the Codex probe as `USER` (default: yourself; as root, $SUDO_USER or the owner of the current directory, never root)")
 	c.Flags().BoolVar(&f.noAudit, "no-audit", false, "run without the embedded auditor (no audit log)")
 	c.Flags().BoolVar(&f.verbose, "verbose", false, "log service start and stop")
 	c.Flags().StringVar(&f.signKey, "sign-key", "", "run the attestor with this signing `KEY` (PEM or cosign format): `runtimetruth baseline sign` works against this server, and --approve signs what it approves")
@@ -138,7 +141,7 @@ func runUp(ctx context.Context, out, errw io.Writer, f upFlags) error {
 		return err
 	}
 
-	targets := defaultTargets(ctx, f)
+	targets, left := defaultTargets(ctx, f)
 	host, _ := os.Hostname()
 	vcfg := verifier.NewDefaultConfig()
 	v, err := verifier.New(vcfg, verifier.Settings{Logger: log, Conn: nc})
@@ -209,6 +212,9 @@ func runUp(ctx context.Context, out, errw io.Writer, f upFlags) error {
 	}
 	for _, t := range targets {
 		_, _ = fmt.Fprintf(out, "  watching %-7s %s every %s\n", t.Kind, targetWhere(t), f.interval)
+	}
+	for _, why := range left {
+		_, _ = fmt.Fprintf(out, "  not watching     %s\n", why)
 	}
 	_, _ = fmt.Fprintln(out)
 
@@ -297,22 +303,60 @@ func startEmbedded(dir, listen string) (*server.Server, string, error) {
 // defaultTargets are this machine's: the git repository of the working
 // directory, the current Python environment, Codex in the working
 // directory when it is installed.
-func defaultTargets(ctx context.Context, f upFlags) []collector.TargetConfig {
-	var out []collector.TargetConfig
+// defaultTargets are the targets up watches on this machine, and why any
+// it would watch are left out.
+func defaultTargets(ctx context.Context, f upFlags) (targets []collector.TargetConfig, left []string) {
 	cwd, _ := os.Getwd()
 	if root, err := exec.CommandContext(ctx, "git", "-C", cwd, "rev-parse", "--show-toplevel").Output(); err == nil {
-		out = append(out, collector.TargetConfig{Name: "repo", Kind: "git", Path: strings.TrimSpace(string(root)), Interval: f.interval})
+		targets = append(targets, collector.TargetConfig{Name: "repo", Kind: "git", Path: strings.TrimSpace(string(root)), Interval: f.interval})
 	}
 	if env := pythonEnv(ctx); env != "" {
-		out = append(out, collector.TargetConfig{Name: "python", Kind: "python", Env: env, Interval: f.interval})
+		targets = append(targets, collector.TargetConfig{Name: "python", Kind: "python", Env: env, Interval: f.interval})
 	}
 	if !f.noCodex {
 		if _, err := exec.LookPath("codex"); err == nil {
-			out = append(out, collector.TargetConfig{Name: "codex", Kind: "codex", Cwd: cwd, Interval: f.interval,
-				Options: collector.TargetOptions{ResolveThread: true}})
+			runAs, why := codexRunAs(f.codexAs, os.Geteuid(), os.Getenv("SUDO_USER"), ownerOf(cwd))
+			if why != "" {
+				return targets, append(left, "codex   "+why)
+			}
+			targets = append(targets, collector.TargetConfig{Name: "codex", Kind: "codex", Cwd: cwd, Interval: f.interval,
+				Options: collector.TargetOptions{ResolveThread: true, RunAs: runAs}})
 		}
 	}
-	return out
+	return targets, left
+}
+
+// codexRunAs is the user up runs the Codex probe as ("" for the
+// collector's rule: itself, or as root the owner of the workspace), or why
+// up leaves Codex out. The probe starts the agent and its MCP servers,
+// never as root: up run as root (make run on a fresh machine, sudo) runs it
+// as --codex-run-as, else as the user sudo ran it for, else as the owner
+// of the current directory, and leaves Codex out when root owns that.
+func codexRunAs(flag string, euid int, sudoUser string, cwdOwner int) (runAs, why string) {
+	switch {
+	case flag != "":
+		return flag, ""
+	case euid != 0:
+		return "", ""
+	case sudoUser != "" && sudoUser != "root":
+		return sudoUser, ""
+	case cwdOwner > 0:
+		return "", ""
+	}
+	return "", "up runs as root in a directory root owns, and the Codex probe never runs as root " +
+		"(it starts the agent and its MCP servers): pass --codex-run-as USER, or run up as that user"
+}
+
+// ownerOf is the uid that owns path, or -1.
+func ownerOf(path string) int {
+	st, err := os.Stat(path)
+	if err != nil {
+		return -1
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		return int(sys.Uid)
+	}
+	return -1
 }
 
 // pythonEnv is $VIRTUAL_ENV, else the prefix of the python3 on PATH when it

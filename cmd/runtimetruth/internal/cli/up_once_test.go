@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -109,4 +110,31 @@ func TestUpOnceExitsOnFailedCollection(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestUpAsRootLeavesCodexOut: make run on a fresh machine runs up as root
+// in a directory root owns. The Codex probe never runs as root, so up
+// leaves Codex out, says why, and verifies the rest: a codex on PATH is
+// never started and --once exits 0.
+func TestUpAsRootLeavesCodexOut(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("up leaves Codex out only when it runs as root (TestCodexRunAs covers the rule)")
+	}
+	bin := t.TempDir()
+	ran := filepath.Join(t.TempDir(), "codex-ran")
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "codex"), []byte("#!/bin/sh\ntouch "+ran+"\nexit 1\n"), 0o755))
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("SUDO_USER", "")
+	t.Setenv("VIRTUAL_ENV", "")
+	t.Setenv("PYTHONHOME", "")
+	dir := gitRepo(t)
+	t.Chdir(dir)
+
+	r, returned := runBounded(t, "up", "--data-dir", t.TempDir(), "--interval", "1s", "--once", "--approve")
+	require.True(t, returned, "up --once did not return:\n%s%s", r.stdout, r.stderr)
+	assert.Equal(t, 0, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, "not watching     codex   up runs as root in a directory root owns")
+	assert.Contains(t, r.stdout, "PASS   git.repository:")
+	assert.NotContains(t, r.stdout, "codex.")
+	assert.NoFileExists(t, ran, "the Codex probe ran as root")
 }

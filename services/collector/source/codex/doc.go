@@ -48,7 +48,9 @@
 //
 // Options.RunAs runs Codex, and so the MCP servers it starts, as another
 // account with a fresh environment (the collector service never runs it
-// as root); by default it runs as the calling process.
+// as root); by default it runs as the calling process. The instruction
+// files are then opened with that account's file-system permissions and
+// "~" is its home, so the fingerprints are of what Codex itself can read.
 //
 // Side effects are designed out: thread/start gets no cwd (with one,
 // Codex marks the project trusted in the user's config.toml), the thread

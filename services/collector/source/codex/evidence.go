@@ -197,16 +197,22 @@ func threadRecord(result jsontree.Value) (snapshot.Record, thread, error) {
 	return snapshot.Record{Plane: snapshot.Resolved, Kind: "codex.thread", Source: sourceThread, Data: data}, th, nil
 }
 
-// instructionsRecord fingerprints each reported instruction source. The
-// text is streamed through SHA-256 and never kept.
-func instructionsRecord(ctx context.Context, cwd string, sources []string) (snapshot.Record, error) {
+// instructionsRecord fingerprints each reported instruction source as the
+// account Codex ran as (nil: this process) reads it: "~" is that
+// account's home, and a file it may not read is "unavailable" even to a
+// collector running as root. The text is streamed through SHA-256 and
+// never kept.
+func instructionsRecord(ctx context.Context, cwd string, sources []string, as *Account) (snapshot.Record, error) {
 	data := snapshot.Data{"source_count": snapshot.Int(int64(len(sources)))}
 	for _, src := range sources {
 		path := expandHome(src)
+		if as != nil && (src == "~" || strings.HasPrefix(src, "~/")) {
+			path = as.Home + src[1:]
+		}
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(cwd, path)
 		}
-		sum, err := hashFile(ctx, path)
+		sum, err := hashFile(ctx, path, as)
 		if ctx.Err() != nil {
 			return snapshot.Record{}, ctx.Err()
 		}
@@ -236,9 +242,10 @@ var (
 // opened for reading (openRegular): a FIFO planted as AGENTS.md cannot
 // hang the probe, a device is neither read (/dev/zero) nor opened (open
 // alone has effects on some). It reads in 64 KiB chunks, checking ctx
-// between them, and gives up on a file that grows past the cap.
-func hashFile(ctx context.Context, path string) (string, error) {
-	f, err := openRegular(path)
+// between them, and gives up on a file that grows past the cap. It opens
+// the file with the permissions of as (openRegularAs).
+func hashFile(ctx context.Context, path string, as *Account) (string, error) {
+	f, err := openRegularAs(path, as)
 	if err != nil {
 		return "", err
 	}

@@ -13,3 +13,9 @@ func CollectTimed(ctx context.Context, cwd string, o Options) (snapshot.Target, 
 	t, recs, st, err := collect(ctx, cwd, o)
 	return t, recs, st.wall, st.codex, err
 }
+
+// InstructionsRecord fingerprints instruction sources as the probe of
+// account as does.
+func InstructionsRecord(ctx context.Context, cwd string, sources []string, as *Account) (snapshot.Record, error) {
+	return instructionsRecord(ctx, cwd, sources, as)
+}

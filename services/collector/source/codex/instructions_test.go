@@ -145,3 +145,56 @@ func kernelAtLeast(t *testing.T, major, minor int) bool {
 	require.NoError(t, err, rel)
 	return maj > major || maj == major && mnr >= minor
 }
+
+// TestInstructionsReadAsTheAccount: a collector running as root probes
+// Codex as the workspace's owner, and fingerprints the instruction
+// sources Codex reports as that account reads them. An AGENTS.md linked
+// to a file only root may read is "unavailable", never the digest of
+// /etc/shadow; "~" is the account's home, not the collector's.
+func TestInstructionsReadAsTheAccount(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("taking another account's permissions needs root")
+	}
+	nobody := &codex.Account{UID: 65534, GID: 65534, Name: "nobody"}
+	// t.TempDir's parent is 0700: nobody could not reach anything in it.
+	base, err := os.MkdirTemp("", "rt-instructions-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(base) })
+	require.NoError(t, os.Chmod(base, 0o755))
+	ws := filepath.Join(base, "ws")
+	home := filepath.Join(base, "home")
+	for _, d := range []string{ws, home} {
+		require.NoError(t, os.Mkdir(d, 0o755))
+	}
+	nobody.Home = home
+	secretFile := filepath.Join(base, "shadow")
+	writeFile(t, secretFile, "root:$6$secret\n")
+	require.NoError(t, os.Chmod(secretFile, 0o600))
+	require.NoError(t, os.Symlink(secretFile, filepath.Join(ws, "AGENTS.md")))
+	writeFile(t, filepath.Join(ws, "OPEN.md"), "open\n")
+	require.NoError(t, os.Chmod(filepath.Join(ws, "OPEN.md"), 0o644))
+	writeFile(t, filepath.Join(home, "AGENTS.md"), "home\n")
+	require.NoError(t, os.Chmod(filepath.Join(home, "AGENTS.md"), 0o644))
+	sum := func(s string) snapshot.Value {
+		h := sha256.Sum256([]byte(s))
+		return snapshot.String("sha256:" + hex.EncodeToString(h[:]))
+	}
+
+	sources := []string{"AGENTS.md", "OPEN.md", "~/AGENTS.md"}
+	rec, err := codex.InstructionsRecord(t.Context(), ws, sources, nobody)
+	require.NoError(t, err)
+	assert.Equal(t, snapshot.String("unavailable"), rec.Data["source:AGENTS.md"], "the digest of a file the account may not read")
+	assert.Equal(t, sum("open\n"), rec.Data["source:OPEN.md"])
+	assert.Equal(t, sum("home\n"), rec.Data["source:~/AGENTS.md"], "~ is the account's home")
+
+	// As this process (root), the same link is read: the account is what
+	// makes the difference.
+	rec, err = codex.InstructionsRecord(t.Context(), ws, sources[:1], nil)
+	require.NoError(t, err)
+	assert.Equal(t, sum("root:$6$secret\n"), rec.Data["source:AGENTS.md"])
+
+	// The collector itself keeps its own identity afterwards.
+	f, err := os.Open(secretFile)
+	require.NoError(t, err, "a thread of this process kept the account's identity")
+	require.NoError(t, f.Close())
+}

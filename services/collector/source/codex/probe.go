@@ -114,7 +114,7 @@ func (p *probe) run(ctx context.Context, path string, env []string) (recs []snap
 		return nil, 0, err
 	}
 	p.thread = th.id
-	instr, err := instructionsRecord(ctx, p.dir, th.sources)
+	instr, err := instructionsRecord(ctx, p.dir, th.sources, p.opts.RunAs)
 	if errors.Is(err, context.DeadlineExceeded) {
 		return nil, 0, fmt.Errorf("%w: hashing Codex instruction sources did not finish within %s", ErrTimeout, p.timeout)
 	}
@@ -280,7 +280,7 @@ func (g *configGuard) check() error {
 
 // fingerprint is the file's SHA-256 and mode, or why it has none.
 func fingerprint(path string) string {
-	sum, err := hashFile(context.Background(), path)
+	sum, err := hashFile(context.Background(), path, nil)
 	if err != nil {
 		return "error: " + err.Error()
 	}
