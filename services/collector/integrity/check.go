@@ -8,6 +8,8 @@ type CheckOptions struct {
 	Workers int
 	// NoCache re-hashes every file (the cache is still refreshed).
 	NoCache bool
+	// BeneathDir confines each file to its own Dir (Hasher.BeneathDir).
+	BeneathDir bool
 }
 
 // CheckStats describes how a Check ran.
@@ -60,7 +62,7 @@ func CheckWith(ctx context.Context, cache *Cache, files []File, opts CheckOption
 }
 
 func checkWith(ctx context.Context, cache *Cache, files []File, opts CheckOptions) (CheckStats, error) {
-	h := Hasher{Workers: opts.Workers}
+	h := Hasher{Workers: opts.Workers, BeneathDir: opts.BeneathDir}
 	if err := h.Run(ctx, files, cache); err != nil {
 		return CheckStats{}, err
 	}

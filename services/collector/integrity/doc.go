@@ -10,7 +10,12 @@
 //   - Hasher, a pool of workers that hash a slice of Files in place, each
 //     file read once with a per-worker buffer and hash state, so that the
 //     per-file path does not allocate, and a file whose size is not its
-//     known-good size (File.SetWantSize) not read at all;
+//     known-good size (File.SetWantSize) not read at all. Confined
+//     (Hasher.Root, one root for all files, or Hasher.BeneathDir, each
+//     file beneath its own Dir), a file is looked up and opened as its
+//     last component, never followed, in its directory opened beneath the
+//     root (openat2 RESOLVE_BENEATH, or a component-wise walk), on a
+//     stat-cache hit as on a read: no symbolic link on the way leads out;
 //   - Cache, a stat cache keyed on (device, inode, size, mtime, ctime,
 //     mode) that lets a check skip re-hashing unchanged files, with a full
 //     re-hash forced every FullEvery checks and on demand. The cache file

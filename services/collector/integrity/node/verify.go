@@ -144,7 +144,7 @@ func Verify(ctx context.Context, dir string, opts Options) (*integrity.Report, e
 			return nil, err
 		}
 	}
-	stats, err := check(ctx, opts.Store, cacheScope(abs), targets, files, opts)
+	stats, err := check(ctx, opts.Store, cacheScope(abs), files, opts)
 	if err != nil {
 		return nil, err
 	}
