@@ -6,13 +6,13 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/runtimetruth/runtimetruth/pkg/platform/config"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/regfile"
 )
 
 // Config says how a service reaches NATS. At most one of CredsFile,
@@ -70,6 +70,8 @@ const (
 	ReconnectFirst   = 250 * time.Millisecond
 	ReconnectLongest = 5 * time.Second
 	ReconnectJitter  = 500 * time.Millisecond
+	// maxPasswordFile bounds a password file (regular files only).
+	maxPasswordFile = 64 << 10
 )
 
 // NewDefaultConfig returns a Config for a local server without
@@ -204,7 +206,7 @@ func options(cfg Config, name string) ([]nats.Option, error) {
 	case cfg.User != "":
 		password := cfg.Password
 		if cfg.PasswordFile != "" {
-			b, err := os.ReadFile(cfg.PasswordFile)
+			b, err := regfile.Read(cfg.PasswordFile, maxPasswordFile)
 			if err != nil {
 				return nil, fmt.Errorf("nats password file: %w", err)
 			}

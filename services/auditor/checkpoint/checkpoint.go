@@ -32,7 +32,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -40,6 +39,8 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/canonjson"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/jsontree"
+
+	"github.com/runtimetruth/runtimetruth/pkg/platform/regfile"
 )
 
 // Errors.
@@ -225,7 +226,7 @@ func sdParams(b []byte) (map[string]string, error) {
 // nil; it keeps, per chain, every checkpoint (all are checked against the
 // chain).
 func ReadFile(path string, pub ed25519.PublicKey) ([]Checkpoint, error) {
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoints: %w", err)
 	}
@@ -275,10 +276,13 @@ func KeyID(pub ed25519.PublicKey) string {
 	return hex.EncodeToString(sum[:8])
 }
 
+// maxKeyFile bounds a key file (regular files only).
+const maxKeyFile = 64 << 10
+
 // LoadPrivateKey reads a PEM PKCS #8 Ed25519 private key (openssl genpkey
 // -algorithm ed25519).
 func LoadPrivateKey(path string) (ed25519.PrivateKey, error) {
-	b, err := os.ReadFile(path)
+	b, err := regfile.Read(path, maxKeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint key: %w", err)
 	}
@@ -300,7 +304,7 @@ func LoadPrivateKey(path string) (ed25519.PrivateKey, error) {
 // LoadPublicKey reads a PEM PKIX Ed25519 public key, or the public half of
 // a private key file.
 func LoadPublicKey(path string) (ed25519.PublicKey, error) {
-	b, err := os.ReadFile(path)
+	b, err := regfile.Read(path, maxKeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint public key: %w", err)
 	}

@@ -33,6 +33,8 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
 	"github.com/runtimetruth/runtimetruth/services/auditor/verify"
+
+	"github.com/runtimetruth/runtimetruth/pkg/platform/regfile"
 )
 
 // Errors of Open.
@@ -272,7 +274,7 @@ func (s *Sink) Links(ctx context.Context, chainName string, after uint64, fn fun
 }
 
 func scan(ctx context.Context, path string, prefix []byte, after uint64, fn func(link.Record) error) error {
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return fmt.Errorf("read audit log: %w", err)
 	}

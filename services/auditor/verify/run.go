@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/regfile"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
 )
 
@@ -197,7 +198,7 @@ func Files(paths []string) Source {
 					return false, nil
 				}
 				var err error
-				if f, err = os.Open(paths[i]); err != nil {
+				if f, err = regfile.Open(paths[i]); err != nil {
 					return false, fmt.Errorf("open audit log: %w", err)
 				}
 				cur = Lines(f, paths[i])

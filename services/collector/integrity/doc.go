@@ -12,10 +12,13 @@
 //     per-file path does not allocate, and a file whose size is not its
 //     known-good size (File.SetWantSize) not read at all. Confined
 //     (Hasher.Root, one root for all files, or Hasher.BeneathDir, each
-//     file beneath its own Dir), a file is looked up and opened as its
-//     last component, never followed, in its directory opened beneath the
-//     root (openat2 RESOLVE_BENEATH, or a component-wise walk), on a
-//     stat-cache hit as on a read: no symbolic link on the way leads out;
+//     file beneath its own Dir), a file is opened beneath its root
+//     (openat2 RESOLVE_BENEATH, or a component-wise walk), never through
+//     a final symbolic link, so nothing outside the root is ever read. A
+//     stat-cache hit takes the file's status by its path (one fstatat, no
+//     read): it can match only an entry the hasher wrote from a file it
+//     opened beneath the root, the same inode unchanged, and the periodic
+//     full re-hash resolves every path beneath the root again;
 //   - Cache, a stat cache keyed on (device, inode, size, mtime, ctime,
 //     mode) that lets a check skip re-hashing unchanged files, with a full
 //     re-hash forced every FullEvery checks and on demand. The cache file

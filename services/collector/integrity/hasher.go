@@ -8,7 +8,6 @@ import (
 	"math"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -390,7 +389,8 @@ type worker struct {
 	rootDir  sysfile.Dir // root, opened on first use
 	rootErr  error       // why root could not be opened
 	rootOpen bool
-	rpath    sysfile.Path // a directory's path relative to root
+	dirRel   string       // the file's Dir relative to root, when w.at is that Dir
+	rpath    sysfile.Path // the file's path relative to root
 	walk     sysfile.Walk
 }
 
@@ -398,62 +398,46 @@ type worker struct {
 // grouped by package, so a few suffice.
 const maxDirs = 8
 
-// openDir is a directory the worker opened: a File.Dir, or beneath root
-// the directory of a file's last component (name and sub, below). err is
-// why it could not be opened.
+// openDir is a File.Dir the worker opened; err is why it could not be
+// (paths under it are then resolved from the root).
 type openDir struct {
-	name, sub string
-	dir       sysfile.Dir
-	err       error
+	name string
+	dir  sysfile.Dir
+	err  error
 }
 
-// dir returns the directory name/sub, opening it on first use. Resolving
-// each file from its directory instead of from the root saves the kernel
-// walking the same leading components each time. sub, a relative path,
-// is "" unless files are confined: beneath Root, name is a File.Dir under
-// root ("" for root itself) and name/sub is resolved beneath root; with
-// eachDir, sub is resolved beneath name. No directory reached through a
-// link leading out of its root is opened.
-func (w *worker) dir(name, sub string) (sysfile.Dir, error) {
+// dir returns the opened directory name, opening it on first use.
+// Resolving each file from its package's directory instead of from the
+// root saves the kernel walking the same leading components each time.
+func (w *worker) dir(name string) (sysfile.Dir, error) {
 	for i := 0; i < w.ndirs; i++ {
-		if w.dirs[i].name == name && w.dirs[i].sub == sub {
+		if w.dirs[i].name == name {
 			d := w.dirs[i]
 			copy(w.dirs[1:i+1], w.dirs[:i])
 			w.dirs[0] = d
 			return d.dir, d.err
 		}
 	}
-	d, err := w.openDir(name, sub)
-	// openDir may have opened (and so inserted) name itself first.
 	if w.ndirs == maxDirs {
 		_ = w.dirs[maxDirs-1].dir.Close()
 		w.ndirs--
 	}
 	copy(w.dirs[1:w.ndirs+1], w.dirs[:w.ndirs])
-	w.dirs[0] = openDir{name: name, sub: sub, dir: d, err: err}
+	var d sysfile.Dir
+	var err error
+	if w.root != "" {
+		// Beneath root: a directory reached through a link leading out
+		// is not opened, and its files are resolved from root instead.
+		// (With eachDir, the Dir is the root: it is opened as any path.)
+		rel, _ := under(w.root, name)
+		w.rpath.Set("", rel)
+		d, err = sysfile.OpenDirBeneath(w.rootDir, &w.rpath, &w.walk)
+	} else {
+		d, err = sysfile.OpenDir(name)
+	}
+	w.dirs[0] = openDir{name: name, dir: d, err: err}
 	w.ndirs++
 	return d, err
-}
-
-// openDir opens the directory name/sub for dir.
-func (w *worker) openDir(name, sub string) (sysfile.Dir, error) {
-	switch {
-	case w.root != "":
-		rel := "."
-		if name != "" {
-			rel, _ = under(w.root, name)
-		}
-		w.rpath.Set(rel, sub)
-		return sysfile.OpenDirBeneath(w.rootDir, &w.rpath, &w.walk)
-	case w.eachDir && sub != "":
-		base, err := w.dir(name, "")
-		if err != nil {
-			return sysfile.Dir{}, err
-		}
-		w.rpath.Set("", sub)
-		return sysfile.OpenDirBeneath(base, &w.rpath, &w.walk)
-	}
-	return sysfile.OpenDir(name)
 }
 
 // close releases the directories the worker opened.
@@ -495,19 +479,22 @@ func under(root, p string) (string, bool) {
 
 func isSep(c byte) bool { return c == '/' || c == filepath.Separator }
 
-// setPathBeneath is setPath with Hasher.Root: at is the directory of the
-// file's last component, opened beneath root (so no link on the way leads
-// out of it), and path is that component, which is then looked up and
-// opened without following a link. A path ending in "." or ".." names
-// the directory it resolves to. It returns ErrOutsideRoot when the file
-// does not lie under root even by name, root's open error when root
-// cannot be opened, and the directory's open error when that cannot be.
+// setPathBeneath is setPath with Hasher.Root: path and at point to the
+// file relative to its Dir opened beneath root, else relative to root.
+// It returns ErrOutsideRoot when the file does not lie under root even
+// by name, and root's open error when root cannot be opened.
 func (w *worker) setPathBeneath(f *File) error {
 	if w.eachDir {
 		if f.Dir == "" || f.Rel == "" || f.Rel[0] == '/' {
 			return ErrOutsideRoot
 		}
-		return w.setName(f.Dir, f.Rel)
+		d, err := w.dir(f.Dir)
+		if err != nil {
+			return err
+		}
+		w.at, w.dirRel = d, ""
+		w.path.Set("", f.Rel)
+		return nil
 	}
 	if !w.rootOpen {
 		w.rootDir, w.rootErr = sysfile.OpenDir(w.root)
@@ -516,50 +503,52 @@ func (w *worker) setPathBeneath(f *File) error {
 	if w.rootErr != nil {
 		return w.rootErr
 	}
-	dir, name := "", ""
+	w.dirRel = ""
 	if f.Dir != "" && f.Rel != "" && f.Rel[0] != '/' {
-		if _, ok := under(w.root, f.Dir); !ok {
-			return ErrOutsideRoot
-		}
-		dir, name = f.Dir, f.Rel
-	} else {
-		rel, ok := under(w.root, f.Rel)
+		rel, ok := under(w.root, f.Dir)
 		if !ok {
 			return ErrOutsideRoot
 		}
-		name = rel
+		if d, err := w.dir(f.Dir); err == nil {
+			w.at, w.dirRel = d, rel
+			w.path.Set("", f.Rel)
+			return nil
+		}
+		w.at = w.rootDir
+		w.path.Set(rel, f.Rel)
+		return nil
 	}
-	return w.setName(dir, name)
-}
-
-// setName points at and path to the last component of name, a path
-// relative to dir (a File.Dir; "" for root) to be resolved beneath root,
-// or beneath dir itself with eachDir.
-func (w *worker) setName(dir, name string) error {
-	sub, base := "", name
-	if i := strings.LastIndexByte(name, '/'); i >= 0 {
-		sub, base = name[:i], name[i+1:]
+	rel, ok := under(w.root, f.Rel)
+	if !ok {
+		return ErrOutsideRoot
 	}
-	if base == "" || base == "." || base == ".." {
-		sub, base = name, "."
-	}
-	d, err := w.dir(dir, sub)
-	if err != nil {
-		return err
-	}
-	w.at = d
-	w.path.Set("", base)
+	w.at = w.rootDir
+	w.path.Set("", rel)
 	return nil
 }
 
-// open opens the file setPath or setPathBeneath pointed to.
-func (w *worker) open() (sysfile.File, error) { return sysfile.OpenAt(w.at, &w.path) }
+// open opens the file setPath or setPathBeneath pointed to. Beneath root,
+// a path that leaves the file's Dir is resolved again from root, which
+// decides whether it stays inside.
+func (w *worker) open(f *File) (sysfile.File, error) {
+	if w.root == "" && !w.eachDir {
+		return sysfile.OpenAt(w.at, &w.path)
+	}
+	fd, err := sysfile.OpenBeneath(w.at, &w.path, &w.walk)
+	if errors.Is(err, sysfile.ErrEscape) && w.dirRel != "" {
+		w.at = w.rootDir
+		w.path.Set(w.dirRel, f.Rel)
+		w.dirRel = ""
+		fd, err = sysfile.OpenBeneath(w.at, &w.path, &w.walk)
+	}
+	return fd, err
+}
 
 // setPath points path and at to the file: relative to its Dir when that
 // can be opened, else the full path.
 func (w *worker) setPath(f *File) {
 	if f.Dir != "" && f.Rel != "" && f.Rel[0] != '/' {
-		if d, err := w.dir(f.Dir, ""); err == nil {
+		if d, err := w.dir(f.Dir); err == nil {
 			w.at = d
 			w.path.Set("", f.Rel)
 			return
@@ -604,7 +593,7 @@ func (w *worker) checkEntry(f *File, ref entryRef, linked bool) {
 	if w.root == "" && !w.eachDir {
 		w.setPath(f)
 	} else if err := w.setPathBeneath(f); err != nil {
-		w.failBeneath(f, err)
+		f.State, f.Err = FileError, err
 		return
 	}
 	if w.cache != nil {
@@ -630,7 +619,7 @@ func (w *worker) checkEntry(f *File, ref entryRef, linked bool) {
 			return
 		}
 	}
-	fd, err := w.open()
+	fd, err := w.open(f)
 	if err != nil {
 		if sysfile.NotRegularStat(err, &w.st) {
 			w.irregular(f)
@@ -695,19 +684,6 @@ func (w *worker) irregular(f *File) {
 		f.State = FileSymlink
 	} else {
 		f.State = FileNotRegular
-	}
-}
-
-// failBeneath records why f's directory beneath root could not be
-// opened: a file whose directory is missing is missing.
-func (w *worker) failBeneath(f *File, err error) {
-	switch {
-	case errors.Is(err, sysfile.ErrEscape):
-		f.State, f.Err = FileError, ErrOutsideRoot
-	case sysfile.IsNotExist(err):
-		f.State = FileMissing
-	default:
-		f.State, f.Err = FileError, err
 	}
 }
 

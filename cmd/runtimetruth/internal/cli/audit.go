@@ -18,6 +18,7 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/regfile"
 	"github.com/runtimetruth/runtimetruth/services/auditor"
 	"github.com/runtimetruth/runtimetruth/services/auditor/checkpoint"
 	"github.com/runtimetruth/runtimetruth/services/auditor/chstore"
@@ -362,7 +363,7 @@ func tailJSONL(ctx context.Context, path string, last int, follow bool, poll tim
 			_ = f.Close()
 			f = nil
 		}
-		nf, err := os.Open(active)
+		nf, err := regfile.Open(active)
 		if err != nil {
 			return
 		}
@@ -445,7 +446,7 @@ func tailJSONL(ctx context.Context, path string, last int, follow bool, poll tim
 			// The writer may have rotated more than once: open the active
 			// file first, then print the whole files between the old one
 			// and it.
-			nf, err := os.Open(active)
+			nf, err := regfile.Open(active)
 			if err != nil {
 				continue
 			}
@@ -509,7 +510,7 @@ func readLinks(path string) ([]link.Record, error) { return readLinksN(path, -1)
 // readLinksN reads the links of a file's first limit bytes (all if limit
 // is negative).
 func readLinksN(path string, limit int64) ([]link.Record, error) {
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return nil, err
 	}

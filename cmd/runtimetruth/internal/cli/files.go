@@ -5,13 +5,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"syscall"
 
 	"github.com/sigstore/sigstore-go/pkg/root"
 
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/policy"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/regfile"
 )
 
 // readSnapshot reads and strictly parses the snapshot at path ("-" is
@@ -29,10 +28,7 @@ func readSnapshot(path, role string, stdin io.Reader) (*snapshot.Snapshot, error
 }
 
 // Errors of readLimited, wrapped with the limit or the file's type.
-var (
-	errTooLarge   = errors.New("file too large")
-	errNotRegular = errors.New("not a regular file")
-)
+var errTooLarge = regfile.ErrTooLarge
 
 // readFile reads a named file of at most limit bytes; unlike a snapshot,
 // it cannot be standard input.
@@ -44,66 +40,20 @@ func readFile(path string, limit int64) ([]byte, error) {
 }
 
 // readLimited reads the file a command line names ("-" is stdin, when
-// stdin is not nil), at most limit bytes. A file must be a regular file:
-// it is opened without blocking (O_NONBLOCK, so a FIFO with no writer does
-// not hang the command) and refused on its fstat unless regular, so a
+// stdin is not nil), at most limit bytes, as regfile.Read reads it: a
 // FIFO, a device such as /dev/zero, a socket or a directory is an error at
-// once, before anything is read. A file over limit bytes is refused
-// unread, one that grows past it while read is refused too. A symbolic
-// link is followed: the path is the user's own choice.
+// once, before anything is read, and a file over limit bytes is refused.
+// A symbolic link is followed: the path is the user's own choice. Errors
+// do not name the path (callers do).
 func readLimited(path string, stdin io.Reader, limit int64) ([]byte, error) {
 	if path == "-" && stdin != nil {
-		return readAtMost(stdin, limit)
+		return regfile.ReadAtMost(stdin, limit)
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
-	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			return nil, pe.Err
-		}
-		return nil, err
+	data, err := regfile.Read(path, limit)
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
+		return nil, pe.Err
 	}
-	defer func() { _ = f.Close() }() // opened read-only: closing cannot lose data
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	switch m := fi.Mode(); {
-	case m.IsDir():
-		return nil, errors.New("is a directory")
-	case !m.IsRegular():
-		return nil, fmt.Errorf("%w (%s)", errNotRegular, fileType(m))
-	case fi.Size() > limit:
-		return nil, fmt.Errorf("%w: %d bytes (limit %d bytes)", errTooLarge, fi.Size(), limit)
-	}
-	return readAtMost(f, limit)
-}
-
-// readAtMost reads r to its end, refusing more than limit bytes.
-func readAtMost(r io.Reader, limit int64) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%w (limit %d bytes)", errTooLarge, limit)
-	}
-	return data, nil
-}
-
-// fileType names the type of a file that is not regular.
-func fileType(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a block device"
-	}
-	return "mode " + m.Type().String()
+	return data, err
 }
 
 // loadPolicy reads and validates the policy file at path, as policy.Load
