@@ -25,6 +25,7 @@ type options struct {
 	id                      string
 	time                    time.Time
 	traceparent, tracestate string
+	signer                  *Signer
 }
 
 // WithID sets the id (default: a new UUIDv7). A producer that may publish
@@ -129,6 +130,11 @@ func buildEvent(o options, s *Spec, source string, p Payload, data []byte) (even
 	if err := sameAttributes(e, map[string]string{"id": o.id, "source": source, "subject": p.Subject()}); err != nil {
 		return event.Event{}, err
 	}
+	if o.signer != nil {
+		if err := o.signer.sign(&e, p); err != nil {
+			return event.Event{}, err
+		}
+	}
 	if _, err := attributes(e); err != nil {
 		return event.Event{}, err
 	}
@@ -168,8 +174,10 @@ func newMsg(source string, p Payload, enc func() ([]byte, error), check func(s *
 	if err != nil {
 		return nil, event.Event{}, err
 	}
-	if m, e, ok := fastMsg(p.NATSSubject(), source, p.Subject(), s, o, data); ok {
-		return m, e, nil
+	if o.signer == nil { // fastMsg builds unsigned events only
+		if m, e, ok := fastMsg(p.NATSSubject(), source, p.Subject(), s, o, data); ok {
+			return m, e, nil
+		}
 	}
 	e, err := buildEvent(o, s, source, p, data)
 	if err != nil {
@@ -314,8 +322,8 @@ func fromNATS(h nats.Header, data []byte) (event.Event, error) {
 		if _, core := coreAttributes[name]; core {
 			continue
 		}
-		if name != ExtTraceparent && name != ExtTracestate {
-			return event.Event{}, invalid(ReasonUnknownExtension, name, "extension %q is not accepted (only %s, %s)", name, ExtTraceparent, ExtTracestate)
+		if !knownExtension(name) {
+			return event.Event{}, invalid(ReasonUnknownExtension, name, "extension %q is not accepted (only %s, %s, %s)", name, ExtTraceparent, ExtTracestate, ExtSignature)
 		}
 		e.SetExtension(name, attrs[name])
 	}
@@ -330,6 +338,11 @@ func fromNATS(h nats.Header, data []byte) (event.Event, error) {
 		return event.Event{}, err
 	}
 	return e, nil
+}
+
+// knownExtension reports whether the codec carries the extension name.
+func knownExtension(name string) bool {
+	return name == ExtTraceparent || name == ExtTracestate || name == ExtSignature
 }
 
 var coreAttributes = map[string]struct{}{
@@ -395,8 +408,8 @@ func attributes(e event.Event) ([]attribute, error) {
 	for _, name := range sortedKeys(ext) {
 		v, ok := ext[name].(string)
 		switch {
-		case name != ExtTraceparent && name != ExtTracestate:
-			return nil, invalid(ReasonUnknownExtension, name, "extension %q is not accepted (only %s, %s)", name, ExtTraceparent, ExtTracestate)
+		case !knownExtension(name):
+			return nil, invalid(ReasonUnknownExtension, name, "extension %q is not accepted (only %s, %s, %s)", name, ExtTraceparent, ExtTracestate, ExtSignature)
 		case !ok:
 			return nil, invalid(ReasonInvalidAttribute, name, "a %T, want a string", ext[name])
 		case name == ExtTraceparent:
@@ -409,6 +422,10 @@ func attributes(e event.Event) ([]attribute, error) {
 			}
 			if _, ok := ext[ExtTraceparent]; !ok {
 				return nil, invalid(ReasonInvalidAttribute, name, "tracestate without traceparent")
+			}
+		case name == ExtSignature:
+			if err := validSignature(v); err != nil {
+				return nil, &Error{Reason: ReasonInvalidAttribute, Field: name, Err: err}
 			}
 		}
 		attrs = append(attrs, attribute{name, v})

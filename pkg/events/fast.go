@@ -32,6 +32,8 @@ type Attributes struct {
 	DataSchema      string
 	Traceparent     string
 	Tracestate      string
+	// Signature is the ExtSignature envelope, as carried (unchecked).
+	Signature string
 }
 
 // ParseAttributes checks a message as FromNATS does and returns the
@@ -58,6 +60,7 @@ func attributesOf(e event.Event) Attributes {
 	ext := e.Extensions()
 	a.Traceparent, _ = ext[ExtTraceparent].(string)
 	a.Tracestate, _ = ext[ExtTracestate].(string)
+	a.Signature, _ = ext[ExtSignature].(string)
 	return a
 }
 
@@ -73,6 +76,7 @@ const (
 	hasSchema
 	hasTraceparent
 	hasTracestate
+	hasSignature
 
 	hasRequired = hasSpecVersion | hasID | hasSource | hasType | hasSubject | hasTime | hasContentType | hasSchema
 )
@@ -135,6 +139,8 @@ func parseFast(h nats.Header, data []byte) (a Attributes, src url.URL, ok bool) 
 			bit, dst = hasTraceparent, &a.Traceparent
 		case ExtTracestate:
 			bit, dst = hasTracestate, &a.Tracestate
+		case ExtSignature:
+			bit, dst = hasSignature, &a.Signature
 		default:
 			return a, src, false
 		}
@@ -167,6 +173,9 @@ func parseFast(h nats.Header, data []byte) (a Attributes, src url.URL, ok bool) 
 		return a, src, false
 	}
 	if seen&hasTracestate != 0 && (seen&hasTraceparent == 0 || validTracestate(a.Tracestate) != nil) {
+		return a, src, false
+	}
+	if seen&hasSignature != 0 && validSignature(a.Signature) != nil {
 		return a, src, false
 	}
 	if src, ok = sourceURL(a.Source); !ok || !plainAttributes(a.ID, a.Source, a.Subject) {
@@ -203,13 +212,16 @@ func (a *Attributes) event(src url.URL, data []byte) event.Event {
 		Time:            &p.time,
 		DataSchema:      &p.schema,
 	}
-	if a.Traceparent != "" || a.Tracestate != "" {
-		p.ec.Extensions = make(map[string]any, 2)
+	if a.Traceparent != "" || a.Tracestate != "" || a.Signature != "" {
+		p.ec.Extensions = make(map[string]any, 3)
 		if a.Traceparent != "" {
 			p.ec.Extensions[ExtTraceparent] = a.Traceparent
 		}
 		if a.Tracestate != "" {
 			p.ec.Extensions[ExtTracestate] = a.Tracestate
+		}
+		if a.Signature != "" {
+			p.ec.Extensions[ExtSignature] = a.Signature
 		}
 	}
 	return event.Event{Context: &p.ec, DataEncoded: data}
