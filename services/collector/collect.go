@@ -279,10 +279,10 @@ type spooled struct {
 	data []byte
 }
 
-// newMsg encodes an event of p for the spool, with the trace context of
-// ctx (the collection's span).
+// newMsg encodes an event of p for the spool, signed with the collector's
+// key, with the trace context of ctx (the collection's span).
 func (c *Collector) newMsg(ctx context.Context, p events.Payload, opts ...events.Option) (spooled, error) {
-	m, e, err := events.NewMsg(c.source, p, opts...)
+	m, e, err := events.NewMsg(c.source, p, append(opts, events.WithSigner(c.signer))...)
 	if err != nil {
 		return spooled{}, err
 	}

@@ -57,6 +57,7 @@ type Collector struct {
 	log     *slog.Logger
 	ext     *nats.Conn
 	source  string
+	signer  *events.Signer // set by Start, before any collection
 	targets []*target
 	byName  map[string]*target
 	stats   counters
@@ -134,7 +135,8 @@ func (c *Collector) Name() string { return "collector" }
 // request to a stream subject would be stored and answered by JetStream).
 func CollectNowSubject(host string) string { return events.CollectNowSubject(host) }
 
-// Start opens the spool, connects (unless Settings.Conn is given),
+// Start loads the collector's signing identity (LoadIdentity: generated on
+// first start), opens the spool, connects (unless Settings.Conn is given),
 // subscribes to CollectNowSubject and starts the sender and one goroutine
 // per target, whose first collection runs at once. It returns without
 // waiting for NATS: events wait in the spool until it is reachable.
@@ -144,6 +146,12 @@ func (c *Collector) Start(ctx context.Context) error {
 	if c.state != stateNew {
 		return fmt.Errorf("start: %w (already started)", ErrNotRunning)
 	}
+	id, err := LoadIdentity(c.cfg)
+	if err != nil {
+		return err
+	}
+	c.signer = id.Signer()
+	c.log.Info("signing events", "key_id", id.KeyID(), "key_file", id.KeyFile)
 	sp, err := spool.Open(c.cfg.SpoolDir(), spool.Options{
 		MaxBytes:     c.cfg.Spool.MaxBytes,
 		MaxEvents:    c.cfg.Spool.MaxEvents,

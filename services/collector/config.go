@@ -46,6 +46,10 @@ type Config struct {
 	// StateDir holds the spool (unless Spool.Dir says otherwise) and the
 	// integrity state of python and node targets.
 	StateDir string `mapstructure:"state_dir"`
+	// KeyFile is the Ed25519 key (PEM PKCS #8) the collector signs its
+	// events with; empty: <state_dir>/identity/ed25519.key, generated on
+	// first start (LoadIdentity).
+	KeyFile string `mapstructure:"key_file"`
 	// ShutdownTimeout bounds a graceful shutdown: in-flight collections,
 	// then delivering the spool.
 	ShutdownTimeout time.Duration `mapstructure:"shutdown_timeout"`

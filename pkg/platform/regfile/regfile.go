@@ -1,7 +1,8 @@
 // Package regfile opens and reads files that an operator names (command
 // line arguments, configured paths) only when they are regular files,
 // without blocking: a FIFO with no writer, a device such as /dev/zero, a
-// socket or a directory is refused at once, before anything is read.
+// socket or a directory is refused at once, before anything is read. It
+// also writes state files atomically and durably (WriteAtomic, SyncDir).
 package regfile
 
 import (
@@ -10,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
 )
 
@@ -92,4 +94,47 @@ func check(m fs.FileMode) error {
 		return fmt.Errorf("%w (a block device)", ErrNotRegular)
 	}
 	return fmt.Errorf("%w (mode %s)", ErrNotRegular, m.Type())
+}
+
+// WriteAtomic replaces path's content with data atomically and durably: a
+// temporary file beside it, written and synced, renamed over path, then
+// the directory synced. The file gets perm.
+func WriteAtomic(path string, data []byte, perm fs.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(perm)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return SyncDir(filepath.Dir(path))
+}
+
+// SyncDir syncs a directory, so that the entries created, renamed or
+// removed in it survive a crash.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -58,6 +58,18 @@ type Service[C any] struct {
 	// --check-config and before starting: checks that need more than the
 	// values (a key file that parses, say). It must not connect anywhere.
 	Check func(cfg C) error
+	// Actions are flags that, given, run instead of the service: the flag
+	// name (without "--") and what it does with the validated
+	// configuration (the collector's --print-identity).
+	Actions map[string]Action[C]
+}
+
+// Action is one of Service.Actions.
+type Action[C any] struct {
+	// Usage is the flag's help text.
+	Usage string
+	// Run does the action, writing its output to stdout.
+	Run func(cfg C, stdout io.Writer) error
 }
 
 // DefaultShutdownTimeout bounds the drain when Service.ShutdownTimeout is
@@ -196,6 +208,10 @@ func Run[C any](ctx context.Context, s Service[C], args []string, stdout, stderr
 	check := fs.Bool("check-config", false, "validate the configuration (strictly: an unknown key is an error) and exit")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	overrides := registerOverrides(fs)
+	actions := make(map[string]*bool, len(s.Actions))
+	for name, a := range s.Actions {
+		actions[name] = fs.Bool(name, false, a.Usage)
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -216,6 +232,11 @@ func Run[C any](ctx context.Context, s Service[C], args []string, stdout, stderr
 	if *check {
 		_, err := fmt.Fprintf(stdout, "%s: configuration ok\n", s.Binary())
 		return err
+	}
+	for name, set := range actions {
+		if *set {
+			return s.Actions[name].Run(cfg.Service, stdout)
+		}
 	}
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)

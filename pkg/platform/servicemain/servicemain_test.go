@@ -281,3 +281,24 @@ func TestStartFailureStopsTheRest(t *testing.T) {
 		writeConfig(t, "http: {listen: \""+hs.Addr()+"\"}\n")}, io.Discard, io.Discard)
 	require.ErrorContains(t, err, "listen http")
 }
+
+// TestActions: an action flag runs, with the validated configuration,
+// instead of the service; without it the service starts as ever.
+func TestActions(t *testing.T) {
+	s := service(make(chan *fake, 1))
+	var got fakeConfig
+	s.Actions = map[string]servicemain.Action[fakeConfig]{
+		"print-work": {Usage: "print work", Run: func(cfg fakeConfig, w io.Writer) error {
+			got = cfg
+			_, err := fmt.Fprintln(w, cfg.Work)
+			return err
+		}},
+	}
+	var out bytes.Buffer
+	require.NoError(t, servicemain.Run(context.Background(), s, []string{"--print-work", "--config", writeConfig(t, "work: 3s\n")}, &out, io.Discard))
+	assert.Equal(t, "3s\n", out.String())
+	assert.Equal(t, 3*time.Second, got.Work)
+
+	err := servicemain.Run(context.Background(), s, []string{"--print-work", "--config", writeConfig(t, "work: -1s\n")}, &out, io.Discard)
+	require.ErrorIs(t, err, config.ErrInvalid, "an action gets only a valid configuration")
+}

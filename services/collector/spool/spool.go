@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/runtimetruth/runtimetruth/pkg/platform/regfile"
 )
 
 // Errors, each possibly wrapped with detail; check them with errors.Is.
@@ -353,7 +355,7 @@ func (s *Spool) writeCursor(p pos) error {
 		err = os.Rename(tmp, filepath.Join(s.dir, cursorFn))
 	}
 	if err == nil {
-		err = syncDir(s.dir)
+		err = regfile.SyncDir(s.dir)
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
@@ -377,7 +379,7 @@ func (s *Spool) newSegment(id uint64) error {
 		_ = f.Close()
 		return err
 	}
-	if err := syncDir(s.dir); err != nil {
+	if err := regfile.SyncDir(s.dir); err != nil {
 		_ = f.Close()
 		return err
 	}
@@ -387,18 +389,6 @@ func (s *Spool) newSegment(id uint64) error {
 	s.w = f
 	s.segs = append(s.segs, segment{id: id, size: headerLen})
 	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // Append writes records, in order, as one batch and fsyncs them. It

@@ -21,6 +21,12 @@ var service = servicemain.Service[collector.Config]{
 	New: func(cfg collector.Config, set servicemain.Settings) (lifecycle.Component, error) {
 		return collector.New(cfg, collector.Settings{Logger: set.Logger, Telemetry: set.Providers()})
 	},
+	Actions: map[string]servicemain.Action[collector.Config]{
+		"print-identity": {
+			Usage: "print this host's name and the public key it signs events with (generating the key on first use), then exit",
+			Run:   collector.PrintIdentity,
+		},
+	},
 }
 
 func main() { os.Exit(servicemain.Main(service)) }

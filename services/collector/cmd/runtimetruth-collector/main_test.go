@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -90,4 +91,23 @@ func TestRunUntilSIGTERM(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("run did not return after SIGTERM")
 	}
+}
+
+// TestPrintIdentity: --print-identity prints the host and the key it signs
+// with (generated on first use, the same every time after) and exits
+// without starting the collector.
+func TestPrintIdentity(t *testing.T) {
+	state := t.TempDir()
+	cfg := writeConfig(t, "host: web-01\nstate_dir: "+state+"\n")
+	print := func() string {
+		var out bytes.Buffer
+		require.NoError(t, servicemain.Run(context.Background(), service, []string{"-config", cfg, "--print-identity"}, &out, io.Discard))
+		return out.String()
+	}
+	first := print()
+	assert.Contains(t, first, "host     web-01\n")
+	assert.Regexp(t, `key id   ed25519:[0-9a-f]{32}\n`, first)
+	assert.Regexp(t, `key      ed25519:[A-Za-z0-9+/]{43}=\n`, first)
+	assert.Contains(t, first, "key file "+filepath.Join(state, "identity", "ed25519.key")+"\n")
+	assert.Equal(t, first, print(), "the key is kept")
 }

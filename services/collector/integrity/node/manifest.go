@@ -8,13 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/runtimetruth/runtimetruth/services/collector/integrity"
+
+	"github.com/runtimetruth/runtimetruth/pkg/platform/regfile"
 )
 
 // Manifest file names, in the order they are looked for.
@@ -385,7 +386,7 @@ func WriteManifest(ctx context.Context, dir string) (*Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("write manifest: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(dir, ManifestFile), append(data, '\n')); err != nil {
+	if err := regfile.WriteAtomic(filepath.Join(dir, ManifestFile), append(data, '\n'), 0o644); err != nil {
 		return nil, fmt.Errorf("write manifest: %w", err)
 	}
 	return m, nil
@@ -399,29 +400,4 @@ func (m *Manifest) Paths() []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-func writeFileAtomic(name string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp, name)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-	}
-	return err
 }
