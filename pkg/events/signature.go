@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/cloudevents/sdk-go/v2/types"
@@ -67,11 +69,27 @@ type Claim struct {
 	PayloadSHA256 string `json:"payload_sha256"`
 }
 
-// KeyID names an Ed25519 public key: "ed25519:" and the hex of the first
-// 16 bytes of the SHA-256 of the 32-byte key.
+// KeyID names an Ed25519 public key by the key itself: "ed25519:" and the
+// standard base64 of its 32 bytes. A signature's key id so carries the
+// key, which a registry pins on first use or holds for an operator's
+// approval; it is trusted only once the registry holds it for the host.
 func KeyID(pub ed25519.PublicKey) string {
-	sum := sha256.Sum256(pub)
-	return "ed25519:" + hex.EncodeToString(sum[:16])
+	return keyIDPrefix + base64.StdEncoding.EncodeToString(pub)
+}
+
+const keyIDPrefix = "ed25519:"
+
+// ParseKeyID returns the public key a key id names.
+func ParseKeyID(id string) (ed25519.PublicKey, error) {
+	rest, ok := strings.CutPrefix(id, keyIDPrefix)
+	if !ok {
+		return nil, fmt.Errorf("key id %q: want %s<base64 of 32 bytes>", id, keyIDPrefix)
+	}
+	b, err := base64.StdEncoding.Strict().DecodeString(rest)
+	if err != nil || len(b) != ed25519.PublicKeySize {
+		return nil, fmt.Errorf("key id %q: want %s<base64 of 32 bytes>", id, keyIDPrefix)
+	}
+	return ed25519.PublicKey(b), nil
 }
 
 // PAE is DSSE's pre-authentication encoding of a payload and its type:

@@ -248,3 +248,16 @@ func FuzzVerifySignature(f *testing.F) {
 		}
 	})
 }
+
+func TestKeyID(t *testing.T) {
+	_, pub := testSigner(t)
+	id := events.KeyID(pub)
+	assert.Regexp(t, `^ed25519:[A-Za-z0-9+/]{43}=$`, id)
+	back, err := events.ParseKeyID(id)
+	require.NoError(t, err)
+	assert.True(t, pub.Equal(back))
+	for _, bad := range []string{"", "ed25519:", "rsa:" + id[8:], id[:len(id)-2], id + "AA", "ed25519:" + strings.Repeat("A", 44)} {
+		_, err := events.ParseKeyID(bad)
+		assert.Error(t, err, bad)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/x509"
-	"encoding/base64"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -49,19 +48,14 @@ type Identity struct {
 // PublicKey is the public half of the key.
 func (id *Identity) PublicKey() ed25519.PublicKey { return id.Key.Public().(ed25519.PublicKey) }
 
-// KeyID is events.KeyID of the public key.
+// KeyID is events.KeyID of the public key: the key itself, as
+// `runtimetruth host approve --key` takes it.
 func (id *Identity) KeyID() string { return events.KeyID(id.PublicKey()) }
-
-// PublicKeyText is the public key as `runtimetruth host approve --key`
-// takes it: "ed25519:" and the standard base64 of its 32 bytes.
-func (id *Identity) PublicKeyText() string {
-	return "ed25519:" + base64.StdEncoding.EncodeToString(id.PublicKey())
-}
 
 // Signer signs with the key and the sequence.
 func (id *Identity) Signer() *events.Signer { return events.NewSigner(id.Key, id.seq.next) }
 
-// PrintIdentity writes the host name, key id and public key of cfg's
+// PrintIdentity writes the host name and public key (its key id) of cfg's
 // collector, as an operator enrolls it (`runtimetruth host approve HOST
 // --key KEY`), generating the key on first use.
 func PrintIdentity(cfg Config, w io.Writer) error {
@@ -69,8 +63,8 @@ func PrintIdentity(cfg Config, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(w, "host     %s\nkey id   %s\nkey      %s\nkey file %s\n",
-		snapshot.Printable(cfg.Host), id.KeyID(), id.PublicKeyText(), snapshot.Printable(id.KeyFile))
+	_, err = fmt.Fprintf(w, "host     %s\nkey      %s\nkey file %s\n",
+		snapshot.Printable(cfg.Host), id.KeyID(), snapshot.Printable(id.KeyFile))
 	return err
 }
 
