@@ -65,6 +65,19 @@ lint: ## go vet plus the pinned golangci-lint (tools/go.mod), module by module
 	done; \
 	if [ -n "$$failed" ]; then echo "golangci-lint failed in:$$failed" >&2; exit 1; fi
 
+# Formatting and module tidiness, as CI checks them: gofmt -l lists nothing,
+# and `go mod tidy -diff` finds nothing to change in any module (tools/
+# included), each module on its own as go mod tidy works.
+.PHONY: check
+check: ## gofmt and go mod tidy checks (no changes): what CI runs beside lint
+	@out="$$(gofmt -l $$(git ls-files '*.go'))"; \
+	if [ -n "$$out" ]; then echo "gofmt: these files need gofmt -w:" >&2; echo "$$out" >&2; exit 1; fi
+	@failed=; \
+	for d in $$(go list -m -f '{{.Dir}}') $(CURDIR)/tools; do \
+	  (cd "$$d" && GOWORK=off GOFLAGS=-mod=mod go mod tidy -diff) || failed="$$failed $${d#$(CURDIR)/}"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "go mod tidy would change:$$failed" >&2; exit 1; fi
+
 .PHONY: run
 run: build ## Build, then run the embedded default: runtimetruth up (Ctrl-C stops it)
 	$(BIN)/runtimetruth up
@@ -74,8 +87,8 @@ demo: build ## The single-machine walkthrough: baseline, PASS, DRIFT, JSON repor
 	RUNTIMETRUTH=$(BIN)/runtimetruth scripts/demo.sh
 
 .PHONY: tidy
-tidy: ## go mod tidy in every module
-	@for d in $$(go list -m -f '{{.Dir}}'); do (cd $$d && go mod tidy) || exit 1; done
+tidy: ## go mod tidy in every module (tools/ included), as make check checks it
+	@for d in $$(go list -m -f '{{.Dir}}') $(CURDIR)/tools; do (cd $$d && GOWORK=off GOFLAGS=-mod=mod go mod tidy) || exit 1; done
 
 .PHONY: clean
 clean: ## Remove build output

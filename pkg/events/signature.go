@@ -234,8 +234,8 @@ func VerifySignature(e event.Event, p Payload, key func(keyID string) (ed25519.P
 	var got Claim
 	dec := json.NewDecoder(bytes.NewReader(env.Payload))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&got); err != nil || dec.More() {
-		return Signature{}, fmt.Errorf("%w: the claim is not a claim: %v", ErrClaim, err)
+	if err := decodeOne(dec, &got); err != nil {
+		return Signature{}, fmt.Errorf("%w: the claim is not a claim: %w", ErrClaim, err)
 	}
 	want := claimOf(&e, p)
 	want.Seq = got.Seq
@@ -278,8 +278,8 @@ func envelopeOf(e event.Event) (dsseEnvelope, error) {
 	var env dsseEnvelope
 	dec := json.NewDecoder(bytes.NewReader([]byte(v)))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&env); err != nil || dec.More() {
-		return dsseEnvelope{}, fmt.Errorf("%w: the envelope is not DSSE JSON: %v", ErrBadSignature, err)
+	if err := decodeOne(dec, &env); err != nil {
+		return dsseEnvelope{}, fmt.Errorf("%w: the envelope is not DSSE JSON: %w", ErrBadSignature, err)
 	}
 	switch {
 	case env.PayloadType != ClaimPayloadType:
@@ -290,6 +290,17 @@ func envelopeOf(e event.Event) (dsseEnvelope, error) {
 		return dsseEnvelope{}, fmt.Errorf("%w: a signature of %d bytes", ErrBadSignature, len(env.Signatures[0].Sig))
 	}
 	return env, nil
+}
+
+// decodeOne decodes exactly one JSON value into v.
+func decodeOne(dec *json.Decoder, v any) error {
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("data after the JSON value")
+	}
+	return nil
 }
 
 // validSignature checks the extension's value as the codec carries it:

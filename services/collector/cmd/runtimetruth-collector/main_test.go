@@ -99,14 +99,14 @@ func TestRunUntilSIGTERM(t *testing.T) {
 func TestPrintIdentity(t *testing.T) {
 	state := t.TempDir()
 	cfg := writeConfig(t, "host: web-01\nstate_dir: "+state+"\n")
-	print := func() string {
+	show := func() string {
 		var out bytes.Buffer
 		require.NoError(t, servicemain.Run(context.Background(), service, []string{"-config", cfg, "--print-identity"}, &out, io.Discard))
 		return out.String()
 	}
-	first := print()
+	first := show()
 	assert.Contains(t, first, "host     web-01\n")
 	assert.Regexp(t, `key      ed25519:[A-Za-z0-9+/]{43}=\n`, first)
 	assert.Contains(t, first, "key file "+filepath.Join(state, "identity", "ed25519.key")+"\n")
-	assert.Equal(t, first, print(), "the key is kept")
+	assert.Equal(t, first, show(), "the key is kept")
 }

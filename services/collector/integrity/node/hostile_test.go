@@ -275,10 +275,10 @@ func hostileCases() []hostileCase {
 	nm := func(proj string, p ...string) string {
 		return filepath.Join(append([]string{proj, "node_modules"}, p...)...)
 	}
-	replace := func(t *testing.T, name string, make func(string) error) {
+	replace := func(t *testing.T, name string, create func(string) error) {
 		t.Helper()
 		require.NoError(t, os.RemoveAll(name))
-		require.NoError(t, make(name))
+		require.NoError(t, create(name))
 	}
 	link := func(target string) func(string) error {
 		return func(name string) error { return os.Symlink(target, name) }

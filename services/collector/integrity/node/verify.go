@@ -62,11 +62,6 @@ type target struct {
 	bad           string   // why the package cannot be checked at all (an invalid name)
 }
 
-// start and end delimit the target's files in the combined slice (its
-// baseline's, then those found on disk but not in the baseline).
-func (t *target) start() int { return t.baseStart }
-func (t *target) end() int   { return t.baseStart + t.baseN + t.addN }
-
 // Verify checks the Node project in dir (the folder with package.json,
 // as deployed) and its dependencies in node_modules.
 //
