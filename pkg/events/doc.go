@@ -18,7 +18,9 @@
 // "ce-<name>" header with a percent-encoded value, the JSON payload as the
 // message body. The id is also the Nats-Msg-Id header, so JetStream drops a
 // duplicate published within the stream's duplicate window; trace context
-// rides in the traceparent and tracestate extensions (TraceCarrier). The
+// rides in the traceparent and tracestate extensions (TraceCarrier); a
+// producer's signature in the rtsignature extension (WithSigner,
+// VerifySignature: a DSSE envelope over a claim of the event). The
 // envelope is sdk-go's event.Event; transport is nats.go's jetstream
 // package, used directly.
 //
@@ -26,7 +28,7 @@
 // envelope; Decode, DecodePayload, Read and ReadAny decode the payload.
 // Decoding is strict: a required attribute missing, a specversion other
 // than 1.0, a type not in the catalog, an extension other than trace
-// context, a malformed header value, an oversized event (see the limits),
+// context and the signature, a malformed header value, an oversized event (see the limits),
 // malformed JSON, a duplicate key, an unknown field, data that does not
 // match its schema or its payload rules, or a subject that does not match
 // the payload: each fails with an *Error carrying a Reason, never a panic.
