@@ -49,10 +49,11 @@
 //
 // The verifier ensures Verifier(replicas, consumer): all of the above, its
 // durable consumer on EVIDENCE under the name it is configured with, and
-// one more bucket, evidence-latest (the latest snapshot per host and
-// target, which `runtimetruth baseline approve` promotes). New leaves that
-// bucket out because the other services that ensure the topology at start
-// (the auditor) neither use it nor may touch it (pkg/platform/buspolicy).
+// two more buckets: evidence-latest (the latest snapshot per host and
+// target, which `runtimetruth baseline approve` promotes) and hosts (the
+// host registry, which `runtimetruth host` changes). New leaves them out
+// because the other services that ensure the topology at start (the
+// auditor) neither use them nor may touch them (pkg/platform/buspolicy).
 package topology
 
 import (
@@ -90,6 +91,10 @@ const (
 	// `runtimetruth baseline approve` promotes what it holds. Only
 	// Verifier's definitions include it.
 	BucketEvidence = "evidence-latest"
+	// BucketHosts is the host registry: a host's signing keys and where
+	// each stands (events.HostRecord), key events.Token(host). The
+	// verifier creates it; operators change it (`runtimetruth host`).
+	BucketHosts = "hosts"
 	// BucketAuditorLeases holds the auditors' writer leases, one key per
 	// durable consumer and stream (<consumer>.<stream>), held by the one
 	// auditor that writes that stream's chains; AuditorLeases defines it.
@@ -244,7 +249,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, replicas int) error {
 // New(replicas) with the verifier's durable consumer on EVIDENCE named
 // consumer (ConsumerVerifier when empty), plus the evidence-latest bucket
 // (BucketEvidence), which the baselines store needs to approve a
-// snapshot. Several verifiers sharing a consumer name share its work.
+// snapshot, and the host registry (BucketHosts). Several verifiers sharing a consumer name share its work.
 func Verifier(replicas int, consumer string) Topology {
 	if consumer == "" {
 		consumer = ConsumerVerifier
@@ -261,6 +266,13 @@ func Verifier(replicas int, consumer string) Topology {
 		Description:  "latest evidence snapshot per host and target, key <host>.<kind>.<identifier>",
 		History:      1,
 		MaxValueSize: events.MaxEventSize,
+		Storage:      jetstream.FileStorage,
+		Replicas:     max(replicas, 1),
+	}, jetstream.KeyValueConfig{
+		Bucket:       BucketHosts,
+		Description:  "host registry: each host's signing keys and their states, key <host>",
+		History:      8,
+		MaxValueSize: 64 << 10,
 		Storage:      jetstream.FileStorage,
 		Replicas:     max(replicas, 1),
 	})

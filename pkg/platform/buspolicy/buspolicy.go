@@ -169,13 +169,15 @@ func Roles() []Role {
 		accountInfo,
 	)
 	verifier.Publish = append(verifier.Publish, ensure(ensureWhy, append(slices.Clone(allStreams),
-		kvStream(topology.BucketBaselines), kvStream(topology.BucketVerdicts), kvStream(BucketEvidenceLatest))...)...)
+		kvStream(topology.BucketBaselines), kvStream(topology.BucketVerdicts), kvStream(BucketEvidenceLatest),
+		kvStream(topology.BucketHosts))...)...)
 	verifier.Publish = append(verifier.Publish, ensureConsumers(ensureWhy, allStreams...)...)
 	verifier.Publish = append(verifier.Publish, consume(topology.StreamEvidence, topology.ConsumerVerifier)...)
 	verifier.Publish = append(verifier.Publish, kvRead(topology.BucketBaselines)...)
 	verifier.Publish = append(verifier.Publish, kvRead(topology.BucketVerdicts)...)
 	verifier.Publish = append(verifier.Publish, kvRead(BucketEvidenceLatest)...)
-	verifier.Publish = append(verifier.Publish, kvWrite(topology.BucketVerdicts), kvWrite(BucketEvidenceLatest))
+	verifier.Publish = append(verifier.Publish, kvRead(topology.BucketHosts)...)
+	verifier.Publish = append(verifier.Publish, kvWrite(topology.BucketVerdicts), kvWrite(BucketEvidenceLatest), kvWrite(topology.BucketHosts))
 	verifier.Subscribe = []Grant{inbox}
 
 	auditor := Role{Service: Auditor}
