@@ -43,6 +43,18 @@ type Config struct {
 	// Attestation configures the check of baselines that name a required
 	// identity.
 	Attestation AttestationConfig `mapstructure:"attestation"`
+	// Enrollment is how evidence is authenticated against the host
+	// registry: "off" (the default for now: signatures are not checked),
+	// "manual" (a new host's key waits for `runtimetruth host approve`) or
+	// "first-use" (the first key seen for a host is pinned). With either
+	// of the last two, evidence that is unsigned, signed by a key that is
+	// not the host's enrolled one, or badly signed, or whose time is more
+	// than MaxClockSkew from this verifier's clock, changes nothing: it is
+	// dead-lettered with its reason.
+	Enrollment string `mapstructure:"enrollment"`
+	// MaxClockSkew bounds how far an evidence event's time may be from
+	// the verifier's clock, in the past or the future (default 5m).
+	MaxClockSkew time.Duration `mapstructure:"max_clock_skew"`
 }
 
 // AttestationConfig configures attestation checks.
@@ -64,6 +76,8 @@ func NewDefaultConfig() Config {
 		HandlerTimeout:  20 * time.Second,
 		StartTimeout:    30 * time.Second,
 		ShutdownTimeout: 25 * time.Second,
+		Enrollment:      string(EnrollOff),
+		MaxClockSkew:    5 * time.Minute,
 	}
 }
 
@@ -92,6 +106,14 @@ func (c *Config) Validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		return invalid("shutdown_timeout: %s (want above 0)", c.ShutdownTimeout)
+	}
+	switch Enrollment(c.Enrollment) {
+	case EnrollOff, EnrollManual, EnrollFirstUse:
+	default:
+		return invalid("enrollment: %q (want off, manual or first-use)", c.Enrollment)
+	}
+	if c.MaxClockSkew <= 0 {
+		return invalid("max_clock_skew: %s (want above 0)", c.MaxClockSkew)
 	}
 	return nil
 }

@@ -31,8 +31,9 @@ type handler struct {
 	counts    *counts
 	baselines jetstream.KeyValue
 	attest    *attestation.Checker
-	latest    *latestBucket // evidence-latest
-	verdicts  *latestBucket // verdicts-latest
+	latest    *latestBucket  // evidence-latest
+	verdicts  *latestBucket  // verdicts-latest
+	auth      *authenticator // nil: Config.Enrollment off
 
 	mu     sync.Mutex
 	parsed map[string]*parsed // baseline key → the last baseline decoded, by revision
@@ -122,6 +123,12 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans [
 		if err != nil {
 			it.fail(natsbus.Permanent(fmt.Errorf("metadata: %w", err)))
 			continue
+		}
+		if h.auth != nil {
+			if err := h.auth.check(it.ctx, e, ev); err != nil {
+				it.fail(err)
+				continue
+			}
 		}
 		it.e, it.ev, it.snap = e, ev, snap
 		it.key = topology.VerdictKey(ev.Host, ev.Target)

@@ -18,6 +18,8 @@ type Enrollment string
 
 // Enrollment modes.
 const (
+	// EnrollOff checks no signature (Config.Enrollment).
+	EnrollOff Enrollment = "off"
 	// EnrollManual: a new key waits as pending until an operator
 	// approves it (`runtimetruth host approve`); the services' default.
 	EnrollManual Enrollment = "manual"

@@ -24,6 +24,9 @@ const (
 	// MetricDrift counts drift verdicts by target_kind and target (see
 	// MaxDriftTargets).
 	MetricDrift = "runtimetruth.verifier.drift"
+	// MetricRejected counts evidence refused as not authentic, by reason
+	// (Config.Enrollment).
+	MetricRejected = "runtimetruth.verifier.evidence.rejected"
 )
 
 // Metric attribute keys.
@@ -31,6 +34,7 @@ const (
 	AttrStatus     = attribute.Key("status")
 	AttrTargetKind = attribute.Key("target_kind")
 	AttrTarget     = attribute.Key("target")
+	AttrReason     = attribute.Key("reason")
 )
 
 // MaxDriftTargets bounds the target label of MetricDrift: the first
@@ -48,6 +52,7 @@ const OtherTarget = "other"
 type metrics struct {
 	verdicts metric.Int64Counter
 	drift    metric.Int64Counter
+	rejected metric.Int64Counter
 	byStatus map[events.Status]metric.MeasurementOption
 
 	mu      sync.Mutex
@@ -63,10 +68,17 @@ func newMetrics(p telemetry.Providers) *metrics {
 		metric.WithDescription("Verdicts published, by status."))
 	t.drift, _ = m.Int64Counter(MetricDrift, metric.WithUnit("{verdict}"),
 		metric.WithDescription("Drift verdicts, by target kind and target (the first 200 targets; the rest as target=\"other\")."))
+	t.rejected, _ = m.Int64Counter(MetricRejected, metric.WithUnit("{event}"),
+		metric.WithDescription("Evidence refused as not authentic (it changes no verdict), by reason."))
 	for _, s := range []events.Status{events.StatusPass, events.StatusDrift, events.StatusError} {
 		t.byStatus[s] = metric.WithAttributeSet(attribute.NewSet(AttrStatus.String(string(s))))
 	}
 	return t
+}
+
+// reject counts evidence refused for reason.
+func (t *metrics) reject(ctx context.Context, reason string) {
+	t.rejected.Add(ctx, 1, metric.WithAttributes(AttrReason.String(reason)))
 }
 
 // verdict counts a published verdict of status about target.

@@ -187,6 +187,13 @@ func (v *Verifier) prepare(ctx context.Context, nc *nats.Conn) (*handler, jetstr
 	if err != nil {
 		return nil, nil, err
 	}
+	if mode := Enrollment(v.cfg.Enrollment); mode != EnrollOff {
+		kv, err := js.KeyValue(ctx, topology.BucketHosts)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s bucket: %w", topology.BucketHosts, err)
+		}
+		h.auth = &authenticator{hosts: NewHosts(kv, mode), skew: v.cfg.MaxClockSkew, now: time.Now, tel: v.m}
+	}
 	return h, cons, nil
 }
 

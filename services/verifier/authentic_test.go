@@ -1,0 +1,160 @@
+package verifier_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+	"github.com/runtimetruth/runtimetruth/services/verifier"
+)
+
+// signer is a collector's key.
+func signer(t *testing.T) (*events.Signer, string) {
+	t.Helper()
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	var seq atomic.Uint64
+	return events.NewSigner(priv, func() (uint64, error) { return seq.Add(1), nil }), events.KeyID(pub)
+}
+
+// signedMsg is the evidence of s collected on host, signed by s.
+func signedMsg(t *testing.T, host string, snap *snapshot.Snapshot, s *events.Signer, opts ...events.Option) (*nats.Msg, string) {
+	t.Helper()
+	p, err := events.NewEvidenceCollected(host, snap, time.Minute)
+	require.NoError(t, err)
+	if s != nil {
+		opts = append(opts, events.WithSigner(s))
+	}
+	m, e, err := events.NewMsg(events.Source("collector", host), p, opts...)
+	require.NoError(t, err)
+	return m, e.ID()
+}
+
+// rejections waits for n dead-letter records of EVIDENCE and returns
+// their errors by evidence id.
+func rejections(ctx context.Context, t *testing.T, js jetstream.JetStream, n int) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	natstest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+		out = map[string]string{}
+		for _, p := range streamEvents(ctx, t, js, topology.StreamDLQ) {
+			r := p.Payload.(events.EventRejected)
+			out[r.Envelope.ID] = r.Error
+		}
+		if len(out) < n {
+			return fmt.Errorf("%d dead-letter records, want %d", len(out), n)
+		}
+		return nil
+	})
+	return out
+}
+
+// TestEvidenceMustBeAuthentic: with enrollment on, only evidence signed
+// by the host's enrolled key, with a time near the verifier's clock, gets
+// a verdict; each other message is dead-lettered with its reason and
+// changes nothing.
+func TestEvidenceMustBeAuthentic(t *testing.T) {
+	ctx, url, js := server(t)
+	start(ctx, t, url, func(c *verifier.Config) { c.Enrollment = "first-use" })
+	host := "web-01"
+	owner, ownerKey := signer(t)
+	impostor, _ := signer(t)
+
+	m, first := signedMsg(t, host, snap(unit(1)), owner)
+	_, err := js.PublishMsg(ctx, m)
+	require.NoError(t, err)
+	assert.Equal(t, host, verdictOf(ctx, t, js, first).Host, "the first key is pinned and its evidence verified")
+
+	type attack struct {
+		name, reason string
+		msg          func() (*nats.Msg, string)
+	}
+	attacks := []attack{
+		{"another key for the host", "key_changed", func() (*nats.Msg, string) { return signedMsg(t, host, snap(unit(2)), impostor) }},
+		{"unsigned", "unsigned", func() (*nats.Msg, string) { return signedMsg(t, host, snap(unit(3)), nil) }},
+		{"an hour old", "clock_skew", func() (*nats.Msg, string) {
+			return signedMsg(t, host, snap(unit(4)), owner, events.WithTime(time.Now().Add(-time.Hour)))
+		}},
+		{"from the future", "clock_skew", func() (*nats.Msg, string) {
+			return signedMsg(t, host, snap(unit(5)), owner, events.WithTime(time.Now().Add(time.Hour)))
+		}},
+		{"a flipped bit of the data", "claim_mismatch", func() (*nats.Msg, string) {
+			m, id := signedMsg(t, host, snap(unit(6)), owner)
+			m.Data = []byte(strings.Replace(string(m.Data), `"interval_seconds":60`, `"interval_seconds":61`, 1))
+			return m, id
+		}},
+		{"a replay with a new id", "claim_mismatch", func() (*nats.Msg, string) {
+			m, _ := signedMsg(t, host, snap(unit(7)), owner)
+			id := "0190f0c2-0000-7000-8000-0000000000aa"
+			m.Header.Set("ce-id", id)
+			m.Header.Set(nats.MsgIdHdr, id)
+			return m, id
+		}},
+	}
+	ids := map[string]attack{}
+	for _, a := range attacks {
+		m, id := a.msg()
+		_, err := js.PublishMsg(ctx, m)
+		require.NoError(t, err, a.name)
+		ids[id] = a
+	}
+	got := rejections(ctx, t, js, len(attacks))
+	for id, a := range ids {
+		assert.Contains(t, got[id], "rejected evidence ("+a.reason+")", a.name)
+	}
+	settled(ctx, t, js, topology.ConsumerVerifier)
+	all, n := verdicts(ctx, t, js)
+	assert.Equal(t, 1, n, "no verdict but the authentic one: %v", all)
+
+	kv, err := js.KeyValue(ctx, topology.BucketHosts)
+	require.NoError(t, err)
+	rec, err := verifier.NewHosts(kv, verifier.EnrollManual).Get(ctx, host)
+	require.NoError(t, err)
+	assert.Equal(t, events.KeyEnrolled, rec.KeyOf(ownerKey).State)
+	assert.Len(t, rec.Keys, 2, "the impostor's key is recorded, pending")
+}
+
+// TestManualEnrollment: a new host's evidence waits for an operator: it
+// is refused (not_enrolled) until its key is approved, then verified.
+func TestManualEnrollment(t *testing.T) {
+	ctx, url, js := server(t)
+	start(ctx, t, url, func(c *verifier.Config) { c.Enrollment = "manual" })
+	s, key := signer(t)
+	m, id := signedMsg(t, "db-01", snap(unit(1)), s)
+	_, err := js.PublishMsg(ctx, m)
+	require.NoError(t, err)
+	assert.Contains(t, rejections(ctx, t, js, 1)[id], "rejected evidence (not_enrolled)")
+
+	kv, err := js.KeyValue(ctx, topology.BucketHosts)
+	require.NoError(t, err)
+	_, err = verifier.NewHosts(kv, verifier.EnrollManual).Approve(ctx, "db-01", key, "alice")
+	require.NoError(t, err)
+	m, id = signedMsg(t, "db-01", snap(unit(2)), s)
+	_, err = js.PublishMsg(ctx, m)
+	require.NoError(t, err)
+	assert.Equal(t, "db-01", verdictOf(ctx, t, js, id).Host)
+}
+
+func TestEnrollmentConfig(t *testing.T) {
+	cfg := verifier.NewDefaultConfig()
+	assert.Equal(t, "off", cfg.Enrollment)
+	cfg.Enrollment = "sometimes"
+	require.ErrorContains(t, cfg.Validate(), `enrollment: "sometimes"`)
+	cfg = verifier.NewDefaultConfig()
+	cfg.MaxClockSkew = 0
+	require.ErrorContains(t, cfg.Validate(), "max_clock_skew")
+}
