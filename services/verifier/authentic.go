@@ -13,6 +13,11 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 )
 
+// ErrReplayed is why evidence signed with a sequence number at or below
+// the last one verified for its host and target by the same key is
+// refused.
+var ErrReplayed = errors.New("a replay: its signature's sequence number is not above the last verified one")
+
 // ErrClockSkew is why evidence whose time is too far from the verifier's
 // clock is refused.
 var ErrClockSkew = errors.New("the evidence's time is too far from the verifier's clock")
@@ -31,22 +36,37 @@ type authenticator struct {
 // check returns nil for authentic evidence; a permanent error naming why
 // for evidence that is not (counted by reason); a transient one when the
 // registry cannot be read, so the evidence is retried.
-func (a *authenticator) check(ctx context.Context, e event.Event, ev events.EvidenceCollected) error {
-	err := a.authenticate(ctx, e, ev)
+func (a *authenticator) check(ctx context.Context, e event.Event, ev events.EvidenceCollected) (events.Signature, error) {
+	sig, err := a.authenticate(ctx, e, ev)
 	if err == nil {
-		return nil
+		return sig, nil
 	}
+	return sig, a.refuse(ctx, fmt.Errorf("authenticate evidence of %s: %w", ev.Host, err))
+}
+
+// refuse is err as check returns it: permanent and counted when it says
+// why the evidence is not authentic, else transient.
+func (a *authenticator) refuse(ctx context.Context, err error) error {
 	reason := rejectReason(err)
 	if reason == "" {
-		return fmt.Errorf("authenticate evidence of %s: %w", ev.Host, err)
+		return err
 	}
 	a.tel.reject(ctx, reason)
 	return natsbus.Permanent(fmt.Errorf("rejected evidence (%s): %w", reason, err))
 }
 
-func (a *authenticator) authenticate(ctx context.Context, e event.Event, ev events.EvidenceCollected) error {
+// replayed checks sig against the latest verified evidence's record of
+// the same host and target.
+func (a *authenticator) replayed(ctx context.Context, sig events.Signature, cur ordering) error {
+	if cur.SignedBy != sig.KeyID || sig.Claim.Seq > cur.SignedSeq {
+		return nil
+	}
+	return a.refuse(ctx, fmt.Errorf("%w: %d, last verified %d", ErrReplayed, sig.Claim.Seq, cur.SignedSeq))
+}
+
+func (a *authenticator) authenticate(ctx context.Context, e event.Event, ev events.EvidenceCollected) (events.Signature, error) {
 	if d := a.now().Sub(e.Time()); d > a.skew || d < -a.skew {
-		return fmt.Errorf("%w: %s off (at most %s)", ErrClockSkew, d.Round(time.Second), a.skew)
+		return events.Signature{}, fmt.Errorf("%w: %s off (at most %s)", ErrClockSkew, d.Round(time.Second), a.skew)
 	}
 	// The signature first: nothing unverified reaches the registry, which
 	// pins (first-use) or records (pending) the key it is given.
@@ -58,9 +78,9 @@ func (a *authenticator) authenticate(ctx context.Context, e event.Event, ev even
 		return pub, nil
 	})
 	if err != nil {
-		return err
+		return events.Signature{}, err
 	}
-	return a.hosts.Admit(ctx, ev.Host, sig.KeyID)
+	return sig, a.hosts.Admit(ctx, ev.Host, sig.KeyID)
 }
 
 // rejectReason is the reason label of a refusal, or "" for an error that
@@ -71,6 +91,7 @@ func rejectReason(err error) string {
 		reason string
 	}{
 		{ErrClockSkew, "clock_skew"},
+		{ErrReplayed, "replayed"},
 		{events.ErrUnsigned, "unsigned"},
 		{events.ErrBadSignature, "bad_signature"},
 		{events.ErrClaim, "claim_mismatch"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -157,4 +158,39 @@ func TestEnrollmentConfig(t *testing.T) {
 	cfg = verifier.NewDefaultConfig()
 	cfg.MaxClockSkew = 0
 	require.ErrorContains(t, cfg.Validate(), "max_clock_skew")
+}
+
+// TestAuthenticReplayIsRefused: authentic evidence published again (a
+// copy of the message under a new stream sequence, past the server's
+// duplicate window, or re-signed history) is refused when its signature's
+// sequence number is not above the last verified one of its host and
+// target: an old PASS cannot replace a newer DRIFT.
+func TestAuthenticReplayIsRefused(t *testing.T) {
+	ctx, url, js := server(t)
+	start(ctx, t, url, func(c *verifier.Config) { c.Enrollment = "first-use" })
+	s, key := signer(t)
+	old, oldID := signedMsg(t, "web-01", snap(unit(1)), s)
+	newer, newerID := signedMsg(t, "web-01", snap(unit(2)), s)
+	_, err := js.PublishMsg(ctx, newer)
+	require.NoError(t, err)
+	verdictOf(ctx, t, js, newerID)
+	// The older message, which the server has not seen: its id is new to
+	// the duplicate window, its signature genuine, its sequence lower.
+	_, err = js.PublishMsg(ctx, old)
+	require.NoError(t, err)
+	assert.Contains(t, rejections(ctx, t, js, 1)[oldID], "rejected evidence (replayed)")
+
+	kv, err := js.KeyValue(ctx, topology.BucketVerdicts)
+	require.NoError(t, err)
+	e, err := kv.Get(ctx, topology.VerdictKey("web-01", testTarget))
+	require.NoError(t, err)
+	var rec verifier.VerdictRecord
+	require.NoError(t, json.Unmarshal(e.Value(), &rec))
+	assert.Equal(t, newerID, rec.EvidenceID, "the newer verdict stands")
+	assert.Equal(t, key, rec.SignedBy)
+	assert.Equal(t, uint64(2), rec.SignedSeq)
+	again, err := json.Marshal(rec)
+	require.NoError(t, err)
+	assert.JSONEq(t, string(e.Value()), string(again))
+	assert.Equal(t, string(e.Value()), string(again), "the record is json.Marshal's bytes")
 }

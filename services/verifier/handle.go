@@ -79,8 +79,9 @@ type item struct {
 	key  string // topology.VerdictKey
 	bkey string // topology.BaselineKey of the baseline target
 	ord  ordering
-	err  error // the message's result once settled
-	done bool  // settled: err is final
+	sig  events.Signature // the verified signature (Config.Enrollment on)
+	err  error            // the message's result once settled
+	done bool             // settled: err is final
 
 	// atBaseline: the snapshot passed with its baseline's evidence
 	// (nothing but captured_at differs).
@@ -125,7 +126,7 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans [
 			continue
 		}
 		if h.auth != nil {
-			if err := h.auth.check(it.ctx, e, ev); err != nil {
+			if it.sig, err = h.auth.check(it.ctx, e, ev); err != nil {
 				it.fail(err)
 				continue
 			}
@@ -133,7 +134,7 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans [
 		it.e, it.ev, it.snap = e, ev, snap
 		it.key = topology.VerdictKey(ev.Host, ev.Target)
 		it.bkey = topology.BaselineKey(ev.BaselineTarget())
-		it.ord = ordering{EvidenceID: e.ID(), EvidenceSequence: md.Sequence.Stream}
+		it.ord = ordering{EvidenceID: e.ID(), EvidenceSequence: md.Sequence.Stream, SignedBy: it.sig.KeyID, SignedSeq: it.sig.Claim.Seq}
 	}
 
 	for _, it := range pending(items) {
@@ -144,6 +145,10 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans [
 		case found && cur.EvidenceID == it.e.ID():
 			h.counts.duplicate.Add(1) // published and recorded before a redelivery
 			it.fail(nil)
+		case found && h.auth != nil:
+			if err := h.auth.replayed(it.ctx, it.sig, cur.ordering); err != nil {
+				it.fail(err)
+			}
 		}
 	}
 
@@ -197,7 +202,7 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans [
 		rec, err := marshalVerdictRecord(&VerdictRecord{
 			ID: it.ve.ID(), Time: it.ve.Time().UTC(),
 			EvidenceID: it.e.ID(), EvidenceSequence: it.ord.EvidenceSequence, Verdict: it.verdict,
-			AtBaseline: it.atBaseline,
+			AtBaseline: it.atBaseline, SignedBy: it.ord.SignedBy, SignedSeq: it.ord.SignedSeq,
 		}, it.vm.Data)
 		if err != nil {
 			return nil, fmt.Errorf("encode verdict record: %w", err)

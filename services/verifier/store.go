@@ -77,6 +77,11 @@ type VerdictRecord struct {
 	// it there, and the baseline of digest Verdict.BaselineDigest is the
 	// host's latest snapshot (Baselines.Observations).
 	AtBaseline bool `json:"at_baseline,omitempty"`
+	// SignedBy and SignedSeq are the key id and sequence number of the
+	// verified evidence's signature (Config.Enrollment on): evidence of the
+	// same key with a sequence number at or below SignedSeq is a replay.
+	SignedBy  string `json:"signed_by,omitempty"`
+	SignedSeq uint64 `json:"signed_seq,omitempty"`
 }
 
 // The records are written directly rather than by json.Marshal, which
@@ -124,6 +129,12 @@ func marshalVerdictRecord(r *VerdictRecord, verdict []byte) ([]byte, error) {
 	b = appendRaw(append(b, `,"verdict":`...), verdict)
 	if r.AtBaseline {
 		b = append(b, `,"at_baseline":true`...)
+	}
+	if r.SignedBy != "" {
+		b = events.AppendJSONString(append(b, `,"signed_by":`...), r.SignedBy)
+	}
+	if r.SignedSeq != 0 {
+		b = strconv.AppendUint(append(b, `,"signed_seq":`...), r.SignedSeq, 10)
 	}
 	return htmlEscaped(append(b, '}')), nil
 }
@@ -179,6 +190,9 @@ func htmlEscaped(b []byte) []byte {
 type ordering struct {
 	EvidenceID       string `json:"evidence_id"`
 	EvidenceSequence uint64 `json:"evidence_sequence"`
+	// SignedBy and SignedSeq are a verdict record's (VerdictRecord).
+	SignedBy  string `json:"signed_by,omitempty"`
+	SignedSeq uint64 `json:"signed_seq,omitempty"`
 }
 
 // maxCached bounds latestBucket's memory of revisions: past it the memory
