@@ -1,39 +1,18 @@
 package integrity_test
 
 import (
-	"bufio"
 	"bytes"
 	"math"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/services/collector/integrity"
+	"github.com/runtimetruth/runtimetruth/services/collector/internal/proctest"
 )
-
-// bytesRead returns the bytes this process has read so far (rchar of
-// /proc/self/io: every read system call, from any file, counts).
-func bytesRead(t *testing.T) int64 {
-	t.Helper()
-	f, err := os.Open("/proc/self/io")
-	require.NoError(t, err)
-	defer func() { _ = f.Close() }()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "rchar: "); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			require.NoError(t, err)
-			return n
-		}
-	}
-	t.Fatal("no rchar in /proc/self/io")
-	return 0
-}
 
 func TestSetWantSize(t *testing.T) {
 	for _, tc := range []struct {
@@ -165,9 +144,9 @@ func TestWrongSizeIsNotRead(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := bytesRead(t)
+			before := proctest.BytesRead(t)
 			fs, hashed := tc.check(t)
-			read := bytesRead(t) - before
+			read := proctest.BytesRead(t) - before
 			assertChecked(t, fs)
 			assert.Less(t, read, int64(64<<20), "the 10 GiB file was not read (%d bytes read in all)", read)
 			assert.Equal(t, tc.hashed, hashed, "the wrong-sized file is never hashed")

@@ -3,7 +3,6 @@
 package node_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/services/collector/integrity"
 	"github.com/runtimetruth/runtimetruth/services/collector/integrity/node"
+	"github.com/runtimetruth/runtimetruth/services/collector/internal/proctest"
 	"github.com/runtimetruth/runtimetruth/services/collector/internal/sysfile"
 )
 
@@ -425,29 +425,12 @@ func TestVerifyHostileFiles(t *testing.T) {
 // the child fails, dies or misses the deadline.
 func runHostileChild(t *testing.T, name, proj string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), hostileDeadline)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestVerifyHostileFiles$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), hostileCaseEnv+"="+name, hostileDirEnv+"="+proj)
-	cmd.WaitDelay = 5 * time.Second
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	start := time.Now()
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		t.Fatalf("the check hung: killed after %v\n%s", time.Since(start).Round(time.Second), out.String())
-	}
-	if err != nil {
-		t.Fatalf("the check failed or died (%v):\n%s", err, excerpt(out.String(), 12))
-	}
-	if !strings.Contains(out.String(), "--- PASS: TestVerifyHostileFiles") {
-		t.Fatalf("the child ran no case:\n%s", out.String())
-	}
+	proctest.RunChild(t, "TestVerifyHostileFiles", []string{hostileCaseEnv + "=" + name, hostileDirEnv + "=" + proj}, hostileDeadline)
 }
 
 // hostileChild runs one case under the address-space cap.
 func hostileChild(t *testing.T, tc hostileCase, proj string) {
-	limitAddressSpace(t, hostileBudget)
+	proctest.LimitAddressSpace(t, hostileBudget)
 	ctx := context.Background()
 	rep, err := node.Verify(ctx, proj, node.Options{})
 	var res map[string]integrity.Result
@@ -461,34 +444,4 @@ func hostileChild(t *testing.T, tc hostileCase, proj string) {
 		require.NoError(t, err)
 		tc.check(t, byName(rep), nil)
 	}
-}
-
-// limitAddressSpace caps the process's address space at what it maps now
-// plus budget (the race detector's shadow memory included, which is why
-// the cap is relative).
-func limitAddressSpace(t *testing.T, budget uint64) {
-	t.Helper()
-	status, err := os.ReadFile("/proc/self/status")
-	require.NoError(t, err)
-	var vm uint64
-	for line := range strings.Lines(string(status)) {
-		if rest, ok := strings.CutPrefix(line, "VmSize:"); ok {
-			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			require.NoError(t, err)
-			vm = kb << 10
-		}
-	}
-	require.NotZero(t, vm, "VmSize in /proc/self/status")
-	lim := syscall.Rlimit{Cur: vm + budget, Max: vm + budget}
-	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_AS, &lim))
-}
-
-// excerpt returns the first and the last n lines of s (a dying Go
-// program says why first, then dumps its goroutines).
-func excerpt(s string, n int) string {
-	lines := strings.Split(s, "\n")
-	if len(lines) <= 2*n {
-		return s
-	}
-	return strings.Join(lines[:n], "\n") + "\n[...]\n" + strings.Join(lines[len(lines)-n:], "\n")
 }

@@ -1,15 +1,10 @@
 package python_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -19,6 +14,7 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/services/collector/integrity"
 	"github.com/runtimetruth/runtimetruth/services/collector/integrity/python"
+	"github.com/runtimetruth/runtimetruth/services/collector/internal/proctest"
 )
 
 // The hostile-file checks run in a child process, the test binary run
@@ -158,14 +154,7 @@ func TestHostileFiles(t *testing.T) {
 func runHostileChild(t *testing.T, venv string) hostileOutcome {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "outcome.json")
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestHostileFiles$", "-test.count=1")
-	cmd.Env = append(os.Environ(), hostileVenvEnv+"="+venv, hostileOutEnv+"="+out)
-	cmd.WaitDelay = 5 * time.Second
-	output, err := cmd.CombinedOutput()
-	require.NoError(t, ctx.Err(), "the check did not finish: it blocked\n%s", output)
-	require.NoError(t, err, "the check failed (out of memory: a file was read whole?)\n%s", output)
+	output := proctest.RunChild(t, "TestHostileFiles", []string{hostileVenvEnv + "=" + venv, hostileOutEnv + "=" + out}, 2*time.Minute)
 	data, err := os.ReadFile(out)
 	require.NoError(t, err, "%s", output)
 	var got hostileOutcome
@@ -178,9 +167,7 @@ func runHostileChild(t *testing.T, venv string) hostileOutcome {
 // space, then opens and checks venv as the collector would, and lists
 // each distribution's scripts (read from entry_points.txt).
 func hostileChild(t *testing.T, venv, out string) {
-	vm := vmStatus(t, "VmSize:")
-	limit := uint64(vm<<10) + addressSpaceHeadroom
-	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: limit, Max: limit}))
+	proctest.LimitAddressSpace(t, addressSpaceHeadroom)
 	var got hostileOutcome
 	ctx := context.Background()
 	env, err := python.Open(ctx, venv, python.OpenOptions{})
@@ -198,27 +185,8 @@ func hostileChild(t *testing.T, venv, out string) {
 	} else {
 		got.OpenErr = err.Error()
 	}
-	got.VMPeak = vmStatus(t, "VmPeak:")
+	got.VMPeak = proctest.Status(t, "VmPeak:")
 	data, err := json.Marshal(got)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(out, data, 0o600))
-}
-
-// vmStatus returns a kB figure of /proc/self/status ("VmSize:").
-func vmStatus(t *testing.T, key string) int64 {
-	t.Helper()
-	f, err := os.Open("/proc/self/status")
-	require.NoError(t, err)
-	defer func() { _ = f.Close() }()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), key); ok {
-			n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			require.NoError(t, err)
-			return n
-		}
-	}
-	require.NoError(t, sc.Err())
-	require.NoError(t, errors.New("no "+key+" in /proc/self/status"))
-	return 0
 }

@@ -1,12 +1,9 @@
 package python_test
 
 import (
-	"bufio"
 	"context"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,26 +11,8 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/services/collector/integrity"
 	"github.com/runtimetruth/runtimetruth/services/collector/integrity/python"
+	"github.com/runtimetruth/runtimetruth/services/collector/internal/proctest"
 )
-
-// processBytesRead returns the bytes this process has read so far (rchar
-// of /proc/self/io: every read system call counts).
-func processBytesRead(t *testing.T) int64 {
-	t.Helper()
-	f, err := os.Open("/proc/self/io")
-	require.NoError(t, err)
-	defer func() { _ = f.Close() }()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "rchar: "); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			require.NoError(t, err)
-			return n
-		}
-	}
-	t.Fatal("no rchar in /proc/self/io")
-	return 0
-}
 
 // TestVerifyWrongSizeIsNotRead checks that a file whose size is not the
 // one its RECORD row lists (here a 10 GiB sparse file put in place of a
@@ -57,10 +36,10 @@ func TestVerifyWrongSizeIsNotRead(t *testing.T) {
 	require.NoError(t, err)
 	for i, opts := range []python.Options{{}, {Store: store}, {Store: store}, {Store: store}} {
 		opts.All = true
-		before := processBytesRead(t)
+		before := proctest.BytesRead(t)
 		rep, err := python.Verify(ctx, env, opts)
 		require.NoError(t, err)
-		read := processBytesRead(t) - before
+		read := proctest.BytesRead(t) - before
 		require.Len(t, rep.Results, 1)
 		r := rep.Results[0]
 		assert.Equal(t, integrity.StatusModified, r.Status, "check %d: %s", i, r.Reason)
