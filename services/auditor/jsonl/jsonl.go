@@ -322,12 +322,7 @@ func (s *Sink) Close() error {
 }
 
 func syncDir(path string) error {
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return fmt.Errorf("sync audit log directory: %w", err)
-	}
-	defer func() { _ = d.Close() }()
-	if err := d.Sync(); err != nil {
+	if err := regfile.SyncDir(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("sync audit log directory: %w", err)
 	}
 	return nil
