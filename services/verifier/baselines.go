@@ -551,7 +551,7 @@ func (s stores) observations(ctx context.Context, target events.Target, host str
 		latest[v.Host] = Observation{
 			Host: v.Host, Target: target, Digest: bl.Digest,
 			EvidenceID: r.EvidenceID, EvidenceSequence: r.EvidenceSequence, Time: r.Time,
-			Snapshot: bl.Snapshot, AtBaseline: true,
+			Snapshot: bl.Snapshot, AtBaseline: true, SignedBy: r.SignedBy, SignedSeq: r.SignedSeq,
 		}
 	}
 	out := make([]Observation, 0, len(latest))

@@ -189,6 +189,7 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans [
 			Host: it.ev.Host, Target: it.ev.Target, Digest: it.ev.Digest,
 			EvidenceID: it.e.ID(), EvidenceSequence: it.ord.EvidenceSequence,
 			Time: it.e.Time().UTC(), Snapshot: it.ev.Snapshot,
+			SignedBy: it.ord.SignedBy, SignedSeq: it.ord.SignedSeq,
 		}).marshal()
 		if err != nil {
 			return nil, fmt.Errorf("encode latest snapshot: %w", err)

@@ -56,6 +56,11 @@ type Observation struct {
 	// verified against: Snapshot and Digest are then that baseline's,
 	// EvidenceID and EvidenceSequence the snapshot's, Time its verdict's.
 	AtBaseline bool `json:"at_baseline,omitempty"`
+	// SignedBy and SignedSeq are the key id and sequence number of the
+	// evidence's verified signature (empty under enrollment off): the
+	// snapshot is authentic evidence of Host signed by that key.
+	SignedBy  string `json:"signed_by,omitempty"`
+	SignedSeq uint64 `json:"signed_seq,omitempty"`
 }
 
 // VerdictRecord is the latest verdict per host and target, as kept in the
@@ -111,6 +116,7 @@ func (o *Observation) marshal() ([]byte, error) {
 	if o.AtBaseline {
 		b = append(b, `,"at_baseline":true`...)
 	}
+	b = appendSigned(b, o.SignedBy, o.SignedSeq)
 	return htmlEscaped(append(b, '}')), nil
 }
 
@@ -130,13 +136,20 @@ func marshalVerdictRecord(r *VerdictRecord, verdict []byte) ([]byte, error) {
 	if r.AtBaseline {
 		b = append(b, `,"at_baseline":true`...)
 	}
-	if r.SignedBy != "" {
-		b = events.AppendJSONString(append(b, `,"signed_by":`...), r.SignedBy)
-	}
-	if r.SignedSeq != 0 {
-		b = strconv.AppendUint(append(b, `,"signed_seq":`...), r.SignedSeq, 10)
-	}
+	b = appendSigned(b, r.SignedBy, r.SignedSeq)
 	return htmlEscaped(append(b, '}')), nil
+}
+
+// appendSigned appends the signed_by and signed_seq members (omitted when
+// empty).
+func appendSigned(b []byte, by string, seq uint64) []byte {
+	if by != "" {
+		b = events.AppendJSONString(append(b, `,"signed_by":`...), by)
+	}
+	if seq != 0 {
+		b = strconv.AppendUint(append(b, `,"signed_seq":`...), seq, 10)
+	}
+	return b
 }
 
 func appendTarget(b []byte, t events.Target) []byte {
