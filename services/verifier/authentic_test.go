@@ -152,7 +152,7 @@ func TestManualEnrollment(t *testing.T) {
 
 func TestEnrollmentConfig(t *testing.T) {
 	cfg := verifier.NewDefaultConfig()
-	assert.Equal(t, "off", cfg.Enrollment)
+	assert.Equal(t, "manual", cfg.Enrollment)
 	cfg.Enrollment = "sometimes"
 	require.ErrorContains(t, cfg.Validate(), `enrollment: "sometimes"`)
 	cfg = verifier.NewDefaultConfig()

@@ -44,9 +44,10 @@ type Config struct {
 	// identity.
 	Attestation AttestationConfig `mapstructure:"attestation"`
 	// Enrollment is how evidence is authenticated against the host
-	// registry: "off" (the default for now: signatures are not checked),
-	// "manual" (a new host's key waits for `runtimetruth host approve`) or
-	// "first-use" (the first key seen for a host is pinned). With either
+	// registry: "manual" (the default: a new host's key waits for
+	// `runtimetruth host approve`), "first-use" (the first key seen for a
+	// host is pinned) or "off" (signatures are not checked: any credential
+	// that may publish evidence speaks for any host). With either
 	// of the last two, evidence that is unsigned, signed by a key that is
 	// not the host's enrolled one, or badly signed, or whose time is more
 	// than MaxClockSkew from this verifier's clock, changes nothing: it is
@@ -76,7 +77,7 @@ func NewDefaultConfig() Config {
 		HandlerTimeout:  20 * time.Second,
 		StartTimeout:    30 * time.Second,
 		ShutdownTimeout: 25 * time.Second,
-		Enrollment:      string(EnrollOff),
+		Enrollment:      string(EnrollManual),
 		MaxClockSkew:    5 * time.Minute,
 	}
 }

@@ -142,12 +142,21 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans [
 		switch {
 		case err != nil:
 			it.fail(err)
-		case found && cur.EvidenceID == it.e.ID():
-			h.counts.duplicate.Add(1) // published and recorded before a redelivery
+			continue
+		case found && cur.handled(it.e.ID()):
+			// Handled before (a redelivery: the verdict was published and
+			// recorded, the acknowledgement lost), whether JetStream still
+			// knows the verdict's message id or not.
+			h.counts.duplicate.Add(1)
 			it.fail(nil)
-		case found && h.auth != nil:
+			continue
+		case found && h.auth != nil && it.ord.EvidenceSequence > cur.EvidenceSequence:
+			// A message stored after the latest verified one, signed
+			// before it: a replay. (A message stored before it is a late
+			// delivery, verified without becoming the latest.)
 			if err := h.auth.replayed(it.ctx, it.sig, cur.ordering); err != nil {
 				it.fail(err)
+				continue
 			}
 		}
 	}
@@ -181,7 +190,7 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans [
 	// verdict record says so (VerdictRecord.AtBaseline), and the baseline
 	// stands for it (Baselines.Observations). That is most snapshots of a
 	// fleet, and this write is a third of the bus's work per snapshot.
-	h.putNewest(ctx, h.latest, items, func(it *item) ([]byte, error) {
+	h.putNewest(ctx, h.latest, items, func(it *item, _ ordering) ([]byte, error) {
 		if it.atBaseline {
 			return nil, nil
 		}
@@ -199,11 +208,21 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans [
 
 	h.publishVerdicts(ctx, pending(items))
 
-	h.putNewest(ctx, h.verdicts, items, func(it *item) ([]byte, error) {
+	// The record lists the ids handled (VerdictRecord.Handled): the
+	// batch's whose verdicts were published, never one still to retry,
+	// merged by the bucket with those it lists.
+	batch := map[string][]string{}
+	for _, it := range pending(items) {
+		batch[it.key] = append(batch[it.key], it.e.ID())
+	}
+	for _, it := range pending(items) {
+		it.ord.Handled = batch[it.key]
+	}
+	h.putNewest(ctx, h.verdicts, items, func(it *item, o ordering) ([]byte, error) {
 		rec, err := marshalVerdictRecord(&VerdictRecord{
 			ID: it.ve.ID(), Time: it.ve.Time().UTC(),
-			EvidenceID: it.e.ID(), EvidenceSequence: it.ord.EvidenceSequence, Verdict: it.verdict,
-			AtBaseline: it.atBaseline, SignedBy: it.ord.SignedBy, SignedSeq: it.ord.SignedSeq,
+			EvidenceID: it.e.ID(), EvidenceSequence: o.EvidenceSequence, Verdict: it.verdict,
+			AtBaseline: it.atBaseline, SignedBy: o.SignedBy, SignedSeq: o.SignedSeq, Handled: o.Handled,
 		}, it.vm.Data)
 		if err != nil {
 			return nil, fmt.Errorf("encode verdict record: %w", err)
@@ -245,10 +264,10 @@ func pending(items []*item) []*item {
 }
 
 // putNewest writes, for every key of the pending items, the value of the
-// newest of them (by evidence sequence) to b, the keys at once; a nil
-// value writes nothing; a failed write fails every item of its key (to be
-// retried).
-func (h *handler) putNewest(ctx context.Context, b *latestBucket, items []*item, value func(*item) ([]byte, error)) {
+// newest of them (by evidence sequence) to b, the keys at once, encoded
+// by value given the ordering b stores it with; a nil value writes
+// nothing; a failed write fails every item of its key (to be retried).
+func (h *handler) putNewest(ctx context.Context, b *latestBucket, items []*item, value func(*item, ordering) ([]byte, error)) {
 	newest := map[string]*item{}
 	var keys []string
 	for _, it := range pending(items) {
@@ -264,12 +283,7 @@ func (h *handler) putNewest(ctx context.Context, b *latestBucket, items []*item,
 	put := func(i int) {
 		key := keys[i]
 		it := newest[key]
-		v, err := value(it)
-		if err != nil || v == nil {
-			errs[i] = err
-			return
-		}
-		wrote, err := b.put(ctx, key, it.ord, v)
+		wrote, err := b.put(ctx, key, it.ord, func(o ordering) ([]byte, error) { return value(it, o) })
 		if err == nil && !wrote && b == h.verdicts {
 			h.counts.stale.Add(1)
 		}

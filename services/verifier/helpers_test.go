@@ -17,6 +17,7 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/events/signtest"
 	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
@@ -39,10 +40,18 @@ func server(t *testing.T) (context.Context, string, jetstream.JetStream) {
 	return ctx, url, js
 }
 
+// testConfig is the default configuration with first-use enrollment: the
+// tests' collectors sign with signtest's keys, pinned on first use.
+func testConfig() verifier.Config {
+	cfg := verifier.NewDefaultConfig()
+	cfg.Enrollment = string(verifier.EnrollFirstUse)
+	return cfg
+}
+
 // start runs a verifier against url until the test ends.
 func start(ctx context.Context, t *testing.T, url string, edit func(*verifier.Config)) *verifier.Verifier {
 	t.Helper()
-	cfg := verifier.NewDefaultConfig()
+	cfg := testConfig()
 	cfg.NATS.URL = url
 	cfg.Instance = "test"
 	if edit != nil {
@@ -78,7 +87,7 @@ func evidenceMsg(t testing.TB, host string, s *snapshot.Snapshot) (*nats.Msg, st
 	t.Helper()
 	p, err := events.NewEvidenceCollected(host, s, time.Minute)
 	require.NoError(t, err)
-	m, e, err := events.NewMsg(events.Source("collector", host), p)
+	m, e, err := events.NewMsg(events.Source("collector", host), p, signtest.Sign(host))
 	require.NoError(t, err)
 	return m, e.ID()
 }

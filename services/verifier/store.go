@@ -87,6 +87,13 @@ type VerdictRecord struct {
 	// same key with a sequence number at or below SignedSeq is a replay.
 	SignedBy  string `json:"signed_by,omitempty"`
 	SignedSeq uint64 `json:"signed_seq,omitempty"`
+	// Handled lists the ids of the evidence events of this host and
+	// target verified last, up to 16, the oldest first (EvidenceID among
+	// them): a message delivered again with one of these ids is a
+	// duplicate, acknowledged without a second verdict, however long
+	// after the first delivery and whether or not JetStream still knows
+	// the verdict's message id.
+	Handled []string `json:"handled,omitempty"`
 }
 
 // The records are written directly rather than by json.Marshal, which
@@ -137,6 +144,16 @@ func marshalVerdictRecord(r *VerdictRecord, verdict []byte) ([]byte, error) {
 		b = append(b, `,"at_baseline":true`...)
 	}
 	b = appendSigned(b, r.SignedBy, r.SignedSeq)
+	if len(r.Handled) > 0 {
+		b = append(b, `,"handled":[`...)
+		for i, id := range r.Handled {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = events.AppendJSONString(b, id)
+		}
+		b = append(b, ']')
+	}
 	return htmlEscaped(append(b, '}')), nil
 }
 
@@ -203,9 +220,17 @@ func htmlEscaped(b []byte) []byte {
 type ordering struct {
 	EvidenceID       string `json:"evidence_id"`
 	EvidenceSequence uint64 `json:"evidence_sequence"`
-	// SignedBy and SignedSeq are a verdict record's (VerdictRecord).
-	SignedBy  string `json:"signed_by,omitempty"`
-	SignedSeq uint64 `json:"signed_seq,omitempty"`
+	// SignedBy, SignedSeq and Handled are a verdict record's
+	// (VerdictRecord).
+	SignedBy  string   `json:"signed_by,omitempty"`
+	SignedSeq uint64   `json:"signed_seq,omitempty"`
+	Handled   []string `json:"handled,omitempty"`
+}
+
+// handled reports whether the record lists evidence id among those
+// handled.
+func (o ordering) handled(id string) bool {
+	return o.EvidenceID == id || slices.Contains(o.Handled, id)
 }
 
 // maxCached bounds latestBucket's memory of revisions: past it the memory
@@ -285,9 +310,14 @@ func (b *latestBucket) forget(key string) {
 	delete(b.known, key)
 }
 
-// put stores value under key unless the bucket holds a record of the same
-// or a later evidence sequence. It reports whether it wrote.
-func (b *latestBucket) put(ctx context.Context, key string, o ordering, value []byte) (bool, error) {
+// put stores the record of o, encoded by value, under key unless the
+// bucket holds a record of the same or a later evidence sequence; it
+// reports whether it wrote. A verdict record's Handled is merged: o's
+// (the ids of a batch) after those the stored record lists, cut to the
+// newest maxHandled, so that no batch's ids are lost to another's write,
+// and a record of a later sequence gets the batch's ids added
+// (addHandled).
+func (b *latestBucket) put(ctx context.Context, key string, o ordering, value func(ordering) ([]byte, error)) (bool, error) {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(key))
 	w := &b.writing[h.Sum32()%uint32(len(b.writing))]
@@ -298,8 +328,27 @@ func (b *latestBucket) put(ctx context.Context, key string, o ordering, value []
 		if err != nil {
 			return false, err
 		}
+		rec := o
+		if len(o.Handled) > 0 {
+			rec.Handled = mergeHandled(cur.Handled, o.Handled)
+		}
 		if found && cur.EvidenceSequence >= o.EvidenceSequence {
-			return false, nil
+			if len(o.Handled) == 0 || slices.Equal(rec.Handled, cur.Handled) {
+				return false, nil
+			}
+			err := b.addHandled(ctx, key, cur, rec.Handled)
+			if err == nil {
+				return false, nil
+			}
+			b.forget(key)
+			if attempt < 8 && errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+				continue
+			}
+			return false, err
+		}
+		value, err := value(rec)
+		if err != nil || value == nil {
+			return false, err
 		}
 		var rev uint64
 		err = natsbus.Retry(ctx, func(ctx context.Context) (err error) {
@@ -311,7 +360,7 @@ func (b *latestBucket) put(ctx context.Context, key string, o ordering, value []
 			return err
 		})
 		if err == nil {
-			b.remember(key, seen{rev: rev, ordering: o})
+			b.remember(key, seen{rev: rev, ordering: rec})
 			return true, nil
 		}
 		b.forget(key)
@@ -320,6 +369,57 @@ func (b *latestBucket) put(ctx context.Context, key string, o ordering, value []
 		}
 		return false, fmt.Errorf("write %s/%s: %w", b.kv.Bucket(), key, err)
 	}
+}
+
+// maxHandled is how many evidence ids of a host and target its verdict
+// record lists (VerdictRecord.Handled).
+const maxHandled = 16
+
+// mergeHandled is ids after prior, each once, cut to the newest
+// maxHandled.
+func mergeHandled(prior, ids []string) []string {
+	out := slices.Clone(prior)
+	for _, id := range ids {
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	if len(out) > maxHandled {
+		out = out[len(out)-maxHandled:]
+	}
+	return out
+}
+
+// addHandled rewrites the verdict record under key, of revision cur.rev,
+// to list handled: the ids of a batch older than the record, verified
+// while another batch wrote it. It is rare (a host's snapshots verified
+// out of order, concurrently), so the record is decoded and encoded in
+// full.
+func (b *latestBucket) addHandled(ctx context.Context, key string, cur seen, handled []string) error {
+	e, err := b.kv.Get(ctx, key)
+	if err != nil {
+		return fmt.Errorf("read %s/%s: %w", b.kv.Bucket(), key, err)
+	}
+	if e.Revision() != cur.rev {
+		return jetstream.ErrKeyRevisionMismatch
+	}
+	var r VerdictRecord
+	if err := json.Unmarshal(e.Value(), &r); err != nil {
+		return fmt.Errorf("read %s/%s: %w", b.kv.Bucket(), key, err)
+	}
+	r.Handled = handled
+	value, err := json.Marshal(&r)
+	if err != nil {
+		return fmt.Errorf("encode %s/%s: %w", b.kv.Bucket(), key, err)
+	}
+	rev, err := b.kv.Update(ctx, key, value, cur.rev)
+	if err != nil {
+		return fmt.Errorf("write %s/%s: %w", b.kv.Bucket(), key, err)
+	}
+	o := cur.ordering
+	o.Handled = handled
+	b.remember(key, seen{rev: rev, ordering: o})
+	return nil
 }
 
 // Status reads the latest verdicts (the verdicts-latest bucket), for

@@ -55,7 +55,7 @@ func verifyOne(t *testing.T, cfg verifier.Config, js jetstream.JetStream) {
 
 func TestVerifierWithPasswordFile(t *testing.T) {
 	url := natsbustest.RunUserPassword(t, natsUser, natsPassword)
-	cfg := verifier.NewDefaultConfig()
+	cfg := testConfig()
 	cfg.NATS = natsbus.Config{URL: url, User: natsUser, PasswordFile: natsbustest.WriteFile(t, "password", []byte(natsPassword+"\n"))}
 	verifyOne(t, cfg, clientJS(t, url, nats.UserInfo(natsUser, natsPassword)))
 
@@ -72,7 +72,7 @@ func TestVerifierWithPasswordFile(t *testing.T) {
 func TestVerifierWithMutualTLS(t *testing.T) {
 	p := natsbustest.NewPKI(t)
 	url := natsbustest.RunMutualTLS(t, p)
-	cfg := verifier.NewDefaultConfig()
+	cfg := testConfig()
 	cfg.NATS.URL = url
 	cfg.NATS.TLS = natsbus.TLSConfig{CAFile: p.CA, CertFile: p.ClientCert, KeyFile: p.ClientKey}
 	verifyOne(t, cfg, clientJS(t, url, nats.RootCAs(p.CA), nats.ClientCert(p.ClientCert, p.ClientKey)))
@@ -94,7 +94,7 @@ func TestVerifierWaitsForNATSAtStart(t *testing.T) {
 	opts := natstest.Options(t.TempDir())
 	opts.Port = port
 	opts.Username, opts.Password = natsUser, natsPassword
-	cfg := verifier.NewDefaultConfig()
+	cfg := testConfig()
 	cfg.NATS = natsbus.Config{URL: "nats://127.0.0.1:" + strconv.Itoa(port), User: natsUser, Password: natsPassword}
 	v, err := verifier.New(cfg, verifier.Settings{})
 	require.NoError(t, err)
@@ -126,7 +126,7 @@ nats:
   name: verifier-0
   tls: {ca_file: /ca.pem, cert_file: /c.pem, key_file: /k.pem}
 `), 0o600))
-	cfg := verifier.NewDefaultConfig()
+	cfg := testConfig()
 	require.NoError(t, config.Load(path, envPrefix, &cfg, nil))
 	assert.Equal(t, natsbus.Config{URL: "tls://nats:4222", User: "verifier", PasswordFile: "/run/secrets/nats-password",
 		Name: "verifier-0", TLS: natsbus.TLSConfig{CAFile: "/ca.pem", CertFile: "/c.pem", KeyFile: "/k.pem"}}, cfg.NATS)

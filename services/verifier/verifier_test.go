@@ -8,11 +8,13 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/events/signtest"
 	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/report"
@@ -22,7 +24,7 @@ import (
 
 func TestLifecycle(t *testing.T) {
 	t.Run("shutdown without start", func(t *testing.T) {
-		v, err := verifier.New(verifier.NewDefaultConfig(), verifier.Settings{})
+		v, err := verifier.New(testConfig(), verifier.Settings{})
 		require.NoError(t, err)
 		require.NoError(t, v.Shutdown(context.Background()))
 		require.NoError(t, v.Shutdown(context.Background()), "twice")
@@ -31,7 +33,7 @@ func TestLifecycle(t *testing.T) {
 
 	t.Run("start, one snapshot, shutdown", func(t *testing.T) {
 		ctx, url, js := server(t)
-		cfg := verifier.NewDefaultConfig()
+		cfg := testConfig()
 		cfg.NATS.URL = url
 		v, err := verifier.New(cfg, verifier.Settings{})
 		require.NoError(t, err)
@@ -49,7 +51,7 @@ func TestLifecycle(t *testing.T) {
 	t.Run("embedded connection", func(t *testing.T) {
 		ctx, url, js := server(t)
 		nc, _ := natstest.Connect(t, url)
-		v, err := verifier.New(verifier.NewDefaultConfig(), verifier.Settings{Conn: nc})
+		v, err := verifier.New(testConfig(), verifier.Settings{Conn: nc})
 		require.NoError(t, err)
 		require.NoError(t, v.Start(ctx))
 		id := publishSnapshot(ctx, t, js, "web-01", snap(unit(1)))
@@ -59,14 +61,14 @@ func TestLifecycle(t *testing.T) {
 	})
 
 	t.Run("invalid config", func(t *testing.T) {
-		cfg := verifier.NewDefaultConfig()
+		cfg := testConfig()
 		cfg.Replicas = 0
 		_, err := verifier.New(cfg, verifier.Settings{})
 		require.Error(t, err)
 	})
 
 	t.Run("no server", func(t *testing.T) {
-		cfg := verifier.NewDefaultConfig()
+		cfg := testConfig()
 		cfg.NATS.URL = "nats://127.0.0.1:1"
 		cfg.StartTimeout = time.Second // the server is waited for until then
 		v, err := verifier.New(cfg, verifier.Settings{})
@@ -338,8 +340,11 @@ func TestRestartMidStream(t *testing.T) {
 }
 
 // A snapshot delivered again after its verdict was published (a crash
-// between publishing and acknowledging) gets no second verdict. A second
-// durable consumer replays the whole stream to show it.
+// between publishing and acknowledging) gets no second verdict, even
+// once JetStream has forgotten the verdicts' message ids (after its
+// duplicate window, or a restart of an interest stream): the verdict
+// record lists the evidence ids handled. A second durable consumer
+// replays the whole stream to show it.
 func TestRedeliveredSnapshotsGetNoSecondVerdict(t *testing.T) {
 	ctx, url, js := server(t)
 	start(ctx, t, url, nil)
@@ -356,6 +361,7 @@ func TestRedeliveredSnapshotsGetNoSecondVerdict(t *testing.T) {
 	})
 	latest, err := verifier.NewStatus(js).Get(ctx, "web-01", testTarget)
 	require.NoError(t, err)
+	forgetMessageIDs(ctx, t, js, topology.StreamVerdicts)
 
 	replay := start(ctx, t, url, func(c *verifier.Config) { c.Consumer = "verifier-replay" })
 	settled(ctx, t, js, "verifier-replay")
@@ -402,7 +408,7 @@ func TestNamedBaseline(t *testing.T) {
 		p, err := events.NewEvidenceCollected("web-01", s, time.Minute)
 		require.NoError(t, err)
 		p.Baseline = baseline
-		m, e, err := events.NewMsg(events.Source("collector", "web-01"), p)
+		m, e, err := events.NewMsg(events.Source("collector", "web-01"), p, signtest.Sign("web-01"))
 		require.NoError(t, err)
 		_, err = js.PublishMsg(ctx, m)
 		require.NoError(t, err)
@@ -451,4 +457,17 @@ func TestNamedBaseline(t *testing.T) {
 	v = publishNamed(snap(unit(1)), &events.Target{Kind: "git.repository", Identifier: "/srv/app"})
 	assert.Equal(t, events.StatusError, v.Status)
 	assert.Contains(t, v.Error, "of another kind")
+}
+
+// forgetMessageIDs makes a stream forget the message ids it has seen: its
+// duplicate window shrinks to 100 ms, and the test waits it out.
+func forgetMessageIDs(ctx context.Context, t *testing.T, js jetstream.JetStream, stream string) {
+	t.Helper()
+	s, err := js.Stream(ctx, stream)
+	require.NoError(t, err)
+	cfg := s.CachedInfo().Config
+	cfg.Duplicates = 100 * time.Millisecond
+	_, err = js.UpdateStream(ctx, cfg)
+	require.NoError(t, err)
+	time.Sleep(300 * time.Millisecond)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/attestation/attestationtest"
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/events/signtest"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/services/attestor"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
@@ -30,6 +31,7 @@ func TestAttestedBaselineThroughTheBus(t *testing.T) {
 
 	vcfg := verifier.NewDefaultConfig()
 	vcfg.NATS.URL, vcfg.Instance = url, "test"
+	vcfg.Enrollment = string(verifier.EnrollFirstUse) // the evidence is signed with signtest's keys
 	v, err := verifier.New(vcfg, verifier.Settings{Conn: nc, TrustedMaterial: srv.TrustedRoot(t)})
 	require.NoError(t, err)
 	require.NoError(t, v.Start(ctx))
@@ -64,7 +66,7 @@ func TestAttestedBaselineThroughTheBus(t *testing.T) {
 	verdictFor := func(s *snapshot.Snapshot) events.Verdict {
 		p, err := events.NewEvidenceCollected("host-1", s, 0)
 		require.NoError(t, err)
-		m, e, err := events.NewMsg(events.Source("collector", "host-1"), p)
+		m, e, err := events.NewMsg(events.Source("collector", "host-1"), p, signtest.Sign("host-1"))
 		require.NoError(t, err)
 		_, err = js.PublishMsg(ctx, m)
 		require.NoError(t, err)

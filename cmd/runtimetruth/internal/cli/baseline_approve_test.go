@@ -13,6 +13,7 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/events/signtest"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
 )
@@ -33,6 +34,7 @@ func startApproveBus(t *testing.T) *approveBus {
 	nc, js := natstest.Connect(t, url)
 	cfg := verifier.NewDefaultConfig()
 	cfg.Instance = "test"
+	cfg.Enrollment = string(verifier.EnrollFirstUse) // collected signs with signtest's keys
 	v, err := verifier.New(cfg, verifier.Settings{Conn: nc})
 	require.NoError(t, err)
 	require.NoError(t, v.Start(t.Context()))
@@ -51,7 +53,7 @@ func (b *approveBus) collected(t *testing.T, host string, s *snapshot.Snapshot) 
 	ctx := t.Context()
 	p, err := events.NewEvidenceCollected(host, s, time.Minute)
 	require.NoError(t, err)
-	m, _, err := events.NewMsg(events.Source("collector", host), p)
+	m, _, err := events.NewMsg(events.Source("collector", host), p, signtest.Sign(host))
 	require.NoError(t, err)
 	_, err = b.js.PublishMsg(ctx, m)
 	require.NoError(t, err)

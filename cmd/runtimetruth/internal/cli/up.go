@@ -24,6 +24,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/report"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/lifecycle"
@@ -156,6 +157,9 @@ func runUp(ctx context.Context, out, errw io.Writer, f upFlags) error {
 	if err != nil {
 		return err
 	}
+	if _, err := enrollSelf(ctx, js, vcfg, ccfg, upBusArgs(f.bus, url, dir, external != "")); err != nil {
+		return err
+	}
 
 	comps := []lifecycle.Component{v, col}
 	var aud *auditor.Auditor
@@ -197,6 +201,13 @@ func runUp(ctx context.Context, out, errw io.Writer, f upFlags) error {
 		return err
 	}
 	defer func() { _ = failSub.Unsubscribe() }()
+	// Evidence the verifier refused (not authentic) changes no verdict:
+	// its dead-letter record is the outcome.
+	rejSub, err := nc.Subscribe(events.DeadLetterSubject(topology.StreamEvidence), printer.handleRejected)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = rejSub.Unsubscribe() }()
 
 	_, _ = fmt.Fprintf(out, "runtimetruth up: NATS %s, data %s\n", url, dir)
 	switch {

@@ -77,3 +77,31 @@ func TestApprovalHintNamesTheBus(t *testing.T) {
 		"--nats-user ops --nats-password-file /run/secrets/nats --nats-tls-ca /ca.pem\n", "external: the server, not the data directory")
 	assert.NotContains(t, got, "--data-dir")
 }
+
+// Evidence of up's host that the verifier refused is that target's
+// outcome (so `up --once` ends, with an error), printed with the reason;
+// another host's refused evidence is not.
+func TestVerdictPrinterCountsRefusedEvidence(t *testing.T) {
+	rejected := func(host, target string) *nats.Msg {
+		r := events.EventRejected{Stream: "EVIDENCE", Consumer: "verifier", OriginalSubject: events.EvidenceSubject(host, "git.repository"),
+			StreamSequence: 7, Deliveries: 1, Reason: events.ReasonPermanent,
+			Error:      "rejected evidence (clock_skew): the evidence's time is too far from the verifier's clock: 1h0m0s off\x1b[2J",
+			Envelope:   events.Envelope{ID: "e-1", Type: events.TypeEvidenceCollected, Subject: target},
+			DataSize:   3, DataDigest: "sha256:" + strings.Repeat("c", 64)}
+		m, _, err := events.NewMsg(events.Source("verifier", "test"), r)
+		require.NoError(t, err)
+		return m
+	}
+	var out bytes.Buffer
+	var counts []int
+	p := &verdictPrinter{out: &out, host: "web-01", done: func(n int) { counts = append(counts, n) }}
+	p.handleRejected(rejected("web-02", "git.repository:/srv/app"))
+	p.handleRejected(rejected("web-01.example.com", "git.repository:/srv/app"))
+	assert.Empty(t, out.String())
+	assert.Empty(t, counts)
+	p.handleRejected(rejected("web-01", "git.repository:/srv/app"))
+	assert.Contains(t, out.String(), "REJECTED  git.repository:/srv/app  rejected evidence (clock_skew)")
+	assert.NotContains(t, out.String(), "\x1b", "escaped")
+	assert.Equal(t, []int{1}, counts)
+	require.ErrorContains(t, p.exitErr(true), "the verifier refused its evidence")
+}

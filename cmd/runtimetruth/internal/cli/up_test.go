@@ -105,7 +105,8 @@ func TestBaselineAndStatusAgainstExternalNATS(t *testing.T) {
 	t.Setenv("VIRTUAL_ENV", "")
 	target := "git.repository:" + repo
 
-	r := run(t, "up", "--nats", url, "--data-dir", t.TempDir(), "--interval", "1s", "--no-codex", "--once", "--approve")
+	data := t.TempDir() // one machine: one signing key, pinned by its first up
+	r := run(t, "up", "--nats", url, "--data-dir", data, "--interval", "1s", "--no-codex", "--once", "--approve")
 	require.Equal(t, 0, r.code, r.stdout+r.stderr)
 
 	r = run(t, "status")
@@ -131,12 +132,19 @@ func TestBaselineAndStatusAgainstExternalNATS(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "STORED: "+target)
 	require.NoError(t, os.WriteFile(filepath.Join(repo, "new.txt"), []byte("x"), 0o600))
-	r = run(t, "up", "--nats", url, "--data-dir", t.TempDir(), "--interval", "1s", "--no-codex", "--once")
+	r = run(t, "up", "--nats", url, "--data-dir", data, "--interval", "1s", "--no-codex", "--once")
 	assert.Equal(t, 0, r.code, "only head_commit is protected: %s", r.stdout+r.stderr)
+
+	// Another data directory is another key under the same host name:
+	// refused before anything runs, with the way out.
+	r = run(t, "up", "--nats", url, "--data-dir", t.TempDir(), "--interval", "1s", "--no-codex", "--once")
+	assert.Equal(t, 1, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stderr, "is enrolled with another signing key than this data directory's")
+	assert.Contains(t, r.stderr, "runtimetruth host approve")
 
 	cmd := exec.Command("git", "-C", repo, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "x")
 	require.NoError(t, cmd.Run())
-	r = run(t, "up", "--nats", url, "--data-dir", t.TempDir(), "--interval", "1s", "--no-codex", "--once")
+	r = run(t, "up", "--nats", url, "--data-dir", data, "--interval", "1s", "--no-codex", "--once")
 	assert.Equal(t, 2, r.code, r.stdout+r.stderr)
 	assert.Contains(t, r.stdout, "git.repository.head_commit: ")
 

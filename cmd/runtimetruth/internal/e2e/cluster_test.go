@@ -118,6 +118,7 @@ func TestClusterNodeOutageWithCollector(t *testing.T) {
 	ccfg.Targets = targets
 	col, err := collector.New(ccfg, collector.Settings{})
 	require.NoError(t, err)
+	enroll(ctx, t, js, ccfg)
 	require.NoError(t, col.Start(ctx))
 	collecting := true
 	t.Cleanup(func() {

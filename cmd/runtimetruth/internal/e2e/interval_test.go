@@ -187,6 +187,10 @@ func TestDriftWithinOneInterval(t *testing.T) {
 		Shutdown(context.Context) error
 	}
 	for _, c := range []component{ver, col} {
+		if c == col {
+			_, js := natstest.Connect(t, url)
+			enroll(ctx, t, js, ccfg)
+		}
 		require.NoError(t, c.Start(ctx))
 		t.Cleanup(func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -200,6 +200,10 @@ func startPipeline(t *testing.T, p telemetry.Providers, repo string) *pipeline {
 		Shutdown(context.Context) error
 	}
 	for _, c := range []component{aud, ver, att, col} {
+		if c == col {
+			_, js := natstest.Connect(t, url)
+			enroll(ctx, t, js, ccfg)
+		}
 		require.NoError(t, c.Start(ctx))
 		t.Cleanup(func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -1,0 +1,29 @@
+package e2e_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
+	"github.com/runtimetruth/runtimetruth/services/collector"
+	"github.com/runtimetruth/runtimetruth/services/verifier"
+)
+
+// enroll approves the signing key of the collector of cfg in the host
+// registry, as an operator does with `runtimetruth host approve HOST
+// --key KEY` after reading `runtimetruth-collector --print-identity`: the
+// verifiers run with the default manual enrollment, so the collector's
+// evidence counts only once its key is enrolled. The registry is the
+// verifier's (it exists once a verifier has started).
+func enroll(ctx context.Context, t *testing.T, js jetstream.JetStream, cfg collector.Config) {
+	t.Helper()
+	id, err := collector.LoadIdentity(cfg)
+	require.NoError(t, err)
+	kv, err := js.KeyValue(ctx, topology.BucketHosts)
+	require.NoError(t, err)
+	_, err = verifier.NewHosts(kv, verifier.EnrollManual).Approve(ctx, cfg.Host, id.KeyID(), "e2e")
+	require.NoError(t, err)
+}

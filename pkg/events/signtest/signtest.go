@@ -1,0 +1,51 @@
+// Package signtest gives tests a collector's signing identity per host
+// name: a fixed Ed25519 key derived from the name, and one sequence per
+// key, increasing across every signer of the process, so that evidence
+// built in tests is authentic to a verifier that pinned the key (first-use
+// enrollment) or had it approved (Approve).
+package signtest
+
+import (
+	"crypto/ed25519"
+	"crypto/sha256"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+)
+
+// Key is host's key: derived from its name, the same in every test.
+func Key(host string) ed25519.PrivateKey {
+	seed := sha256.Sum256([]byte("runtimetruth signtest key\x00" + host))
+	return ed25519.NewKeyFromSeed(seed[:])
+}
+
+// KeyID is the key id of Key(host).
+func KeyID(host string) string { return events.KeyID(Key(host).Public().(ed25519.PublicKey)) }
+
+var (
+	mu      sync.Mutex
+	signers = map[string]*events.Signer{}
+	// seq starts at the process's start time, so that a test run after
+	// another against the same verifier state still signs above it.
+	seq atomic.Uint64
+)
+
+func init() { seq.Store(uint64(time.Now().UnixNano())) }
+
+// Signer signs as host's collector: Key(host), with a sequence number
+// above every one signed before in the process.
+func Signer(host string) *events.Signer {
+	mu.Lock()
+	defer mu.Unlock()
+	s, ok := signers[host]
+	if !ok {
+		s = events.NewSigner(Key(host), func() (uint64, error) { return seq.Add(1), nil })
+		signers[host] = s
+	}
+	return s
+}
+
+// Sign is the option that signs an event as host's collector.
+func Sign(host string) events.Option { return events.WithSigner(Signer(host)) }
