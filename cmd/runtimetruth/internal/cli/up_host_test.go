@@ -85,9 +85,9 @@ func TestVerdictPrinterCountsRefusedEvidence(t *testing.T) {
 	rejected := func(host, target string) *nats.Msg {
 		r := events.EventRejected{Stream: "EVIDENCE", Consumer: "verifier", OriginalSubject: events.EvidenceSubject(host, "git.repository"),
 			StreamSequence: 7, Deliveries: 1, Reason: events.ReasonPermanent,
-			Error:      "rejected evidence (clock_skew): the evidence's time is too far from the verifier's clock: 1h0m0s off\x1b[2J",
-			Envelope:   events.Envelope{ID: "e-1", Type: events.TypeEvidenceCollected, Subject: target},
-			DataSize:   3, DataDigest: "sha256:" + strings.Repeat("c", 64)}
+			Error:    "rejected evidence (clock_skew): the evidence's time is too far from the verifier's clock: 1h0m0s off\x1b[2J",
+			Envelope: events.Envelope{ID: "e-1", Type: events.TypeEvidenceCollected, Subject: target},
+			DataSize: 3, DataDigest: "sha256:" + strings.Repeat("c", 64)}
 		m, _, err := events.NewMsg(events.Source("verifier", "test"), r)
 		require.NoError(t, err)
 		return m
