@@ -131,6 +131,11 @@ func fixtures(tb testing.TB) map[string]events.Payload {
 			Status: events.StatusError, Host: fixtureHost, Target: fixtureTarget(), EvidenceID: fixtureID,
 			SnapshotDigest: snapDigest, Error: "no baseline for systemd.unit:'agent worker.service'",
 		},
+		"verdict.stale.v2.golden.json": events.Verdict{
+			Status: events.StatusStale, Host: fixtureHost, Target: fixtureTarget(), EvidenceID: fixtureID,
+			SnapshotDigest: snapDigest, BaselineDigest: snapDigest, LastSeen: "2026-10-06T03:09:41Z",
+			Error: "no authentic evidence since 2026-10-06T03:09:41Z (stale after 3m0s)",
+		},
 		"baseline.changed.v1.golden.json": events.BaselineChanged{
 			Target: fixtureTarget(), Change: events.BaselineUpdated, Digest: digestB, PreviousDigest: digestA,
 			Actor: "alice@example.com",

@@ -103,7 +103,7 @@ func TestConsumeAndDecodeEveryType(t *testing.T) {
 
 	perStream := map[string]int{
 		topology.StreamEvidence:  3, // evidence, runnable.modified, collection.failed
-		topology.StreamVerdicts:  3,
+		topology.StreamVerdicts:  4,
 		topology.StreamBaselines: 2,
 		topology.StreamDLQ:       1,
 	}

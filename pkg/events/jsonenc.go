@@ -93,6 +93,10 @@ func appendVerdict(dst []byte, v Verdict) []byte {
 		dst = append(dst, `,"error":`...)
 		dst = AppendJSONString(dst, v.Error)
 	}
+	if v.LastSeen != "" {
+		dst = append(dst, `,"last_seen":`...)
+		dst = AppendJSONString(dst, v.LastSeen)
+	}
 	return append(dst, '}')
 }
 

@@ -292,19 +292,24 @@ const (
 	StatusPass  Status = "pass"
 	StatusDrift Status = "drift"
 	StatusError Status = "error"
+	// StatusStale says no authentic evidence of the host and target came
+	// for its stale_after: the verifier cannot tell what runs there.
+	StatusStale Status = "stale"
 )
 
-// Verdict is the data of TypeVerdictPass, TypeVerdictDrift and
-// TypeVerdictError: the outcome of verifying one snapshot against the
-// target's baseline.
+// Verdict is the data of TypeVerdictPass, TypeVerdictDrift,
+// TypeVerdictError and TypeVerdictStale: the outcome of verifying one
+// snapshot against the target's baseline, or (stale) of no authentic
+// snapshot coming in time.
 type Verdict struct {
-	// Status is pass, drift or error; it selects the event type.
+	// Status is pass, drift, error or stale; it selects the event type.
 	Status Status `json:"status"`
 	// Host is the host the snapshot came from.
 	Host string `json:"host"`
 	// Target is the snapshot's target.
 	Target Target `json:"target"`
-	// EvidenceID is the id of the evidence.collected event verified.
+	// EvidenceID is the id of the evidence.collected event verified (for
+	// a stale verdict, the last one).
 	EvidenceID string `json:"evidence_id"`
 	// SnapshotDigest is the verified snapshot's digest.
 	SnapshotDigest string `json:"snapshot_digest"`
@@ -314,8 +319,12 @@ type Verdict struct {
 	// Report is the verification report (pass and drift only); its status
 	// is the verdict's.
 	Report *report.Report `json:"report,omitempty"`
-	// Error says why verification failed (error only).
+	// Error says why verification failed (error), or since when nothing
+	// came (stale).
 	Error string `json:"error,omitempty"`
+	// LastSeen is when the last authentic evidence was verified, RFC 3339
+	// in UTC (stale only).
+	LastSeen string `json:"last_seen,omitempty"`
 }
 
 // Type is the verdict type of the status, or "" for an unknown status.
@@ -327,6 +336,8 @@ func (p Verdict) Type() string {
 		return TypeVerdictDrift
 	case StatusError:
 		return TypeVerdictError
+	case StatusStale:
+		return TypeVerdictStale
 	}
 	return ""
 }
@@ -341,7 +352,7 @@ func (p Verdict) NATSSubject() string { return VerdictSubject(p.Host, p.Status) 
 // and a baseline digest, and that an error verdict carries an error.
 func (p Verdict) Validate() error {
 	if p.Type() == "" {
-		return fieldErr("status", "%q is not pass, drift or error", p.Status)
+		return fieldErr("status", "%q is not pass, drift, error or stale", p.Status)
 	}
 	if err := checkName("host", p.Host); err != nil {
 		return err
@@ -355,14 +366,21 @@ func (p Verdict) Validate() error {
 	if err := checkDigest("snapshot_digest", p.SnapshotDigest); err != nil {
 		return err
 	}
-	if p.Status == StatusError {
+	if p.Status == StatusStale {
+		if _, err := time.Parse(time.RFC3339Nano, p.LastSeen); err != nil || !strings.HasSuffix(p.LastSeen, "Z") {
+			return fieldErr("last_seen", "%q is not an RFC 3339 time in UTC", p.LastSeen)
+		}
+	} else if p.LastSeen != "" {
+		return fieldErr("last_seen", "a %s verdict has no last_seen", p.Status)
+	}
+	if p.Status == StatusError || p.Status == StatusStale {
 		if p.BaselineDigest != "" {
 			if err := checkDigest("baseline_digest", p.BaselineDigest); err != nil {
 				return err
 			}
 		}
 		if p.Report != nil {
-			return fieldErr("report", "an error verdict has no report")
+			return fieldErr("report", "a %s verdict has no report", p.Status)
 		}
 		return checkMessage("error", p.Error)
 	}

@@ -94,6 +94,7 @@ func TestSubjectsMatchTheStreamFilters(t *testing.T) {
 		events.TypeVerdictPass:        events.FilterVerdict,
 		events.TypeVerdictDrift:       events.FilterVerdict,
 		events.TypeVerdictError:       events.FilterVerdict,
+		events.TypeVerdictStale:       events.FilterVerdict,
 		events.TypeBaselineChanged:    events.FilterBaseline,
 		events.TypeAttestationCreated: events.FilterAttestation,
 		events.TypeEventRejected:      events.FilterDeadLetter,

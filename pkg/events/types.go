@@ -25,6 +25,9 @@ const (
 	TypeVerdictDrift = TypePrefix + "verdict.drift.v2"
 	// TypeVerdictError says a snapshot could not be verified (Verdict).
 	TypeVerdictError = TypePrefix + "verdict.error.v2"
+	// TypeVerdictStale says no authentic snapshot of a host's target came
+	// for its stale_after (Verdict).
+	TypeVerdictStale = TypePrefix + "verdict.stale.v2"
 	// TypeBaselineChanged reports a baseline created, replaced or removed
 	// (BaselineChanged).
 	TypeBaselineChanged = TypePrefix + "baseline.changed.v1"
@@ -126,6 +129,7 @@ var catalog = []Spec{
 	spec[Verdict](TypeVerdictPass, "rt.verdict.<host>.pass", "the target, <kind>:<identifier>", "verdict"),
 	spec[Verdict](TypeVerdictDrift, "rt.verdict.<host>.drift", "the target, <kind>:<identifier>", "verdict"),
 	spec[Verdict](TypeVerdictError, "rt.verdict.<host>.error", "the target, <kind>:<identifier>", "verdict"),
+	spec[Verdict](TypeVerdictStale, "rt.verdict.<host>.stale", "the target, <kind>:<identifier>", "verdict"),
 	spec[BaselineChanged](TypeBaselineChanged, "rt.baseline.<target>",
 		"the target, <kind>:<identifier>", "baseline.changed"),
 	spec[AttestationCreated](TypeAttestationCreated, "rt.attestation.<target>",

@@ -22,6 +22,7 @@ func verdictVariants(tb testing.TB) []events.Verdict {
 		all["verdict.pass.v2.golden.json"].(events.Verdict),
 		all["verdict.drift.v2.golden.json"].(events.Verdict),
 		all["verdict.error.v2.golden.json"].(events.Verdict),
+		all["verdict.stale.v2.golden.json"].(events.Verdict),
 	}
 	clone := func(v events.Verdict) events.Verdict {
 		if v.Report != nil {
@@ -43,6 +44,12 @@ func verdictVariants(tb testing.TB) []events.Verdict {
 		func(v *events.Verdict) { v.Status = events.StatusError },
 		func(v *events.Verdict) { v.Status = events.StatusPass },
 		func(v *events.Verdict) { v.Status = events.StatusDrift },
+		func(v *events.Verdict) { v.Status = events.StatusStale },
+		func(v *events.Verdict) { v.LastSeen = "" },
+		func(v *events.Verdict) { v.LastSeen = "2026-10-06T03:09:41.5Z" },
+		func(v *events.Verdict) { v.LastSeen = "2026-10-06T03:09:41+02:00" },
+		func(v *events.Verdict) { v.LastSeen = "2026-10-06 03:09:41Z" },
+		func(v *events.Verdict) { v.LastSeen = "2026-13-06T03:09:41Z" },
 		func(v *events.Verdict) { v.BaselineDigest = "" },
 		func(v *events.Verdict) { v.BaselineDigest = digestB },
 		func(v *events.Verdict) { v.Error = "" },

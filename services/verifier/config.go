@@ -56,6 +56,11 @@ type Config struct {
 	// MaxClockSkew bounds how far an evidence event's time may be from
 	// the verifier's clock, in the past or the future (default 5m).
 	MaxClockSkew time.Duration `mapstructure:"max_clock_skew"`
+	// StaleAfter is how long a host's target collected on an interval may
+	// send no authentic evidence before it gets a stale verdict; 0 (the
+	// default) means three of its collection intervals, at least
+	// MinStaleAfter. A target collected once never goes stale.
+	StaleAfter time.Duration `mapstructure:"stale_after"`
 }
 
 // AttestationConfig configures attestation checks.
@@ -115,6 +120,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxClockSkew <= 0 {
 		return invalid("max_clock_skew: %s (want above 0)", c.MaxClockSkew)
+	}
+	if c.StaleAfter < 0 {
+		return invalid("stale_after: %s (want 0, for three collection intervals, or above)", c.StaleAfter)
 	}
 	return nil
 }

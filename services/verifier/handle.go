@@ -223,6 +223,7 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans [
 			ID: it.ve.ID(), Time: it.ve.Time().UTC(),
 			EvidenceID: it.e.ID(), EvidenceSequence: o.EvidenceSequence, Verdict: it.verdict,
 			AtBaseline: it.atBaseline, SignedBy: o.SignedBy, SignedSeq: o.SignedSeq, Handled: o.Handled,
+			IntervalSeconds: it.ev.IntervalSeconds,
 		}, it.vm.Data)
 		if err != nil {
 			return nil, fmt.Errorf("encode verdict record: %w", err)

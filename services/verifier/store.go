@@ -94,6 +94,10 @@ type VerdictRecord struct {
 	// after the first delivery and whether or not JetStream still knows
 	// the verdict's message id.
 	Handled []string `json:"handled,omitempty"`
+	// IntervalSeconds is the verified evidence's collection interval
+	// (EvidenceCollected.IntervalSeconds): with it, how long the host and
+	// target may stay silent before a stale verdict (Config.StaleAfter).
+	IntervalSeconds int64 `json:"interval_seconds,omitempty"`
 }
 
 // The records are written directly rather than by json.Marshal, which
@@ -153,6 +157,9 @@ func marshalVerdictRecord(r *VerdictRecord, verdict []byte) ([]byte, error) {
 			b = events.AppendJSONString(b, id)
 		}
 		b = append(b, ']')
+	}
+	if r.IntervalSeconds != 0 {
+		b = strconv.AppendInt(append(b, `,"interval_seconds":`...), r.IntervalSeconds, 10)
 	}
 	return htmlEscaped(append(b, '}')), nil
 }

@@ -153,8 +153,13 @@ func (v *Verifier) Start(ctx context.Context) error {
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
+	var silence sync.WaitGroup
+	silence.Go(func() {
+		newStaleWatch(h.verdicts.kv, h.pub, v.source, v.cfg.StaleAfter, v.m, v.log).run(runCtx)
+	})
 	go func() {
 		defer close(done)
+		defer silence.Wait()
 		err := natsbus.ConsumeBatch(runCtx, cons, h.handleBatch, natsbus.Options{
 			JetStream: h.js, Source: v.source, Concurrency: v.cfg.Concurrency, MaxBatch: maxBatch, Prefetch: prefetch,
 			HandlerTimeout: v.cfg.HandlerTimeout, Stats: &v.consume, Logger: v.log, Telemetry: v.tel,

@@ -410,6 +410,8 @@ func statusWord(s events.Status) string {
 		return "PASS"
 	case events.StatusDrift:
 		return "DRIFT"
+	case events.StatusStale:
+		return "STALE"
 	}
 	return "ERROR"
 }
@@ -418,7 +420,7 @@ func statusWord(s events.Status) string {
 // escaped.
 func verdictDetail(v events.Verdict) string {
 	switch {
-	case v.Status == events.StatusError:
+	case v.Status == events.StatusError, v.Status == events.StatusStale:
 		return printable(v.Error)
 	case v.Report != nil && len(v.Report.Changes) > 0:
 		n := 0

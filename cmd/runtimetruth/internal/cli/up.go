@@ -562,6 +562,8 @@ func (p *verdictPrinter) exitErr(once bool) error {
 			return fmt.Errorf("verification of %s failed", key)
 		case events.StatusDrift:
 			drift = true
+		case events.StatusStale:
+			return fmt.Errorf("no authentic evidence of %s came in time (stale)", key)
 		}
 	}
 	if drift {

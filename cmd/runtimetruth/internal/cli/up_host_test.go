@@ -105,3 +105,20 @@ func TestVerdictPrinterCountsRefusedEvidence(t *testing.T) {
 	assert.Equal(t, []int{1}, counts)
 	require.ErrorContains(t, p.exitErr(true), "the verifier refused its evidence")
 }
+
+// A stale verdict reads as STALE with its last-seen time, in up as in
+// status.
+func TestStaleVerdictIsShown(t *testing.T) {
+	tg, err := parseTarget("git.repository:/srv/app")
+	require.NoError(t, err)
+	v := events.Verdict{Status: events.StatusStale, Host: "web-01", Target: tg, EvidenceID: "e-1",
+		SnapshotDigest: "sha256:" + strings.Repeat("a", 64), LastSeen: "2026-12-02T03:00:00Z",
+		Error: "no authentic evidence since 2026-12-02T03:00:00Z (stale after 3m0s)"}
+	m, _, err := events.NewMsg(events.Source("verifier", "test"), v)
+	require.NoError(t, err)
+	var out bytes.Buffer
+	p := &verdictPrinter{out: &out, host: "web-01"}
+	p.handle(m)
+	assert.Contains(t, out.String(), "STALE  git.repository:/srv/app  no authentic evidence since 2026-12-02T03:00:00Z")
+	require.ErrorContains(t, p.exitErr(true), "stale")
+}

@@ -1,0 +1,241 @@
+package verifier
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
+)
+
+// MinStaleAfter is the least stale_after of a target by default: three
+// collection intervals, but never less than this.
+const MinStaleAfter = 2 * time.Minute
+
+// staleSpace is the UUIDv5 namespace of stale verdict ids.
+var staleSpace = uuid.MustParse("0b8d3f5e-2c1a-4e6b-9f7d-5a3c8e1b2d40")
+
+// StaleVerdictID is the id of the stale verdict that follows the evidence
+// event evidenceID when nothing authentic comes after it: one id per
+// silence, whichever verifier instance, or restart of one, publishes it.
+func StaleVerdictID(evidenceID string) string {
+	return uuid.NewSHA1(staleSpace, []byte(evidenceID)).String()
+}
+
+// staleWatch turns silence into a verdict. It follows the verdicts-latest
+// bucket (keys, revisions and write times only), and when a host's
+// target's record was last written longer ago than its stale_after, with
+// an authentic verdict in it, it publishes a stale verdict naming the
+// last evidence and its time, then writes the record as stale, a
+// compare-and-set on the revision it saw. Fresh evidence replaces the
+// record (a later evidence sequence) and so ends the silence. Every
+// instance watches; the id is the same for all (StaleVerdictID), so the
+// VERDICTS stream keeps one verdict, and one instance's write wins, after
+// which the others see the record stale.
+type staleWatch struct {
+	kv     jetstream.KeyValue
+	pub    *natsbus.Publisher
+	source string
+	after  time.Duration // Config.StaleAfter: 0 means three intervals, at least MinStaleAfter
+	every  time.Duration // how often records are checked
+	now    func() time.Time
+	tel    *metrics
+	log    *slog.Logger
+
+	keys map[string]*staleKey
+}
+
+// staleKey is what the watch knows of one record.
+type staleKey struct {
+	rev     uint64
+	written time.Time
+	// checked is the revision read in full; due is then when that record
+	// is stale (zero: never, a stale record or a one-off collection).
+	checked uint64
+	due     time.Time
+}
+
+func newStaleWatch(kv jetstream.KeyValue, pub *natsbus.Publisher, source string, after time.Duration, tel *metrics, log *slog.Logger) *staleWatch {
+	floor := after
+	if floor <= 0 {
+		floor = MinStaleAfter
+	}
+	every := min(max(floor/4, 50*time.Millisecond), 30*time.Second)
+	return &staleWatch{kv: kv, pub: pub, source: source, after: after, every: every, now: time.Now, tel: tel, log: log,
+		keys: map[string]*staleKey{}}
+}
+
+// staleAfter is how long a target collected every interval may be silent.
+func (s *staleWatch) staleAfter(interval time.Duration) time.Duration {
+	if interval <= 0 {
+		return 0 // a one-off collection: nothing more is expected
+	}
+	if s.after > 0 {
+		return s.after
+	}
+	return max(3*interval, MinStaleAfter)
+}
+
+// run watches until ctx ends, starting the watch again after an error.
+func (s *staleWatch) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		err := s.watch(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		s.log.WarnContext(ctx, "watch verdict records for silence", "err", err)
+		t := time.NewTimer(time.Second)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+func (s *staleWatch) watch(ctx context.Context) error {
+	w, err := s.kv.WatchAll(ctx, jetstream.MetaOnly())
+	if err != nil {
+		return fmt.Errorf("watch %s: %w", s.kv.Bucket(), err)
+	}
+	defer func() { _ = w.Stop() }()
+	tick := time.NewTicker(s.every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-w.Updates():
+			if !ok {
+				return errors.New("the watch ended")
+			}
+			if e == nil {
+				continue // the current records are all delivered
+			}
+			if e.Operation() != jetstream.KeyValuePut {
+				delete(s.keys, e.Key())
+				continue
+			}
+			k := s.keys[e.Key()]
+			if k == nil {
+				k = &staleKey{}
+				s.keys[e.Key()] = k
+			}
+			k.rev, k.written = e.Revision(), e.Created()
+		case <-tick.C:
+			s.sweep(ctx)
+		}
+	}
+}
+
+// sweep checks every record written longer ago than the least
+// stale_after, reading it in full once per revision, and makes the
+// silent ones stale.
+func (s *staleWatch) sweep(ctx context.Context) {
+	now := s.now()
+	floor := s.after
+	if floor <= 0 {
+		floor = MinStaleAfter
+	}
+	for key, k := range s.keys {
+		if ctx.Err() != nil {
+			return
+		}
+		if now.Sub(k.written) < floor {
+			continue
+		}
+		if k.checked != k.rev {
+			if err := s.check(ctx, key, k); err != nil {
+				s.log.WarnContext(ctx, "check verdict record for silence", "key", key, "err", err)
+				continue
+			}
+		}
+		if !k.due.IsZero() && !now.Before(k.due) {
+			if err := s.markStale(ctx, key, k); err != nil {
+				s.log.WarnContext(ctx, "stale verdict", "key", key, "err", err)
+			}
+		}
+	}
+}
+
+// read returns the record under key at revision rev (false when it has
+// moved on).
+func (s *staleWatch) read(ctx context.Context, key string, rev uint64) (*VerdictRecord, bool, error) {
+	e, err := s.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("read %s: %w", key, err)
+	}
+	if e.Revision() != rev {
+		return nil, false, nil
+	}
+	var r VerdictRecord
+	if err := json.Unmarshal(e.Value(), &r); err != nil {
+		return nil, false, fmt.Errorf("read %s: %w", key, err)
+	}
+	return &r, true, nil
+}
+
+// check reads k's record and sets when it is due to be stale.
+func (s *staleWatch) check(ctx context.Context, key string, k *staleKey) error {
+	r, ok, err := s.read(ctx, key, k.rev)
+	if err != nil || !ok {
+		return err // moved on: the watch brings the new revision
+	}
+	k.checked, k.due = k.rev, time.Time{}
+	if d := s.staleAfter(time.Duration(r.IntervalSeconds) * time.Second); d > 0 && r.Verdict.Status != events.StatusStale {
+		k.due = k.written.Add(d)
+	}
+	return nil
+}
+
+// markStale publishes the stale verdict of k's record and writes the
+// record as stale, unless it moved on meanwhile.
+func (s *staleWatch) markStale(ctx context.Context, key string, k *staleKey) error {
+	r, ok, err := s.read(ctx, key, k.rev)
+	if err != nil || !ok {
+		return err
+	}
+	last := r.Time.UTC()
+	v := events.Verdict{
+		Status: events.StatusStale, Host: r.Verdict.Host, Target: r.Verdict.Target, EvidenceID: r.EvidenceID,
+		SnapshotDigest: r.Verdict.SnapshotDigest, BaselineDigest: r.Verdict.BaselineDigest,
+		LastSeen: last.Format(time.RFC3339Nano),
+		Error: fmt.Sprintf("no authentic evidence since %s (stale after %s)", last.Format(time.RFC3339),
+			s.staleAfter(time.Duration(r.IntervalSeconds)*time.Second)),
+	}
+	vm, ve, err := events.NewVerdictMsg(s.source, v, events.WithID(StaleVerdictID(r.EvidenceID)))
+	if err != nil {
+		return fmt.Errorf("build stale verdict of %s on %s: %w", v.Target, v.Host, err)
+	}
+	ack, err := s.pub.Publish(ctx, vm)
+	if err != nil {
+		return fmt.Errorf("publish stale verdict of %s on %s: %w", v.Target, v.Host, err)
+	}
+	rec := *r
+	rec.ID, rec.Time, rec.Verdict = ve.ID(), ve.Time().UTC(), v
+	value, err := marshalVerdictRecord(&rec, vm.Data)
+	if err != nil {
+		return fmt.Errorf("encode stale verdict record: %w", err)
+	}
+	if _, err := s.kv.Update(ctx, key, value, k.rev); err != nil {
+		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			return nil // fresh evidence, or another instance, was first
+		}
+		return fmt.Errorf("write stale verdict record %s: %w", key, err)
+	}
+	k.due = time.Time{}
+	if !ack.Duplicate {
+		s.tel.verdict(ctx, events.StatusStale, v.Target)
+	}
+	return nil
+}
