@@ -41,15 +41,20 @@ func (a *authenticator) check(ctx context.Context, e event.Event, ev events.Evid
 	if err == nil {
 		return sig, nil
 	}
-	return sig, a.refuse(ctx, fmt.Errorf("authenticate evidence of %s: %w", ev.Host, err))
+	return sig, a.refuse(ctx, ev.Host, e.ID(), fmt.Errorf("authenticate evidence of %s: %w", ev.Host, err))
 }
 
-// refuse is err as check returns it: permanent and counted when it says
-// why the evidence is not authentic, else transient.
-func (a *authenticator) refuse(ctx context.Context, err error) error {
+// refuse is err as check returns it: permanent, counted and added to the
+// rejection log of the host the evidence names when it says why the
+// evidence is not authentic; else transient (as is a log that cannot be
+// written: the refusal is retried until it is recorded).
+func (a *authenticator) refuse(ctx context.Context, host, evidenceID string, err error) error {
 	reason := rejectReason(err)
 	if reason == "" {
 		return err
+	}
+	if rerr := recordRejection(ctx, a.hosts.kv, host, reason, evidenceID, a.now()); rerr != nil {
+		return fmt.Errorf("record the rejection of evidence of %s: %w", host, rerr)
 	}
 	a.tel.reject(ctx, reason)
 	return natsbus.Permanent(fmt.Errorf("rejected evidence (%s): %w", reason, err))
@@ -57,11 +62,11 @@ func (a *authenticator) refuse(ctx context.Context, err error) error {
 
 // replayed checks sig against the latest verified evidence's record of
 // the same host and target.
-func (a *authenticator) replayed(ctx context.Context, sig events.Signature, cur ordering) error {
+func (a *authenticator) replayed(ctx context.Context, host, evidenceID string, sig events.Signature, cur ordering) error {
 	if cur.SignedBy != sig.KeyID || sig.Claim.Seq > cur.SignedSeq {
 		return nil
 	}
-	return a.refuse(ctx, fmt.Errorf("%w: %d, last verified %d", ErrReplayed, sig.Claim.Seq, cur.SignedSeq))
+	return a.refuse(ctx, host, evidenceID, fmt.Errorf("%w: %d, last verified %d", ErrReplayed, sig.Claim.Seq, cur.SignedSeq))
 }
 
 func (a *authenticator) authenticate(ctx context.Context, e event.Event, ev events.EvidenceCollected) (events.Signature, error) {

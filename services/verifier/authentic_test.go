@@ -194,3 +194,52 @@ func TestAuthenticReplayIsRefused(t *testing.T) {
 	assert.JSONEq(t, string(e.Value()), string(again))
 	assert.Equal(t, string(e.Value()), string(again), "the record is json.Marshal's bytes")
 }
+
+// Every refusal is logged in the name of the host the evidence claims,
+// and status counts those since the host's last authentic evidence.
+func TestRejectionsAreCountedPerHost(t *testing.T) {
+	ctx, url, js := server(t)
+	start(ctx, t, url, nil)
+	kv, err := js.KeyValue(ctx, topology.BucketHosts)
+	require.NoError(t, err)
+	hosts := verifier.NewHosts(kv, verifier.EnrollManual)
+	since := func() map[string]verifier.HostRejections {
+		recs, err := verifier.NewStatus(js).List(ctx)
+		require.NoError(t, err)
+		logs, err := hosts.Rejections(ctx)
+		require.NoError(t, err)
+		out := map[string]verifier.HostRejections{}
+		for _, r := range verifier.RejectedSinceAuthentic(recs, logs) {
+			out[r.Host] = r
+		}
+		return out
+	}
+	verdictOf(ctx, t, js, publishSnapshot(ctx, t, js, "web-01", snap(unit(1))))
+	impostor, _ := signer(t)
+	for i := range 3 {
+		m, _ := signedMsg(t, "web-01", snap(unit(int64(10+i))), impostor)
+		_, err := js.PublishMsg(ctx, m)
+		require.NoError(t, err)
+	}
+	m, _ := signedMsg(t, "invented", snap(unit(20)), nil) // unsigned, an invented host
+	_, err = js.PublishMsg(ctx, m)
+	require.NoError(t, err)
+	rejections(ctx, t, js, 4)
+	got := since()
+	assert.Equal(t, uint64(3), got["web-01"].SinceAuthentic)
+	assert.True(t, got["web-01"].Exact)
+	assert.Equal(t, "not_enrolled", got["web-01"].Last.Reason, "the impostor's key, pending since its first refusal (key_changed)")
+	assert.Equal(t, uint64(1), got["invented"].SinceAuthentic)
+	assert.Equal(t, "unsigned", got["invented"].Last.Reason)
+
+	// Authentic evidence again: nothing refused since.
+	verdictOf(ctx, t, js, publishSnapshot(ctx, t, js, "web-01", snap(unit(2))))
+	got = since()
+	assert.Zero(t, got["web-01"].SinceAuthentic)
+	assert.Equal(t, uint64(3), got["web-01"].Total)
+	list, err := hosts.List(ctx)
+	require.NoError(t, err)
+	for _, h := range list {
+		assert.NotContains(t, h.Host, "rejections", "the logs are not hosts")
+	}
+}

@@ -154,7 +154,7 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans [
 			// A message stored after the latest verified one, signed
 			// before it: a replay. (A message stored before it is a late
 			// delivery, verified without becoming the latest.)
-			if err := h.auth.replayed(it.ctx, it.sig, cur.ordering); err != nil {
+			if err := h.auth.replayed(it.ctx, it.ev.Host, it.e.ID(), it.sig, cur.ordering); err != nil {
 				it.fail(err)
 				continue
 			}

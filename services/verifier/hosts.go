@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -79,26 +80,50 @@ func (h *Hosts) get(ctx context.Context, host string) (events.HostRecord, uint64
 }
 
 // update applies change to host's record (a new one when there is none)
-// and writes it when change says to, retrying when another writer got
-// there first; it returns change's error (what to report) once written.
+// and writes it when change says to (updateJSON).
 func (h *Hosts) update(ctx context.Context, host string, change func(rec *events.HostRecord) (write bool, err error)) error {
-	for attempt := 0; ; attempt++ {
-		rec, rev, err := h.get(ctx, host)
-		if err != nil && !errors.Is(err, ErrNoSuchHost) {
-			return err
+	return updateJSON(ctx, h.kv, hostKey(host), func(rec *events.HostRecord, found bool) (bool, error) {
+		if !found {
+			rec.Host = host
+		} else if rec.Host != host {
+			return false, fmt.Errorf("host %s: the record is of host %q", host, rec.Host)
 		}
-		write, cerr := change(&rec)
+		return change(rec)
+	})
+}
+
+// updateJSON reads the JSON record under key into a T (its zero value
+// when there is none: found false), applies change and writes the record
+// when change says to, by compare-and-set on the revision read, reading
+// again when another writer got there first; it returns change's error
+// (what to report) once written, or why it could not be.
+func updateJSON[T any](ctx context.Context, kv jetstream.KeyValue, key string, change func(rec *T, found bool) (write bool, err error)) error {
+	for attempt := 0; ; attempt++ {
+		var rec T
+		var rev uint64
+		e, err := kv.Get(ctx, key)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+		case err != nil:
+			return fmt.Errorf("%s/%s: %w", kv.Bucket(), key, err)
+		default:
+			if err := json.Unmarshal(e.Value(), &rec); err != nil {
+				return fmt.Errorf("%s/%s: record: %w", kv.Bucket(), key, err)
+			}
+			rev = e.Revision()
+		}
+		write, cerr := change(&rec, rev != 0)
 		if !write {
 			return cerr
 		}
-		value, err := json.Marshal(rec)
+		value, err := json.Marshal(&rec)
 		if err != nil {
-			return fmt.Errorf("host %s: %w", host, err)
+			return fmt.Errorf("%s/%s: %w", kv.Bucket(), key, err)
 		}
 		if rev == 0 {
-			_, err = h.kv.Create(ctx, hostKey(host), value)
+			_, err = kv.Create(ctx, key, value)
 		} else {
-			_, err = h.kv.Update(ctx, hostKey(host), value, rev)
+			_, err = kv.Update(ctx, key, value, rev)
 		}
 		if err == nil {
 			return cerr
@@ -106,7 +131,7 @@ func (h *Hosts) update(ctx context.Context, host string, change func(rec *events
 		if attempt < 8 && (errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch)) {
 			continue
 		}
-		return fmt.Errorf("host %s: write: %w", host, err)
+		return fmt.Errorf("%s/%s: write: %w", kv.Bucket(), key, err)
 	}
 }
 
@@ -232,6 +257,9 @@ func (h *Hosts) List(ctx context.Context) ([]events.HostRecord, error) {
 	}
 	var out []events.HostRecord
 	for key := range lister.Keys() {
+		if strings.HasPrefix(key, rejectionsPrefix) {
+			continue
+		}
 		e, err := h.kv.Get(ctx, key)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			continue
