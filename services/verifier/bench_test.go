@@ -21,6 +21,7 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/events/signtest"
 	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
@@ -95,10 +96,14 @@ func benchSnapshots(b *testing.B, n int) benchMix {
 			s = &c
 		}
 		s.CapturedAt = snapshot.FormatTime(t0.Add(time.Duration(i+1) * time.Millisecond))
-		mix.msgs[i], mix.ids[i] = evidenceMsg(b, fmt.Sprintf("host-%02d.example.com", i%benchHosts), s)
+		mix.msgs[i], mix.ids[i] = evidenceMsg(b, benchHost(i%benchHosts), s)
 	}
 	return mix
 }
+
+// benchHost is the name of bench host i; evidenceMsg signs its evidence
+// with its signtest key.
+func benchHost(i int) string { return fmt.Sprintf("host-%02d.example.com", i) }
 
 // verdictTally counts the verdicts seen by status (from the subject, so
 // that counting costs next to nothing) and keeps the first drift verdict.
@@ -217,7 +222,8 @@ func benchServer(b *testing.B, subject string, seen func(*nats.Msg)) (context.Co
 }
 
 // BenchmarkVerifierThroughput pushes snapshots through the verifier
-// (evidence event in, strict decode, latest-snapshot write, baseline read,
+// (evidence event in, strict decode, its signature verified and its key
+// checked against the host registry, latest-snapshot write, baseline read,
 // the verify comparison, verdict publish, latest-verdict write, durable
 // ack) and, as the reference, moves the same messages through raw
 // JetStream in the verifier's consumer style (publish, pull from a
@@ -373,16 +379,28 @@ func reportCPU(b *testing.B, start time.Duration) {
 	b.ReportMetric(float64(cpuTime(b)-start)/float64(time.Microsecond)/float64(b.N), "cpu-µs/op")
 }
 
-// startBench starts a verifier with the default settings and makes each
-// of baselines its target's baseline.
+// startBench starts a verifier with the default settings (manual
+// enrollment: every event's signature is verified, and its key checked
+// against the host registry), approves each bench host's signtest key,
+// as an operator would, and makes each of baselines its target's
+// baseline.
 func startBench(ctx context.Context, b *testing.B, url string, js jetstream.JetStream, baselines []*snapshot.Snapshot) *verifier.Verifier {
 	b.Helper()
 	cfg := verifier.NewDefaultConfig()
+	require.Equal(b, string(verifier.EnrollManual), cfg.Enrollment)
 	cfg.NATS.URL = url
 	v, err := verifier.New(cfg, verifier.Settings{})
 	require.NoError(b, err)
 	require.NoError(b, v.Start(ctx))
 	b.Cleanup(func() { require.NoError(b, v.Shutdown(context.Background())) })
+	kv, err := js.KeyValue(ctx, topology.BucketHosts)
+	require.NoError(b, err)
+	hosts := verifier.NewHosts(kv, verifier.EnrollManual)
+	for i := range benchHosts {
+		host := benchHost(i)
+		_, err := hosts.Approve(ctx, host, signtest.KeyID(host), "bench")
+		require.NoError(b, err)
+	}
 	for _, base := range baselines {
 		raw, err := base.Canonical()
 		require.NoError(b, err)

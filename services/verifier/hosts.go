@@ -45,6 +45,7 @@ type Hosts struct {
 	kv   jetstream.KeyValue
 	mode Enrollment
 	now  func() time.Time
+	view *hostsView // the verifier's view of the bucket (registry.go); nil: none
 }
 
 // NewHosts is the registry in kv, enrolling new keys by mode.
@@ -141,8 +142,12 @@ func updateJSON[T any](ctx context.Context, kv jetstream.KeyValue, key string, c
 // mode is first-use and the host has no key, no rotation pending and was
 // never revoked; else pending (ErrNotEnrolled, or ErrKeyChanged when the
 // host has an enrolled key). A pending or revoked key is refused
-// (ErrNotEnrolled, ErrRevoked).
+// (ErrNotEnrolled, ErrRevoked). A key the verifier's view of the bucket
+// holds as enrolled is admitted without reading the bucket (hostsView).
 func (h *Hosts) Admit(ctx context.Context, host, id string) error {
+	if h.view != nil && h.view.enrolled(host, id) {
+		return nil
+	}
 	return h.update(ctx, host, func(rec *events.HostRecord) (bool, error) {
 		if k := rec.KeyOf(id); k != nil {
 			switch k.State {

@@ -157,6 +157,11 @@ func (v *Verifier) Start(ctx context.Context) error {
 	silence.Go(func() {
 		newStaleWatch(h.verdicts.kv, h.pub, v.source, v.cfg.StaleAfter, v.m, v.log).run(runCtx)
 	})
+	if h.auth != nil {
+		view := newHostsView(h.auth.hosts.kv, v.log)
+		h.auth.hosts.view = view
+		silence.Go(func() { view.run(runCtx) })
+	}
 	go func() {
 		defer close(done)
 		defer silence.Wait()

@@ -1,0 +1,29 @@
+package verifier
+
+import (
+	"context"
+	"log/slog"
+)
+
+// WithView gives h a view of its bucket (hostsView), kept by a watch
+// until stop is called, as a verifier keeps its registry's; revision is
+// the revision of a host's record the view holds (0: none).
+func WithView(h *Hosts) (revision func(host string) uint64, stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	view := newHostsView(h.kv, slog.New(slog.DiscardHandler))
+	h.view = view
+	done := make(chan struct{})
+	go func() { defer close(done); view.run(ctx) }()
+	return view.revision, func() { cancel(); <-done }
+}
+
+// ViewRevision is the revision of host's record the running verifier's
+// view of the host registry holds (0: none, or enrollment off).
+func (v *Verifier) ViewRevision(host string) uint64 {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.handler == nil || v.handler.auth == nil || v.handler.auth.hosts.view == nil {
+		return 0
+	}
+	return v.handler.auth.hosts.view.revision(host)
+}

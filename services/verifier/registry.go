@@ -1,0 +1,150 @@
+package verifier
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+)
+
+// hostsView is an in-memory view of the host records of the hosts
+// bucket, fed by a watch of the bucket, so that Hosts.Admit answers the
+// common case (a key the view holds as its host's enrolled key) without
+// reading the bucket: evidence costs no registry round trip. The view
+// only ever says yes: anything it does not hold as enrolled (an unknown
+// host or key, a pending or revoked key, a record it cannot read, no view
+// at all while the watch starts again) goes through Admit's read and
+// compare-and-set on the bucket, so first-use pinning and the recording
+// of pending keys stay exact. A change to a record (a revocation, an
+// approval that replaces a key) takes effect as soon as the watch
+// delivers it; while the watch is down the view is empty.
+//
+// The rejection logs (rejectionsPrefix) share the bucket; the watch
+// leaves them out (their keys have two tokens, a host record's one), and
+// the view skips any that come.
+type hostsView struct {
+	kv  jetstream.KeyValue
+	log *slog.Logger
+
+	mu    sync.RWMutex
+	hosts map[string]viewedHost // bucket key (hostKey) → what the view knows
+}
+
+// viewedHost is a host record as the view keeps it.
+type viewedHost struct {
+	host     string
+	enrolled []string // the key ids in state enrolled
+	rev      uint64   // the record's revision
+}
+
+func newHostsView(kv jetstream.KeyValue, log *slog.Logger) *hostsView {
+	return &hostsView{kv: kv, log: log, hosts: map[string]viewedHost{}}
+}
+
+// enrolled reports whether the view holds id as an enrolled key of host.
+func (v *hostsView) enrolled(host, id string) bool {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	h, ok := v.hosts[hostKey(host)]
+	if !ok || h.host != host {
+		return false
+	}
+	for _, k := range h.enrolled {
+		if k == id {
+			return true
+		}
+	}
+	return false
+}
+
+// revision is the revision of host's record the view holds (0: none).
+func (v *hostsView) revision(host string) uint64 {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.hosts[hostKey(host)].rev
+}
+
+// run keeps the view until ctx ends, starting the watch again after an
+// error (the view is emptied meanwhile).
+func (v *hostsView) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		err := v.watch(ctx)
+		v.reset()
+		if ctx.Err() != nil {
+			return
+		}
+		v.log.WarnContext(ctx, "watch the host registry", "err", err)
+		t := time.NewTimer(time.Second)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+func (v *hostsView) reset() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	clear(v.hosts)
+}
+
+// watch applies the bucket's host records, the current ones then every
+// change, until ctx ends or the watch does.
+func (v *hostsView) watch(ctx context.Context) error {
+	// "*": the keys of one token, the host records; not the rejection
+	// logs (rejections.<host>), written on every refusal.
+	w, err := v.kv.Watch(ctx, "*")
+	if err != nil {
+		return fmt.Errorf("watch %s: %w", v.kv.Bucket(), err)
+	}
+	defer func() { _ = w.Stop() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-w.Updates():
+			if !ok {
+				return errors.New("the watch ended")
+			}
+			if e != nil { // nil: the current records are all delivered
+				v.apply(ctx, e)
+			}
+		}
+	}
+}
+
+// apply takes in one entry of the watch: a host record, or its deletion.
+func (v *hostsView) apply(ctx context.Context, e jetstream.KeyValueEntry) {
+	key := e.Key()
+	if strings.HasPrefix(key, rejectionsPrefix) {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.hosts, key)
+	if e.Operation() != jetstream.KeyValuePut {
+		return
+	}
+	var rec events.HostRecord
+	if err := json.Unmarshal(e.Value(), &rec); err != nil || hostKey(rec.Host) != key {
+		// Left out of the view: Admit reads it, and says what is wrong.
+		v.log.WarnContext(ctx, "a host record the view leaves out", "key", key, "err", err)
+		return
+	}
+	h := viewedHost{host: rec.Host, rev: e.Revision()}
+	for _, k := range rec.Keys {
+		if k.State == events.KeyEnrolled {
+			h.enrolled = append(h.enrolled, k.Key)
+		}
+	}
+	v.hosts[key] = h
+}
