@@ -216,33 +216,11 @@ func SignatureOf(e event.Event) (keyID string, err error) {
 // subject, time, the host and target of p (the event's payload), and the
 // SHA-256 of the data.
 func VerifySignature(e event.Event, p Payload, key func(keyID string) (ed25519.PublicKey, error)) (Signature, error) {
-	env, err := envelopeOf(e)
+	s, err := ReadSignature(e, p, key)
 	if err != nil {
 		return Signature{}, err
 	}
-	sig := env.Signatures[0]
-	pub, err := key(sig.KeyID)
-	if err != nil {
-		return Signature{}, fmt.Errorf("key %s: %w", sig.KeyID, err)
-	}
-	if len(pub) != ed25519.PublicKeySize || KeyID(pub) != sig.KeyID {
-		return Signature{}, fmt.Errorf("%w: key %s is not the key it names", ErrBadSignature, sig.KeyID)
-	}
-	if !ed25519.Verify(pub, PAE(env.PayloadType, env.Payload), sig.Sig) {
-		return Signature{}, fmt.Errorf("%w: by key %s", ErrBadSignature, sig.KeyID)
-	}
-	var got Claim
-	dec := json.NewDecoder(bytes.NewReader(env.Payload))
-	dec.DisallowUnknownFields()
-	if err := decodeOne(dec, &got); err != nil {
-		return Signature{}, fmt.Errorf("%w: the claim is not a claim: %w", ErrClaim, err)
-	}
-	want := claimOf(&e, p)
-	want.Seq = got.Seq
-	if field := claimDiff(got, want); field != "" {
-		return Signature{}, fmt.Errorf("%w: %s differs", ErrClaim, field)
-	}
-	return Signature{KeyID: sig.KeyID, Claim: got}, nil
+	return s.Verified(ed25519.Verify(s.PublicKey, s.Message, s.Sig))
 }
 
 // claimDiff names the first field in which a and b differ, or "".

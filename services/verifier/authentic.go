@@ -33,18 +33,41 @@ type authenticator struct {
 	tel   *metrics
 }
 
-// check returns nil for authentic evidence; a permanent error naming why
-// for evidence that is not (counted by reason); a transient one when the
-// registry cannot be read, so the evidence is retried.
-func (a *authenticator) check(ctx context.Context, e event.Event, ev events.EvidenceCollected) (events.Signature, error) {
-	sig, err := a.authenticate(ctx, e, ev)
-	if err == nil {
-		return sig, nil
+// checkBatch authenticates each item of a batch (its event and payload
+// decoded), the signatures verified together (verifyAll): it sets an
+// authentic item's sig and the ordering it signs (SignedBy, SignedSeq),
+// and fails each other item with a permanent error naming why (counted
+// by reason), or a transient one when the registry cannot be read, so
+// the evidence is retried.
+func (a *authenticator) checkBatch(items []*item) {
+	pending := make([]*events.PendingSignature, len(items))
+	errs := make([]error, len(items))
+	for i, it := range items {
+		pending[i], errs[i] = a.read(it.e, it.ev)
 	}
-	return sig, a.refuse(ctx, ev.Host, e.ID(), fmt.Errorf("authenticate evidence of %s: %w", ev.Host, err))
+	valid := verifyAll(pending)
+	for i, it := range items {
+		var sig events.Signature
+		err := errs[i]
+		if err == nil {
+			sig, err = pending[i].Verified(valid[i])
+		}
+		if err == nil {
+			// The signature first: nothing unverified reaches the
+			// registry, which pins (first-use) or records (pending) the
+			// key it is given.
+			err = a.hosts.Admit(it.ctx, it.ev.Host, sig.KeyID)
+		}
+		if err != nil {
+			it.fail(a.refuse(it.ctx, it.ev.Host, it.e.ID(), fmt.Errorf("authenticate evidence of %s: %w", it.ev.Host, err)))
+			continue
+		}
+		it.sig = sig
+		it.ord.SignedBy, it.ord.SignedSeq = sig.KeyID, sig.Claim.Seq
+	}
 }
 
-// refuse is err as check returns it: permanent, counted and added to the
+// refuse is err as checkBatch fails an item with it: permanent, counted and added to the
 // rejection log of the host the evidence names when it says why the
 // evidence is not authentic; else transient (as is a log that cannot be
 // written: the refusal is retried until it is recorded).
@@ -69,23 +92,18 @@ func (a *authenticator) replayed(ctx context.Context, host, evidenceID string, s
 	return a.refuse(ctx, host, evidenceID, fmt.Errorf("%w: %d, last verified %d", ErrReplayed, sig.Claim.Seq, cur.SignedSeq))
 }
 
-func (a *authenticator) authenticate(ctx context.Context, e event.Event, ev events.EvidenceCollected) (events.Signature, error) {
+// read checks e's time and reads its signature, up to the Ed25519 check.
+func (a *authenticator) read(e event.Event, ev events.EvidenceCollected) (*events.PendingSignature, error) {
 	if d := a.now().Sub(e.Time()); d > a.skew || d < -a.skew {
-		return events.Signature{}, fmt.Errorf("%w: %s off (at most %s)", ErrClockSkew, d.Round(time.Second), a.skew)
+		return nil, fmt.Errorf("%w: %s off (at most %s)", ErrClockSkew, d.Round(time.Second), a.skew)
 	}
-	// The signature first: nothing unverified reaches the registry, which
-	// pins (first-use) or records (pending) the key it is given.
-	sig, err := events.VerifySignature(e, ev, func(id string) (ed25519.PublicKey, error) {
+	return events.ReadSignature(e, ev, func(id string) (ed25519.PublicKey, error) {
 		pub, err := events.ParseKeyID(id)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", events.ErrBadSignature, err)
 		}
 		return pub, nil
 	})
-	if err != nil {
-		return events.Signature{}, err
-	}
-	return sig, a.hosts.Admit(ctx, ev.Host, sig.KeyID)
 }
 
 // rejectReason is the reason label of a refusal, or "" for an error that

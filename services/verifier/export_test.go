@@ -27,3 +27,6 @@ func (v *Verifier) ViewRevision(host string) uint64 {
 	}
 	return v.handler.auth.hosts.view.revision(host)
 }
+
+// VerifyAll is verifyAll.
+var VerifyAll = verifyAll

@@ -6,6 +6,7 @@ require (
 	github.com/cloudevents/sdk-go/v2 v2.16.2
 	github.com/google/uuid v1.6.0
 	github.com/nats-io/nats.go v1.55.0
+	github.com/oasisprotocol/curve25519-voi v0.0.0-20230904125328-1f23a7beb09a
 	github.com/runtimetruth/runtimetruth/pkg/attestation v0.0.0
 	github.com/runtimetruth/runtimetruth/pkg/events v0.0.0
 	github.com/runtimetruth/runtimetruth/pkg/evidence v0.0.0

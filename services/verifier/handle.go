@@ -125,16 +125,13 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans [
 			it.fail(natsbus.Permanent(fmt.Errorf("metadata: %w", err)))
 			continue
 		}
-		if h.auth != nil {
-			if it.sig, err = h.auth.check(it.ctx, e, ev); err != nil {
-				it.fail(err)
-				continue
-			}
-		}
 		it.e, it.ev, it.snap = e, ev, snap
 		it.key = topology.VerdictKey(ev.Host, ev.Target)
 		it.bkey = topology.BaselineKey(ev.BaselineTarget())
-		it.ord = ordering{EvidenceID: e.ID(), EvidenceSequence: md.Sequence.Stream, SignedBy: it.sig.KeyID, SignedSeq: it.sig.Claim.Seq}
+		it.ord = ordering{EvidenceID: e.ID(), EvidenceSequence: md.Sequence.Stream}
+	}
+	if h.auth != nil {
+		h.auth.checkBatch(pending(items)) // sets it.sig, it.ord.SignedBy and SignedSeq
 	}
 
 	for _, it := range pending(items) {
