@@ -253,11 +253,13 @@ func envelopeOf(e event.Event) (dsseEnvelope, error) {
 	if !ok || v == "" {
 		return dsseEnvelope{}, ErrUnsigned
 	}
-	var env dsseEnvelope
-	dec := json.NewDecoder(bytes.NewReader([]byte(v)))
-	dec.DisallowUnknownFields()
-	if err := decodeOne(dec, &env); err != nil {
-		return dsseEnvelope{}, fmt.Errorf("%w: the envelope is not DSSE JSON: %w", ErrBadSignature, err)
+	env, ok := fastEnvelope(v)
+	if !ok {
+		dec := json.NewDecoder(bytes.NewReader([]byte(v)))
+		dec.DisallowUnknownFields()
+		if err := decodeOne(dec, &env); err != nil {
+			return dsseEnvelope{}, fmt.Errorf("%w: the envelope is not DSSE JSON: %w", ErrBadSignature, err)
+		}
 	}
 	switch {
 	case env.PayloadType != ClaimPayloadType:

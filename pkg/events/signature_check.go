@@ -55,11 +55,14 @@ func (s *PendingSignature) Verified(valid bool) (Signature, error) {
 	if !valid {
 		return Signature{}, fmt.Errorf("%w: by key %s", ErrBadSignature, s.KeyID)
 	}
-	var got Claim
-	dec := json.NewDecoder(bytes.NewReader(s.claim))
-	dec.DisallowUnknownFields()
-	if err := decodeOne(dec, &got); err != nil {
-		return Signature{}, fmt.Errorf("%w: the claim is not a claim: %w", ErrClaim, err)
+	got, ok := fastClaim(s.claim)
+	if !ok {
+		got = Claim{}
+		dec := json.NewDecoder(bytes.NewReader(s.claim))
+		dec.DisallowUnknownFields()
+		if err := decodeOne(dec, &got); err != nil {
+			return Signature{}, fmt.Errorf("%w: the claim is not a claim: %w", ErrClaim, err)
+		}
 	}
 	want := claimOf(&s.e, s.p)
 	want.Seq = got.Seq
