@@ -20,7 +20,8 @@
 // duplicate published within the stream's duplicate window; trace context
 // rides in the traceparent and tracestate extensions (TraceCarrier); a
 // producer's signature in the rtsignature extension (WithSigner,
-// VerifySignature: a DSSE envelope over a claim of the event). The
+// VerifySignature, or ReadSignature and Verified around a caller's own
+// Ed25519 check: a DSSE envelope over a claim of the event). The
 // envelope is sdk-go's event.Event; transport is nats.go's jetstream
 // package, used directly.
 //
