@@ -83,6 +83,10 @@ func TestSignatureDirectPaths(t *testing.T) {
 		assert.Equal(t, tc.fast, ok, tc.name)
 		checkBothWays(t, env, []byte(tc.claim))
 	}
+	sigs := strings.Index(env, `"signatures"`)
+	payload := strings.Index(env, `"payload":"`)
+	require.Positive(t, sigs)
+	require.Positive(t, payload)
 	for _, tc := range []struct {
 		name string
 		env  string
@@ -91,8 +95,8 @@ func TestSignatureDirectPaths(t *testing.T) {
 		{"as signed", env, true},
 		{"a name in other case", strings.Replace(env, `"payloadType"`, `"PayloadType"`, 1), false},
 		{"two signatures", strings.Replace(env, `}]}`, `},{"keyid":"k","sig":""}]}`, 1), true},
-		{"no signatures", strings.Replace(env, env[strings.Index(env, `"signatures"`):], `"signatures":[]}`, 1), false},
-		{"a null payload", strings.Replace(env, env[strings.Index(env, `"payload":"`):strings.Index(env, `,"signatures"`)], `"payload":null`, 1), false},
+		{"no signatures", env[:sigs] + `"signatures":[]}`, false},
+		{"a null payload", env[:payload] + `"payload":null` + env[sigs-1:], false},
 		{"bad base64", strings.Replace(env, `"payload":"`, `"payload":"*`, 1), false},
 		{"base64 without padding", strings.Replace(env, `","signatures"`, `=","signatures"`, 1), false},
 		{"data after it", env + " x", false},
