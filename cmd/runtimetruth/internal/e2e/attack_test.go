@@ -324,3 +324,76 @@ func dlqReasons(t *testing.T, js jetstream.JetStream) func() []deadLetter {
 		return out
 	}
 }
+
+// TestOneVerdictAfterACrashAndARestart: a verifier stops right after
+// storing its verdicts, NATS restarts (and so forgets the message ids of
+// consumed messages), and every snapshot is delivered again (as a
+// redelivery after a crash
+// before the acknowledgement does: the verifier's consumer is created
+// again): the verdict records, not JetStream's
+// duplicate window, make it one verdict per snapshot in the end.
+func TestOneVerdictAfterACrashAndARestart(t *testing.T) {
+	ctx := t.Context()
+	ps := runPolicyServer(t)
+	_, op := ps.as(t, "operator")
+	_, bus := ps.as(t, "collector")
+	startVerifier := func(consumer string) *verifier.Verifier {
+		cfg := verifier.NewDefaultConfig()
+		cfg.Instance, cfg.Consumer = "chaos-"+consumer, consumer
+		cfg.NATS = natsbus.Config{URL: ps.url, User: "verifier", Password: "verifier-pw"}
+		v, err := verifier.New(cfg, verifier.Settings{})
+		require.NoError(t, err)
+		require.NoError(t, v.Start(ctx))
+		return v
+	}
+	first := startVerifier(topology.ConsumerVerifier)
+	kv, err := op.KeyValue(ctx, topology.BucketHosts)
+	require.NoError(t, err)
+	_, err = verifier.NewHosts(kv, verifier.EnrollManual).Approve(ctx, "web-01", signtest.KeyID("web-01"), "operator")
+	require.NoError(t, err)
+
+	const n = 12
+	ids := map[string]bool{}
+	for i := range n {
+		p, err := events.NewEvidenceCollected("web-01", unitSnapshot(int64(i)), time.Minute)
+		require.NoError(t, err)
+		m, e, err := events.NewMsg(events.Source("collector", "web-01"), p, signtest.Sign("web-01"))
+		require.NoError(t, err)
+		_, err = bus.PublishMsg(ctx, m)
+		require.NoError(t, err)
+		ids[e.ID()] = true
+	}
+	verdictsByEvidence := func() map[string]int {
+		out := map[string]int{}
+		for _, e := range storedEvents(ctx, t, op, topology.StreamVerdicts) {
+			out[e.Payload.(events.Verdict).EvidenceID]++
+		}
+		return out
+	}
+	natstest.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
+		if got := len(verdictsByEvidence()); got < n {
+			return fmt.Errorf("%d verdicts", got)
+		}
+		return nil
+	})
+	require.NoError(t, first.Shutdown(ctx))
+	ps.restart(t)
+	forgetIDs(ctx, t, op, topology.StreamVerdicts)
+
+	// The consumer starts over: every stored snapshot is delivered again.
+	require.NoError(t, op.DeleteConsumer(ctx, topology.StreamEvidence, topology.ConsumerVerifier))
+	second := startVerifier(topology.ConsumerVerifier)
+	natstest.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
+		if m := second.Metrics(); m.Duplicates < n {
+			return fmt.Errorf("%d duplicates of %d", m.Duplicates, n)
+		}
+		return nil
+	})
+	require.NoError(t, second.Shutdown(ctx))
+	got := verdictsByEvidence()
+	assert.Len(t, got, n)
+	for id := range ids {
+		assert.Equal(t, 1, got[id], "verdicts of %s", id)
+	}
+	assert.Zero(t, second.Metrics().DeadLettered, "a redelivery is a duplicate, not a replay")
+}
