@@ -50,12 +50,15 @@ func (h Host) Validate() error {
 
 func validUserName(s string) bool {
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+		if c := s[i]; !userNameByte(c) {
 			return false
 		}
 	}
 	return s != ""
+}
+
+func userNameByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.'
 }
 
 // HostRole is the role of one host's own collector credential: publish
