@@ -50,8 +50,10 @@ func runPolicyServer(t *testing.T) *policyServer {
 	require.NoError(t, err)
 	port := l.Addr().(*net.TCPAddr).Port
 	require.NoError(t, l.Close())
+	policy, err := buspolicy.ServerConfig(users)
+	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "nats.conf")
-	conf := fmt.Sprintf("host: 127.0.0.1\nport: %d\njetstream { store_dir: %q }\n", port, t.TempDir()) + buspolicy.ServerConfig(users)
+	conf := fmt.Sprintf("host: 127.0.0.1\nport: %d\njetstream { store_dir: %q }\n", port, t.TempDir()) + policy
 	require.NoError(t, os.WriteFile(path, []byte(conf), 0o600))
 	opts, err := server.ProcessConfigFile(path)
 	require.NoError(t, err)
@@ -99,8 +101,9 @@ func unitSnapshot(pid int64) *snapshot.Snapshot {
 
 // TestAttacksOnTheEvidence runs, against a nats-server with the rendered
 // permissions and a verifier with the default (manual) enrollment, what an
-// attacker holding a collector's credential can send in another host's
-// name. Each attack leaves the victim's true verdict (DRIFT) in place and
+// attacker holding the shared collector credential can send in another
+// host's name (a host's own credential cannot publish on another host's
+// subjects at all: buspolicy's TestHostPermissions and TestOperatorMode). Each attack leaves the victim's true verdict (DRIFT) in place and
 // is dead-lettered, and logged in the victim's name, with its reason.
 // (The collect-now impostor: services/collector and the CLI's collect
 // tests; a rewritten up log: the CLI's audit tests.)
