@@ -609,7 +609,10 @@ func (b *Baselines) Approve(ctx context.Context, target events.Target, o Approve
 	if o.Digest == "" {
 		return nil, fmt.Errorf("%w: name the digest of the snapshot you reviewed (the latest snapshot of %s from %s is %s)", ErrNoDigest, target, obs.Host, obs.Digest)
 	}
-	if c.Unauthentic != nil && !(o.AllowUnauthenticated && errors.Is(c.Unauthentic, ErrUnauthenticated)) {
+	// AllowUnauthenticated covers evidence without a signature, never a
+	// signer the registry refuses.
+	allowed := o.AllowUnauthenticated && errors.Is(c.Unauthentic, ErrUnauthenticated)
+	if c.Unauthentic != nil && !allowed {
 		return nil, c.Unauthentic
 	}
 	if obs.Digest != o.Digest {

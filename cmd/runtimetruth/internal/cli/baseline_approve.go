@@ -310,10 +310,9 @@ func printPreview(w io.Writer, target events.Target, c *verifier.Candidate, r ap
 	if o.AtBaseline {
 		b.WriteString("  the host's latest snapshot had this baseline's evidence (it stands for it)\n")
 	}
-	switch cur := c.Current; {
-	case cur == nil:
+	if cur := c.Current; cur == nil {
 		b.WriteString("  current baseline: none (approving creates it)\n")
-	default:
+	} else {
 		fmt.Fprintf(&b, "  current baseline: %s (approved %s%s", printable(cur.Digest), cur.ApprovedAt.UTC().Format(time.RFC3339), approvedBy(cur))
 		if cur.Host != "" {
 			fmt.Fprintf(&b, ", from %s", printable(cur.Host))
