@@ -184,7 +184,7 @@ func runUp(ctx context.Context, out, errw io.Writer, f upFlags) error {
 	}
 
 	printer := &verdictPrinter{out: out, baselines: verifier.NewBaselines(js, events.Source("up", host)), approve: f.approve,
-		host: ccfg.Host, busArgs: upBusArgs(f.bus, url, dir, external != "")}
+		host: ccfg.Host, busArgs: upBusArgs(f.bus, url, dir, external != ""), enrollment: vcfg.Enrollment}
 	if f.signKey != "" {
 		printer.nc = nc
 	}
@@ -418,6 +418,8 @@ type verdictPrinter struct {
 	out       io.Writer
 	baselines *verifier.Baselines
 	approve   bool
+	// enrollment is up's verifier's (firstUseApproval).
+	enrollment string
 	// host is the collector's: verdicts of other hosts (on a shared
 	// server) are neither printed, approved nor counted.
 	host string
@@ -499,7 +501,7 @@ func (p *verdictPrinter) handle(m *nats.Msg) {
 	case v.Status == events.StatusError && v.BaselineDigest == "" && p.approve:
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if _, err := p.baselines.Approve(ctx, v.Target, verifier.ApproveOptions{Host: v.Host, By: "runtimetruth up --approve"}); err != nil {
+		if _, err := p.baselines.Approve(ctx, v.Target, firstUseApproval(v, p.enrollment)); err != nil {
 			_, _ = fmt.Fprintf(p.out, "%s  ERROR  %s  approve: %v\n", stamp, key, err)
 		} else {
 			_, _ = fmt.Fprintf(p.out, "%s  APPROVED  %s  (first snapshot; the next collection is verified against it)\n", stamp, key)
