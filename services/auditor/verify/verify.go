@@ -3,6 +3,9 @@
 // reordered, duplicated, malformed, or — against external checkpoints —
 // truncated or rewritten (pkg/evidence/chain's reasons).
 //
+// With Options.Evidence it re-checks the evidence signature every link of
+// a signed event carries against a host registry (Evidence, Hosts).
+//
 // With Options.EventIDs it also reports an event id linked twice in a
 // chain (Report.Duplicate): each link that records a message (not an
 // auditor-made record) is remembered by a 64-bit keyed hash of its chain
