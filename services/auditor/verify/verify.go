@@ -178,12 +178,10 @@ func (d *Digester) ID(c *Candidate, seed maphash.Seed) {
 		c.idState = idNone
 		return
 	}
-	var h maphash.Hash
-	h.SetSeed(seed)
-	_, _ = h.WriteString(c.Chain)
-	_ = h.WriteByte(0)
-	_, _ = h.Write(raw)
-	c.idState, c.idSum, c.idRaw = idMessage, h.Sum64(), raw
+	// Two keyed hashes combined: of the chain (a string the next links
+	// share) and of the id.
+	sum := maphash.Bytes(seed, raw) ^ maphash.String(seed, c.Chain)*0x9e3779b97f4a7c15
+	c.idState, c.idSum, c.idRaw = idMessage, sum, raw
 }
 
 // Line fills c from a JSONL line in the canonical layout
