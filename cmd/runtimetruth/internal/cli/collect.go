@@ -85,7 +85,9 @@ reply it signs names HOST, the nonce and TARGET. Any other reply (unsigned,
 another key, another host, a replay of an earlier reply) is reported as
 refused, with the reason, and never accepted; collect keeps waiting for an
 authentic one until --timeout. A HOST without an enrolled key is refused
-before any request is sent.
+before any request is sent. Where collectors share one NATS credential, an
+impostor that answers first can still make a request fail (the bus passes
+one response per request across accounts), never pass for HOST.
 
 Exit codes: 0 an authentic reply with every target collected, 1 otherwise
 (no authentic reply, the collector's error, a target not collected).`,
@@ -141,7 +143,7 @@ Exit codes: 0 an authentic reply with every target collected, 1 otherwise
 	bus.register(c)
 	f := c.Flags()
 	f.BoolVar(&asJSON, "json", false, "print a JSON report (report_schema_version 1)")
-	f.DurationVar(&timeout, "timeout", collector.ControlTimeout+30*time.Second, "how long to wait for an authentic reply")
+	f.DurationVar(&timeout, "timeout", collector.ControlTimeout+30*time.Second, "wait up to `D` for an authentic reply")
 	return c
 }
 
