@@ -118,7 +118,7 @@ Exit codes: 0 an authentic reply with every target collected, 1 otherwise
 			}
 			ctx, cancel := context.WithTimeout(c.Context(), timeout)
 			defer cancel()
-			var out io.Writer = c.OutOrStdout()
+			out := c.OutOrStdout()
 			if asJSON {
 				out = io.Discard
 			}
