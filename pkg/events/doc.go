@@ -20,7 +20,9 @@
 // duplicate published within the stream's duplicate window; trace context
 // rides in the traceparent and tracestate extensions (TraceCarrier); a
 // producer's signature in the rtsignature extension (WithSigner,
-// VerifySignature: a DSSE envelope over a claim of the event). The
+// VerifySignature: a DSSE envelope over a claim of the event; SignEnvelope
+// and OpenEnvelope sign and check envelopes of other payload types with
+// the same key). The
 // envelope is sdk-go's event.Event; transport is nats.go's jetstream
 // package, used directly.
 //

@@ -221,15 +221,8 @@ func VerifySignature(e event.Event, p Payload, key func(keyID string) (ed25519.P
 		return Signature{}, err
 	}
 	sig := env.Signatures[0]
-	pub, err := key(sig.KeyID)
-	if err != nil {
-		return Signature{}, fmt.Errorf("key %s: %w", sig.KeyID, err)
-	}
-	if len(pub) != ed25519.PublicKeySize || KeyID(pub) != sig.KeyID {
-		return Signature{}, fmt.Errorf("%w: key %s is not the key it names", ErrBadSignature, sig.KeyID)
-	}
-	if !ed25519.Verify(pub, PAE(env.PayloadType, env.Payload), sig.Sig) {
-		return Signature{}, fmt.Errorf("%w: by key %s", ErrBadSignature, sig.KeyID)
+	if err := env.verify(key); err != nil {
+		return Signature{}, err
 	}
 	var got Claim
 	dec := json.NewDecoder(bytes.NewReader(env.Payload))
@@ -269,27 +262,13 @@ func claimDiff(a, b Claim) string {
 }
 
 // envelopeOf parses e's envelope: the payload type ClaimPayloadType and
-// exactly one signature of an Ed25519 size.
+// exactly one signature of an Ed25519 size (parseEnvelope).
 func envelopeOf(e event.Event) (dsseEnvelope, error) {
 	v, ok := e.Extensions()[ExtSignature].(string)
 	if !ok || v == "" {
 		return dsseEnvelope{}, ErrUnsigned
 	}
-	var env dsseEnvelope
-	dec := json.NewDecoder(bytes.NewReader([]byte(v)))
-	dec.DisallowUnknownFields()
-	if err := decodeOne(dec, &env); err != nil {
-		return dsseEnvelope{}, fmt.Errorf("%w: the envelope is not DSSE JSON: %w", ErrBadSignature, err)
-	}
-	switch {
-	case env.PayloadType != ClaimPayloadType:
-		return dsseEnvelope{}, fmt.Errorf("%w: payload type %q", ErrBadSignature, env.PayloadType)
-	case len(env.Signatures) != 1:
-		return dsseEnvelope{}, fmt.Errorf("%w: %d signatures, want 1", ErrBadSignature, len(env.Signatures))
-	case len(env.Signatures[0].Sig) != ed25519.SignatureSize:
-		return dsseEnvelope{}, fmt.Errorf("%w: a signature of %d bytes", ErrBadSignature, len(env.Signatures[0].Sig))
-	}
-	return env, nil
+	return parseEnvelope([]byte(v), ClaimPayloadType)
 }
 
 // decodeOne decodes exactly one JSON value into v.
