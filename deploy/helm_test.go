@@ -277,6 +277,9 @@ func checkHostMounts(t *testing.T, ds object, targets []any) {
 	spec := podSpec(ds)
 	hostVolumes := map[string]string{} // volume name → host path
 	for _, v := range list(spec["volumes"]) {
+		if name := str(get(v, "name")); name == "state" || name == "nats-auth" {
+			continue // the node's own state and credential (TestCollectorNodeState)
+		}
 		if p := str(get(v, "hostPath", "path")); p != "" {
 			hostVolumes[str(get(v, "name"))] = p
 		}
@@ -616,6 +619,11 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{"unknown target kind", []string{"collector.targets[0].name=x", "collector.targets[0].kind=docker"}, "kind"},
 		{"target without location", []string{"collector.targets[0].name=x", "collector.targets[0].kind=git"}, "path"},
 		{"typo", []string{"verifer.replicaCount=1"}, "verifer"},
+		{"node credentials for a service", []string{"nats.auth.type=creds", "nats.auth.hostPath=/etc/runtimetruth/nats"}, "collector's per-node credentials only"},
+		{"node credentials with a password", []string{"collector.nats.auth.type=userPassword", "collector.nats.auth.user=u", "collector.nats.auth.hostPath=/etc/runtimetruth/nats"}, "creds or nkey"},
+		{"relative node credentials", []string{"collector.nats.auth.type=creds", "collector.nats.auth.hostPath=etc/nats"}, "hostPath"},
+		{"two state volumes", []string{"collector.stateVolume.emptyDir.sizeLimit=64Mi"}, "collector.stateVolume.hostPath: null"},
+		{"unknown enrollment", []string{"verifier.enrollment=trust"}, "enrollment"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := renderErr(t, nil, tc.sets...)
@@ -626,6 +634,103 @@ func TestChartRefusesBadValues(t *testing.T) {
 				t.Fatalf("error does not name %q: %v", tc.want, err)
 			}
 		})
+	}
+}
+
+// TestCollectorNodeState checks that the collector's state directory (its
+// signing key and sequence) is a directory of the node by default, so a
+// replaced pod signs with the same key, and that an emptyDir can be asked
+// for; and that a node's own NATS credential comes from a node directory
+// (collector.nats.auth.hostPath) while the services keep their Secrets.
+func TestCollectorNodeState(t *testing.T) {
+	volume := func(objs []object, name string) map[string]any {
+		ds := find(t, objs, "DaemonSet", "rt-runtimetruth-collector")
+		for _, v := range list(podSpec(ds)["volumes"]) {
+			if str(get(v, "name")) == name {
+				return mapOf(v)
+			}
+		}
+		return nil
+	}
+	mount := func(objs []object, name string) map[string]any {
+		ds := find(t, objs, "DaemonSet", "rt-runtimetruth-collector")
+		for _, m := range list(get(list(podSpec(ds)["containers"])[0], "volumeMounts")) {
+			if str(get(m, "name")) == name {
+				return mapOf(m)
+			}
+		}
+		return nil
+	}
+	collectorConfig := func(objs []object) map[string]any {
+		var cfg map[string]any
+		text := str(get(find(t, objs, "ConfigMap", "rt-runtimetruth-collector"), "data", "collector.yaml"))
+		if err := yaml.Unmarshal([]byte(text), &cfg); err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+
+	objs := render(t, nil)
+	state := volume(objs, "state")
+	if got := str(get(state, "hostPath", "path")); got != "/var/lib/runtimetruth/collector" {
+		t.Errorf("state volume %v, want the node's /var/lib/runtimetruth/collector", state)
+	}
+	if got := str(get(mount(objs, "state"), "mountPath")); got != str(get(collectorConfig(objs), "state_dir")) {
+		t.Errorf("the state volume is mounted at %s, the state_dir is %v", got, get(collectorConfig(objs), "state_dir"))
+	}
+	if got := str(get(mount(objs, "state"), "readOnly")); got == "true" {
+		t.Error("the state directory is read-only")
+	}
+	if v := volume(render(t, nil, "collector.stateVolume.hostPath=null", "collector.stateVolume.emptyDir.sizeLimit=64Mi"), "state"); v["emptyDir"] == nil || v["hostPath"] != nil {
+		t.Errorf("collector.stateVolume emptyDir: %v", v)
+	}
+
+	objs = render(t, nil, "nats.auth.type=creds", "nats.auth.existingSecret=rt-nats",
+		"collector.nats.auth.hostPath=/etc/runtimetruth/nats", "collector.nats.auth.credsKey=node.creds")
+	auth := volume(objs, "nats-auth")
+	if got := str(get(auth, "hostPath", "path")); got != "/etc/runtimetruth/nats" || get(auth, "secret") != nil {
+		t.Errorf("collector nats-auth volume %v, want the node's /etc/runtimetruth/nats", auth)
+	}
+	if get(mount(objs, "nats-auth"), "readOnly") != true {
+		t.Error("the node's credential is mounted writable")
+	}
+	want := str(get(mount(objs, "nats-auth"), "mountPath")) + "/node.creds"
+	if got := str(get(collectorConfig(objs), "nats", "creds_file")); got != want {
+		t.Errorf("collector nats.creds_file %q, want %q", got, want)
+	}
+	for _, comp := range []string{"verifier", "auditor", "attestor"} {
+		d := find(t, objs, "Deployment", "rt-runtimetruth-"+comp)
+		for _, v := range list(podSpec(d)["volumes"]) {
+			if str(get(v, "name")) == "nats-auth" && str(get(v, "secret", "secretName")) != "rt-nats" {
+				t.Errorf("%s nats-auth volume %v, want Secret rt-nats", comp, v)
+			}
+		}
+	}
+}
+
+// TestVerifierEnrollment checks the verifier's enrollment and clock skew
+// values reach its config file, manual by default.
+func TestVerifierEnrollment(t *testing.T) {
+	for _, tc := range []struct {
+		sets             []string
+		enrollment, skew string
+	}{
+		{nil, "manual", "5m"},
+		{[]string{"verifier.enrollment=first-use", "verifier.maxClockSkew=90s"}, "first-use", "90s"},
+		{[]string{"verifier.enrollment=off"}, "off", "5m"},
+	} {
+		objs := render(t, nil, tc.sets...)
+		var cfg map[string]any
+		text := str(get(find(t, objs, "ConfigMap", "rt-runtimetruth-verifier"), "data", "verifier.yaml"))
+		if err := yaml.Unmarshal([]byte(text), &cfg); err != nil {
+			t.Fatal(err)
+		}
+		if got := str(cfg["enrollment"]); got != tc.enrollment {
+			t.Errorf("%v: enrollment %q, want %q", tc.sets, got, tc.enrollment)
+		}
+		if got := str(cfg["max_clock_skew"]); got != tc.skew {
+			t.Errorf("%v: max_clock_skew %q, want %q", tc.sets, got, tc.skew)
+		}
 	}
 }
 

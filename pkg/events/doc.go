@@ -21,7 +21,9 @@
 // rides in the traceparent and tracestate extensions (TraceCarrier); a
 // producer's signature in the rtsignature extension (WithSigner,
 // VerifySignature, or ReadSignature and Verified around a caller's own
-// Ed25519 check: a DSSE envelope over a claim of the event). The
+// Ed25519 check: a DSSE envelope over a claim of the event; SignEnvelope
+// and OpenEnvelope sign and check envelopes of other payload types with
+// the same key). The
 // envelope is sdk-go's event.Event; transport is nats.go's jetstream
 // package, used directly.
 //

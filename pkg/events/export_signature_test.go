@@ -12,7 +12,7 @@ import (
 // (fastOK: it took the document) and by encoding/json's strict decoding,
 // and returns both results as JSON.
 func EnvelopeBothWays(v string) (fast, general []byte, fastOK bool, generalErr error) {
-	f, fastOK := fastEnvelope(v)
+	f, fastOK := fastEnvelope([]byte(v))
 	fast, _ = json.Marshal(f)
 	var g dsseEnvelope
 	dec := json.NewDecoder(bytes.NewReader([]byte(v)))

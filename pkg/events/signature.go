@@ -1,7 +1,6 @@
 package events
 
 import (
-	"bytes"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/base64"
@@ -247,29 +246,13 @@ func claimDiff(a, b Claim) string {
 }
 
 // envelopeOf parses e's envelope: the payload type ClaimPayloadType and
-// exactly one signature of an Ed25519 size.
+// exactly one signature of an Ed25519 size (parseEnvelope).
 func envelopeOf(e event.Event) (dsseEnvelope, error) {
 	v, ok := e.Extensions()[ExtSignature].(string)
 	if !ok || v == "" {
 		return dsseEnvelope{}, ErrUnsigned
 	}
-	env, ok := fastEnvelope(v)
-	if !ok {
-		dec := json.NewDecoder(bytes.NewReader([]byte(v)))
-		dec.DisallowUnknownFields()
-		if err := decodeOne(dec, &env); err != nil {
-			return dsseEnvelope{}, fmt.Errorf("%w: the envelope is not DSSE JSON: %w", ErrBadSignature, err)
-		}
-	}
-	switch {
-	case env.PayloadType != ClaimPayloadType:
-		return dsseEnvelope{}, fmt.Errorf("%w: payload type %q", ErrBadSignature, env.PayloadType)
-	case len(env.Signatures) != 1:
-		return dsseEnvelope{}, fmt.Errorf("%w: %d signatures, want 1", ErrBadSignature, len(env.Signatures))
-	case len(env.Signatures[0].Sig) != ed25519.SignatureSize:
-		return dsseEnvelope{}, fmt.Errorf("%w: a signature of %d bytes", ErrBadSignature, len(env.Signatures[0].Sig))
-	}
-	return env, nil
+	return parseEnvelope([]byte(v), ClaimPayloadType)
 }
 
 // decodeOne decodes exactly one JSON value into v.

@@ -35,14 +35,11 @@ func ReadSignature(e event.Event, p Payload, key func(keyID string) (ed25519.Pub
 	if err != nil {
 		return nil, err
 	}
-	sig := env.Signatures[0]
-	pub, err := key(sig.KeyID)
+	pub, err := env.publicKey(key)
 	if err != nil {
-		return nil, fmt.Errorf("key %s: %w", sig.KeyID, err)
+		return nil, err
 	}
-	if len(pub) != ed25519.PublicKeySize || KeyID(pub) != sig.KeyID {
-		return nil, fmt.Errorf("%w: key %s is not the key it names", ErrBadSignature, sig.KeyID)
-	}
+	sig := env.Signatures[0]
 	return &PendingSignature{KeyID: sig.KeyID, PublicKey: pub, Message: PAE(env.PayloadType, env.Payload), Sig: sig.Sig,
 		e: e, p: p, claim: env.Payload}, nil
 }

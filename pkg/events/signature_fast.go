@@ -8,15 +8,15 @@ import (
 // the envelope and the claim as Signer writes them (compact JSON, the
 // members each once under their exact names, no \u escape) in one pass,
 // and give up (ok false) on anything else, leaving the decision to
-// encoding/json's strict decoding (envelopeOf, Verified), so that both
+// encoding/json's strict decoding (decodeEnvelope, Verified), so that both
 // paths accept the same documents with the same results; the tests hold
 // them to it.
 
-// fastEnvelope decodes a DSSE envelope as dsseEnvelope does.
-func fastEnvelope(v string) (dsseEnvelope, bool) {
+// fastEnvelope decodes a DSSE envelope as decodeEnvelope does.
+func fastEnvelope(raw []byte) (dsseEnvelope, bool) {
 	d := fastDecs.Get().(*fastDec)
 	defer d.release()
-	d.b, d.s = []byte(v), v
+	d.b, d.s = raw, string(raw)
 	var env dsseEnvelope
 	seen := 0
 	ok := d.object(func(key string) bool {

@@ -13,8 +13,9 @@
 //   - eventtrace: trace context through CloudEvents on NATS;
 //   - natsbus: NATS connections (TLS and credentials), the instrumented
 //     consume loop and publisher;
-//   - buspolicy: the per-service NATS subject permissions, max_payload
-//     and the collectors' account limits.
+//   - buspolicy: the per-service NATS subject permissions, per-host
+//     collector credentials (server configuration or operator-mode JWTs),
+//     max_payload and the collectors' account limits.
 //
 // See README.md for the configuration keys and the instrumentation API.
 package platform

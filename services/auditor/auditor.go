@@ -386,6 +386,11 @@ func (a *Auditor) bringUp(ctx context.Context, st *startState) (*running, error)
 	}
 	w.StrictPayloads(a.cfg.StrictPayloads)
 	w.Fence(st.leases.check)
+	if ch := st.sinks.clickHouse(); ch != nil && ch.Required {
+		// An id looked up by the links table's columns, rather than by
+		// reading the log.
+		w.LookupIDs(ch.Sink)
+	}
 	if err := w.Recover(ctx); err != nil {
 		return nil, err
 	}
@@ -616,6 +621,7 @@ func (a *Auditor) Shutdown(ctx context.Context) error {
 		a.nc.Close()
 	}
 	a.log.InfoContext(ctx, "auditor stopped", "appended", a.stats.Appended.Load(), "duplicates", a.stats.Duplicates.Load(),
+		"duplicate_ids", a.stats.DuplicateIDs.Load(),
 		"rejected", a.stats.Rejected.Load())
 	return errors.Join(errs...)
 }

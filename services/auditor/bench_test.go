@@ -108,8 +108,8 @@ func BenchmarkClickHouseAppend(b *testing.B) {
 	h := link.NewHasher([]byte("0123456789abcdef0123456789abcdef"))
 	seal := auditor.NewWriter(h, nil, nil, nil)
 	var pre auditor.Batch
-	for _, m := range msgs {
-		seal.Seal(&pre, m, "/auditor/bench")
+	if err := seal.SealAll(context.Background(), &pre, msgs, "/auditor/bench"); err != nil {
+		b.Fatal(err)
 	}
 	raw := func(batch int) func(*chstore.Store) {
 		return func(s *chstore.Store) { rawInsert(b, s, pre.Recs, batch) }
@@ -151,6 +151,10 @@ func BenchmarkClickHouseAppend(b *testing.B) {
 // next batch is sealed while the previous one is written.
 func auditorAppend(b *testing.B, h link.Hasher, s *chstore.Store, msgs []*link.Message, batch int) {
 	w := auditor.NewWriter(h, []auditor.SinkSpec{{Sink: s, Required: true}}, nil, nil)
+	// As at the auditor's start: the heads and the event ids from the sink.
+	if err := w.Recover(context.Background()); err != nil {
+		b.Fatal(err)
+	}
 	work := make(chan *auditor.Batch, 1)
 	errc := make(chan error, 1)
 	go func() {
@@ -165,7 +169,9 @@ func auditorAppend(b *testing.B, h link.Hasher, s *chstore.Store, msgs []*link.M
 	tips := map[string]link.Head{}
 	for i := 0; i < len(msgs); i += batch {
 		bt := &auditor.Batch{Base: tips}
-		w.SealAll(bt, msgs[i:min(i+batch, len(msgs))], "/auditor/bench")
+		if err := w.SealAll(context.Background(), bt, msgs[i:min(i+batch, len(msgs))], "/auditor/bench"); err != nil {
+			b.Fatal(err)
+		}
 		for c, hd := range bt.Tips() {
 			tips[c] = hd
 		}
@@ -200,8 +206,8 @@ func BenchmarkAuditorThroughput(b *testing.B) {
 	h := link.NewHasher(nil)
 	seal := auditor.NewWriter(h, nil, nil, nil)
 	var pre auditor.Batch
-	for _, m := range msgs {
-		seal.Seal(&pre, m, "/auditor/bench")
+	if err := seal.SealAll(context.Background(), &pre, msgs, "/auditor/bench"); err != nil {
+		b.Fatal(err)
 	}
 	b.Run("reference-raw-insert", func(b *testing.B) {
 		for b.Loop() {

@@ -227,7 +227,12 @@ func (l *streamLoop) seal(ctx context.Context, msgs []jetstream.Msg, work chan<-
 		if len(ordered) == 0 {
 			return true
 		}
-		s := sealed{b: l.sealBatch(ordered), upto: l.applied, bytes: readBytes}
+		b, ok := l.sealBatch(ctx, ordered)
+		if !ok {
+			l.budget.give(readBytes)
+			return false
+		}
+		s := sealed{b: b, upto: l.applied, bytes: readBytes}
 		ordered, readBytes = nil, 0
 		select {
 		case work <- s:
@@ -290,7 +295,12 @@ func (l *streamLoop) seal(ctx context.Context, msgs []jetstream.Msg, work chan<-
 		})
 		l.applied = seq
 	}
-	return l.sealBatch(ordered), readBytes, true
+	b, ok := l.sealBatch(ctx, ordered)
+	if !ok {
+		l.budget.give(readBytes)
+		return nil, 0, false
+	}
+	return b, readBytes, true
 }
 
 // readBack reads the stream's messages from sequence from to to (at most
@@ -322,14 +332,26 @@ func (l *streamLoop) readBack(ctx context.Context, from, to uint64, limit int, b
 }
 
 // sealBatch seals msgs into a batch that follows the batches sealed
-// before it.
-func (l *streamLoop) sealBatch(msgs []*link.Message) *Batch {
-	b := &Batch{Base: l.tips}
-	l.w.SealAll(b, l.expand(msgs), l.source)
+// before it. Asking a sink whether an event id is in its chain already
+// (Writer.SealAll) is retried with backoff; false when ctx ended first.
+func (l *streamLoop) sealBatch(ctx context.Context, msgs []*link.Message) (*Batch, bool) {
+	msgs = l.expand(msgs)
+	var b *Batch
+	ok := backoff(ctx, func() error {
+		b = &Batch{Base: l.tips}
+		return l.w.SealAll(ctx, b, msgs, l.source)
+	}, func(_ int, wait time.Duration, err error) {
+		if wait == retryFirst || wait == retryMax {
+			l.log.WarnContext(ctx, "look up event ids in the audit sink; retrying", "stream", l.stream, "err", err)
+		}
+	})
+	if !ok {
+		return nil, false
+	}
 	for c, h := range b.Tips() {
 		l.tips[c] = h
 	}
-	return b
+	return b, true
 }
 
 // expand puts each notice about the stream (a gap, a reset) in every
@@ -495,6 +517,9 @@ func (l *streamLoop) commit(ctx context.Context, b *Batch) bool {
 			return err
 		}
 		l.in.appended.Add(ctx, int64(len(b.Recs)), l.appended)
+		if b.Duplicates > 0 {
+			l.in.duplicates.Add(ctx, int64(b.Duplicates), l.appended)
+		}
 		return nil
 	}, func(_ int, wait time.Duration, err error) {
 		l.stats.Retries.Add(1)
@@ -598,7 +623,8 @@ func (l *streamLoop) recoverPending(ctx context.Context) error {
 		return err
 	}
 	if reset := l.resetOf(ctx, l.st.CachedInfo()); reset != nil {
-		if !l.commit(ctx, l.sealBatch([]*link.Message{reset})) {
+		b, ok := l.sealBatch(ctx, []*link.Message{reset})
+		if !ok || !l.commit(ctx, b) {
 			return ctx.Err()
 		}
 	}
@@ -635,7 +661,8 @@ func (l *streamLoop) recoverPending(ctx context.Context) error {
 		if !ok {
 			return ctx.Err()
 		}
-		committed := l.commit(ctx, l.sealBatch(got))
+		b, ok := l.sealBatch(ctx, got)
+		committed := ok && l.commit(ctx, b)
 		l.budget.give(n)
 		if !committed {
 			return ctx.Err()

@@ -23,7 +23,15 @@
 // A batch is acknowledged only once its links are durable in every
 // required sink (Writer.Commit; a failing sink is retried, the backlog
 // waiting in JetStream). A redelivered message already in the chain is
-// recognized by its stream sequence and not appended again; messages a
+// recognized by its stream sequence and not appended again. Each
+// CloudEvent id is linked at most once per chain, whatever JetStream
+// remembers: a message whose id its chain holds already (the same event
+// published again, or redelivered as a new stream message after a NATS
+// restart or past the duplicate window) is acknowledged without a link and
+// counted (MetricDuplicateIDs). The writer keeps the last ids it sealed
+// exactly and a Bloom filter of every id in the sink it reads back
+// (ClickHouse when it is required, else the JSONL log), built at start; an
+// id the filter may hold is looked up in that sink (IDReader). messages a
 // crashed run took but never recorded are read back from the stream, so
 // the chain stays in stream order. At start the auditor resumes from the
 // heads stored in the sinks and first brings a sink that lags behind

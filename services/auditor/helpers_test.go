@@ -249,3 +249,11 @@ func (f *faultySink) Settle(ctx context.Context) error {
 func (f *faultySink) Links(ctx context.Context, c string, after uint64, fn func(link.Record) error) error {
 	return f.Sink.(auditor.LinkReader).Links(ctx, c, after, fn)
 }
+
+func (f *faultySink) EventIDs(ctx context.Context, fn func(chain, id string) error) error {
+	return f.Sink.(auditor.IDReader).EventIDs(ctx, fn)
+}
+
+func (f *faultySink) Linked(ctx context.Context, c string, ids []string) (map[string]bool, error) {
+	return f.Sink.(auditor.IDReader).Linked(ctx, c, ids)
+}

@@ -37,6 +37,13 @@ func (s *sinkSet) setClickHouse(sp *SinkSpec) {
 	s.ch = sp
 }
 
+// clickHouse is the ClickHouse sink's spec, nil until it is opened.
+func (s *sinkSet) clickHouse() *SinkSpec {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ch
+}
+
 func (s *sinkSet) hasClickHouse() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

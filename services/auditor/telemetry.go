@@ -32,6 +32,11 @@ const (
 	MetricLag = "runtimetruth.audit.lag"
 	// MetricAppended counts links committed, by stream.
 	MetricAppended = "runtimetruth.audit.links.appended"
+	// MetricDuplicateIDs counts messages acknowledged without a link
+	// because their CloudEvent id is in their chain already (the same
+	// event published again, or redelivered as a new stream message after
+	// JetStream forgot its Nats-Msg-Id), by stream.
+	MetricDuplicateIDs = "runtimetruth.audit.duplicate_ids"
 	// MetricInflight is the bytes of the messages the auditor holds:
 	// pulled or read back from the streams, not yet acknowledged (at most
 	// about Config.MaxInflightBytes).
@@ -50,10 +55,11 @@ const lagTimeout = 2 * time.Second
 
 // instruments are the auditor's tracer and metrics.
 type instruments struct {
-	p        telemetry.Providers
-	tracer   trace.Tracer
-	appended metric.Int64Counter
-	meter    metric.Meter
+	p          telemetry.Providers
+	tracer     trace.Tracer
+	appended   metric.Int64Counter
+	duplicates metric.Int64Counter
+	meter      metric.Meter
 }
 
 func newInstruments(p telemetry.Providers) *instruments {
@@ -63,6 +69,8 @@ func newInstruments(p telemetry.Providers) *instruments {
 	// why through otel.Handle.
 	in.appended, _ = m.Int64Counter(MetricAppended, metric.WithUnit("{link}"),
 		metric.WithDescription("Links committed to every required audit sink."))
+	in.duplicates, _ = m.Int64Counter(MetricDuplicateIDs, metric.WithUnit("{message}"),
+		metric.WithDescription("Messages acknowledged without a link: their event id is in their audit chain already."))
 	return in
 }
 

@@ -72,6 +72,8 @@ type Writer struct {
 	stats  *Stats
 	fence  func(context.Context) error
 	owns   func(chain string) bool
+	ids    *linkedIDs
+	idSink Sink // the sink ids are looked up in (LookupIDs); nil: Recover's choice
 
 	mu    sync.Mutex
 	heads map[string]link.Head
@@ -85,7 +87,35 @@ func NewWriter(h link.Hasher, sinks []SinkSpec, log *slog.Logger, stats *Stats) 
 	if stats == nil {
 		stats = new(Stats)
 	}
-	return &Writer{h: h, sinks: sinks, log: log, stats: stats, heads: map[string]link.Head{}}
+	return &Writer{h: h, sinks: sinks, log: log, stats: stats, heads: map[string]link.Head{}, ids: newLinkedIDs()}
+}
+
+// LookupIDs names the sink the writer asks whether an event id is in a
+// chain already (an IDReader among its sinks); call it before Recover.
+// Without it, Recover takes the first required sink that reads ids back,
+// else the first that does; with none, only the ids sealed recently are
+// known (recentIDs), and an id linked before them could be linked again.
+func (w *Writer) LookupIDs(s Sink) { w.idSink = s }
+
+// idReader is the sink Recover loads the ids from (see LookupIDs).
+func (w *Writer) idReader() IDReader {
+	if r, ok := w.idSink.(IDReader); ok {
+		return r
+	}
+	var first IDReader
+	for _, s := range w.sinks {
+		r, ok := s.Sink.(IDReader)
+		if !ok {
+			continue
+		}
+		if s.Required {
+			return r
+		}
+		if first == nil {
+			first = r
+		}
+	}
+	return first
 }
 
 // Fence sets the check Commit makes before writing anything: a non-nil
@@ -161,6 +191,17 @@ func (w *Writer) Recover(ctx context.Context) error {
 			w.log.InfoContext(ctx, "audit sink caught up", "sink", s.Sink.Name(), "chain", c, "links", n, "from", w.sinks[lead].Sink.Name())
 		}
 		committed[c] = top
+	}
+	// The sinks are level: the ids of one are those of all.
+	r := w.idReader()
+	n, err := w.ids.load(ctx, r, w.owned)
+	if err != nil {
+		return err
+	}
+	if r == nil {
+		w.log.WarnContext(ctx, "no audit sink reads event ids back: an event id is linked once only among the last ones sealed", "recent", recentIDs)
+	} else {
+		w.log.InfoContext(ctx, "event ids of the audit chains loaded", "sink", r.(Sink).Name(), "ids", n)
 	}
 	w.mu.Lock()
 	w.heads = committed
@@ -246,19 +287,26 @@ type Batch struct {
 	// Base, when set, holds chain tips that come before the batch (the
 	// batches sealed but not yet committed); Seal follows them before the
 	// committed heads.
-	Base     map[string]link.Head
-	done     []bool
-	attempts []int
-	tip      map[string]link.Head
+	Base map[string]link.Head
+	// Duplicates counts the messages SealAll left out: their event id is
+	// in their chain already (or earlier in the batch).
+	Duplicates int
+	done       []bool
+	attempts   []int
+	tip        map[string]link.Head
 }
 
 // Tips returns the last link of each chain in the batch.
 func (b *Batch) Tips() map[string]link.Head { return b.tip }
 
-// Seal appends the link of m to the batch (see SealAll).
-func (w *Writer) Seal(b *Batch, m *link.Message, source string) link.Record {
-	w.SealAll(b, []*link.Message{m}, source)
-	return b.Recs[len(b.Recs)-1]
+// Seal appends the link of m to the batch (see SealAll) and returns it;
+// false when m's event id is in its chain already.
+func (w *Writer) Seal(ctx context.Context, b *Batch, m *link.Message, source string) (link.Record, bool, error) {
+	n := len(b.Recs)
+	if err := w.SealAll(ctx, b, []*link.Message{m}, source); err != nil || len(b.Recs) == n {
+		return link.Record{}, false, err
+	}
+	return b.Recs[len(b.Recs)-1], true, nil
 }
 
 // prepareChunk is how many messages one goroutine prepares at a time.
@@ -268,7 +316,14 @@ const prepareChunk = 32
 // the batch's earlier link of its chain, else Base's, else the chain's
 // committed head. The messages are checked and canonicalized in parallel;
 // a message whose event cannot be recorded as it is becomes a rejection.
-func (w *Writer) SealAll(b *Batch, msgs []*link.Message, source string) {
+//
+// A message whose CloudEvent id its chain holds already (a link in the
+// sinks, sealed before, or earlier in msgs) is left out and counted
+// (Batch.Duplicates, Stats.DuplicateIDs): each id is linked once per
+// chain, however often and however late it is delivered. Auditor-made
+// records are never left out. SealAll fails, leaving b as it was, only
+// when a sink must be asked about an id and cannot answer.
+func (w *Writer) SealAll(ctx context.Context, b *Batch, msgs []*link.Message, source string) error {
 	if b.tip == nil {
 		b.tip = map[string]link.Head{}
 	}
@@ -295,7 +350,28 @@ func (w *Writer) SealAll(b *Batch, msgs []*link.Message, source string) {
 		}
 		wg.Wait()
 	}
+	keys := make([]idKey, 0, len(prep))
 	for _, p := range prep {
+		if !p.Meta.Rejected && p.Meta.ID != "" {
+			keys = append(keys, idKey{p.Chain, p.Meta.ID})
+		}
+	}
+	linked, err := w.ids.known(ctx, keys)
+	if err != nil {
+		return err
+	}
+	sealed := keys[:0]
+	for _, p := range prep {
+		if !p.Meta.Rejected && p.Meta.ID != "" {
+			k := idKey{p.Chain, p.Meta.ID}
+			if linked[k] {
+				b.Duplicates++
+				w.stats.DuplicateIDs.Add(1)
+				continue
+			}
+			linked[k] = true // once in this batch too
+			sealed = append(sealed, k)
+		}
 		head, ok := b.tip[p.Chain]
 		if !ok {
 			if head, ok = b.Base[p.Chain]; !ok {
@@ -311,6 +387,8 @@ func (w *Writer) SealAll(b *Batch, msgs []*link.Message, source string) {
 		b.tip[p.Chain] = r.Head()
 		b.Recs = append(b.Recs, r)
 	}
+	w.ids.add(sealed)
+	return nil
 }
 
 // Commit writes the batch to every sink that does not hold it yet, in
@@ -454,6 +532,10 @@ type Stats struct {
 	// Duplicates counts messages already in the chain (redeliveries),
 	// acknowledged without a new link.
 	Duplicates atomic.Uint64
+	// DuplicateIDs counts messages whose CloudEvent id their chain holds
+	// already (the same event published again, or redelivered as a new
+	// stream message), acknowledged without a new link.
+	DuplicateIDs atomic.Uint64
 	// OtherPartition counts messages of chains another partition owns
 	// (Config.Partitions), acknowledged without a link.
 	OtherPartition atomic.Uint64

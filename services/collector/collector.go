@@ -53,16 +53,19 @@ type Settings struct {
 // events through its spool. Build it with New; it follows the lifecycle
 // contract (Start returns quickly, Shutdown drains).
 type Collector struct {
-	cfg     Config
-	log     *slog.Logger
-	ext     *nats.Conn
-	source  string
-	signer  *events.Signer // set by Start, before any collection
-	targets []*target
-	byName  map[string]*target
-	stats   counters
-	tel     telemetry.Providers
-	in      *instruments
+	cfg    Config
+	log    *slog.Logger
+	ext    *nats.Conn
+	source string
+	// controlSubject is CollectNowSubject(cfg.Host): the one control
+	// subject the collector subscribes to and answers on.
+	controlSubject string
+	signer         *events.Signer // set by Start, before any collection
+	targets        []*target
+	byName         map[string]*target
+	stats          counters
+	tel            telemetry.Providers
+	in             *instruments
 
 	// onSpooled, when set (tests), sees the ids of each spooled batch.
 	onSpooled func(ids []string)
@@ -111,13 +114,14 @@ func New(cfg Config, set Settings) (*Collector, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := &Collector{
-		cfg:    cfg,
-		log:    log.With("component", "collector", "host", cfg.Host),
-		ext:    set.Conn,
-		source: events.Source("collector", cfg.Host),
-		byName: map[string]*target{},
-		tel:    set.Telemetry,
-		in:     newInstruments(set.Telemetry),
+		cfg:            cfg,
+		log:            log.With("component", "collector", "host", cfg.Host),
+		ext:            set.Conn,
+		source:         events.Source("collector", cfg.Host),
+		controlSubject: CollectNowSubject(cfg.Host),
+		byName:         map[string]*target{},
+		tel:            set.Telemetry,
+		in:             newInstruments(set.Telemetry),
 	}
 	for _, tc := range cfg.Targets {
 		t := &target{cfg: tc}
@@ -174,7 +178,7 @@ func (c *Collector) Start(ctx context.Context) error {
 	}
 	js, err := jetstream.New(nc)
 	if err == nil {
-		c.sub, err = nc.Subscribe(CollectNowSubject(c.cfg.Host), c.handleControl)
+		c.sub, err = nc.Subscribe(c.controlSubject, c.handleControl)
 	}
 	if err != nil {
 		if c.ext == nil {
@@ -206,7 +210,7 @@ func (c *Collector) Start(ctx context.Context) error {
 	c.state = stateRunning
 	pending, _ := sp.Pending()
 	c.log.Info("collector started", "targets", len(c.targets), "spool", sp.Dir(), "spool_pending", pending,
-		"control_subject", CollectNowSubject(c.cfg.Host))
+		"control_subject", c.controlSubject)
 	return nil
 }
 

@@ -2,7 +2,6 @@ package collector_test
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -104,53 +103,6 @@ func TestCollectionFailurePublishesCollectionFailed(t *testing.T) {
 	require.ErrorIs(t, err, collector.ErrCollectionFailed)
 	b.waitStored(t, 2)
 	assert.Equal(t, uint64(2), c.Stats().CollectionFailures)
-}
-
-func TestCollectNowRequest(t *testing.T) {
-	b := runBus(t, t.TempDir(), 0)
-	repo := gittest.New(t)
-	cfg := testConfig(t, b.url, gitTarget("repo", repo, time.Hour), gitTarget("broken", filepath.Join(t.TempDir(), "gone"), time.Hour))
-	c, _ := newCollector(t, cfg, collector.Settings{})
-	require.NoError(t, c.Start(t.Context()))
-	b.waitStored(t, 2) // the first collections
-
-	subject := collector.CollectNowSubject(testHost)
-	assert.Equal(t, "rt.ctl.collect.test-host=2Eexample", subject)
-	request := func(payload string) collector.CollectNowReply {
-		t.Helper()
-		m, err := b.nc.Request(subject, []byte(payload), 30*time.Second)
-		require.NoError(t, err)
-		var rep collector.CollectNowReply
-		require.NoError(t, json.Unmarshal(m.Data, &rep), string(m.Data))
-		assert.Equal(t, testHost, rep.Host)
-		return rep
-	}
-
-	rep := request("repo")
-	require.Empty(t, rep.Error)
-	require.Len(t, rep.Results, 1)
-	r := rep.Results[0]
-	assert.Equal(t, collector.Result{Target: "repo", Kind: "git", Status: collector.StatusCollected,
-		EventID: r.EventID, Digest: r.Digest}, r)
-	msgs := b.waitStored(t, 3)
-	assert.Equal(t, r.EventID, msgs[2].m.Header.Get(events.HeaderMsgID))
-	assert.Equal(t, r.Digest, evidence(t, msgs[2]).Digest)
-
-	rep = request("") // every target
-	require.Len(t, rep.Results, 2)
-	byName := map[string]collector.Result{}
-	for _, r := range rep.Results {
-		byName[r.Target] = r
-	}
-	assert.Equal(t, collector.StatusCollected, byName["repo"].Status)
-	assert.Equal(t, collector.StatusFailed, byName["broken"].Status)
-	assert.NotEmpty(t, byName["broken"].Error)
-	b.waitStored(t, 5)
-
-	rep = request("nope")
-	assert.Empty(t, rep.Results)
-	assert.Contains(t, rep.Error, "unknown target \"nope\"")
-	assert.Equal(t, uint64(3), c.Stats().ControlRequests)
 }
 
 func TestEmbeddedConnectionIsNotClosed(t *testing.T) {

@@ -1,34 +1,170 @@
 package collector
 
 import (
+	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
 )
 
 // ControlTimeout bounds the collections one request asks for.
 const ControlTimeout = 2 * time.Minute
 
-// CollectNowReply is the JSON reply to a request on CollectNowSubject.
+// The collect-now protocol (request-reply on CollectNowSubject). A request
+// is a JSON CollectNowRequest (a target name, empty for every target, and
+// the requester's nonce) or, as before, a target name as plain text (no
+// nonce). The reply is a DSSE envelope (events.OpenEnvelope) of payload
+// type ReplyPayloadType, signed with the collector's key, whose payload is
+// the JSON CollectNowReply: the host, the request's target and nonce, the
+// reply time and the results. A requester accepts it only when it verifies
+// with the key the host registry holds as the host's enrolled key and
+// says the host and nonce it asked (VerifyCollectNowReply).
+const (
+	// ReplyPayloadType is the payload type of a reply's envelope.
+	ReplyPayloadType = "application/vnd.runtimetruth.collect-reply.v1+json"
+	// MaxNonceLength bounds a request's nonce: printable ASCII without
+	// spaces.
+	MaxNonceLength = 128
+	// MaxRequestSize bounds a request.
+	MaxRequestSize = 4 << 10
+)
+
+// CollectNowRequest is a request on CollectNowSubject, as JSON.
+type CollectNowRequest struct {
+	// Target names the target to collect; empty for every target.
+	Target string `json:"target,omitempty"`
+	// Nonce is the requester's fresh random value, signed back in the
+	// reply so that a reply to an earlier request does not pass for this
+	// one. Required in a JSON request.
+	Nonce string `json:"nonce"`
+}
+
+// CollectNowReply is what a collector signs in reply to a request on
+// CollectNowSubject (the payload of the ReplyPayloadType envelope).
 type CollectNowReply struct {
 	Host string `json:"host"`
+	// Target and Nonce are the request's (both empty for a request that
+	// could not be read).
+	Target string `json:"target"`
+	Nonce  string `json:"nonce"`
+	// Time is when the reply was signed.
+	Time time.Time `json:"time"`
 	// Results has one entry per collected target.
 	Results []Result `json:"results,omitempty"`
 	// Error says why nothing was collected (an unknown target, a
-	// shutdown).
+	// malformed request, a shutdown).
 	Error string `json:"error,omitempty"`
 }
 
-// handleControl answers a collect-now request: the payload is a target
-// name as plain text, or empty for every target. The collection runs in
-// its own goroutine so a slow one does not hold up the next request.
+// Why a collect-now request or reply is refused (wrapped).
+var (
+	// ErrBadRequest: the request is malformed.
+	ErrBadRequest = errors.New("bad collect-now request")
+	// ErrBadReply: the signed payload is not a CollectNowReply.
+	ErrBadReply = errors.New("bad collect-now reply")
+	// ErrReplyMismatch: an authentic reply, but to another request (its
+	// host, nonce or target is not the request's).
+	ErrReplyMismatch = errors.New("the reply is not to this request")
+)
+
+// ParseCollectNowRequest reads a request: JSON when it starts with "{"
+// (strict: no unknown field, a nonce of at most MaxNonceLength printable
+// non-space ASCII), else a target name as plain text, surrounding space
+// trimmed.
+func ParseCollectNowRequest(data []byte) (CollectNowRequest, error) {
+	if len(data) > MaxRequestSize {
+		return CollectNowRequest{}, fmt.Errorf("%w: longer than %d bytes", ErrBadRequest, MaxRequestSize)
+	}
+	text := bytes.TrimSpace(data)
+	if !bytes.HasPrefix(text, []byte("{")) {
+		return CollectNowRequest{Target: string(text)}, nil
+	}
+	var req CollectNowRequest
+	if err := decodeStrict(text, &req); err != nil {
+		return CollectNowRequest{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	if req.Nonce == "" || len(req.Nonce) > MaxNonceLength ||
+		strings.ContainsFunc(req.Nonce, func(r rune) bool { return r <= ' ' || r > '~' }) {
+		return CollectNowRequest{}, fmt.Errorf("%w: want a nonce of 1 to %d printable ASCII characters", ErrBadRequest, MaxNonceLength)
+	}
+	return req, nil
+}
+
+// OpenCollectNowReply checks a reply's envelope (events.OpenEnvelope: its
+// errors wrap events.ErrUnsigned or events.ErrBadSignature, or key's
+// error) and decodes the reply it signs, strictly (ErrBadReply). It does
+// not check that the reply is to a given request: VerifyCollectNowReply
+// does.
+func OpenCollectNowReply(data []byte, key func(keyID string) (ed25519.PublicKey, error)) (keyID string, rep CollectNowReply, err error) {
+	keyID, payload, err := events.OpenEnvelope(data, ReplyPayloadType, key)
+	if err != nil {
+		return "", CollectNowReply{}, err
+	}
+	if err := decodeStrict(payload, &rep); err != nil {
+		return "", CollectNowReply{}, fmt.Errorf("%w: %w", ErrBadReply, err)
+	}
+	return keyID, rep, nil
+}
+
+// VerifyCollectNowReply accepts a reply to req sent to host's collector:
+// it opens (OpenCollectNowReply, with key, which returns host's enrolled
+// key for its id or an error) and says host, req's nonce and req's target
+// (else ErrReplyMismatch).
+func VerifyCollectNowReply(data []byte, host string, req CollectNowRequest, key func(keyID string) (ed25519.PublicKey, error)) (keyID string, rep CollectNowReply, err error) {
+	keyID, rep, err = OpenCollectNowReply(data, key)
+	switch {
+	case err != nil:
+		return "", CollectNowReply{}, err
+	case rep.Host != host:
+		return keyID, rep, fmt.Errorf("%w: signed for host %q, not %q", ErrReplyMismatch, rep.Host, host)
+	case rep.Nonce != req.Nonce:
+		return keyID, rep, fmt.Errorf("%w: its nonce %q is not the request's (a replay?)", ErrReplyMismatch, rep.Nonce)
+	case rep.Target != req.Target:
+		return keyID, rep, fmt.Errorf("%w: it answers for target %q, not %q", ErrReplyMismatch, rep.Target, req.Target)
+	}
+	return keyID, rep, nil
+}
+
+// decodeStrict decodes exactly one JSON value into v, refusing unknown
+// fields.
+func decodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("data after the JSON value")
+	}
+	return nil
+}
+
+// handleControl answers a collect-now request on the collector's own
+// subject (a request on any other is dropped and counted: the collector
+// subscribes to its own only, and never answers for another host). The
+// collection runs in its own goroutine so a slow one does not hold up the
+// next request.
 func (c *Collector) handleControl(m *nats.Msg) {
+	if m.Subject != c.controlSubject {
+		c.stats.controlForeign.Add(1)
+		c.log.Warn("collect-now request for another host dropped", "subject", m.Subject)
+		return
+	}
 	c.stats.controlRequests.Add(1)
-	name := strings.TrimSpace(string(m.Data))
+	req, err := ParseCollectNowRequest(m.Data)
+	if err != nil {
+		c.reply(m, CollectNowReply{Host: c.cfg.Host, Error: err.Error()})
+		return
+	}
 	c.mu.Lock()
 	running := c.state == stateRunning
 	if running {
@@ -36,15 +172,15 @@ func (c *Collector) handleControl(m *nats.Msg) {
 	}
 	c.mu.Unlock()
 	if !running {
-		c.reply(m, CollectNowReply{Host: c.cfg.Host, Error: ErrNotRunning.Error()})
+		c.reply(m, CollectNowReply{Host: c.cfg.Host, Target: req.Target, Nonce: req.Nonce, Error: ErrNotRunning.Error()})
 		return
 	}
 	go func() {
 		defer c.inflight.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), ControlTimeout)
 		defer cancel()
-		results, err := c.collectNow(ctx, name)
-		rep := CollectNowReply{Host: c.cfg.Host, Results: results}
+		results, err := c.collectNow(ctx, req.Target)
+		rep := CollectNowReply{Host: c.cfg.Host, Target: req.Target, Nonce: req.Nonce, Results: results}
 		if results == nil && err != nil {
 			rep.Error = err.Error()
 		}
@@ -52,13 +188,19 @@ func (c *Collector) handleControl(m *nats.Msg) {
 	}()
 }
 
+// reply signs rep, timed now, and sends its envelope.
 func (c *Collector) reply(m *nats.Msg, rep CollectNowReply) {
 	if m.Reply == "" {
 		return
 	}
-	data, err := json.Marshal(rep)
+	rep.Time = time.Now().UTC()
+	payload, err := json.Marshal(rep)
+	var env []byte
 	if err == nil {
-		err = m.Respond(data)
+		env, err = c.signer.SignEnvelope(ReplyPayloadType, payload)
+	}
+	if err == nil {
+		err = m.Respond(env)
 	}
 	if err != nil {
 		c.log.Warn("collect-now reply failed", "err", err)
@@ -84,13 +226,14 @@ type Stats struct {
 	SpoolPendingBytes   int64  // their size on disk
 	DeliveryLag         time.Duration
 	ControlRequests     uint64 // collect-now requests received
+	ControlForeign      uint64 // requests on another host's subject, dropped (never expected)
 }
 
 type counters struct {
-	collections, failures, runnableModified                    atomic.Uint64
-	spooled, refused, invalid, delivered, duplicates, rejected atomic.Uint64
-	publishErrors, spoolErrors, controlRequests                atomic.Uint64
-	spoolRecoveredBytes, lastLagNanos                          atomic.Int64
+	collections, failures, runnableModified                     atomic.Uint64
+	spooled, refused, invalid, delivered, duplicates, rejected  atomic.Uint64
+	publishErrors, spoolErrors, controlRequests, controlForeign atomic.Uint64
+	spoolRecoveredBytes, lastLagNanos                           atomic.Int64
 }
 
 // Stats returns the counters.
@@ -110,6 +253,7 @@ func (c *Collector) Stats() Stats {
 		SpoolRecoveredBytes: c.stats.spoolRecoveredBytes.Load(),
 		DeliveryLag:         time.Duration(c.stats.lastLagNanos.Load()),
 		ControlRequests:     c.stats.controlRequests.Load(),
+		ControlForeign:      c.stats.controlForeign.Load(),
 	}
 	c.mu.Lock()
 	sp := c.spool

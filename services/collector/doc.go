@@ -23,7 +23,12 @@
 // after a crash the undelivered ones are sent again and JetStream's
 // de-duplication window absorbs the copies.
 //
-// A request to CollectNowSubject(host) (plain-text payload naming a
-// target, empty for all) collects at once and replies with a JSON
-// CollectNowReply.
+// A request to CollectNowSubject(host), the one control subject the
+// collector subscribes to (a JSON CollectNowRequest with the requester's
+// nonce, or a target name as plain text; empty for all), collects at once
+// and replies with a CollectNowReply (host, the request's target and
+// nonce, the time, the results) signed with the collector's key: a DSSE
+// envelope of payload type ReplyPayloadType (events.SignEnvelope). A
+// requester accepts it with VerifyCollectNowReply, given the host's
+// enrolled key.
 package collector

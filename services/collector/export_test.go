@@ -13,3 +13,6 @@ func SetSpoolHook(c *Collector, f func(ids []string)) { c.onSpooled = f }
 func EncodeMsg(m *nats.Msg, at time.Time) []byte { return encodeMsg(m, at) }
 
 func DecodeMsg(b []byte) (*nats.Msg, time.Time, error) { return decodeMsg(b) }
+
+// HandleControl runs c's handler of collect-now requests on m.
+func HandleControl(c *Collector, m *nats.Msg) { c.handleControl(m) }

@@ -56,6 +56,10 @@ type Baseline struct {
 	// Revision is the bucket revision the baseline was read or written
 	// at (not stored).
 	Revision uint64 `json:"-"`
+	// Evidence is the latest snapshot Approve adopted (its host, the key
+	// that signed it, its time); nil for a baseline read or put (not
+	// stored).
+	Evidence *Observation `json:"-"`
 }
 
 // Errors of Baselines.
@@ -76,6 +80,22 @@ var (
 	// ErrNotAnnounced: the baseline was written but its
 	// baseline.changed event could not be published.
 	ErrNotAnnounced = errors.New("baseline change not announced")
+	// ErrNoDigest: Approve was not told the digest of the snapshot the
+	// operator reviewed (ApproveOptions.Digest).
+	ErrNoDigest = errors.New("no reviewed digest")
+	// ErrDigestChanged: the latest snapshot Approve would adopt is not
+	// the one the operator reviewed (it changed since, or another was
+	// named).
+	ErrDigestChanged = errors.New("the latest snapshot is not the reviewed one")
+	// ErrUnauthenticated: the latest snapshot carries no verified
+	// signature (the verifier that received it runs with enrollment off);
+	// Approve adopts it only with ApproveOptions.AllowUnauthenticated.
+	ErrUnauthenticated = errors.New("unauthenticated evidence")
+	// ErrSignerNotEnrolled: the key that signed the latest snapshot is
+	// not, now, an enrolled key of its host in the host registry
+	// (pending, revoked, another host's or unknown: the error wraps
+	// ErrNotEnrolled, ErrRevoked, ErrNoSuchKey or ErrNoSuchHost too).
+	ErrSignerNotEnrolled = errors.New("evidence signed by a key that is not its host's enrolled one")
 )
 
 // maxBaselineSize bounds a stored baseline: a bucket value is at most
@@ -225,6 +245,9 @@ type stores struct {
 	baselines jetstream.KeyValue
 	evidence  jetstream.KeyValue // evidence-latest
 	verdicts  jetstream.KeyValue // verdicts-latest
+	// hosts is the host registry, opened when Approve first checks a
+	// signer (hostsBucket): a bus without it can still store baselines.
+	hosts jetstream.KeyValue
 }
 
 func (b *Baselines) buckets(ctx context.Context) (stores, error) {
@@ -243,6 +266,24 @@ func (b *Baselines) buckets(ctx context.Context) (stores, error) {
 		*dst = kv
 	}
 	return b.s, nil
+}
+
+// hostsBucket returns the host registry's bucket.
+func (b *Baselines) hostsBucket(ctx context.Context) (jetstream.KeyValue, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.s.hosts != nil {
+		return b.s.hosts, nil
+	}
+	kv, err := b.js.KeyValue(ctx, topology.BucketHosts)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, fmt.Errorf("no %q bucket (the host registry) on this bus: a verifier creates it when it starts", topology.BucketHosts)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s bucket: %w", topology.BucketHosts, err)
+	}
+	b.s.hosts = kv
+	return kv, nil
 }
 
 func (b *Baselines) bucket(ctx context.Context) (jetstream.KeyValue, error) {
@@ -455,32 +496,135 @@ type ApproveOptions struct {
 	// provided the latest snapshots of every host agree (no differences
 	// but captured_at).
 	Host string
+	// Digest is the digest of the snapshot the operator reviewed
+	// (sha256:<hex>, as Candidate, `runtimetruth baseline approve` without
+	// --digest, `baseline show` and `status` print it). Approve adopts the
+	// latest snapshot only when it has this digest: ErrNoDigest when
+	// empty, ErrDigestChanged when the latest snapshot is another.
+	Digest string
 	// By names the approver (baseline.changed's actor).
 	By string
 	// Protect and RequiredIdentity set the new baseline's; nil keeps the
 	// current baseline's (use an empty, non-nil Protect to clear it).
 	Protect          []string
 	RequiredIdentity *Identity
+	// AllowUnauthenticated adopts a snapshot that carries no verified
+	// signature (ErrUnauthenticated: the verifier runs with enrollment
+	// off, so nothing proves which host sent it). A signed snapshot is
+	// checked against the registry all the same.
+	AllowUnauthenticated bool
 }
 
-// Approve promotes the latest snapshot of target (see ApproveOptions.Host)
-// to its baseline, as Put does. ErrNoSnapshot when none was received,
-// ErrAmbiguous when hosts disagree and no host is named.
-func (b *Baselines) Approve(ctx context.Context, target events.Target, o ApproveOptions) (*Baseline, error) {
+// Candidate is what Approve would adopt for a target, for an operator to
+// review before approving it.
+type Candidate struct {
+	// Observation is the latest snapshot Approve would adopt: its digest,
+	// host, signing key (SignedBy) and time.
+	Observation Observation
+	// Current is the target's baseline now; nil when it has none (or an
+	// invalid one, which approving replaces).
+	Current *Baseline
+	// Unauthentic is nil for authentic evidence: signed by a key that is
+	// an enrolled key of the observation's host in the host registry.
+	// Otherwise it says why not: ErrUnauthenticated (no signature) or
+	// ErrSignerNotEnrolled, and Approve refuses the snapshot (the first
+	// only without ApproveOptions.AllowUnauthenticated).
+	Unauthentic error
+}
+
+// Candidate returns what Approve(ctx, target, ApproveOptions{Host: host})
+// would adopt, and why it would refuse it (Candidate.Unauthentic). It
+// fails as Approve does when there is nothing to adopt: ErrNoSnapshot,
+// ErrAmbiguous, ErrBaselineGone.
+func (b *Baselines) Candidate(ctx context.Context, target events.Target, host string) (*Candidate, error) {
 	st, err := b.buckets(ctx)
 	if err != nil {
 		return nil, err
 	}
-	obs, err := st.latestObservation(ctx, target, o.Host)
+	obs, err := st.latestObservation(ctx, target, host)
 	if err != nil {
 		return nil, err
+	}
+	c := &Candidate{Observation: *obs}
+	cur, err := getBaseline(ctx, st.baselines, target)
+	switch {
+	case err == nil:
+		c.Current = &cur.Baseline
+	case errors.Is(err, ErrNoBaseline), errors.Is(err, ErrInvalidBaseline):
+	default:
+		return nil, err
+	}
+	if c.Unauthentic, err = b.authenticity(ctx, *obs); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// authenticity returns why o is not authentic evidence of its host (nil
+// when it is), or an error when the registry cannot be read.
+func (b *Baselines) authenticity(ctx context.Context, o Observation) (unauthentic, err error) {
+	if o.SignedBy == "" {
+		return fmt.Errorf("%w: the latest snapshot of %s from %s carries no verified signature (the verifier that received it runs with enrollment off), so nothing proves %s sent it",
+			ErrUnauthenticated, o.Target, o.Host, o.Host), nil
+	}
+	kv, err := b.hostsBucket(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := NewHosts(kv, EnrollManual).Get(ctx, o.Host)
+	if errors.Is(err, ErrNoSuchHost) {
+		return fmt.Errorf("%w: %s signed the latest snapshot of %s from %s: %w", ErrSignerNotEnrolled, o.SignedBy, o.Target, o.Host, err), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	why := ErrNoSuchKey
+	if k := rec.KeyOf(o.SignedBy); k != nil {
+		switch k.State {
+		case events.KeyEnrolled:
+			return nil, nil
+		case events.KeyRevoked:
+			why = ErrRevoked
+		default:
+			why = fmt.Errorf("%w: it is %s", ErrNotEnrolled, k.State)
+		}
+	}
+	return fmt.Errorf("%w: %s signed the latest snapshot of %s from %s: %w", ErrSignerNotEnrolled, o.SignedBy, o.Target, o.Host, why), nil
+}
+
+// Approve promotes the latest snapshot of target (see ApproveOptions.Host)
+// to its baseline, as Put does, provided it is the snapshot the operator
+// reviewed (ApproveOptions.Digest) and authentic evidence of its host
+// (Candidate.Unauthentic). ErrNoSnapshot when none was received,
+// ErrAmbiguous when hosts disagree and no host is named, ErrNoDigest,
+// ErrDigestChanged, ErrUnauthenticated and ErrSignerNotEnrolled when it
+// refuses the snapshot. The baseline returned says what was adopted
+// (Baseline.Evidence).
+func (b *Baselines) Approve(ctx context.Context, target events.Target, o ApproveOptions) (*Baseline, error) {
+	c, err := b.Candidate(ctx, target, o.Host)
+	if err != nil {
+		return nil, err
+	}
+	obs := c.Observation
+	if o.Digest == "" {
+		return nil, fmt.Errorf("%w: name the digest of the snapshot you reviewed (the latest snapshot of %s from %s is %s)", ErrNoDigest, target, obs.Host, obs.Digest)
+	}
+	// AllowUnauthenticated covers evidence without a signature, never a
+	// signer the registry refuses.
+	allowed := o.AllowUnauthenticated && errors.Is(c.Unauthentic, ErrUnauthenticated)
+	if c.Unauthentic != nil && !allowed {
+		return nil, c.Unauthentic
+	}
+	if obs.Digest != o.Digest {
+		return nil, fmt.Errorf("%w: the latest snapshot of %s from %s is %s, not the reviewed %s: review it again",
+			ErrDigestChanged, target, obs.Host, obs.Digest, o.Digest)
 	}
 	bl := Baseline{
 		Target: target, Snapshot: obs.Snapshot, Digest: obs.Digest,
 		Protect: o.Protect, RequiredIdentity: o.RequiredIdentity,
 		ApprovedBy: o.By, Host: obs.Host,
 	}
-	if cur, err := getBaseline(ctx, st.baselines, target); err == nil {
+	if cur := c.Current; cur != nil {
 		if o.Protect == nil {
 			bl.Protect = cur.Protect
 		}
@@ -488,7 +632,23 @@ func (b *Baselines) Approve(ctx context.Context, target events.Target, o Approve
 			bl.RequiredIdentity = cur.RequiredIdentity
 		}
 	}
-	return b.Put(ctx, bl)
+	out, err := b.Put(ctx, bl)
+	if out != nil {
+		out.Evidence = &obs
+	}
+	return out, err
+}
+
+// LatestDigest is the digest of the latest snapshot of r's host and
+// target as the verdict record r tells it: the digest Approve adopts for
+// them (what `runtimetruth status` prints for --digest). A snapshot that
+// had its baseline's evidence stands for that baseline (VerdictRecord.
+// AtBaseline), so its digest is the baseline's.
+func LatestDigest(r VerdictRecord) string {
+	if r.AtBaseline && r.Verdict.BaselineDigest != "" {
+		return r.Verdict.BaselineDigest
+	}
+	return r.Verdict.SnapshotDigest
 }
 
 // Observations returns the latest snapshot of target on every host, ordered

@@ -202,36 +202,69 @@ func TestBaselinesRejectInvalidInput(t *testing.T) {
 	assert.Empty(t, announcements(ctx, t, js), "nothing announced")
 }
 
+// firstUse runs a verifier that authenticates evidence, pinning the first
+// key of each host (as `up` does for its own host).
+func firstUse(c *verifier.Config) { c.Enrollment = string(verifier.EnrollFirstUse) }
+
+// fleet signs each host's evidence with that host's own key, as its
+// collector does.
+type fleet struct {
+	signers map[string]*events.Signer
+	keys    map[string]string
+}
+
+func newFleet() *fleet {
+	return &fleet{signers: map[string]*events.Signer{}, keys: map[string]string{}}
+}
+
+// publish publishes s as collected on host, signed by host's key, and
+// returns the event id.
+func (f *fleet) publish(ctx context.Context, t *testing.T, js jetstream.JetStream, host string, s *snapshot.Snapshot) string {
+	t.Helper()
+	sg, ok := f.signers[host]
+	if !ok {
+		sg, f.keys[host] = signer(t)
+		f.signers[host] = sg
+	}
+	m, id := signedMsg(t, host, s, sg)
+	_, err := js.PublishMsg(ctx, m)
+	require.NoError(t, err)
+	return id
+}
+
 func TestApprove(t *testing.T) {
 	ctx, url, js := server(t)
-	start(ctx, t, url, nil)
+	start(ctx, t, url, firstUse)
 	bls := verifier.NewBaselines(js, "/cli/alice")
+	hosts := newFleet()
 
 	_, err := bls.Approve(ctx, testTarget, verifier.ApproveOptions{})
 	require.ErrorIs(t, err, verifier.ErrNoSnapshot)
 
 	// Two hosts with the same runtime: either snapshot will do.
 	a, b := snap(unit(1)), snap(unit(1))
-	verdictOf(ctx, t, js, publishSnapshot(ctx, t, js, "web-01", a))
-	verdictOf(ctx, t, js, publishSnapshot(ctx, t, js, "web-02", b))
-	bl, err := bls.Approve(ctx, testTarget, verifier.ApproveOptions{By: "alice", Protect: []string{"systemd.unit"}})
+	verdictOf(ctx, t, js, hosts.publish(ctx, t, js, "web-01", a))
+	verdictOf(ctx, t, js, hosts.publish(ctx, t, js, "web-02", b))
+	bl, err := bls.Approve(ctx, testTarget, verifier.ApproveOptions{By: "alice", Digest: digest(t, b), Protect: []string{"systemd.unit"}})
 	require.NoError(t, err)
 	assert.Equal(t, digest(t, b), bl.Digest, "the newest of equivalent snapshots")
 	assert.Equal(t, "web-02", bl.Host)
+	require.NotNil(t, bl.Evidence)
+	assert.Equal(t, hosts.keys["web-02"], bl.Evidence.SignedBy, "what was adopted, and who signed it")
 
 	// The hosts now differ: the approver must say which one.
 	c := snap(unit(3))
-	verdictOf(ctx, t, js, publishSnapshot(ctx, t, js, "web-01", c))
-	_, err = bls.Approve(ctx, testTarget, verifier.ApproveOptions{By: "alice"})
+	verdictOf(ctx, t, js, hosts.publish(ctx, t, js, "web-01", c))
+	_, err = bls.Approve(ctx, testTarget, verifier.ApproveOptions{By: "alice", Digest: digest(t, c)})
 	require.ErrorIs(t, err, verifier.ErrAmbiguous)
 	assert.Contains(t, err.Error(), "web-02")
 
-	bl, err = bls.Approve(ctx, testTarget, verifier.ApproveOptions{Host: "web-01", By: "alice"})
+	bl, err = bls.Approve(ctx, testTarget, verifier.ApproveOptions{Host: "web-01", By: "alice", Digest: digest(t, c)})
 	require.NoError(t, err)
 	assert.Equal(t, digest(t, c), bl.Digest)
 	assert.Equal(t, []string{"systemd.unit"}, bl.Protect, "the selectors of the baseline replaced are kept")
 
-	_, err = bls.Approve(ctx, testTarget, verifier.ApproveOptions{Host: "web-03"})
+	_, err = bls.Approve(ctx, testTarget, verifier.ApproveOptions{Host: "web-03", Digest: digest(t, c)})
 	require.ErrorIs(t, err, verifier.ErrNoSnapshot)
 
 	obs, err := bls.Observations(ctx, testTarget)
@@ -241,13 +274,154 @@ func TestApprove(t *testing.T) {
 	assert.Equal(t, digest(t, c), obs[0].Digest)
 
 	// The next snapshot of web-01 passes; web-02 drifts.
-	assert.Equal(t, events.StatusPass, verdictOf(ctx, t, js, publishSnapshot(ctx, t, js, "web-01", snap(unit(3)))).Status)
-	v := verdictOf(ctx, t, js, publishSnapshot(ctx, t, js, "web-02", snap(unit(1))))
+	assert.Equal(t, events.StatusPass, verdictOf(ctx, t, js, hosts.publish(ctx, t, js, "web-01", snap(unit(3)))).Status)
+	v := verdictOf(ctx, t, js, hosts.publish(ctx, t, js, "web-02", snap(unit(1))))
 	assert.Equal(t, events.StatusDrift, v.Status)
 	require.NotNil(t, v.Report)
 	require.Len(t, v.Report.Changes, 1)
 	assert.Equal(t, "main_pid", v.Report.Changes[0].Fields[0].Field)
 	assert.Equal(t, []string{"systemd.unit"}, v.Report.Protected)
+}
+
+// Approve adopts only the digest the operator reviewed: a snapshot that
+// changed between review (Candidate) and approval is refused, naming
+// both digests, and changes nothing; so is an approval naming no digest.
+func TestApproveOnlyTheReviewedDigest(t *testing.T) {
+	ctx, url, js := server(t)
+	start(ctx, t, url, firstUse)
+	bls := verifier.NewBaselines(js, "/cli/alice")
+	hosts := newFleet()
+	reviewed := snap(unit(1))
+	verdictOf(ctx, t, js, hosts.publish(ctx, t, js, "web-01", reviewed))
+
+	c, err := bls.Candidate(ctx, testTarget, "")
+	require.NoError(t, err)
+	assert.Equal(t, digest(t, reviewed), c.Observation.Digest)
+	assert.Equal(t, "web-01", c.Observation.Host)
+	assert.Equal(t, hosts.keys["web-01"], c.Observation.SignedBy)
+	assert.NoError(t, c.Unauthentic)
+	assert.Nil(t, c.Current)
+
+	// The host sends another snapshot before the operator approves.
+	changed := snap(unit(2))
+	verdictOf(ctx, t, js, hosts.publish(ctx, t, js, "web-01", changed))
+	noBaseline := func() { _, err := bls.Get(ctx, testTarget); require.ErrorIs(t, err, verifier.ErrNoBaseline) }
+	for name, tc := range map[string]struct {
+		digest string
+		want   error
+		says   []string
+	}{
+		"the reviewed snapshot changed since": {digest(t, reviewed), verifier.ErrDigestChanged, []string{digest(t, reviewed), digest(t, changed), "from web-01"}},
+		"no digest":                           {"", verifier.ErrNoDigest, []string{digest(t, changed)}},
+		"not a digest":                        {"latest", verifier.ErrDigestChanged, []string{`not the reviewed latest`}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := bls.Approve(ctx, testTarget, verifier.ApproveOptions{Digest: tc.digest, By: "alice"})
+			require.ErrorIs(t, err, tc.want)
+			for _, s := range tc.says {
+				assert.Contains(t, err.Error(), s)
+			}
+			noBaseline()
+		})
+	}
+	assert.Empty(t, announcements(ctx, t, js), "nothing announced")
+
+	bl, err := bls.Approve(ctx, testTarget, verifier.ApproveOptions{Digest: digest(t, changed), By: "alice"})
+	require.NoError(t, err)
+	assert.Equal(t, digest(t, changed), bl.Digest)
+}
+
+// Approve adopts only authentic evidence: signed by a key that is, at
+// approval, an enrolled key of the host the snapshot came from. A key the
+// registry holds as pending or revoked, another host's key, or a host the
+// registry does not know are each refused with their reason.
+func TestApproveOnlyAuthenticEvidence(t *testing.T) {
+	ctx, url, js := server(t)
+	start(ctx, t, url, firstUse)
+	bls := verifier.NewBaselines(js, "/cli/alice")
+	hosts := newFleet()
+	s := snap(unit(1))
+	verdictOf(ctx, t, js, hosts.publish(ctx, t, js, "web-01", s))
+	verdictOf(ctx, t, js, hosts.publish(ctx, t, js, "web-02", snap(unit(2))))
+	key, other := hosts.keys["web-01"], hosts.keys["web-02"]
+	kv, err := js.KeyValue(ctx, topology.BucketHosts)
+	require.NoError(t, err)
+	pinned, err := kv.Get(ctx, events.Token("web-01"))
+	require.NoError(t, err)
+	registry := func(t *testing.T, keys ...events.HostKey) {
+		t.Helper()
+		if keys == nil {
+			require.NoError(t, kv.Delete(ctx, events.Token("web-01")))
+			return
+		}
+		v, err := json.Marshal(events.HostRecord{Host: "web-01", Keys: keys})
+		require.NoError(t, err)
+		_, err = kv.Put(ctx, events.Token("web-01"), v)
+		require.NoError(t, err)
+	}
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	hostKey := func(id string, state events.KeyState) events.HostKey {
+		return events.HostKey{Key: id, State: state, FirstSeen: at, Changed: at, By: "alice"}
+	}
+
+	for _, tc := range []struct {
+		name string
+		keys []events.HostKey
+		want error
+	}{
+		{"the key is pending", []events.HostKey{hostKey(key, events.KeyPending)}, verifier.ErrNotEnrolled},
+		{"the key is revoked", []events.HostKey{hostKey(key, events.KeyRevoked), hostKey(other, events.KeyEnrolled)}, verifier.ErrRevoked},
+		{"the key is not the host's", []events.HostKey{hostKey(other, events.KeyEnrolled)}, verifier.ErrNoSuchKey},
+		{"the host is not in the registry", nil, verifier.ErrNoSuchHost},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			registry(t, tc.keys...)
+			c, err := bls.Candidate(ctx, testTarget, "web-01")
+			require.NoError(t, err)
+			require.ErrorIs(t, c.Unauthentic, verifier.ErrSignerNotEnrolled)
+			require.ErrorIs(t, c.Unauthentic, tc.want)
+			_, err = bls.Approve(ctx, testTarget, verifier.ApproveOptions{Host: "web-01", Digest: digest(t, s), By: "alice", AllowUnauthenticated: true})
+			require.ErrorIs(t, err, verifier.ErrSignerNotEnrolled, "AllowUnauthenticated does not cover a bad signer")
+			require.ErrorIs(t, err, tc.want)
+			assert.Contains(t, err.Error(), key)
+			_, err = bls.Get(ctx, testTarget)
+			require.ErrorIs(t, err, verifier.ErrNoBaseline)
+		})
+	}
+
+	// Its key enrolled again, the same snapshot is adopted.
+	_, err = kv.Put(ctx, events.Token("web-01"), pinned.Value())
+	require.NoError(t, err)
+	bl, err := bls.Approve(ctx, testTarget, verifier.ApproveOptions{Host: "web-01", Digest: digest(t, s), By: "alice"})
+	require.NoError(t, err)
+	assert.Equal(t, digest(t, s), bl.Digest)
+	assert.Equal(t, key, bl.Evidence.SignedBy)
+}
+
+// Under enrollment off nothing is authenticated: Approve refuses the
+// latest snapshot unless told to adopt unauthenticated evidence.
+func TestApproveUnauthenticated(t *testing.T) {
+	ctx, url, js := server(t)
+	start(ctx, t, url, func(c *verifier.Config) { c.Enrollment = string(verifier.EnrollOff) })
+	bls := verifier.NewBaselines(js, "/cli/alice")
+	s := snap(unit(1))
+	verdictOf(ctx, t, js, publishSnapshot(ctx, t, js, "web-01", s))
+
+	c, err := bls.Candidate(ctx, testTarget, "")
+	require.NoError(t, err)
+	require.ErrorIs(t, c.Unauthentic, verifier.ErrUnauthenticated)
+	assert.Empty(t, c.Observation.SignedBy)
+
+	_, err = bls.Approve(ctx, testTarget, verifier.ApproveOptions{Digest: digest(t, s), By: "alice"})
+	require.ErrorIs(t, err, verifier.ErrUnauthenticated)
+	assert.Contains(t, err.Error(), "enrollment off")
+	_, err = bls.Get(ctx, testTarget)
+	require.ErrorIs(t, err, verifier.ErrNoBaseline)
+
+	bl, err := bls.Approve(ctx, testTarget, verifier.ApproveOptions{Digest: digest(t, s), By: "alice", AllowUnauthenticated: true})
+	require.NoError(t, err)
+	assert.Equal(t, digest(t, s), bl.Digest)
+	assert.Empty(t, bl.Evidence.SignedBy)
 }
 
 // recorded waits until the latest verdict of host's target is that of the
@@ -274,8 +448,9 @@ func recorded(ctx context.Context, t *testing.T, js jetstream.JetStream, host, e
 // host's next collection is needed.
 func TestApproveAtBaseline(t *testing.T) {
 	ctx, url, js := server(t)
-	start(ctx, t, url, nil)
+	start(ctx, t, url, firstUse)
 	bls := verifier.NewBaselines(js, "/cli/alice")
+	hosts := newFleet()
 	base, err := bls.Put(ctx, verifier.Baseline{Snapshot: canonical(t, snap(unit(1))), ApprovedBy: "alice"})
 	require.NoError(t, err)
 	evidence, err := js.KeyValue(ctx, verifier.BucketEvidence)
@@ -292,13 +467,13 @@ func TestApproveAtBaseline(t *testing.T) {
 	// web-01 drifts, then comes back to the baseline; web-02 only ever
 	// reports the baseline.
 	drifted := snap(unit(2))
-	id := publishSnapshot(ctx, t, js, "web-01", drifted)
+	id := hosts.publish(ctx, t, js, "web-01", drifted)
 	require.Equal(t, events.StatusDrift, verdictOf(ctx, t, js, id).Status)
 	assert.False(t, recorded(ctx, t, js, "web-01", id).AtBaseline)
-	back := publishSnapshot(ctx, t, js, "web-01", snap(unit(1)))
+	back := hosts.publish(ctx, t, js, "web-01", snap(unit(1)))
 	require.Equal(t, events.StatusPass, verdictOf(ctx, t, js, back).Status)
 	assert.True(t, recorded(ctx, t, js, "web-01", back).AtBaseline)
-	only := publishSnapshot(ctx, t, js, "web-02", snap(unit(1)))
+	only := hosts.publish(ctx, t, js, "web-02", snap(unit(1)))
 	assert.True(t, recorded(ctx, t, js, "web-02", only).AtBaseline)
 
 	assert.Equal(t, digest(t, drifted), stored("web-01").Digest, "the drifted snapshot stays stored")
@@ -313,11 +488,12 @@ func TestApproveAtBaseline(t *testing.T) {
 		assert.Equal(t, base.Digest, obs[i].Digest)
 		assert.Equal(t, want, obs[i].EvidenceID)
 		assert.JSONEq(t, string(base.Snapshot), string(obs[i].Snapshot))
+		assert.Equal(t, hosts.keys[obs[i].Host], obs[i].SignedBy, "the signer of the verdict's evidence")
 	}
 
 	// Approving a host at the baseline changes nothing (never the drift
 	// it has left).
-	again, err := bls.Approve(ctx, testTarget, verifier.ApproveOptions{By: "bob"})
+	again, err := bls.Approve(ctx, testTarget, verifier.ApproveOptions{By: "bob", Digest: base.Digest})
 	require.NoError(t, err)
 	assert.Equal(t, base.Digest, again.Digest)
 	assert.Equal(t, base.Revision, again.Revision)
@@ -327,7 +503,7 @@ func TestApproveAtBaseline(t *testing.T) {
 	// one's evidence, found in the history: approving web-01 restores it.
 	replaced, err := bls.Put(ctx, verifier.Baseline{Snapshot: canonical(t, snap(unit(3))), ApprovedBy: "alice"})
 	require.NoError(t, err)
-	o, err := bls.Approve(ctx, testTarget, verifier.ApproveOptions{Host: "web-01", By: "alice"})
+	o, err := bls.Approve(ctx, testTarget, verifier.ApproveOptions{Host: "web-01", By: "alice", Digest: base.Digest})
 	require.NoError(t, err)
 	assert.Equal(t, base.Digest, o.Digest)
 	assert.Greater(t, o.Revision, replaced.Revision)
@@ -337,7 +513,7 @@ func TestApproveAtBaseline(t *testing.T) {
 		_, err := bls.Put(ctx, verifier.Baseline{Snapshot: canonical(t, snap(unit(int64(10+i)))), ApprovedBy: "alice"})
 		require.NoError(t, err)
 	}
-	_, err = bls.Approve(ctx, testTarget, verifier.ApproveOptions{Host: "web-02", By: "alice"})
+	_, err = bls.Approve(ctx, testTarget, verifier.ApproveOptions{Host: "web-02", By: "alice", Digest: base.Digest})
 	require.ErrorIs(t, err, verifier.ErrBaselineGone)
 	assert.Contains(t, err.Error(), "from web-02")
 	_, err = bls.Observations(ctx, testTarget)
@@ -345,10 +521,10 @@ func TestApproveAtBaseline(t *testing.T) {
 
 	// Its next collection is stored as the drift it now is.
 	next := snap(unit(1))
-	id = publishSnapshot(ctx, t, js, "web-02", next)
+	id = hosts.publish(ctx, t, js, "web-02", next)
 	require.Equal(t, events.StatusDrift, verdictOf(ctx, t, js, id).Status)
 	recorded(ctx, t, js, "web-02", id)
-	o, err = bls.Approve(ctx, testTarget, verifier.ApproveOptions{Host: "web-02", By: "alice"})
+	o, err = bls.Approve(ctx, testTarget, verifier.ApproveOptions{Host: "web-02", By: "alice", Digest: digest(t, next)})
 	require.NoError(t, err)
 	assert.Equal(t, digest(t, next), o.Digest)
 }

@@ -18,6 +18,9 @@
 // publish acknowledgements are shared, never skipped.
 //
 // Baselines manages the baselines (Put, Get, List, Delete, and Approve,
-// which promotes a target's latest snapshot) and announces every change as
-// a baseline.changed event; Status lists the latest verdicts.
+// which promotes a target's latest snapshot: only the one the operator
+// reviewed, named by its digest, and only evidence signed by a key the host
+// registry holds as its host's enrolled one; Candidate shows what Approve
+// would adopt) and announces every change as a baseline.changed event;
+// Status lists the latest verdicts.
 package verifier

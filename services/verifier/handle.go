@@ -140,12 +140,18 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans [
 		case err != nil:
 			it.fail(err)
 			continue
-		case found && cur.handled(it.e.ID()):
+		case found && cur.handled(it.e.ID()) && (h.auth == nil || it.ord.EvidenceSequence <= cur.EvidenceSequence):
 			// Handled before (a redelivery: the verdict was published and
 			// recorded, the acknowledgement lost), whether JetStream still
 			// knows the verdict's message id or not.
 			h.counts.duplicate.Add(1)
 			it.fail(nil)
+			continue
+		case found && cur.handled(it.e.ID()):
+			// The same event stored again after the latest verified one:
+			// published again byte for byte, after the stream forgot its
+			// message id. A replay.
+			it.fail(h.auth.refuse(it.ctx, it.ev.Host, it.e.ID(), fmt.Errorf("%w: evidence %s was verified before", ErrReplayed, it.e.ID())))
 			continue
 		case found && h.auth != nil && it.ord.EvidenceSequence > cur.EvidenceSequence:
 			// A message stored after the latest verified one, signed

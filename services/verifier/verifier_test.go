@@ -103,11 +103,12 @@ func TestNoBaselineGivesAnErrorVerdict(t *testing.T) {
 
 func TestApproveThenPass(t *testing.T) {
 	ctx, url, js := server(t)
-	vf := start(ctx, t, url, nil)
+	vf := start(ctx, t, url, firstUse)
+	hosts := newFleet()
 	first := snap(unit(1))
-	verdictOf(ctx, t, js, publishSnapshot(ctx, t, js, "web-01", first))
+	verdictOf(ctx, t, js, hosts.publish(ctx, t, js, "web-01", first))
 
-	bl, err := verifier.NewBaselines(js, "/cli/alice").Approve(ctx, testTarget, verifier.ApproveOptions{By: "alice"})
+	bl, err := verifier.NewBaselines(js, "/cli/alice").Approve(ctx, testTarget, verifier.ApproveOptions{By: "alice", Digest: digest(t, first)})
 	require.NoError(t, err)
 	assert.Equal(t, digest(t, first), bl.Digest)
 	assert.Equal(t, "web-01", bl.Host)
@@ -115,7 +116,7 @@ func TestApproveThenPass(t *testing.T) {
 
 	second := snap(unit(1)) // the same runtime, captured later
 	require.NotEqual(t, digest(t, first), digest(t, second))
-	id := publishSnapshot(ctx, t, js, "web-01", second)
+	id := hosts.publish(ctx, t, js, "web-01", second)
 	v := verdictOf(ctx, t, js, id)
 	assert.Equal(t, events.StatusPass, v.Status)
 	assert.Equal(t, bl.Digest, v.BaselineDigest)

@@ -13,8 +13,10 @@
 // grants to match.
 //
 // In short: a collector publishes evidence (rt.evidence, rt.integrity,
-// rt.collect.failed) and nothing else, and answers only its collect-now
-// requests; only the verifier publishes verdicts; only the attestor
+// rt.collect.failed) and nothing else, and answers only collect-now
+// requests; with a credential of its own (Host, HostRole: per-host users
+// of ServerConfig, or in operator mode the users OperatorMode's scoped
+// signing key issues, operator.go), only its own host's; only the verifier publishes verdicts; only the attestor
 // answers sign requests and publishes attestations; the auditor reads every
 // stream and publishes nothing. No service may delete or purge a stream,
 // a consumer or a bucket; the services that create the topology at start

@@ -38,32 +38,52 @@ const admin = "admin"
 const intruder = "intruder"
 
 // runServer starts a JetStream server from the rendered configuration (a
-// user per service, named after it, password "<service>-pw"), plus an
-// unrestricted admin user in the pipeline's account standing for the
-// operator's CLI and the intruder in the collectors'.
-func runServer(t *testing.T) string {
+// user per service, named after it, password "<service>-pw", and the
+// users of hosts, a user's password "<user>-pw"), plus an unrestricted
+// admin user in the pipeline's account standing for the operator's CLI and
+// the intruder in the collectors'.
+func runServer(t *testing.T, hosts ...buspolicy.Host) string {
 	t.Helper()
 	users := map[string]string{}
 	for _, r := range buspolicy.Roles() {
 		users[r.Service] = r.Service
-		t.Setenv(strings.ToUpper(r.Service)+"_PASSWORD", r.Service+"-pw")
+		t.Setenv(buspolicy.PasswordEnv(r.Service), r.Service+"-pw")
 	}
+	hostOf := map[string]string{}
+	for _, h := range hosts {
+		hostOf[h.User+h.NKey] = h.Name
+		if h.User != "" {
+			t.Setenv(buspolicy.PasswordEnv(h.User), h.User+"-pw")
+		}
+	}
+	rendered, err := buspolicy.ServerConfig(users, hosts...)
+	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "nats.conf")
-	conf := fmt.Sprintf("host: 127.0.0.1\nport: -1\njetstream { store_dir: %q }\n", t.TempDir()) + buspolicy.ServerConfig(users)
+	conf := fmt.Sprintf("host: 127.0.0.1\nport: -1\njetstream { store_dir: %q }\n", t.TempDir()) + rendered
 	require.NoError(t, os.WriteFile(path, []byte(conf), 0o600))
 	opts, err := server.ProcessConfigFile(path)
 	require.NoError(t, err, "the rendered configuration is valid nats-server configuration")
 	opts.NoLog, opts.NoSigs, opts.ServerName = true, true, "policy"
 	assert.Equal(t, int32(buspolicy.MaxPayload), opts.MaxPayload, "max_payload")
-	require.Len(t, opts.Users, len(buspolicy.Roles()))
+	require.Len(t, opts.Users, len(buspolicy.Roles())+len(hosts)-len(opts.Nkeys))
+	check := func(name string, perms *server.Permissions, account *server.Account) {
+		r, ok := buspolicy.Lookup(name)
+		wantAccount := buspolicy.AccountOf(r.Service)
+		if host, isHost := hostOf[name]; isHost {
+			r, ok, wantAccount = buspolicy.HostRole(host), true, buspolicy.AccountCollectors
+		}
+		require.True(t, ok, name)
+		assert.Equal(t, r.PublishSubjects(), perms.Publish.Allow, "%s publish", name)
+		assert.Equal(t, r.SubscribeSubjects(), perms.Subscribe.Allow, "%s subscribe", name)
+		assert.Equal(t, r.Responds, perms.Response != nil, "%s responses", name)
+		require.NotNil(t, account, "%s has an account", name)
+		assert.Equal(t, wantAccount, account.Name, "%s account", name)
+	}
 	for _, u := range opts.Users {
-		r, ok := buspolicy.Lookup(u.Username)
-		require.True(t, ok)
-		assert.Equal(t, r.PublishSubjects(), u.Permissions.Publish.Allow, "%s publish", r.Service)
-		assert.Equal(t, r.SubscribeSubjects(), u.Permissions.Subscribe.Allow, "%s subscribe", r.Service)
-		assert.Equal(t, r.Responds, u.Permissions.Response != nil, "%s responses", r.Service)
-		require.NotNil(t, u.Account, "%s has an account", r.Service)
-		assert.Equal(t, buspolicy.AccountOf(r.Service), u.Account.Name, "%s account", r.Service)
+		check(u.Username, u.Permissions, u.Account)
+	}
+	for _, u := range opts.Nkeys {
+		check(u.Nkey, u.Permissions, u.Account)
 	}
 	accounts := map[string]*server.Account{}
 	for _, a := range opts.Accounts {
@@ -88,9 +108,14 @@ type client struct {
 
 func connect(t *testing.T, url, user string) *client {
 	t.Helper()
+	return connectAs(t, natsbus.Config{URL: url, User: user, Password: user + "-pw"})
+}
+
+// connectAs is a connection with cfg's credentials.
+func connectAs(t *testing.T, cfg natsbus.Config) *client {
+	t.Helper()
 	c := &client{errs: make(chan error, 64)}
-	cfg := natsbus.Config{URL: url, User: user, Password: user + "-pw"}
-	nc, err := natsbus.Connect(cfg, "policy-test-"+user, func(o *nats.Options) error {
+	nc, err := natsbus.Connect(cfg, "policy-test", func(o *nats.Options) error {
 		o.AsyncErrorCB = func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			select {
 			case c.errs <- err:

@@ -9,11 +9,16 @@ import (
 )
 
 // Markdown renders the roles as markdown: per service, a table of the
-// allowed publish and subscribe subjects with the reason for each.
+// allowed publish and subscribe subjects with the reason for each, and
+// then the role of a host's own collector credential (HostRole, <host>
+// standing for the host's subject token).
 func Markdown() string {
 	var b strings.Builder
 	b.WriteString("| service | may | subject | why |\n|---|---|---|---|\n")
-	for _, r := range Roles() {
+	roles := Roles()
+	host := hostRole("<host>")
+	host.Service = "collector (own credential of a host)"
+	for _, r := range append(roles, host) {
 		for _, g := range r.Publish {
 			fmt.Fprintf(&b, "| %s | publish | `%s` | %s |\n", r.Service, g.Subject, g.Why)
 		}
@@ -31,26 +36,43 @@ func Markdown() string {
 // server's max_payload (MaxPayload) and two accounts (AccountPipeline and
 // AccountCollectors), each user with its service's permissions, in its
 // service's account; users maps a service name to the user name (services
-// missing from it are left out). Passwords are referenced as
-// $<USER>_PASSWORD environment variables of the server, never written out.
-// An operator's user (the runtimetruth CLI) goes into AccountPipeline.
-func ServerConfig(users map[string]string) string {
+// missing from it are left out). Each of hosts becomes a user of
+// AccountCollectors with the permissions of HostRole (a user with a
+// password, or an nkey user), beside the shared collector user if users
+// names one. Passwords are referenced as $<USER>_PASSWORD environment
+// variables of the server, never written out. An operator's user (the
+// runtimetruth CLI) goes into AccountPipeline.
+func ServerConfig(users map[string]string, hosts ...Host) (string, error) {
+	seen := map[string]bool{}
+	for _, u := range users {
+		seen[u] = true
+	}
+	for _, h := range hosts {
+		if err := h.Validate(); err != nil {
+			return "", err
+		}
+		id := h.User + h.NKey
+		if seen[id] {
+			return "", fmt.Errorf("%w: host %q: user %q is named twice", ErrHost, h.Name, id)
+		}
+		seen[id] = true
+	}
 	var b strings.Builder
 	b.WriteString("# runtimetruth bus policy (pkg/platform/buspolicy)\n")
 	fmt.Fprintf(&b, "# events.MaxEventSize (%d) + events.MaxHeaderSize (%d)\n", events.MaxEventSize, events.MaxHeaderSize)
 	fmt.Fprintf(&b, "max_payload: %d\n\naccounts {\n", MaxPayload)
-	services := func(account string) []Role {
-		var out []Role
+	services := func(account string) []user {
+		var out []user
 		for _, r := range Roles() {
-			if _, ok := users[r.Service]; ok && AccountOf(r.Service) == account {
-				out = append(out, r)
+			if name, ok := users[r.Service]; ok && AccountOf(r.Service) == account {
+				out = append(out, user{comment: r.Service, name: name, role: r})
 			}
 		}
 		return out
 	}
 
 	fmt.Fprintf(&b, "  %s {\n    jetstream: enabled\n", AccountPipeline)
-	writeUsers(&b, users, services(AccountPipeline))
+	writeUsers(&b, services(AccountPipeline))
 	b.WriteString("    # the collectors' events, into the streams of this account (a service: the\n" +
 		"    # publish acknowledgement goes back)\n    exports = [\n")
 	for _, s := range CollectorSubjects() {
@@ -67,7 +89,11 @@ func ServerConfig(users map[string]string) string {
 		"    # would mean no limit to nats-server\n")
 	fmt.Fprintf(&b, "    jetstream { max_memory: %d, max_file: %d, max_streams: %d, max_consumers: %d }\n",
 		l.MaxMemory, l.MaxStore, l.MaxStreams, l.MaxConsumers)
-	writeUsers(&b, users, services(AccountCollectors))
+	collectors := services(AccountCollectors)
+	for _, h := range hosts {
+		collectors = append(collectors, user{comment: "collector of host " + strconv.Quote(h.Name), name: h.User, nkey: h.NKey, role: HostRole(h.Name)})
+	}
+	writeUsers(&b, collectors)
 	b.WriteString("    exports = [\n")
 	fmt.Fprintf(&b, "      { service: %s, accounts: [%s] }\n", strconv.Quote(CollectNowSubject), AccountPipeline)
 	b.WriteString("    ]\n    imports = [\n")
@@ -75,23 +101,42 @@ func ServerConfig(users map[string]string) string {
 		fmt.Fprintf(&b, "      { service: { account: %s, subject: %s } }\n", AccountPipeline, strconv.Quote(s))
 	}
 	b.WriteString("    ]\n  }\n}\n")
-	return b.String()
+	return b.String(), nil
+}
+
+// user is one entry of an account's users: a user name (its password
+// from the environment) or an nkey, with its role's permissions.
+type user struct {
+	comment    string
+	name, nkey string
+	role       Role
+}
+
+// PasswordEnv is the server's environment variable that ServerConfig
+// reads a user's password from: $<USER>_PASSWORD, upper case, with '-'
+// and '.' as '_'.
+func PasswordEnv(user string) string {
+	return strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(user)) + "_PASSWORD"
 }
 
 // writeUsers renders the users block of an account.
-func writeUsers(b *strings.Builder, users map[string]string, roles []Role) {
-	if len(roles) == 0 {
+func writeUsers(b *strings.Builder, users []user) {
+	if len(users) == 0 {
 		b.WriteString("    users = []\n")
 		return
 	}
 	b.WriteString("    users = [\n")
-	for _, r := range roles {
-		user := users[r.Service]
-		env := strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(user)) + "_PASSWORD"
-		fmt.Fprintf(b, "      # %s\n      {\n        user: %s\n        password: $%s\n        permissions: {\n", r.Service, strconv.Quote(user), env)
-		fmt.Fprintf(b, "          publish: { allow: %s }\n", list(r.PublishSubjects()))
-		fmt.Fprintf(b, "          subscribe: { allow: %s }\n", list(r.SubscribeSubjects()))
-		if r.Responds {
+	for _, u := range users {
+		fmt.Fprintf(b, "      # %s\n      {\n", u.comment)
+		if u.nkey != "" {
+			fmt.Fprintf(b, "        nkey: %s\n", strconv.Quote(u.nkey))
+		} else {
+			fmt.Fprintf(b, "        user: %s\n        password: $%s\n", strconv.Quote(u.name), PasswordEnv(u.name))
+		}
+		b.WriteString("        permissions: {\n")
+		fmt.Fprintf(b, "          publish: { allow: %s }\n", list(u.role.PublishSubjects()))
+		fmt.Fprintf(b, "          subscribe: { allow: %s }\n", list(u.role.SubscribeSubjects()))
+		if u.role.Responds {
 			b.WriteString("          allow_responses: true\n")
 		}
 		b.WriteString("        }\n      }\n")

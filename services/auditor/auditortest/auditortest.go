@@ -6,7 +6,9 @@
 package auditortest
 
 import (
+	"bytes"
 	"context"
+	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -137,6 +139,23 @@ func Msg(tb testing.TB, p events.Payload, i int) *nats.Msg {
 		events.WithID(fmt.Sprintf("01930000-0000-7000-8000-%012d", i)), events.WithTime(Time.Add(time.Duration(i)*time.Millisecond)))
 	if err != nil {
 		tb.Fatalf("encode fixture %d: %v", i, err)
+	}
+	return m
+}
+
+// Key is the fixture collector's signing key.
+var Key = ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize))
+
+// SignedMsg is Msg signed by key (a collector's signature, the claim's
+// sequence seq).
+func SignedMsg(tb testing.TB, p events.Payload, i int, key ed25519.PrivateKey, seq uint64) *nats.Msg {
+	tb.Helper()
+	s := events.NewSigner(key, func() (uint64, error) { return seq, nil })
+	m, _, err := events.NewMsg(events.Source("test", "fixture"), p,
+		events.WithID(fmt.Sprintf("01930000-0000-7000-8000-%012d", i)), events.WithTime(Time.Add(time.Duration(i)*time.Millisecond)),
+		events.WithSigner(s))
+	if err != nil {
+		tb.Fatalf("encode signed fixture %d: %v", i, err)
 	}
 	return m
 }

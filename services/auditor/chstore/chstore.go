@@ -362,3 +362,58 @@ func (s *Store) Latest(ctx context.Context, n int) ([]link.Record, error) {
 	slices.Reverse(out)
 	return out, nil
 }
+
+// EventIDs calls fn with the chain and event id of every link that
+// records a message (rejected = 0), in no order.
+func (s *Store) EventIDs(ctx context.Context, fn func(chain, id string) error) error {
+	rows, err := s.conn.Query(ctx, "SELECT chain, event_id FROM "+s.table+" WHERE rejected = 0")
+	if err != nil {
+		return fmt.Errorf("clickhouse event ids: %w", err)
+	}
+	defer func() { _ = rows.Close() }()
+	for rows.Next() {
+		var c, id string
+		if err := rows.Scan(&c, &id); err != nil {
+			return fmt.Errorf("clickhouse event ids: %w", err)
+		}
+		if err := fn(c, id); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("clickhouse event ids: %w", err)
+	}
+	return nil
+}
+
+// Linked returns those of ids that a link of chain recording a message
+// carries (the table's key starts with chain: only its rows are read).
+func (s *Store) Linked(ctx context.Context, chainName string, ids []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	q := make([]string, len(ids))
+	for i, id := range ids {
+		q[i] = Quote(id)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	rows, err := s.conn.Query(ctx, "SELECT DISTINCT event_id FROM "+s.table+" WHERE chain = "+Quote(chainName)+
+		" AND rejected = 0 AND event_id IN ("+strings.Join(q, ", ")+")")
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse linked ids: %w", err)
+	}
+	defer func() { _ = rows.Close() }()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("clickhouse linked ids: %w", err)
+		}
+		out[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("clickhouse linked ids: %w", err)
+	}
+	return out, nil
+}

@@ -18,6 +18,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -441,3 +442,121 @@ func globEscape(s string) string {
 }
 
 var _ io.Closer = (*Sink)(nil)
+
+// EventIDs calls fn with the chain and event id of every link that
+// records a message, reading the log.
+func (s *Sink) EventIDs(ctx context.Context, fn func(chain, id string) error) error {
+	files, err := Files(s.opts.Path)
+	if err != nil {
+		return err
+	}
+	for _, path := range files {
+		if err := scanIDs(ctx, path, func(chainName string, id []byte) error {
+			return fn(chainName, link.UnquoteID(id))
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Linked returns those of ids that a link of chainName recording a
+// message carries, reading the log (a costly call, made only for the ids
+// the auditor's filter may have seen).
+func (s *Sink) Linked(ctx context.Context, chainName string, ids []string) (map[string]bool, error) {
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
+	out := map[string]bool{}
+	files, err := Files(s.opts.Path)
+	if err != nil {
+		return nil, err
+	}
+	for _, path := range files {
+		if err := scanIDs(ctx, path, func(c string, raw []byte) error {
+			if c == chainName {
+				if id := link.UnquoteID(raw); want[id] {
+					out[id] = true
+				}
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// scanIDs calls fn with the chain and raw event id (link.EventID) of every
+// link of a file that records a message.
+func scanIDs(ctx context.Context, path string, fn func(chainName string, id []byte) error) error {
+	f, err := regfile.Open(path)
+	if err != nil {
+		return fmt.Errorf("read audit log: %w", err)
+	}
+	defer func() { _ = f.Close() }()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 256<<10), chain.MaxLinkSize+1)
+	var name string
+	var last []byte // the chain name as written, for reuse
+	for n := 0; sc.Scan(); n++ {
+		ln := sc.Bytes()
+		raw, event, ok := lineParts(ln)
+		if !ok {
+			r, err := link.Parse(ln) // not in the canonical layout: parse it
+			if err != nil {
+				return fmt.Errorf("read audit log %s: %w", path, err)
+			}
+			raw, event = []byte(canonjson.AppendString(nil, r.Chain)), r.Event
+		}
+		id, message, ok := link.EventID(event)
+		if !ok || !message {
+			continue
+		}
+		if !bytes.Equal(raw, last) {
+			last = append(last[:0], raw...)
+			if err := json.Unmarshal(raw, &name); err != nil {
+				return fmt.Errorf("read audit log %s: chain name: %w", path, err)
+			}
+		}
+		if err := fn(name, id); err != nil {
+			return err
+		}
+		if n%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read audit log %s: %w", path, err)
+	}
+	return nil
+}
+
+// lineParts splits a link line in the canonical layout,
+// {"chain":"…","event":{…},"hash":…}, into the chain name as a JSON
+// string and the event.
+func lineParts(ln []byte) (chainName, event []byte, ok bool) {
+	const head = `{"chain":"`
+	if !bytes.HasPrefix(ln, []byte(head)) {
+		return nil, nil, false
+	}
+	i := len(head)
+	for ; i < len(ln) && ln[i] != '"'; i++ {
+		if ln[i] == '\\' {
+			i++
+		}
+	}
+	const ev = `,"event":`
+	if i >= len(ln) || !bytes.HasPrefix(ln[i+1:], []byte(ev)) {
+		return nil, nil, false
+	}
+	end := bytes.LastIndex(ln, []byte(`,"hash":"`))
+	start := i + 1 + len(ev)
+	if end < start {
+		return nil, nil, false
+	}
+	return ln[len(head)-1 : i+1], ln[start:end], true
+}

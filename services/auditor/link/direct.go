@@ -2,6 +2,8 @@ package link
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -54,6 +56,10 @@ func appendEntry(dst []byte, m *Message, meta *Meta) ([]byte, bool) {
 	dst = canonjson.AppendString(dst, a.DataSchema)
 	dst = append(dst, `,"id":`...)
 	dst = canonjson.AppendString(dst, a.ID)
+	if a.Signature != "" {
+		dst = append(dst, `,"`+events.ExtSignature+`":`...)
+		dst = canonjson.AppendString(dst, a.Signature)
+	}
 	dst = append(dst, `,"source":`...)
 	dst = canonjson.AppendString(dst, a.Source)
 	dst = append(dst, `,"specversion":`...)
@@ -76,6 +82,12 @@ func appendEntry(dst []byte, m *Message, meta *Meta) ([]byte, bool) {
 	dst, err = canonjson.AppendJSONFunc(dst, m.Data, func(key, value []byte) { dataMeta(meta, key, value) })
 	if err != nil {
 		return nil, false
+	}
+	if a.Signature != "" {
+		dst = append(dst, `,"`+DataDigestMember+`":"`...)
+		sum := sha256.Sum256(m.Data)
+		dst = hex.AppendEncode(dst, sum[:])
+		dst = append(dst, '"')
 	}
 	dst = append(dst, `,"nats":{"seq":`...)
 	dst = strconv.AppendUint(dst, m.Seq, 10)

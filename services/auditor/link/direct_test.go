@@ -1,6 +1,8 @@
 package link_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"strings"
@@ -28,6 +30,10 @@ func messages(t testing.TB) map[string]*link.Message {
 	for i := range 64 {
 		m := auditortest.Msg(t, auditortest.Payload(t, hosts, i), i)
 		out[fmt.Sprintf("payload %d", i)] = auditortest.Message(t, auditortest.StreamOf(m.Subject), uint64(i+1), m)
+	}
+	for i := range 8 {
+		m := auditortest.SignedMsg(t, auditortest.Payload(t, hosts, i), i, auditortest.Key, uint64(i+1))
+		out[fmt.Sprintf("signed payload %d", i)] = auditortest.Message(t, auditortest.StreamOf(m.Subject), uint64(i+1), m)
 	}
 	base := func() *link.Message {
 		m := auditortest.Msg(t, auditortest.Payload(t, hosts, 0), 0)
@@ -133,7 +139,13 @@ func checkPrepare(t *testing.T, m *link.Message) {
 		require.NoError(t, err)
 		data, err := canonjson.Append(nil, v)
 		require.NoError(t, err)
-		require.Contains(t, string(got.Bytes), `,"data":`+string(data)+`,"nats":`)
+		next := `,"nats":`
+		if m.Header.Get("ce-"+events.ExtSignature) != "" {
+			// Signed: the digest of the data bytes as received follows.
+			sum := sha256.Sum256(m.Data)
+			next = `,"data_sha256":"` + hex.EncodeToString(sum[:]) + `"` + next
+		}
+		require.Contains(t, string(got.Bytes), `,"data":`+string(data)+next)
 	}
 }
 

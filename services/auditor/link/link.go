@@ -16,7 +16,18 @@
 //
 // "nats" is the message's place in its stream: seq is the stream sequence
 // and time the time the stream stored it, so a redelivered message yields
-// the same event. A message that is not a valid catalog event is recorded,
+// the same event.
+//
+// A signed event (a collector's: pkg/events signature.go) keeps its
+// signature: the attribute "rtsignature" holds the DSSE envelope as it
+// came, and a member "data_sha256", between "data" and "nats", the hex
+// SHA-256 of the data bytes as the auditor received them, which is what
+// the signature's claim covers (payload_sha256). The link's "data" is
+// those bytes re-encoded canonically, from which the bytes signed cannot
+// be recovered: the payload digest is the auditor's record of them, bound
+// by the chain hash, and `audit verify` checks the claim against it. An
+// unsigned event's link has neither member, as before signatures existed,
+// so its hash is unchanged. A message that is not a valid catalog event is recorded,
 // not dropped: its event is an auditor-made event.rejected (attributes and
 // data built by the auditor, the data naming the reason and the message's
 // size and SHA-256), with "rejected": true.

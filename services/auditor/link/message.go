@@ -167,11 +167,31 @@ func Entry(m *Message, source string) jsontree.Value {
 	if err != nil {
 		return rejected(m, source, err)
 	}
-	return jsontree.Value{Kind: jsontree.Object, Members: []jsontree.Member{
-		{Key: "attributes", Value: attributesOf(a)},
-		{Key: "data", Value: data},
-		{Key: "nats", Value: position(m)},
-	}}
+	return eventOf(attributesOf(a), data, a.Signature != "", m)
+}
+
+// DataDigestMember is the member of a signed event's link holding the
+// hex SHA-256 of the data bytes as the auditor received them: the digest
+// the signature's claim covers (payload_sha256). The link's "data" is
+// their canonical form, from which the bytes signed cannot be recovered;
+// the digest is the auditor's record of them, bound by the chain hash.
+const DataDigestMember = "data_sha256"
+
+// eventOf is the event of a link: attributes, data, the data's digest when
+// signed, and the message's position.
+func eventOf(attrs, data jsontree.Value, signed bool, m *Message) jsontree.Value {
+	members := make([]jsontree.Member, 0, 4)
+	members = append(members, jsontree.Member{Key: "attributes", Value: attrs}, jsontree.Member{Key: "data", Value: data})
+	if signed {
+		members = append(members, jsontree.Member{Key: DataDigestMember, Value: str(dataDigest(m.Data))})
+	}
+	return jsontree.Value{Kind: jsontree.Object, Members: append(members, jsontree.Member{Key: "nats", Value: position(m)})}
+}
+
+// dataDigest is the hex SHA-256 of data.
+func dataDigest(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
 }
 
 // EntryStrict is Entry with the payload checked as its consumers check it
@@ -194,11 +214,8 @@ func entry(m *Message, source string, e event.Event, err error) jsontree.Value {
 	if err != nil {
 		return rejected(m, source, err)
 	}
-	return jsontree.Value{Kind: jsontree.Object, Members: []jsontree.Member{
-		{Key: "attributes", Value: attrs},
-		{Key: "data", Value: data},
-		{Key: "nats", Value: position(m)},
-	}}
+	_, signed := e.Extensions()[events.ExtSignature]
+	return eventOf(attrs, data, signed, m)
 }
 
 func position(m *Message) jsontree.Value {
@@ -213,11 +230,15 @@ func position(m *Message) jsontree.Value {
 // attributesOf is attributes for the attributes of an event FromNATS
 // accepts (its extensions are strings).
 func attributesOf(a events.Attributes) jsontree.Value {
-	members := make([]jsontree.Member, 0, 10)
+	members := make([]jsontree.Member, 0, 11)
 	members = append(members,
 		jsontree.Member{Key: "datacontenttype", Value: str(a.DataContentType)},
 		jsontree.Member{Key: "dataschema", Value: str(a.DataSchema)},
-		jsontree.Member{Key: "id", Value: str(a.ID)},
+		jsontree.Member{Key: "id", Value: str(a.ID)})
+	if a.Signature != "" {
+		members = append(members, jsontree.Member{Key: events.ExtSignature, Value: str(a.Signature)})
+	}
+	members = append(members,
 		jsontree.Member{Key: "source", Value: str(a.Source)},
 		jsontree.Member{Key: "specversion", Value: str(events.SpecVersion)},
 		jsontree.Member{Key: "subject", Value: str(a.Subject)},

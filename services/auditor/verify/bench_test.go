@@ -73,4 +73,16 @@ func BenchmarkVerifyJSONL(b *testing.B) {
 		}
 		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "links/s")
 	})
+	b.Run("audit-verify", func(b *testing.B) {
+		// What `runtimetruth audit verify --jsonl` runs: the chains and
+		// every event id checked once per chain.
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			rep, err := verify.RunWith(context.Background(), h, verify.Lines(bytes.NewReader(data), "bench"), verify.Options{EventIDs: true})
+			if err != nil || rep.Broken != nil || rep.Links != n || rep.Duplicate != nil {
+				b.Fatal(err, rep.Broken, rep.Duplicate)
+			}
+		}
+		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "links/s")
+	})
 }

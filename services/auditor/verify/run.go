@@ -35,15 +35,42 @@ type Batch struct {
 // several goroutines while the source reads on. It returns the report,
 // or the source's error.
 func Run(ctx context.Context, h link.Hasher, checkpoints []chain.Checkpoint, src Source) (Report, error) {
-	return RunVisit(ctx, h, checkpoints, src, nil)
+	return RunWith(ctx, h, src, Options{Checkpoints: checkpoints})
 }
 
 // RunVisit is Run calling visit, when not nil, with every link that
 // verified, in order.
 func RunVisit(ctx context.Context, h link.Hasher, checkpoints []chain.Checkpoint, src Source, visit func(*Candidate)) (Report, error) {
+	return RunWith(ctx, h, src, Options{Checkpoints: checkpoints, Visit: visit})
+}
+
+// Options are what RunWith checks besides the chains.
+type Options struct {
+	// Checkpoints are checked against the chains at the end.
+	Checkpoints []chain.Checkpoint
+	// Visit, when not nil, is called with every link that verified, in
+	// order.
+	Visit func(*Candidate)
+	// EventIDs reports an event id linked twice in a chain
+	// (Report.Duplicate).
+	EventIDs bool
+	// Evidence, when not nil, checks the evidence signature of every link
+	// that carries one (Report.Evidence).
+	Evidence *Evidence
+}
+
+// RunWith verifies the links a source yields, in order, hashing them
+// (and checking their ids and signatures, as opts says) on several
+// goroutines while the source reads on. It returns the report, or the
+// source's error.
+func RunWith(ctx context.Context, h link.Hasher, src Source, opts Options) (Report, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	v := New(h, checkpoints)
+	v := New(h, opts.Checkpoints)
+	if opts.EventIDs {
+		v.EventIDs()
+	}
+	seed := v.Seed()
 	workers := max(runtime.GOMAXPROCS(0), 1)
 	work := make(chan *pending, workers*2)
 	ordered := make(chan *pending, workers*2)
@@ -62,6 +89,15 @@ func RunVisit(ctx context.Context, h link.Hasher, checkpoints []chain.Checkpoint
 						d.Line(c.Line, c.Pos, c)
 					} else {
 						d.Row(c)
+					}
+					if c.Event == nil {
+						continue // a line to parse: Check does it all
+					}
+					if opts.EventIDs {
+						d.ID(c, seed)
+					}
+					if opts.Evidence != nil {
+						opts.Evidence.check(c)
 					}
 				}
 				close(p.done)
@@ -98,6 +134,12 @@ func RunVisit(ctx context.Context, h link.Hasher, checkpoints []chain.Checkpoint
 		}
 	}()
 	defer wg.Wait()
+	finish := func(r Report) Report {
+		if opts.Evidence != nil {
+			r.Evidence = opts.Evidence.report()
+		}
+		return r
+	}
 	for p := range ordered {
 		<-p.done
 		for i := range p.b.Cands {
@@ -107,10 +149,13 @@ func RunVisit(ctx context.Context, h link.Hasher, checkpoints []chain.Checkpoint
 				drain(ordered)
 				r := v.Finish()
 				r.Broken = b
-				return r, nil
+				return finish(r), nil
 			}
-			if visit != nil {
-				visit(c)
+			if opts.Evidence != nil {
+				opts.Evidence.tally(c)
+			}
+			if opts.Visit != nil {
+				opts.Visit(c)
 			}
 		}
 	}
@@ -120,7 +165,7 @@ func RunVisit(ctx context.Context, h link.Hasher, checkpoints []chain.Checkpoint
 	if err := ctx.Err(); err != nil {
 		return Report{}, err
 	}
-	return v.Finish(), nil
+	return finish(v.Finish()), nil
 }
 
 type pending struct {

@@ -3,6 +3,17 @@
 // reordered, duplicated, malformed, or — against external checkpoints —
 // truncated or rewritten (pkg/evidence/chain's reasons).
 //
+// With Options.Evidence it re-checks the evidence signature every link of
+// a signed event carries against a host registry (Evidence, Hosts).
+//
+// With Options.EventIDs it also reports an event id linked twice in a
+// chain (Report.Duplicate): each link that records a message (not an
+// auditor-made record) is remembered by a 64-bit keyed hash of its chain
+// and CloudEvent id and its sequence number, about 20 bytes a link, so
+// memory grows with the links verified; two different ids of a chain
+// share a hash with a chance of about n²/2⁶⁵ for n links (1 in 10¹² for a
+// million), which would be reported as a duplicate.
+//
 // It follows pkg/evidence/chain's link format and reasons, and is built
 // for speed: a link stored canonically (as the auditor writes it) is
 // checked by hashing its bytes as they are, and hashing runs in parallel
@@ -16,6 +27,7 @@ import (
 	"bytes"
 	"fmt"
 	"hash"
+	"hash/maphash"
 	"strconv"
 	"strings"
 
@@ -77,6 +89,29 @@ type Report struct {
 	Chains map[string]chain.Head
 	// Broken is the first broken link; nil when every chain verifies.
 	Broken *Break
+	// Duplicate is the first link found carrying an event id an earlier
+	// link of its chain carries (Options.EventIDs); Duplicates counts such
+	// links. The chain itself may verify: a duplicate is a record made
+	// twice, not a change.
+	Duplicate  *DuplicateID
+	Duplicates int
+	// Evidence is what the evidence signatures checked (Options.Evidence),
+	// nil when they were not.
+	Evidence *EvidenceReport
+}
+
+// DuplicateID is an event id linked twice in a chain: at seq First, and
+// again at Seq (read at Pos).
+type DuplicateID struct {
+	Chain string
+	ID    string
+	First uint64
+	Seq   uint64
+	Pos   Position
+}
+
+func (d *DuplicateID) Error() string {
+	return fmt.Sprintf("chain %q: event id %q linked twice, at seq %d and seq %d", d.Chain, d.ID, d.First, d.Seq)
 }
 
 // Candidate is one link to check: its stored parts and, once digested,
@@ -96,7 +131,24 @@ type Candidate struct {
 	Computed string
 	// Err is a read or parse error of the line or row.
 	Err error
+
+	// idState says what idSum holds (Digester.ID): idUnknown, idMessage
+	// (the hash of the chain and the id at idRaw), idNone (an auditor-made
+	// record, or an event without a readable id).
+	idState uint8
+	idSum   uint64
+	idRaw   []byte
+	// evErr is the evidence check's outcome (Options.Evidence), run
+	// beside the hashing; evState says whether it ran and what it found.
+	evState uint8
+	evErr   error
 }
+
+const (
+	idUnknown uint8 = iota
+	idMessage
+	idNone
+)
 
 // Digester computes Candidate.Computed; one per goroutine.
 type Digester struct {
@@ -116,6 +168,20 @@ func (d *Digester) Row(c *Candidate) {
 	d.m.Write(d.buf)
 	d.sum = d.m.Sum(d.sum[:0])
 	c.Computed = d.h.Format(d.sum)
+}
+
+// ID hashes c's chain and event id with seed (for Options.EventIDs),
+// from the event bytes as stored.
+func (d *Digester) ID(c *Candidate, seed maphash.Seed) {
+	raw, message, ok := link.EventID(c.Event)
+	if !ok || !message {
+		c.idState = idNone
+		return
+	}
+	// Two keyed hashes combined: of the chain (a string the next links
+	// share) and of the id.
+	sum := maphash.Bytes(seed, raw) ^ maphash.String(seed, c.Chain)*0x9e3779b97f4a7c15
+	c.idState, c.idSum, c.idRaw = idMessage, sum, raw
 }
 
 // Line fills c from a JSONL line in the canonical layout
@@ -253,6 +319,46 @@ type Verifier struct {
 	links   int
 	pending *Break // a "missing" break that the next link may show to be a reordering
 	pendAt  *state
+
+	// ids maps the hash of a chain and event id to the seq that linked it
+	// (EventIDs); nil when ids are not checked.
+	ids        map[uint64]uint64
+	seed       maphash.Seed
+	dup        *DuplicateID
+	duplicates int
+}
+
+// EventIDs makes the verifier report an event id linked twice in a chain
+// (Report.Duplicate); candidates hashed with Digester.ID need v.Seed.
+func (v *Verifier) EventIDs() {
+	v.ids = map[uint64]uint64{}
+	v.seed = maphash.MakeSeed()
+}
+
+// Seed is the seed of the id hashes (EventIDs).
+func (v *Verifier) Seed() maphash.Seed { return v.seed }
+
+// noteID remembers the event id of a link that verified, and reports a
+// second one.
+func (v *Verifier) noteID(c *Candidate) {
+	if v.ids == nil {
+		return
+	}
+	if c.idState == idUnknown {
+		v.d.ID(c, v.seed)
+	}
+	if c.idState != idMessage {
+		return
+	}
+	first, ok := v.ids[c.idSum]
+	if !ok {
+		v.ids[c.idSum] = c.Seq
+		return
+	}
+	v.duplicates++
+	if v.dup == nil {
+		v.dup = &DuplicateID{Chain: c.Chain, ID: link.UnquoteID(c.idRaw), First: first, Seq: c.Seq, Pos: c.Pos}
+	}
 }
 
 type state struct {
@@ -307,6 +413,7 @@ func (v *Verifier) Check(c *Candidate) *Break {
 			if b := v.step(st, c, valid, brk); b != nil {
 				return v.flush(b)
 			}
+			v.noteID(c)
 			return nil
 		}
 		v.pending, v.pendAt = nil, nil
@@ -317,7 +424,13 @@ func (v *Verifier) Check(c *Candidate) *Break {
 		}
 		return p
 	}
-	return v.step(st, c, valid, brk)
+	if b := v.step(st, c, valid, brk); b != nil {
+		return b
+	}
+	if v.pending == nil {
+		v.noteID(c)
+	}
+	return nil
 }
 
 // step applies one valid-or-not link to its chain's state.
@@ -439,7 +552,7 @@ func (v *Verifier) movedFrom(c *Candidate) (uint64, bool) {
 // every checkpoint is checked (truncated: the chain ends before it;
 // rewritten: the link at its seq has another hash).
 func (v *Verifier) Finish() Report {
-	r := Report{Links: v.links, Chains: make(map[string]chain.Head, len(v.chains))}
+	r := Report{Links: v.links, Chains: make(map[string]chain.Head, len(v.chains)), Duplicate: v.dup, Duplicates: v.duplicates}
 	for name, st := range v.chains {
 		r.Chains[name] = st.head
 	}

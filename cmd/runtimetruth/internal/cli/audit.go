@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/regfile"
 	"github.com/runtimetruth/runtimetruth/services/auditor"
@@ -25,6 +26,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/services/auditor/jsonl"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
 	"github.com/runtimetruth/runtimetruth/services/auditor/verify"
+	"github.com/runtimetruth/runtimetruth/services/verifier"
 )
 
 // auditSource says where the audit chain is: a JSONL log or ClickHouse.
@@ -76,8 +78,42 @@ type auditReport struct {
 	Checkpoints         int                  `json:"checkpoints"`
 	SignaturesChecked   bool                 `json:"checkpoint_signatures_checked"`
 	Broken              *auditBreak          `json:"broken,omitempty"`
-	Seconds             float64              `json:"elapsed_seconds"`
-	LinksPerSecond      float64              `json:"links_per_second"`
+	// DuplicateID is the first event id linked twice in a chain;
+	// DuplicateIDs counts the links that repeat an id.
+	DuplicateID  *auditDuplicate `json:"duplicate_id,omitempty"`
+	DuplicateIDs int             `json:"duplicate_ids"`
+	// Evidence is what the evidence signatures showed (--registry or
+	// --hosts), absent when they were not checked.
+	Evidence       *auditEvidence `json:"evidence,omitempty"`
+	Seconds        float64        `json:"elapsed_seconds"`
+	LinksPerSecond float64        `json:"links_per_second"`
+}
+
+type auditDuplicate struct {
+	Chain    string `json:"chain"`
+	ID       string `json:"id"`
+	FirstSeq uint64 `json:"first_seq"`
+	Seq      uint64 `json:"seq"`
+	File     string `json:"file,omitempty"`
+	Line     int    `json:"line,omitempty"`
+	Row      int    `json:"row,omitempty"`
+}
+
+type auditEvidence struct {
+	Registry string `json:"registry"`
+	Required bool   `json:"signatures_required"`
+	Signed   int    `json:"signed"`
+	Unsigned int    `json:"unsigned"`
+	Other    int    `json:"other"`
+	Bad      *struct {
+		Chain  string `json:"chain"`
+		Seq    uint64 `json:"seq"`
+		ID     string `json:"id"`
+		Reason string `json:"reason"`
+		File   string `json:"file,omitempty"`
+		Line   int    `json:"line,omitempty"`
+		Row    int    `json:"row,omitempty"`
+	} `json:"bad,omitempty"`
 }
 
 type auditHead struct {
@@ -103,14 +139,27 @@ func newAuditVerifyCmd() *cobra.Command {
 		cpKeyFile string
 		asJSON    bool
 		heads     bool
+		reg       registryFlags
 	)
 	c := &cobra.Command{
-		Use:   "verify (--jsonl PATH | --clickhouse DSN) [--key FILE] [--checkpoints FILE [--checkpoint-key FILE]]",
+		Use:   "verify (--jsonl PATH | --clickhouse DSN) [--key FILE] [--checkpoints FILE [--checkpoint-key FILE]] [--registry | --hosts FILE [--require-signatures]]",
 		Short: "Recompute every chain and name the first broken link and why",
 		Long: `Recompute every chain of the audit log and name the first broken link and why:
 changed (content or prev does not match), missing (links deleted), reordered,
 duplicated, malformed, or, against checkpoints, truncated (the chain ends
 before a checkpoint) or rewritten (the link at a checkpoint has another hash).
+It also names an event id linked twice in a chain (the id and both links'
+sequence numbers): each event is linked once per chain.
+
+--registry (the verifier's hosts bucket, over --nats and its credentials) or
+--hosts FILE (the output of runtimetruth host list --json) re-checks the
+evidence signatures the links carry: the envelope verifies with the key its
+key id names, its claim says what the link records (id, type, source,
+subject, time, host, target and the digest of the payload bytes the auditor
+received), and the registry holds the key as an enrolled key of the claimed
+host at the event's time (or one revoked after it). It names the first link
+that fails. Links of collector events without a signature are counted, and
+fail only with --require-signatures.
 
 --key is the chain's HMAC key (the auditor's hmac.key_file); without it, a
 keyed chain cannot be checked. --checkpoints reads the auditor's checkpoints
@@ -118,8 +167,8 @@ from a file: its checkpoint file, or a syslog receiver's log holding its
 messages; --checkpoint-key (the Ed25519 public or private key, PEM) checks
 their signatures.
 
-Exit codes: 0 every chain intact, 2 a broken link, 1 error (usage errors
-included).`,
+Exit codes: 0 every chain intact, 2 a broken link, an event id linked twice
+or a bad signature, 1 error (usage errors included).`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := src.check(); err != nil {
@@ -150,6 +199,10 @@ included).`,
 				return errors.New("--checkpoint-key needs --checkpoints")
 			}
 			ctx := c.Context()
+			opts := verify.Options{Checkpoints: cps, EventIDs: true}
+			if opts.Evidence, err = reg.evidence(ctx); err != nil {
+				return err
+			}
 			start := time.Now()
 			var vr verify.Report
 			if src.jsonl != "" {
@@ -162,7 +215,7 @@ included).`,
 					return fmt.Errorf("no audit log at %s", src.jsonl)
 				}
 				rep.Files = files
-				if vr, err = verify.Run(ctx, h, cps, verify.Files(files)); err != nil {
+				if vr, err = verify.RunWith(ctx, h, verify.Files(files), opts); err != nil {
 					return err
 				}
 			} else {
@@ -172,7 +225,7 @@ included).`,
 					return err
 				}
 				defer func() { _ = s.Close() }()
-				if vr, err = verify.Run(ctx, h, cps, s.Source(ctx)); err != nil {
+				if vr, err = verify.RunWith(ctx, h, s.Source(ctx), opts); err != nil {
 					return err
 				}
 			}
@@ -192,6 +245,30 @@ included).`,
 				rep.Status = "broken"
 				rep.Broken = &auditBreak{Chain: b.Chain, Seq: b.Seq, Reason: b.Reason, Detail: b.Detail, File: b.File, Line: b.Line, Row: b.Row}
 			}
+			rep.DuplicateIDs = vr.Duplicates
+			if d := vr.Duplicate; d != nil {
+				rep.DuplicateID = &auditDuplicate{Chain: d.Chain, ID: d.ID, FirstSeq: d.First, Seq: d.Seq, File: d.Pos.File, Line: d.Pos.Line, Row: d.Pos.Row}
+				if rep.Status == "intact" {
+					rep.Status = "duplicate_id"
+				}
+			}
+			if ev := vr.Evidence; ev != nil {
+				rep.Evidence = &auditEvidence{Registry: reg.name(), Required: reg.require, Signed: ev.Signed, Unsigned: ev.Unsigned, Other: ev.Other}
+				if b := ev.Bad; b != nil {
+					rep.Evidence.Bad = &struct {
+						Chain  string `json:"chain"`
+						Seq    uint64 `json:"seq"`
+						ID     string `json:"id"`
+						Reason string `json:"reason"`
+						File   string `json:"file,omitempty"`
+						Line   int    `json:"line,omitempty"`
+						Row    int    `json:"row,omitempty"`
+					}{b.Chain, b.Seq, b.ID, b.Reason, b.Pos.File, b.Pos.Line, b.Pos.Row}
+					if rep.Status == "intact" {
+						rep.Status = "bad_signature"
+					}
+				}
+			}
 			if asJSON {
 				enc := json.NewEncoder(c.OutOrStdout())
 				enc.SetIndent("", "  ")
@@ -201,13 +278,14 @@ included).`,
 			} else if err := renderAudit(c.OutOrStdout(), rep, vr, heads, cpFile != "" && cpKeyFile == ""); err != nil {
 				return err
 			}
-			if rep.Broken != nil {
+			if rep.Status != "intact" {
 				return errDrift
 			}
 			return nil
 		},
 	}
 	src.register(c)
+	reg.register(c)
 	c.Flags().StringVar(&keyFile, "key", "", "the chain's HMAC key `FILE`")
 	c.Flags().StringVar(&cpFile, "checkpoints", "", "a `FILE` of checkpoints (JSON lines, or a syslog log with the auditor's messages)")
 	c.Flags().StringVar(&cpKeyFile, "checkpoint-key", "", "the Ed25519 key `FILE` (PEM, public or private) that signed the checkpoints")
@@ -228,12 +306,28 @@ func renderAudit(w io.Writer, rep auditReport, vr verify.Report, heads, unsigned
 	if b := vr.Broken; b != nil {
 		_, _ = fmt.Fprintf(bw, "✗  audit chain BROKEN: %s\n", b.Error())
 		_, _ = fmt.Fprintf(bw, "   %d links verified before it (%s)\n", vr.Links, where)
+	} else if vr.Duplicate != nil || (vr.Evidence != nil && vr.Evidence.Bad != nil) {
+		_, _ = fmt.Fprintf(bw, "✗  audit chain verifies (%d links in %d chains, %s) but:\n", vr.Links, len(vr.Chains), where)
 	} else {
 		_, _ = fmt.Fprintf(bw, "✓  audit chain intact: %d links in %d chains (%s", vr.Links, len(vr.Chains), where)
 		if rep.Checkpoints > 0 {
 			_, _ = fmt.Fprintf(bw, ", %d checkpoints", rep.Checkpoints)
 		}
 		_, _ = fmt.Fprintf(bw, "), %.0f links/s\n", rep.LinksPerSecond)
+	}
+	if d := vr.Duplicate; d != nil {
+		_, _ = fmt.Fprintf(bw, "✗  event id linked twice: %s", printable(d.Error()))
+		if vr.Duplicates > 1 {
+			_, _ = fmt.Fprintf(bw, " (%d links repeat an id)", vr.Duplicates)
+		}
+		_, _ = fmt.Fprintln(bw)
+	}
+	if ev := vr.Evidence; ev != nil {
+		if b := ev.Bad; b != nil {
+			_, _ = fmt.Fprintf(bw, "✗  evidence signature BAD: %s\n", printable(b.Error()))
+		}
+		_, _ = fmt.Fprintf(bw, "   evidence signatures: %d signed and checked, %d unsigned collector events, %d other events\n",
+			ev.Signed, ev.Unsigned, ev.Other)
 	}
 	if heads {
 		names := make([]string, 0, len(vr.Chains))
@@ -594,4 +688,66 @@ func tailClickHouse(ctx context.Context, src auditSource, last int, follow bool,
 			return err
 		}
 	}
+}
+
+// registryFlags say where audit verify finds the host registry to check
+// evidence signatures against: the bus's hosts bucket (--registry, over
+// --nats) or a file of `runtimetruth host list --json` (--hosts).
+type registryFlags struct {
+	bus     busFlags
+	bucket  bool
+	file    string
+	require bool
+}
+
+func (r *registryFlags) register(c *cobra.Command) {
+	c.Flags().BoolVar(&r.bucket, "registry", false, "check evidence signatures against the host registry: the verifier's hosts bucket, over --nats")
+	c.Flags().StringVar(&r.file, "hosts", "", "check evidence signatures against the host registry in `FILE` (runtimetruth host list --json)")
+	c.Flags().BoolVar(&r.require, "require-signatures", false, "a collector event without a signature is a failure (with --registry or --hosts)")
+	r.bus.register(c)
+}
+
+func (r *registryFlags) name() string {
+	if r.file != "" {
+		return r.file
+	}
+	return "bucket " + topology.BucketHosts
+}
+
+// maxHostsFile bounds a --hosts file.
+const maxHostsFile = 64 << 20
+
+// evidence is the signature check the flags ask for, nil for none.
+func (r *registryFlags) evidence(ctx context.Context) (*verify.Evidence, error) {
+	var recs []events.HostRecord
+	switch {
+	case r.bucket && r.file != "":
+		return nil, errors.New("give either --registry or --hosts, not both")
+	case r.file != "":
+		b, err := regfile.Read(r.file, maxHostsFile)
+		if err != nil {
+			return nil, fmt.Errorf("--hosts: %w", err)
+		}
+		if err := json.Unmarshal(b, &recs); err != nil {
+			return nil, fmt.Errorf("--hosts %s: want the output of runtimetruth host list --json: %w", r.file, err)
+		}
+	case r.bucket:
+		nc, js, err := r.bus.connect(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer nc.Close()
+		kv, err := hostsBucket(ctx, js)
+		if err != nil {
+			return nil, err
+		}
+		if recs, err = verifier.NewHosts(kv, verifier.EnrollManual).List(ctx); err != nil {
+			return nil, err
+		}
+	case r.require:
+		return nil, errors.New("--require-signatures needs --registry or --hosts")
+	default:
+		return nil, nil
+	}
+	return &verify.Evidence{Registry: verify.NewHosts(recs), Require: r.require}, nil
 }

@@ -37,55 +37,11 @@ its Sigstore attestation next to it.`,
 	}
 	var (
 		protect          []string
-		host             string
 		identity, issuer string
 	)
 	by := os.Getenv("USER")
 	author := func() string { return events.Source("cli", by) }
-	approve := &cobra.Command{
-		Use:   "approve TARGET",
-		Short: "Promote the latest snapshot of TARGET to its baseline",
-		Long: `Promote the latest snapshot of TARGET received by the verifier (the
-"evidence-latest" bucket) to its baseline. A host whose latest snapshot had
-the evidence of the baseline it was verified against stands for that
-baseline (the verifier does not keep such snapshots), so approving it
-changes nothing, or restores that baseline if it has been replaced since
-(among the last 16). When several hosts collect
-TARGET and their latest snapshots differ, name the one to promote with
---host. --protect and --identity/--issuer set the new baseline's selectors
-and required signing identity; without them the current baseline's are
-kept.`,
-		Args: usageArgs(1, 1),
-		PreRunE: func(*cobra.Command, []string) error {
-			if _, err := diff.ParseSelectors(protect); err != nil {
-				return err
-			}
-			_, err := requiredIdentity(identity, issuer)
-			return err
-		},
-		RunE: bus.onTarget(author, func(c *cobra.Command, s *baselineSession) error {
-			id, err := requiredIdentity(identity, issuer)
-			if err != nil {
-				return err
-			}
-			o := verifier.ApproveOptions{Host: host, By: by, RequiredIdentity: id}
-			if c.Flags().Changed("protect") {
-				o.Protect = protect
-			}
-			b, err := s.baselines.Approve(c.Context(), s.target, o)
-			if errors.Is(err, verifier.ErrAmbiguous) {
-				return fmt.Errorf("%w (--host HOST)", err)
-			}
-			if err != nil {
-				return err
-			}
-			return printBaseline(c.OutOrStdout(), "APPROVED", b)
-		}),
-	}
-	approve.Flags().StringArrayVar(&protect, "protect", nil, "selectors that gate the baseline (repeatable; default: keep the current ones, or strict)")
-	approve.Flags().StringVar(&by, "by", by, "approver recorded in the baseline")
-	approve.Flags().StringVar(&host, "host", "", "promote the latest snapshot from `HOST` (needed when hosts disagree)")
-	identityFlags(approve, &identity, &issuer, "default: keep the current one")
+	approve := newBaselineApproveCmd(&bus, &by, author)
 
 	put := &cobra.Command{
 		Use:   "put FILE",
@@ -128,7 +84,7 @@ kept.`,
 
 	get := &cobra.Command{
 		Use:   "get TARGET",
-		Short: "Print the baseline snapshot of TARGET",
+		Short: "Print the baseline snapshot of TARGET (its digest: baseline show or list)",
 		Args:  usageArgs(1, 1),
 		RunE: bus.onTarget(nil, func(c *cobra.Command, s *baselineSession) error {
 			b, err := s.baselines.Get(c.Context(), s.target)
@@ -178,7 +134,7 @@ kept.`,
 			return err
 		}),
 	}
-	for _, sub := range []*cobra.Command{approve, put, get, list, rm, newBaselineSignCmd(&bus)} {
+	for _, sub := range []*cobra.Command{approve, put, get, newBaselineShowCmd(&bus), list, rm, newBaselineSignCmd(&bus)} {
 		bus.register(sub)
 		c.AddCommand(sub)
 	}
@@ -205,12 +161,18 @@ func requiredIdentity(identity, issuer string) (*verifier.Identity, error) {
 	return &verifier.Identity{Identity: identity, Issuer: issuer}, nil
 }
 
-// printBaseline prints what baseline approve or put stored.
+// printBaseline prints what baseline approve or put stored: for approve,
+// the key that signed the evidence adopted too, or that none did.
 func printBaseline(w io.Writer, verb string, b *verifier.Baseline) error {
 	var out strings.Builder
 	fmt.Fprintf(&out, "%s: %s\n  digest: %s\n", verb, printable(b.Target.String()), printable(b.Digest))
 	if b.Host != "" {
 		fmt.Fprintf(&out, "  host: %s\n", printable(b.Host))
+	}
+	if e := b.Evidence; e != nil && e.SignedBy != "" {
+		fmt.Fprintf(&out, "  key: %s\n", printable(e.SignedBy))
+	} else if e != nil {
+		out.WriteString("  key: NONE: UNAUTHENTICATED EVIDENCE approved (--allow-unauthenticated): nothing proves this host sent it\n")
 	}
 	if id := b.RequiredIdentity; id != nil {
 		fmt.Fprintf(&out, "  required_identity: %s (issuer %s)\n", printable(id.Identity), printable(id.Issuer))
@@ -367,74 +329,6 @@ func validDigest(d string) bool {
 	}
 	_, err := hex.DecodeString(sum)
 	return err == nil && strings.ToLower(sum) == sum
-}
-
-func newStatusCmd() *cobra.Command {
-	var (
-		bus    busFlags
-		asJSON bool
-	)
-	c := &cobra.Command{
-		Use:   "status",
-		Short: "Show the latest verdict of every target on the bus",
-		Args:  usageArgs(0, 0),
-		RunE: func(c *cobra.Command, _ []string) error {
-			nc, js, err := bus.connect(c.Context())
-			if err != nil {
-				return err
-			}
-			defer nc.Close()
-			recs, err := verifier.NewStatus(js).List(c.Context())
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return json.NewEncoder(c.OutOrStdout()).Encode(recs)
-			}
-			tw := tabwriter.NewWriter(c.OutOrStdout(), 2, 4, 2, ' ', 0)
-			_, _ = fmt.Fprintln(tw, "STATUS\tHOST\tTARGET\tWHEN\tDETAIL")
-			for _, r := range recs {
-				_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", statusWord(r.Verdict.Status), printable(r.Verdict.Host), printable(r.Verdict.Target.String()), r.Time.Format("15:04:05"), verdictDetail(r.Verdict))
-			}
-			return tw.Flush()
-		},
-	}
-	bus.register(c)
-	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	return c
-}
-
-func statusWord(s events.Status) string {
-	switch s {
-	case events.StatusPass:
-		return "PASS"
-	case events.StatusDrift:
-		return "DRIFT"
-	case events.StatusStale:
-		return "STALE"
-	}
-	return "ERROR"
-}
-
-// verdictDetail summarizes a verdict in one line, control characters
-// escaped.
-func verdictDetail(v events.Verdict) string {
-	switch {
-	case v.Status == events.StatusError, v.Status == events.StatusStale:
-		return printable(v.Error)
-	case v.Report != nil && len(v.Report.Changes) > 0:
-		n := 0
-		for _, c := range v.Report.Changes {
-			n += max(1, len(c.Fields))
-		}
-		first := v.Report.Changes[0]
-		field := ""
-		if len(first.Fields) > 0 {
-			field = "." + first.Fields[0].Field
-		}
-		return printable(fmt.Sprintf("%d change(s), first %s%s", n, first.Kind, field))
-	}
-	return ""
 }
 
 // printable is s safe to print in human output: snapshot.Printable, every

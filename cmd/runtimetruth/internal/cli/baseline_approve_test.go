@@ -2,8 +2,13 @@ package cli_test
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/json"
 	"fmt"
 	"regexp"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,7 +18,8 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
-	"github.com/runtimetruth/runtimetruth/pkg/events/signtest"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/report"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
 )
@@ -26,15 +32,28 @@ type approveBus struct {
 	js        jetstream.JetStream
 	ver       *verifier.Verifier
 	baselines *verifier.Baselines
+	mode      verifier.Enrollment
+	// signers and keys are each host's collector key (mode not off).
+	signers map[string]*events.Signer
+	keys    map[string]string
 }
 
+// startApproveBus runs a verifier pinning the first key of each host
+// (enrollment first-use): collected evidence is signed and authentic.
 func startApproveBus(t *testing.T) *approveBus {
+	t.Helper()
+	return startApproveBusWith(t, verifier.EnrollFirstUse)
+}
+
+// startApproveBusWith runs a verifier with enrollment mode; under off,
+// collected evidence is unsigned, as no verifier checks it.
+func startApproveBusWith(t *testing.T, mode verifier.Enrollment) *approveBus {
 	t.Helper()
 	_, url := natstest.RunJetStream(t)
 	nc, js := natstest.Connect(t, url)
 	cfg := verifier.NewDefaultConfig()
 	cfg.Instance = "test"
-	cfg.Enrollment = string(verifier.EnrollFirstUse) // collected signs with signtest's keys
+	cfg.Enrollment = string(mode)
 	v, err := verifier.New(cfg, verifier.Settings{Conn: nc})
 	require.NoError(t, err)
 	require.NoError(t, v.Start(t.Context()))
@@ -43,17 +62,31 @@ func startApproveBus(t *testing.T) *approveBus {
 		defer cancel()
 		require.NoError(t, v.Shutdown(ctx))
 	})
-	return &approveBus{url: url, js: js, ver: v, baselines: verifier.NewBaselines(js, "")}
+	return &approveBus{url: url, js: js, ver: v, baselines: verifier.NewBaselines(js, ""), mode: mode,
+		signers: map[string]*events.Signer{}, keys: map[string]string{}}
 }
 
-// collected publishes s as collected on host and waits until the verifier
-// has recorded it as the host's latest snapshot of its target.
+// collected publishes s as collected on host (signed by host's key unless
+// the verifier runs with enrollment off) and waits until the verifier has
+// recorded it as the host's latest snapshot of its target.
 func (b *approveBus) collected(t *testing.T, host string, s *snapshot.Snapshot) {
 	t.Helper()
 	ctx := t.Context()
 	p, err := events.NewEvidenceCollected(host, s, time.Minute)
 	require.NoError(t, err)
-	m, _, err := events.NewMsg(events.Source("collector", host), p, signtest.Sign(host))
+	var opts []events.Option
+	if b.mode != verifier.EnrollOff {
+		sg, ok := b.signers[host]
+		if !ok {
+			pub, priv, err := ed25519.GenerateKey(rand.Reader)
+			require.NoError(t, err)
+			var seq atomic.Uint64
+			sg = events.NewSigner(priv, func() (uint64, error) { return seq.Add(1), nil })
+			b.signers[host], b.keys[host] = sg, events.KeyID(pub)
+		}
+		opts = append(opts, events.WithSigner(sg))
+	}
+	m, _, err := events.NewMsg(events.Source("collector", host), p, opts...)
 	require.NoError(t, err)
 	_, err = b.js.PublishMsg(ctx, m)
 	require.NoError(t, err)
@@ -78,10 +111,18 @@ func fixtureDigest(t *testing.T, name string) string {
 	return d
 }
 
-// baseline approve promotes the latest snapshot of a target: without
-// --host while every host agrees, with --host to pick one when they
-// differ; --identity and --issuer set the signer the baseline requires,
-// kept by a later approve that does not name one.
+// noBaseline checks that target still has no baseline.
+func (b *approveBus) noBaseline(t *testing.T, target events.Target) {
+	t.Helper()
+	_, err := b.baselines.Get(t.Context(), target)
+	require.ErrorIs(t, err, verifier.ErrNoBaseline)
+}
+
+// baseline approve promotes the latest snapshot of a target, once the
+// operator names the digest the preview showed: without --host while
+// every host agrees, with --host to pick one when they differ;
+// --identity and --issuer set the signer the baseline requires, kept by a
+// later approve that does not name one.
 func TestBaselineApprove(t *testing.T) {
 	bus := startApproveBus(t)
 	ctx := t.Context()
@@ -96,11 +137,30 @@ func TestBaselineApprove(t *testing.T) {
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stderr, "no snapshot of "+target.String())
 
-	// One host: approve needs no --host.
+	// One host: the preview shows it, and approves nothing.
 	bus.collected(t, "host-a", fixtureSnapshot(t, "before.json"))
-	r = run(t, "baseline", "approve", target.String(), "--nats", bus.url, "--by", "reviewer")
+	obs, err := bus.baselines.Observations(ctx, target)
+	require.NoError(t, err)
+	require.Len(t, obs, 1)
+	r = run(t, "baseline", "approve", target.String(), "--nats", bus.url)
+	assert.Equal(t, 1, r.code)
+	assert.Equal(t, "REVIEW: "+target.String()+" (not approved)\n  digest: "+before+"\n  host: host-a\n"+
+		"  key: "+bus.keys["host-a"]+" (enrolled)\n"+
+		"  collected: "+obs[0].Time.UTC().Format(time.RFC3339)+" (evidence "+obs[0].EvidenceID+")\n"+
+		"  current baseline: none (approving creates it)\n"+
+		"approve exactly this snapshot with:\n  runtimetruth baseline approve "+target.String()+" --nats "+bus.url+" --host host-a --digest "+before+"\n", r.stdout)
+	assert.Equal(t, "runtimetruth: error: nothing approved: review the snapshot above, then approve it with --digest "+before+"\n", r.stderr)
+	bus.noBaseline(t, target)
+	r = run(t, "baseline", "approve", target.String(), "--nats", bus.url, "--digest", before, "--dry-run")
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stdout, "REVIEW: ")
+	assert.Contains(t, r.stderr, "nothing approved (--dry-run)")
+	bus.noBaseline(t, target)
+
+	// One host: approve needs no --host.
+	r = run(t, "baseline", "approve", target.String(), "--nats", bus.url, "--by", "reviewer", "--digest", before)
 	require.Equal(t, 0, r.code, r.stderr)
-	assert.Equal(t, "APPROVED: "+target.String()+"\n  digest: "+before+"\n  host: host-a\n", r.stdout)
+	assert.Equal(t, "APPROVED: "+target.String()+"\n  digest: "+before+"\n  host: host-a\n  key: "+bus.keys["host-a"]+"\n", r.stdout)
 	assert.Empty(t, r.stderr)
 	b, err := bus.baselines.Get(ctx, target)
 	require.NoError(t, err)
@@ -113,19 +173,33 @@ func TestBaselineApprove(t *testing.T) {
 	// A second host with another snapshot: ambiguous until --host names
 	// one.
 	bus.collected(t, "host-b", fixtureSnapshot(t, "after.json"))
-	r = run(t, "baseline", "approve", target.String(), "--nats", bus.url)
-	assert.Equal(t, 1, r.code)
-	assert.Contains(t, r.stderr, "ambiguous snapshot")
-	assert.Contains(t, r.stderr, "--host HOST")
-	assert.Empty(t, r.stdout)
+	for _, args := range [][]string{{"--digest", after}, {}} {
+		r = run(t, append([]string{"baseline", "approve", target.String(), "--nats", bus.url}, args...)...)
+		assert.Equal(t, 1, r.code)
+		assert.Contains(t, r.stderr, "ambiguous snapshot")
+		assert.Contains(t, r.stderr, "--host HOST")
+		assert.Empty(t, r.stdout)
+	}
 	b, err = bus.baselines.Get(ctx, target)
 	require.NoError(t, err)
 	assert.Equal(t, before, b.Digest, "unchanged")
 
-	r = run(t, "baseline", "approve", target.String(), "--nats", bus.url, "--host", "host-b",
+	// The preview of host-b's shows its changes against the baseline, as
+	// runtimetruth diff does.
+	r = run(t, "baseline", "approve", target.String(), "--nats", bus.url, "--host", "host-b")
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stdout, "  digest: "+after+"\n  host: host-b\n  key: "+bus.keys["host-b"]+" (enrolled)\n")
+	assert.Regexp(t, "  current baseline: "+before+` \(approved \S+ by reviewer, from host-a\)\n`, r.stdout)
+	res, err := diff.Compare(fixtureSnapshot(t, "before.json"), fixtureSnapshot(t, "after.json"))
+	require.NoError(t, err)
+	want := "  changes against the current baseline:\n    " + strings.ReplaceAll(res.Render(), "\n", "\n    ") + "\n"
+	assert.Contains(t, strings.ReplaceAll(r.stdout, "    \n", "\n"), strings.ReplaceAll(want, "    \n", "\n"))
+	assert.Contains(t, r.stdout, "dirty: false -> true")
+
+	r = run(t, "baseline", "approve", target.String(), "--nats", bus.url, "--host", "host-b", "--digest", after,
 		"--identity", identity, "--issuer", issuer, "--protect", "systemd.unit")
 	require.Equal(t, 0, r.code, r.stderr)
-	assert.Equal(t, "APPROVED: "+target.String()+"\n  digest: "+after+"\n  host: host-b\n"+
+	assert.Equal(t, "APPROVED: "+target.String()+"\n  digest: "+after+"\n  host: host-b\n  key: "+bus.keys["host-b"]+"\n"+
 		"  required_identity: "+identity+" (issuer "+issuer+")\n", r.stdout)
 	b, err = bus.baselines.Get(ctx, target)
 	require.NoError(t, err)
@@ -135,7 +209,7 @@ func TestBaselineApprove(t *testing.T) {
 	assert.Equal(t, []string{"systemd.unit"}, b.Protect)
 
 	// Back to host-a's: the identity and selectors stay.
-	r = run(t, "baseline", "approve", target.String(), "--nats", bus.url, "--host", "host-a")
+	r = run(t, "baseline", "approve", target.String(), "--nats", bus.url, "--host", "host-a", "--digest", before)
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "  digest: "+before+"\n")
 	b, err = bus.baselines.Get(ctx, target)
@@ -152,9 +226,220 @@ func TestBaselineApprove(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, before, d)
 
-	r = run(t, "baseline", "approve", target.String(), "--nats", bus.url, "--host", "host-c")
+	r = run(t, "baseline", "approve", target.String(), "--nats", bus.url, "--host", "host-c", "--digest", before)
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stderr, "no snapshot of "+target.String()+" from host-c")
+
+	r = run(t, "baseline", "approve", target.String(), "--nats", "nats://127.0.0.1:1", "--digest", "sha256:abc")
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, `--digest "sha256:abc": want sha256:<64 hex digits>`)
+	assert.NotContains(t, r.stderr, "connect to NATS", "checked before connecting")
+}
+
+// The digests approve takes are where operators look: baseline show lists
+// each host's latest snapshot by digest and key, status prints it per
+// host (for --json too, as an added member).
+func TestBaselineShowAndStatusPrintTheDigest(t *testing.T) {
+	bus := startApproveBus(t)
+	target := fixtureTarget(t, "before.json")
+	before, after := fixtureDigest(t, "before.json"), fixtureDigest(t, "after.json")
+	bus.collected(t, "host-a", fixtureSnapshot(t, "before.json"))
+	r := run(t, "baseline", "show", target.String(), "--nats", bus.url)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "BASELINE: "+target.String()+"\n  none\n")
+	assert.Regexp(t, `host-a\s+`+regexp.QuoteMeta(before)+`\s+`+regexp.QuoteMeta(bus.keys["host-a"]), r.stdout)
+
+	r = run(t, "baseline", "approve", target.String(), "--nats", bus.url, "--digest", before, "--by", "reviewer")
+	require.Equal(t, 0, r.code, r.stderr)
+	bus.collected(t, "host-b", fixtureSnapshot(t, "after.json"))
+	r = run(t, "baseline", "show", target.String(), "--nats", bus.url)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, "BASELINE: "+regexp.QuoteMeta(target.String())+"\n  digest: "+before+"\n  approved: \\S+ by reviewer\n  host: host-a\n", r.stdout)
+	assert.Regexp(t, `host-a\s+`+regexp.QuoteMeta(before)+`\s+\S+\s+\S+\s+the baseline`, r.stdout)
+	assert.Regexp(t, `host-b\s+`+regexp.QuoteMeta(after)+`\s+`+regexp.QuoteMeta(bus.keys["host-b"]), r.stdout)
+	r = run(t, "baseline", "show", target.String(), "--nats", bus.url, "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var doc struct {
+		Baseline struct{ Digest string } `json:"baseline"`
+		Latest   []struct {
+			Host, Digest, Key string
+		} `json:"latest"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc))
+	assert.Equal(t, before, doc.Baseline.Digest)
+	require.Len(t, doc.Latest, 2)
+	assert.Equal(t, after, doc.Latest[1].Digest)
+	assert.Equal(t, bus.keys["host-b"], doc.Latest[1].Key)
+
+	var recs []map[string]any
+	natstest.CheckFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+		r = run(t, "status", "--nats", bus.url, "--json")
+		if err := json.Unmarshal([]byte(r.stdout), &recs); err != nil {
+			return err
+		}
+		if len(recs) != 2 {
+			return fmt.Errorf("%d verdicts", len(recs))
+		}
+		return nil
+	})
+	for i, want := range []string{before, after} {
+		assert.Equal(t, want, recs[i]["latest_digest"])
+		assert.Contains(t, recs[i], "verdict", "the record's members stay")
+		assert.Contains(t, recs[i], "evidence_id")
+	}
+	r = run(t, "status", "--nats", bus.url)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "LATEST DIGEST")
+	assert.Regexp(t, `host-a\s+\S+\s+\S+\s+`+before, r.stdout)
+	assert.Regexp(t, `host-b\s+\S+\s+\S+\s+`+after, r.stdout)
+}
+
+// A snapshot that changed between the review and the approval is refused,
+// naming both digests, and nothing changes.
+func TestBaselineApproveRefusesAChangedSnapshot(t *testing.T) {
+	bus := startApproveBus(t)
+	target := fixtureTarget(t, "before.json")
+	bus.collected(t, "host-a", fixtureSnapshot(t, "before.json"))
+	r := run(t, "baseline", "approve", target.String(), "--nats", bus.url, "--json")
+	assert.Equal(t, 1, r.code)
+	var preview struct {
+		Version int    `json:"report_schema_version"`
+		Status  string `json:"status"`
+		Digest  string `json:"digest"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &preview))
+	assert.Equal(t, 1, preview.Version)
+	assert.Equal(t, "preview", preview.Status)
+	reviewed := preview.Digest
+	require.Equal(t, fixtureDigest(t, "before.json"), reviewed)
+
+	bus.collected(t, "host-a", fixtureSnapshot(t, "after.json"))
+	r = run(t, "baseline", "approve", target.String(), "--nats", bus.url, "--digest", reviewed)
+	assert.Equal(t, 1, r.code)
+	assert.Empty(t, r.stdout)
+	assert.Contains(t, r.stderr, "the latest snapshot of "+target.String()+" from host-a is "+fixtureDigest(t, "after.json")+", not the reviewed "+reviewed)
+	assert.Contains(t, r.stderr, "nothing approved")
+	bus.noBaseline(t, target)
+}
+
+// Only evidence signed by an enrolled key of its host is approved: once
+// the host's key is revoked, the preview says approve would refuse the
+// snapshot (and prints no command to approve it), and approve refuses it.
+func TestBaselineApproveRefusesARevokedKey(t *testing.T) {
+	bus := startApproveBus(t)
+	target := fixtureTarget(t, "before.json")
+	digest := fixtureDigest(t, "before.json")
+	bus.collected(t, "host-a", fixtureSnapshot(t, "before.json"))
+	r := run(t, "host", "revoke", "host-a", "--nats", bus.url)
+	require.Equal(t, 0, r.code, r.stderr)
+
+	r = run(t, "baseline", "approve", target.String(), "--nats", bus.url)
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stdout, "  key: "+bus.keys["host-a"]+" (NOT AN ENROLLED KEY OF THIS HOST: approve refuses it)\n")
+	assert.Contains(t, r.stdout, "the key is revoked")
+	assert.NotContains(t, r.stdout, "approve exactly this snapshot")
+	assert.Contains(t, r.stderr, "approve would refuse this snapshot")
+
+	for _, args := range [][]string{{}, {"--allow-unauthenticated"}} {
+		r = run(t, append([]string{"baseline", "approve", target.String(), "--nats", bus.url, "--digest", digest}, args...)...)
+		assert.Equal(t, 1, r.code)
+		assert.Contains(t, r.stderr, "evidence signed by a key that is not its host's enrolled one: "+bus.keys["host-a"])
+		assert.Contains(t, r.stderr, "the key is revoked")
+		assert.Empty(t, r.stdout)
+		bus.noBaseline(t, target)
+	}
+}
+
+// With enrollment off nothing is authenticated: the preview says so in
+// capitals, approve refuses without --allow-unauthenticated and says in
+// capitals what it approved with it.
+func TestBaselineApproveUnauthenticated(t *testing.T) {
+	bus := startApproveBusWith(t, verifier.EnrollOff)
+	target := fixtureTarget(t, "before.json")
+	digest := fixtureDigest(t, "before.json")
+	bus.collected(t, "host-a", fixtureSnapshot(t, "before.json"))
+
+	r := run(t, "baseline", "approve", target.String(), "--nats", bus.url)
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stdout, "  key: NONE: UNAUTHENTICATED EVIDENCE.")
+	assert.Contains(t, r.stdout, "--digest "+digest+" --allow-unauthenticated\n")
+	r = run(t, "baseline", "approve", target.String(), "--nats", bus.url, "--json")
+	assert.Equal(t, 1, r.code)
+	var preview map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &preview))
+	assert.Equal(t, false, preview["authentic"])
+	assert.Contains(t, preview["refusal"], "unauthenticated evidence")
+	assert.NotContains(t, preview, "key")
+
+	r = run(t, "baseline", "approve", target.String(), "--nats", bus.url, "--digest", digest)
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "unauthenticated evidence: the latest snapshot of "+target.String()+" from host-a carries no verified signature")
+	assert.Contains(t, r.stderr, "--allow-unauthenticated")
+	bus.noBaseline(t, target)
+
+	r = run(t, "baseline", "approve", target.String(), "--nats", bus.url, "--digest", digest, "--allow-unauthenticated")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "APPROVED: "+target.String()+"\n  digest: "+digest+"\n  host: host-a\n"+
+		"  key: NONE: UNAUTHENTICATED EVIDENCE approved (--allow-unauthenticated): nothing proves this host sent it\n", r.stdout)
+	b, err := bus.baselines.Get(t.Context(), target)
+	require.NoError(t, err)
+	assert.Equal(t, digest, b.Digest)
+}
+
+// --json: the preview carries the digest, host, key, time and the changes
+// against the current baseline as a diff report; the approval what it
+// adopted.
+func TestBaselineApproveJSON(t *testing.T) {
+	bus := startApproveBus(t)
+	target := fixtureTarget(t, "before.json")
+	before, after := fixtureDigest(t, "before.json"), fixtureDigest(t, "after.json")
+	bus.collected(t, "host-a", fixtureSnapshot(t, "before.json"))
+	r := run(t, "baseline", "approve", target.String(), "--nats", bus.url, "--digest", before, "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var approved map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &approved))
+	assert.Equal(t, "approved", approved["status"])
+	assert.Equal(t, before, approved["digest"])
+	assert.Equal(t, bus.keys["host-a"], approved["key"])
+	assert.Equal(t, true, approved["authentic"])
+	assert.NotZero(t, approved["revision"])
+
+	bus.collected(t, "host-a", fixtureSnapshot(t, "after.json"))
+	obs, err := bus.baselines.Observations(t.Context(), target)
+	require.NoError(t, err)
+	r = run(t, "baseline", "approve", target.String(), "--nats", bus.url, "--json")
+	assert.Equal(t, 1, r.code)
+	var preview struct {
+		Status      string        `json:"status"`
+		Target      events.Target `json:"target"`
+		Digest      string        `json:"digest"`
+		Host        string        `json:"host"`
+		Key         string        `json:"key"`
+		KeySequence uint64        `json:"key_sequence"`
+		CollectedAt time.Time     `json:"collected_at"`
+		EvidenceID  string        `json:"evidence_id"`
+		Authentic   bool          `json:"authentic"`
+		Current     struct {
+			Digest string `json:"digest"`
+		} `json:"current_baseline"`
+		Diff *report.Report `json:"diff"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &preview))
+	assert.Equal(t, "preview", preview.Status)
+	assert.Equal(t, target, preview.Target)
+	assert.Equal(t, after, preview.Digest)
+	assert.Equal(t, "host-a", preview.Host)
+	assert.Equal(t, bus.keys["host-a"], preview.Key)
+	assert.Equal(t, uint64(2), preview.KeySequence)
+	assert.True(t, obs[0].Time.Equal(preview.CollectedAt))
+	assert.Equal(t, obs[0].EvidenceID, preview.EvidenceID)
+	assert.True(t, preview.Authentic)
+	assert.Equal(t, before, preview.Current.Digest)
+	require.NotNil(t, preview.Diff)
+	res, err := diff.Compare(fixtureSnapshot(t, "before.json"), fixtureSnapshot(t, "after.json"))
+	require.NoError(t, err)
+	assert.Equal(t, report.New(res, nil), preview.Diff, "the report of runtimetruth diff --json")
+	assert.Contains(t, r.stderr, "nothing approved")
 }
 
 // baseline put stores the required identity too; half of one is a usage

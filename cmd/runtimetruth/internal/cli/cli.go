@@ -82,6 +82,7 @@ Exit codes of verify: 0 runtime matches the baseline, 2 drift detected,
 		newBaselineCmd(),
 		newHostCmd(),
 		newStatusCmd(),
+		newCollectCmd(),
 		newAuditCmd(),
 		newVersionCmd(version),
 	)

@@ -29,7 +29,8 @@ func assertPrintable(t *testing.T, out string) {
 
 // Targets, hosts and approvers may hold format characters (U+202E turns
 // the rest of a line around; the bus refuses only C0 and C1 controls):
-// status, baseline put and baseline list escape them; --json keeps them.
+// status, baseline put, list, show and approve's preview escape them;
+// --json keeps them.
 func TestBusTablesEscapeTargetsAndHosts(t *testing.T) {
 	bus := startApproveBus(t)
 	const (
@@ -71,6 +72,18 @@ func TestBusTablesEscapeTargetsAndHosts(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, hostShow)
 	assert.Contains(t, r.stdout, "systemd.unit:"+idShown)
+	assertPrintable(t, r.stdout)
+
+	// What approve would adopt, and each host's latest snapshot.
+	r = run(t, "baseline", "approve", "systemd.unit:"+id, "--nats", bus.url)
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stdout, "REVIEW: systemd.unit:"+idShown)
+	assert.Contains(t, r.stdout, "  host: "+hostShow+"\n")
+	assert.Contains(t, r.stdout, "by "+`rev\u202eiewer`)
+	assertPrintable(t, r.stdout)
+	r = run(t, "baseline", "show", "systemd.unit:"+id, "--nats", bus.url)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, hostShow)
 	assertPrintable(t, r.stdout)
 
 	r = run(t, "baseline", "rm", "systemd.unit:"+id, "--nats", bus.url)

@@ -64,11 +64,15 @@ the current Python environment's installed-code integrity, and Codex in the
 current directory when it is installed. Each verdict is printed as it arrives.
 
 The auditor appends every event to a hash-chained JSONL audit log,
-<data-dir>/auditor/audit.jsonl, with checkpoints in
-<data-dir>/auditor/checkpoints.jsonl; check it with
+<data-dir>/auditor/audit.jsonl, with checkpoints signed by the key
+<data-dir>/auditor/checkpoint.key (made on the first start) in
+<data-dir>/auditor/checkpoints.jsonl. up refuses to start over a log that no
+longer matches them (rewritten, cut, or its checkpoints replaced); check it
+with
 
   runtimetruth audit verify --jsonl <data-dir>/auditor/audit.jsonl \
-      --checkpoints <data-dir>/auditor/checkpoints.jsonl
+      --checkpoints <data-dir>/auditor/checkpoints.jsonl \
+      --checkpoint-key <data-dir>/auditor/checkpoint.key
 
 Other terminals reach the embedded server through the URL written to
 <data-dir>/nats.url, which runtimetruth baseline and status read by default:
@@ -167,7 +171,11 @@ func runUp(ctx context.Context, out, errw io.Writer, f upFlags) error {
 	if external == "" && !f.noAudit {
 		auditLog = filepath.Join(dir, "auditor", "audit.jsonl")
 		auditCheckpoints = filepath.Join(dir, "auditor", "checkpoints.jsonl")
-		if aud, err = newEmbeddedAuditor(auditLog, auditCheckpoints, host, log, nc); err != nil {
+		cpKey, err := prepareUpAudit(ctx, auditLog, auditCheckpoints)
+		if err != nil {
+			return err
+		}
+		if aud, err = newEmbeddedAuditor(auditLog, auditCheckpoints, cpKey, host, log, nc); err != nil {
 			return err
 		}
 		// Started first and shut down last: it records what the others
@@ -184,7 +192,7 @@ func runUp(ctx context.Context, out, errw io.Writer, f upFlags) error {
 	}
 
 	printer := &verdictPrinter{out: out, baselines: verifier.NewBaselines(js, events.Source("up", host)), approve: f.approve,
-		host: ccfg.Host, busArgs: upBusArgs(f.bus, url, dir, external != "")}
+		host: ccfg.Host, busArgs: upBusArgs(f.bus, url, dir, external != ""), enrollment: vcfg.Enrollment}
 	if f.signKey != "" {
 		printer.nc = nc
 	}
@@ -262,12 +270,14 @@ func runUp(ctx context.Context, out, errw io.Writer, f upFlags) error {
 
 // newEmbeddedAuditor is the auditor of `up`: every stream of the
 // embedded server into one JSONL log (the embedded default), with
-// checkpoints every minute and at shutdown in a file beside it.
-func newEmbeddedAuditor(logPath, checkpoints, host string, log *slog.Logger, nc *nats.Conn) (*auditor.Auditor, error) {
+// checkpoints signed by cpKey every minute and at shutdown in a file
+// beside it.
+func newEmbeddedAuditor(logPath, checkpoints, cpKey, host string, log *slog.Logger, nc *nats.Conn) (*auditor.Auditor, error) {
 	cfg := auditor.NewDefaultConfig()
 	cfg.Instance = host
 	cfg.JSONL.Path = logPath
 	cfg.Checkpoint.File = checkpoints
+	cfg.Checkpoint.KeyFile = cpKey
 	cfg.IdleWait = 100 * time.Millisecond
 	return auditor.New(cfg, auditor.Settings{Logger: log, Conn: nc})
 }
@@ -418,6 +428,8 @@ type verdictPrinter struct {
 	out       io.Writer
 	baselines *verifier.Baselines
 	approve   bool
+	// enrollment is up's verifier's (firstUseApproval).
+	enrollment string
 	// host is the collector's: verdicts of other hosts (on a shared
 	// server) are neither printed, approved nor counted.
 	host string
@@ -499,7 +511,7 @@ func (p *verdictPrinter) handle(m *nats.Msg) {
 	case v.Status == events.StatusError && v.BaselineDigest == "" && p.approve:
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if _, err := p.baselines.Approve(ctx, v.Target, verifier.ApproveOptions{Host: v.Host, By: "runtimetruth up --approve"}); err != nil {
+		if _, err := p.baselines.Approve(ctx, v.Target, firstUseApproval(v, p.enrollment)); err != nil {
 			_, _ = fmt.Fprintf(p.out, "%s  ERROR  %s  approve: %v\n", stamp, key, err)
 		} else {
 			_, _ = fmt.Fprintf(p.out, "%s  APPROVED  %s  (first snapshot; the next collection is verified against it)\n", stamp, key)

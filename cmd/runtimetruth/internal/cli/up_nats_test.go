@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -28,7 +29,13 @@ func TestUpAndBusCommandsWithPassword(t *testing.T) {
 	assert.Contains(t, r.stdout, "runtimetruth baseline approve '"+target+"' --nats "+url+" --nats-user ops --nats-password-file "+password+"\n")
 	assert.NotContains(t, r.stdout, "s3cret", "file names only")
 
-	r = run(t, append([]string{"baseline", "approve", target}, bus...)...)
+	// Review, then approve the digest reviewed (up's verifier runs with
+	// enrollment off: its evidence is unauthenticated).
+	r = run(t, append([]string{"baseline", "approve", target, "--json"}, bus...)...)
+	require.Equal(t, 1, r.code, r.stderr)
+	var preview struct{ Digest string }
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &preview))
+	r = run(t, append([]string{"baseline", "approve", target, "--digest", preview.Digest, "--allow-unauthenticated"}, bus...)...)
 	require.Equal(t, 0, r.code, r.stderr)
 	r = run(t, up...)
 	assert.Equal(t, 0, r.code, r.stdout+r.stderr)

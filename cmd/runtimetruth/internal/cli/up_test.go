@@ -52,6 +52,10 @@ func TestUpOnceApprovesThenDetectsDrift(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(log), `"type":"dev.runtimetruth.verdict.drift.v2"`)
 	assert.Contains(t, string(log), `"type":"dev.runtimetruth.verdict.pass.v2"`)
+	// The collector's events are linked with their signature and the
+	// digest of the payload bytes the auditor received.
+	assert.Contains(t, string(log), `"rtsignature":`)
+	assert.Contains(t, string(log), `"data_sha256":`)
 }
 
 type auditVerifyReport struct {
@@ -64,11 +68,12 @@ type auditVerifyReport struct {
 }
 
 // verifyAuditLog runs `runtimetruth audit verify` on up's audit log with
-// its checkpoints: it must pass, hold the verdict and evidence chains, and
-// end no earlier than the last checkpoint.
+// its checkpoints, signed by up's key: it must pass, hold the verdict and
+// evidence chains, and end no earlier than the last checkpoint.
 func verifyAuditLog(t *testing.T, path, checkpoints string) auditVerifyReport {
 	t.Helper()
-	r := run(t, "audit", "verify", "--jsonl", path, "--checkpoints", checkpoints)
+	r := run(t, "audit", "verify", "--jsonl", path, "--checkpoints", checkpoints,
+		"--checkpoint-key", filepath.Join(filepath.Dir(path), "checkpoint.key"))
 	require.Equal(t, 0, r.code, r.stdout+r.stderr)
 	assert.Contains(t, r.stdout, "audit chain intact")
 	r = run(t, "audit", "verify", "--jsonl", path, "--checkpoints", checkpoints, "--json")

@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -128,21 +129,35 @@ func (w *busWatch) check(t *testing.T) {
 }
 
 // approve runs `runtimetruth baseline approve TARGET --host HOST` against
-// url and returns the digest it approved.
+// url, as an operator does: the preview (--json) for the latest snapshot's
+// digest, then the approval of that digest. A collection landing between
+// the two is a new snapshot, refused as not the reviewed one: review
+// again. It returns the digest it approved.
 func approve(t *testing.T, url string, target events.Target) string {
 	t.Helper()
-	var out, errb bytes.Buffer
-	code := cli.Run(t.Context(), cli.IO{In: strings.NewReader(""), Out: &out, Err: &errb}, "e2e",
-		[]string{"baseline", "approve", target.String(), "--nats", url, "--host", host, "--by", "e2e"})
-	require.Equal(t, cli.ExitPass, code, "baseline approve: %s%s", out.String(), errb.String())
-	require.True(t, strings.HasPrefix(out.String(), "APPROVED: "+target.String()+"\n"), out.String())
-	for line := range strings.SplitSeq(out.String(), "\n") {
-		if d, ok := strings.CutPrefix(line, "  digest: "); ok {
-			return d
-		}
+	cmd := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := cli.Run(t.Context(), cli.IO{In: strings.NewReader(""), Out: &out, Err: &errb}, "e2e",
+			append([]string{"baseline", "approve", target.String(), "--nats", url, "--host", host, "--by", "e2e"}, args...))
+		return code, out.String(), errb.String()
 	}
-	t.Fatalf("no digest in %q", out.String())
-	return ""
+	for attempt := 0; ; attempt++ {
+		code, out, errs := cmd("--json")
+		require.Equal(t, cli.ExitError, code, "a preview approves nothing: %s%s", out, errs)
+		var preview struct {
+			Digest    string `json:"digest"`
+			Authentic bool   `json:"authentic"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out), &preview), out)
+		require.True(t, preview.Authentic, "signed by the collector's pinned key: %s", out)
+		code, out, errs = cmd("--digest", preview.Digest)
+		if code != cli.ExitPass && attempt < 5 && strings.Contains(errs, "not the reviewed "+preview.Digest) {
+			continue
+		}
+		require.Equal(t, cli.ExitPass, code, "baseline approve: %s%s", out, errs)
+		require.True(t, strings.HasPrefix(out, "APPROVED: "+target.String()+"\n  digest: "+preview.Digest+"\n"), out)
+		return preview.Digest
+	}
 }
 
 func isStatus(s events.Status) func(events.Verdict) bool {
@@ -174,6 +189,7 @@ func TestDriftWithinOneInterval(t *testing.T) {
 
 	vcfg := verifier.NewDefaultConfig()
 	vcfg.Instance = host
+	vcfg.Enrollment = string(verifier.EnrollFirstUse) // the collector's key pinned: its evidence authentic
 	ver, err := verifier.New(vcfg, verifier.Settings{Conn: nc})
 	require.NoError(t, err)
 	ccfg := collector.NewDefaultConfig()

@@ -176,6 +176,7 @@ func startPipeline(t *testing.T, p telemetry.Providers, repo string) *pipeline {
 
 	vcfg := verifier.NewDefaultConfig()
 	vcfg.Instance = host
+	vcfg.Enrollment = string(verifier.EnrollFirstUse) // the collector's key pinned: its evidence authentic
 	ver, err := verifier.New(vcfg, verifier.Settings{Conn: nc, Telemetry: p})
 	require.NoError(t, err)
 	pl.ver = ver
@@ -243,9 +244,12 @@ func TestPipelineTracesAndMetrics(t *testing.T) {
 	// 1. Collected at start, no baseline: an error verdict.
 	waitFor(t, "the error verdict", func() bool { return pl.ver.Metrics().VerdictsError == 1 })
 
-	// 2. Approve the snapshot, collect again: a pass.
-	_, err = verifier.NewBaselines(js, events.Source("e2e", host)).Approve(ctx, target,
-		verifier.ApproveOptions{Host: host, By: "e2e"})
+	// 2. Approve the snapshot reviewed, collect again: a pass.
+	bls := verifier.NewBaselines(js, events.Source("e2e", host))
+	review, err := bls.Candidate(ctx, target, host)
+	require.NoError(t, err)
+	require.NoError(t, review.Unauthentic, "signed by the collector's pinned key")
+	_, err = bls.Approve(ctx, target, verifier.ApproveOptions{Host: host, By: "e2e", Digest: review.Observation.Digest})
 	require.NoError(t, err)
 	require.NoError(t, pl.col.CollectNow(ctx, "repo"))
 	waitFor(t, "the pass verdict", func() bool { return pl.ver.Metrics().VerdictsPass == 1 })

@@ -133,7 +133,13 @@ This is the one place that names them.
 {{/* Volumes for NATS credentials and TLS. */}}
 {{- define "runtimetruth.natsVolumes" -}}
 {{- $n := include "runtimetruth.nats" . | fromYaml }}
-{{- if has $n.auth.type (list "creds" "nkey") }}
+{{- if and (has $n.auth.type (list "creds" "nkey")) $n.auth.hostPath }}
+# The node's own credential, provisioned on the node (nats.auth.hostPath).
+- name: nats-auth
+  hostPath:
+    path: {{ $n.auth.hostPath }}
+    type: Directory
+{{- else if has $n.auth.type (list "creds" "nkey") }}
 - name: nats-auth
   secret:
     secretName: {{ $n.auth.existingSecret }}

@@ -1,0 +1,228 @@
+package cli
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
+	"github.com/runtimetruth/runtimetruth/services/auditor/chstore"
+	"github.com/runtimetruth/runtimetruth/services/auditor/jsonl"
+	"github.com/runtimetruth/runtimetruth/services/auditor/link"
+	"github.com/runtimetruth/runtimetruth/services/verifier"
+)
+
+// writeRecords writes records to a new JSONL log and returns its path.
+func writeRecords(t *testing.T, h link.Hasher, recs []link.Record) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	s, err := jsonl.Open(context.Background(), jsonl.Options{Path: path, Hasher: h})
+	require.NoError(t, err)
+	require.NoError(t, s.Write(context.Background(), recs))
+	require.NoError(t, s.Close())
+	return path
+}
+
+// TestAuditVerifyDuplicateID: a chain whose links verify but record the
+// same event twice (as an auditor without the check did, after JetStream
+// forgot the message's id) fails `audit verify`, which names the id and
+// both links, for --jsonl and --clickhouse.
+func TestAuditVerifyDuplicateID(t *testing.T) {
+	ctx := context.Background()
+	h := link.NewHasher(nil)
+	heads := map[string]link.Head{}
+	recs := auditRecords(t, h, 0, 12, heads)
+	again := auditRecords(t, h, 3, 1, heads)[0] // event 3 once more, at its chain's next seq
+	recs = append(recs, again)
+	first := recs[3]
+	require.Equal(t, first.Chain, again.Chain)
+
+	check := func(t *testing.T, args ...string) {
+		t.Helper()
+		code, out, errs := runAudit(ctx, append([]string{"verify", "--json"}, args...)...)
+		require.Equal(t, ExitDrift, code, errs+out)
+		var rep auditReport
+		require.NoError(t, json.Unmarshal([]byte(out), &rep))
+		assert.Equal(t, "duplicate_id", rep.Status)
+		assert.Nil(t, rep.Broken, "the chain itself verifies")
+		require.NotNil(t, rep.DuplicateID)
+		assert.Equal(t, first.Chain, rep.DuplicateID.Chain)
+		assert.Equal(t, "id-3", rep.DuplicateID.ID)
+		assert.Equal(t, first.Seq, rep.DuplicateID.FirstSeq)
+		assert.Equal(t, again.Seq, rep.DuplicateID.Seq)
+		assert.Equal(t, 1, rep.DuplicateIDs)
+
+		code, out, _ = runAudit(ctx, append([]string{"verify"}, args...)...)
+		require.Equal(t, ExitDrift, code)
+		assert.Contains(t, out, fmt.Sprintf(`event id "id-3" linked twice, at seq %d and seq %d`, first.Seq, again.Seq))
+	}
+	t.Run("jsonl", func(t *testing.T) { check(t, "--jsonl", writeRecords(t, h, recs)) })
+	t.Run("clickhouse", func(t *testing.T) {
+		dsn := clickHouseDSN(t)
+		s, err := chstore.Open(ctx, chstore.Options{DSN: dsn})
+		require.NoError(t, err)
+		defer func() { _ = s.Close() }()
+		_, err = s.Migrate(ctx)
+		require.NoError(t, err)
+		require.NoError(t, s.Write(ctx, recs))
+		check(t, "--clickhouse", dsn)
+	})
+
+	// Without the copy the same log passes.
+	code, _, errs := runAudit(ctx, "verify", "--jsonl", writeRecords(t, h, recs[:len(recs)-1]))
+	require.Equal(t, ExitPass, code, errs)
+}
+
+// signedRecords seals evidence events of host, signed with key (odd ones
+// unsigned when mixed), as the auditor records them.
+func signedRecords(t *testing.T, h link.Hasher, host string, key ed25519.PrivateKey, n int, mixed bool, edit func(i int, data []byte) []byte) []link.Record {
+	t.Helper()
+	heads := map[string]link.Head{}
+	var out []link.Record
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range n {
+		target := events.Target{Kind: "systemd.unit", Identifier: fmt.Sprintf("u%d.service", i%3)}
+		p := events.CollectionFailed{Host: host, Collector: "systemd", Target: &target, Reason: "timeout", Message: "no answer"}
+		opts := []events.Option{events.WithID(fmt.Sprintf("ev-%d", i)), events.WithTime(at.Add(time.Duration(i) * time.Second))}
+		if !mixed || i%2 == 0 {
+			seq := uint64(i + 1)
+			opts = append(opts, events.WithSigner(events.NewSigner(key, func() (uint64, error) { return seq, nil })))
+		}
+		m, _, err := events.NewMsg(events.Source("collector", host), p, opts...)
+		require.NoError(t, err)
+		data := m.Data
+		if edit != nil {
+			data = edit(i, data)
+		}
+		msg := &link.Message{Stream: "EVIDENCE", Seq: uint64(i + 1), Subject: m.Subject, Header: m.Header, Data: data, Stored: at.Add(time.Duration(i) * time.Second)}
+		name := link.ChainName(msg.Stream, msg.Subject)
+		r, err := h.Seal(name, heads[name], link.Entry(msg, "/auditor/t"))
+		require.NoError(t, err)
+		require.False(t, r.Meta.Rejected, "a valid event")
+		heads[name] = r.Head()
+		out = append(out, r)
+	}
+	return out
+}
+
+// hostsFile writes records as `runtimetruth host list --json` prints them.
+func hostsFile(t *testing.T, recs ...events.HostRecord) string {
+	t.Helper()
+	b, err := json.Marshal(recs)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "hosts.json")
+	require.NoError(t, os.WriteFile(path, b, 0o600))
+	return path
+}
+
+// TestAuditVerifyEvidenceSignatures: `audit verify --hosts` (and
+// --registry, the hosts bucket over NATS) re-checks every link's evidence
+// signature against the registry and names the first bad link: a host not
+// enrolled, a key revoked before the event, a payload changed and the
+// chain recomputed (the link's recorded digest no longer the signed one),
+// and, with --require-signatures, an unsigned collector event.
+func TestAuditVerifyEvidenceSignatures(t *testing.T) {
+	ctx := context.Background()
+	h := link.NewHasher(nil)
+	_, key, err := ed25519.GenerateKey(nil)
+	require.NoError(t, err)
+	keyID := events.KeyID(key.Public().(ed25519.PublicKey))
+	const host = "web-01"
+	enrolled := events.HostRecord{Host: host, Keys: []events.HostKey{{Key: keyID, State: events.KeyEnrolled, By: "test"}}}
+	good := writeRecords(t, h, signedRecords(t, h, host, key, 6, false, nil))
+
+	verifyJSON := func(t *testing.T, args ...string) (int, auditReport) {
+		t.Helper()
+		code, out, errs := runAudit(ctx, append([]string{"verify", "--json"}, args...)...)
+		require.NotEqual(t, ExitError, code, errs)
+		var rep auditReport
+		require.NoError(t, json.Unmarshal([]byte(out), &rep))
+		require.NotNil(t, rep.Evidence)
+		return code, rep
+	}
+
+	code, rep := verifyJSON(t, "--jsonl", good, "--hosts", hostsFile(t, enrolled))
+	require.Equal(t, ExitPass, code)
+	assert.Equal(t, 6, rep.Evidence.Signed)
+	assert.Nil(t, rep.Evidence.Bad)
+
+	revoked := enrolled
+	revoked.Keys = []events.HostKey{{Key: keyID, State: events.KeyRevoked, Changed: time.Date(2026, 1, 1, 0, 0, 3, 0, time.UTC)}}
+	pending := enrolled
+	pending.Keys = []events.HostKey{{Key: keyID, State: events.KeyPending}}
+	other := enrolled
+	other.Host = "web-02"
+	changed := writeRecords(t, h, signedRecords(t, h, host, key, 6, false, func(i int, data []byte) []byte {
+		if i == 2 {
+			return []byte(strings.Replace(string(data), `"no answer"`, `"all fine"`, 1))
+		}
+		return data
+	}))
+	for _, tc := range []struct {
+		name   string
+		log    string
+		hosts  events.HostRecord
+		seq    uint64
+		reason string
+	}{
+		{"host not enrolled", good, other, 1, `host "web-01" is not in the registry`},
+		{"key pending", good, pending, 1, "is pending, never enrolled"},
+		{"key revoked before the event", good, revoked, 4, "was revoked at 2026-01-01T00:00:03Z"},
+		{"payload changed, chain recomputed", changed, enrolled, 3, "payload_sha256 differs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, rep := verifyJSON(t, "--jsonl", tc.log, "--hosts", hostsFile(t, tc.hosts))
+			require.Equal(t, ExitDrift, code)
+			assert.Equal(t, "bad_signature", rep.Status)
+			assert.Nil(t, rep.Broken, "the chain itself verifies")
+			require.NotNil(t, rep.Evidence.Bad)
+			assert.Equal(t, tc.seq, rep.Evidence.Bad.Seq)
+			assert.Equal(t, fmt.Sprintf("ev-%d", tc.seq-1), rep.Evidence.Bad.ID)
+			assert.Contains(t, rep.Evidence.Bad.Reason, tc.reason)
+		})
+	}
+
+	t.Run("unsigned", func(t *testing.T) {
+		log := writeRecords(t, h, signedRecords(t, h, host, key, 6, true, nil))
+		code, rep := verifyJSON(t, "--jsonl", log, "--hosts", hostsFile(t, enrolled))
+		require.Equal(t, ExitPass, code, "counted, not a failure")
+		assert.Equal(t, 3, rep.Evidence.Signed)
+		assert.Equal(t, 3, rep.Evidence.Unsigned)
+		code, rep = verifyJSON(t, "--jsonl", log, "--hosts", hostsFile(t, enrolled), "--require-signatures")
+		require.Equal(t, ExitDrift, code)
+		require.NotNil(t, rep.Evidence.Bad)
+		assert.Equal(t, uint64(2), rep.Evidence.Bad.Seq)
+		assert.Contains(t, rep.Evidence.Bad.Reason, "unsigned")
+	})
+
+	t.Run("registry bucket", func(t *testing.T) {
+		_, url := natstest.RunJetStream(t)
+		_, js := natstest.Connect(t, url)
+		require.NoError(t, topology.EnsureVerifier(ctx, js, 1))
+		kv, err := js.KeyValue(ctx, topology.BucketHosts)
+		require.NoError(t, err)
+		code, rep := verifyJSON(t, "--jsonl", good, "--registry", "--nats", url)
+		require.Equal(t, ExitDrift, code, "an empty registry enrolls nobody")
+		require.NotNil(t, rep.Evidence.Bad)
+		_, err = verifier.NewHosts(kv, verifier.EnrollManual).Approve(ctx, host, keyID, "test")
+		require.NoError(t, err)
+		code, rep = verifyJSON(t, "--jsonl", good, "--registry", "--nats", url)
+		require.Equal(t, ExitPass, code)
+		assert.Equal(t, 6, rep.Evidence.Signed)
+	})
+
+	code, _, errs := runAudit(ctx, "verify", "--jsonl", good, "--require-signatures")
+	assert.Equal(t, ExitError, code)
+	assert.Contains(t, errs, "--require-signatures needs --registry or --hosts")
+}

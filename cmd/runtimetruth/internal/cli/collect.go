@@ -1,0 +1,302 @@
+package cli
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/spf13/cobra"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/services/collector"
+	"github.com/runtimetruth/runtimetruth/services/verifier"
+)
+
+// collectReportVersion is the report_schema_version of collect --json.
+const collectReportVersion = 1
+
+// Bounds on what collect reports of replies it refuses: anyone who sees
+// the request may answer it, as often as the bus lets them.
+const (
+	maxRefusals     = 16
+	maxRefusalBytes = 512
+)
+
+// errNotEnrolledKey: a reply is signed by a key the registry does not hold
+// as the host's enrolled key.
+var errNotEnrolledKey = errors.New("not an enrolled key of the host")
+
+// collectReport is collect --json's report.
+type collectReport struct {
+	ReportSchemaVersion int    `json:"report_schema_version"`
+	Host                string `json:"host"`
+	// Target is the target asked for, empty for every target.
+	Target string `json:"target"`
+	Nonce  string `json:"nonce"`
+	// Accepted is the authentic reply, null when none came.
+	Accepted *acceptedReply `json:"accepted"`
+	// Refused are the replies refused (the first maxRefusals), and
+	// RefusedMore counts the others.
+	Refused     []refusedReply `json:"refused"`
+	RefusedMore int            `json:"refused_more,omitempty"`
+}
+
+type acceptedReply struct {
+	// Key is the key id that signed it: the host's enrolled key.
+	Key   string                    `json:"key"`
+	Reply collector.CollectNowReply `json:"reply"`
+}
+
+type refusedReply struct {
+	// Key is the key id the reply's envelope names, when it names one.
+	Key    string `json:"key,omitempty"`
+	Reason string `json:"reason"`
+}
+
+func newCollectCmd() *cobra.Command {
+	var (
+		bus     busFlags
+		asJSON  bool
+		timeout time.Duration
+	)
+	c := &cobra.Command{
+		Use:   "collect HOST [TARGET]",
+		Short: "Ask HOST's collector to collect now, and check its signed reply",
+		Long: `Ask the collector of HOST to collect TARGET (a target name of its
+configuration; every target when left out) at once, on the request-reply
+subject rt.ctl.collect.<HOST>, and print what it reports per target:
+collected (the snapshot's digest and the event id), failed (why), refused
+(its spool is full) or error. The verdicts follow from the verifier
+("runtimetruth status").
+
+The request carries a fresh random nonce. A reply is accepted only when it
+is signed by the key the host registry (the "hosts" bucket) holds as HOST's
+enrolled key (under up's first-use enrollment, the key it pinned), and the
+reply it signs names HOST, the nonce and TARGET. Any other reply (unsigned,
+another key, another host, a replay of an earlier reply) is reported as
+refused, with the reason, and never accepted; collect keeps waiting for an
+authentic one until --timeout. A HOST without an enrolled key is refused
+before any request is sent. Where collectors share one NATS credential, an
+impostor that answers first can still make a request fail (the bus passes
+one response per request across accounts), never pass for HOST.
+
+Exit codes: 0 an authentic reply with every target collected, 1 otherwise
+(no authentic reply, the collector's error, a target not collected).`,
+		Args: usageArgs(1, 2),
+		RunE: func(c *cobra.Command, args []string) error {
+			if timeout <= 0 {
+				return fmt.Errorf("--timeout %s: want a positive duration", timeout)
+			}
+			req := collector.CollectNowRequest{}
+			if len(args) == 2 {
+				req.Target = args[1]
+			}
+			nc, js, err := bus.connect(c.Context())
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			kv, err := hostsBucket(c.Context(), js)
+			if err != nil {
+				return err
+			}
+			key, err := enrolledKeys(c.Context(), verifier.NewHosts(kv, verifier.EnrollManual), args[0])
+			if err != nil {
+				return err
+			}
+			if req.Nonce, err = newNonce(); err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(c.Context(), timeout)
+			defer cancel()
+			out := c.OutOrStdout()
+			if asJSON {
+				out = io.Discard
+			}
+			rep, cerr := collectNow(ctx, nc, args[0], req, key, out)
+			if cerr == nil {
+				cerr = rep.outcome()
+			}
+			if asJSON {
+				enc := json.NewEncoder(c.OutOrStdout())
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(rep); err != nil {
+					return err
+				}
+			} else if rep.Accepted != nil {
+				if err := printCollectReply(c.OutOrStdout(), rep.Accepted); err != nil {
+					return err
+				}
+			}
+			return cerr
+		},
+	}
+	bus.register(c)
+	f := c.Flags()
+	f.BoolVar(&asJSON, "json", false, "print a JSON report (report_schema_version 1)")
+	f.DurationVar(&timeout, "timeout", collector.ControlTimeout+30*time.Second, "wait up to `D` for an authentic reply")
+	return c
+}
+
+// enrolledKeys returns the key lookup of host's replies: the keys the
+// registry holds as host's enrolled keys, and nothing else; an error when
+// host has none.
+func enrolledKeys(ctx context.Context, h *verifier.Hosts, host string) (func(string) (ed25519.PublicKey, error), error) {
+	rec, err := h.Get(ctx, host)
+	if errors.Is(err, verifier.ErrNoSuchHost) {
+		return nil, fmt.Errorf("host %s is not enrolled: the registry has no key to check its reply with (runtimetruth host approve %s --key KEY)",
+			printable(host), shellQuote(host))
+	}
+	if err != nil {
+		return nil, err
+	}
+	enrolled := map[string]bool{}
+	pending := 0
+	for _, k := range rec.Keys {
+		switch k.State {
+		case events.KeyEnrolled:
+			enrolled[k.Key] = true
+		case events.KeyPending:
+			pending++
+		}
+	}
+	if len(enrolled) == 0 {
+		return nil, fmt.Errorf("host %s is not enrolled: none of its %d key(s) is enrolled (%d pending; runtimetruth host approve %s)",
+			printable(host), len(rec.Keys), pending, shellQuote(host))
+	}
+	return func(id string) (ed25519.PublicKey, error) {
+		if !enrolled[id] {
+			return nil, errNotEnrolledKey
+		}
+		return events.ParseKeyID(id)
+	}, nil
+}
+
+// newNonce is 16 random bytes, hex.
+func newNonce() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("nonce: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// collectNow sends req to host's collector and reads replies on its own
+// inbox until one verifies (key is host's enrolled keys) or ctx ends,
+// writing each refused one to out as it comes. The report holds the
+// accepted reply, if any, and the refusals; the error says why none was
+// accepted.
+func collectNow(ctx context.Context, nc *nats.Conn, host string, req collector.CollectNowRequest, key func(string) (ed25519.PublicKey, error), out io.Writer) (*collectReport, error) {
+	rep := &collectReport{ReportSchemaVersion: collectReportVersion, Host: host, Target: req.Target, Nonce: req.Nonce, Refused: []refusedReply{}}
+	data, err := json.Marshal(req)
+	if err != nil {
+		return rep, err
+	}
+	subject := collector.CollectNowSubject(host)
+	inbox := nc.NewInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		return rep, fmt.Errorf("subscribe %s: %w", inbox, err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := nc.PublishMsg(&nats.Msg{Subject: subject, Reply: inbox, Data: data}); err != nil {
+		return rep, fmt.Errorf("request %s: %w", subject, err)
+	}
+	if err := nc.FlushWithContext(ctx); err != nil {
+		return rep, fmt.Errorf("request %s: %w", subject, err)
+	}
+	for {
+		m, err := sub.NextMsgWithContext(ctx)
+		switch {
+		case errors.Is(err, nats.ErrNoResponders):
+			// The server's no-responders status (or a forgery of it: it
+			// can end the wait, never pass for a reply).
+			return rep, fmt.Errorf("no collector is listening on %s: is the collector of host %s running and connected?",
+				subject, printable(host))
+		case err != nil && ctx.Err() != nil:
+			return rep, fmt.Errorf("no authentic reply from host %s within the timeout (%d refused; see --timeout)",
+				printable(host), len(rep.Refused)+rep.RefusedMore)
+		case err != nil:
+			return rep, fmt.Errorf("read replies on %s: %w", inbox, err)
+		}
+		var named string
+		keyID, reply, err := collector.VerifyCollectNowReply(m.Data, host, req, func(id string) (ed25519.PublicKey, error) {
+			named = id
+			return key(id)
+		})
+		if err == nil {
+			rep.Accepted = &acceptedReply{Key: keyID, Reply: reply}
+			return rep, nil
+		}
+		r := refusedReply{Key: clip(named), Reason: clip(err.Error())}
+		if len(rep.Refused) == maxRefusals {
+			rep.RefusedMore++
+			continue
+		}
+		rep.Refused = append(rep.Refused, r)
+		if _, err := fmt.Fprintf(out, "REFUSED  a reply: %s\n", printable(r.Reason)); err != nil {
+			return rep, err
+		}
+	}
+}
+
+// clip bounds what a reply put into a reason.
+func clip(s string) string {
+	if len(s) <= maxRefusalBytes {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxRefusalBytes], "") + "…"
+}
+
+// outcome is the error of an accepted reply that did not collect
+// everything: the collector's error, or the targets not collected.
+func (r *collectReport) outcome() error {
+	rep := r.Accepted.Reply
+	if rep.Error != "" {
+		return fmt.Errorf("host %s: %s", printable(r.Host), printable(rep.Error))
+	}
+	bad := 0
+	for _, res := range rep.Results {
+		if res.Status != collector.StatusCollected {
+			bad++
+		}
+	}
+	if bad > 0 {
+		return fmt.Errorf("host %s: %d of %d target(s) not collected", printable(r.Host), bad, len(rep.Results))
+	}
+	return nil
+}
+
+// printCollectReply prints who signed the reply, and one line per target.
+func printCollectReply(w io.Writer, a *acceptedReply) error {
+	rep := a.Reply
+	if _, err := fmt.Fprintf(w, "host %s replied at %s, signed by its enrolled key %s\n",
+		printable(rep.Host), rep.Time.UTC().Format(time.RFC3339), printable(a.Key)); err != nil {
+		return err
+	}
+	if rep.Error != "" {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	_, _ = fmt.Fprintln(tw, "STATUS\tTARGET\tKIND\tDETAIL")
+	for _, r := range rep.Results {
+		detail := r.Error
+		if r.Status == collector.StatusCollected {
+			detail = r.Digest + "  event " + r.EventID
+		}
+		if r.RunnableModified > 0 {
+			detail += fmt.Sprintf("  (%d runnable.modified)", r.RunnableModified)
+		}
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", strings.ToUpper(printable(r.Status)), printable(r.Target), printable(r.Kind), printable(detail))
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,69 @@
+package cli_test
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
+)
+
+// status lists, after the verdicts, every host in whose name evidence was
+// refused since its last authentic one: how many, the last reason; --json
+// carries it on the host's records.
+func TestStatusShowsRefusedEvidence(t *testing.T) {
+	bus := startApproveBus(t)
+	ctx := t.Context()
+	bus.collected(t, "host-a", fixtureSnapshot(t, "before.json"))
+	r := run(t, "status", "--nats", bus.url)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.NotContains(t, r.stdout, "REFUSED")
+
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	var seq atomic.Uint64
+	impostor := events.NewSigner(key, func() (uint64, error) { return seq.Add(1), nil })
+	for range 2 {
+		p, err := events.NewEvidenceCollected("host-a", fixtureSnapshot(t, "after.json"), time.Minute)
+		require.NoError(t, err)
+		m, _, err := events.NewMsg(events.Source("collector", "host-a"), p, events.WithSigner(impostor))
+		require.NoError(t, err)
+		_, err = bus.js.PublishMsg(ctx, m)
+		require.NoError(t, err)
+	}
+	natstest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+		s, err := bus.js.Stream(ctx, topology.StreamDLQ)
+		require.NoError(t, err)
+		info, err := s.Info(ctx)
+		require.NoError(t, err)
+		if info.State.Msgs < 2 {
+			return fmt.Errorf("%d dead letters", info.State.Msgs)
+		}
+		return nil
+	})
+	r = run(t, "status", "--nats", bus.url)
+	require.Equal(t, 0, r.code, r.stderr)
+	i := strings.Index(r.stdout, "REFUSED")
+	require.GreaterOrEqual(t, i, 0, r.stdout)
+	assert.Regexp(t, `REFUSED +host-a +2 +\S+ \S+ +not_enrolled\n`, r.stdout[i:])
+	assert.Regexp(t, `PASS|ERROR`, r.stdout[:i], "the verdict stands")
+
+	r = run(t, "status", "--nats", bus.url, "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var recs []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &recs))
+	require.Len(t, recs, 1)
+	rej := recs[0]["rejected"].(map[string]any)
+	assert.Equal(t, "host-a", rej["host"])
+	assert.EqualValues(t, 2, rej["since_authentic"])
+}
