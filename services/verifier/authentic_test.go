@@ -214,7 +214,20 @@ func TestRejectionsAreCountedPerHost(t *testing.T) {
 		}
 		return out
 	}
-	verdictOf(ctx, t, js, publishSnapshot(ctx, t, js, "web-01", snap(unit(1))))
+	recorded := func(id string) { // the verdict record, written after the verdict's publish
+		natstest.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
+			rec, err := verifier.NewStatus(js).Get(ctx, "web-01", testTarget)
+			if err != nil {
+				return err
+			}
+			if rec.EvidenceID != id {
+				return fmt.Errorf("record of %s, want %s", rec.EvidenceID, id)
+			}
+			return nil
+		})
+	}
+	first := publishSnapshot(ctx, t, js, "web-01", snap(unit(1)))
+	recorded(first)
 	impostor, _ := signer(t)
 	for i := range 3 {
 		m, _ := signedMsg(t, "web-01", snap(unit(int64(10+i))), impostor)
@@ -233,7 +246,7 @@ func TestRejectionsAreCountedPerHost(t *testing.T) {
 	assert.Equal(t, "unsigned", got["invented"].Last.Reason)
 
 	// Authentic evidence again: nothing refused since.
-	verdictOf(ctx, t, js, publishSnapshot(ctx, t, js, "web-01", snap(unit(2))))
+	recorded(publishSnapshot(ctx, t, js, "web-01", snap(unit(2))))
 	got = since()
 	assert.Zero(t, got["web-01"].SinceAuthentic)
 	assert.Equal(t, uint64(3), got["web-01"].Total)
