@@ -2,12 +2,10 @@ package collector_test
 
 import (
 	"crypto/ed25519"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/signtest"
 	"github.com/runtimetruth/runtimetruth/services/collector"
 	"github.com/runtimetruth/runtimetruth/services/collector/internal/gittest"
 )
@@ -177,10 +176,10 @@ func TestParseCollectNowRequest(t *testing.T) {
 // replySigner is a signer with a fresh key, standing for a collector's.
 func replySigner(t testing.TB) (*events.Signer, ed25519.PublicKey) {
 	t.Helper()
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	s := signtest.Random()
+	pub, err := events.ParseKeyID(s.KeyID())
 	require.NoError(t, err)
-	var seq atomic.Uint64
-	return events.NewSigner(priv, func() (uint64, error) { return seq.Add(1), nil }), pub
+	return s, pub
 }
 
 func signReply(t testing.TB, s *events.Signer, rep collector.CollectNowReply) []byte {

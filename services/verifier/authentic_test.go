@@ -2,12 +2,9 @@ package verifier_test
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +15,7 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/events/signtest"
 	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
@@ -26,10 +24,8 @@ import (
 // signer is a collector's key.
 func signer(t *testing.T) (*events.Signer, string) {
 	t.Helper()
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
-	require.NoError(t, err)
-	var seq atomic.Uint64
-	return events.NewSigner(priv, func() (uint64, error) { return seq.Add(1), nil }), events.KeyID(pub)
+	s := signtest.Random()
+	return s, s.KeyID()
 }
 
 // signedMsg is the evidence of s collected on host, signed by s.

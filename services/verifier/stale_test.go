@@ -75,7 +75,7 @@ func TestSilenceIsAVerdict(t *testing.T) {
 	// it has its verdict already.
 	require.NoError(t, a.Shutdown(ctx))
 	require.NoError(t, b.Shutdown(ctx))
-	forgetMessageIDs(ctx, t, js, topology.StreamVerdicts)
+	natstest.ForgetMessageIDs(ctx, t, js, topology.StreamVerdicts)
 	start(ctx, t, url, edit)
 	start(ctx, t, url, func(c *verifier.Config) { edit(c); c.Instance = "test-b" })
 	time.Sleep(3 * after) // several sweeps of both

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -362,7 +361,7 @@ func TestRedeliveredSnapshotsGetNoSecondVerdict(t *testing.T) {
 	})
 	latest, err := verifier.NewStatus(js).Get(ctx, "web-01", testTarget)
 	require.NoError(t, err)
-	forgetMessageIDs(ctx, t, js, topology.StreamVerdicts)
+	natstest.ForgetMessageIDs(ctx, t, js, topology.StreamVerdicts)
 
 	replay := start(ctx, t, url, func(c *verifier.Config) { c.Consumer = "verifier-replay" })
 	settled(ctx, t, js, "verifier-replay")
@@ -458,17 +457,4 @@ func TestNamedBaseline(t *testing.T) {
 	v = publishNamed(snap(unit(1)), &events.Target{Kind: "git.repository", Identifier: "/srv/app"})
 	assert.Equal(t, events.StatusError, v.Status)
 	assert.Contains(t, v.Error, "of another kind")
-}
-
-// forgetMessageIDs makes a stream forget the message ids it has seen: its
-// duplicate window shrinks to 100 ms, and the test waits it out.
-func forgetMessageIDs(ctx context.Context, t *testing.T, js jetstream.JetStream, stream string) {
-	t.Helper()
-	s, err := js.Stream(ctx, stream)
-	require.NoError(t, err)
-	cfg := s.CachedInfo().Config
-	cfg.Duplicates = 100 * time.Millisecond
-	_, err = js.UpdateStream(ctx, cfg)
-	require.NoError(t, err)
-	time.Sleep(300 * time.Millisecond)
 }

@@ -7,6 +7,7 @@ package signtest
 
 import (
 	"crypto/ed25519"
+	"crypto/rand"
 	"crypto/sha256"
 	"sync"
 	"sync/atomic"
@@ -49,3 +50,14 @@ func Signer(host string) *events.Signer {
 
 // Sign is the option that signs an event as host's collector.
 func Sign(host string) events.Option { return events.WithSigner(Signer(host)) }
+
+// Random is a signer with a fresh key of its own and its own sequence
+// (from 1): a collector no registry knows, an impostor's.
+func Random() *events.Signer {
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		panic("signtest: " + err.Error()) // crypto/rand does not fail
+	}
+	var n atomic.Uint64
+	return events.NewSigner(key, func() (uint64, error) { return n.Add(1), nil })
+}

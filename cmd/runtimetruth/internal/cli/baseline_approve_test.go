@@ -2,13 +2,10 @@ package cli_test
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +15,7 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/events/signtest"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/report"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
@@ -78,11 +76,8 @@ func (b *approveBus) collected(t *testing.T, host string, s *snapshot.Snapshot) 
 	if b.mode != verifier.EnrollOff {
 		sg, ok := b.signers[host]
 		if !ok {
-			pub, priv, err := ed25519.GenerateKey(rand.Reader)
-			require.NoError(t, err)
-			var seq atomic.Uint64
-			sg = events.NewSigner(priv, func() (uint64, error) { return seq.Add(1), nil })
-			b.signers[host], b.keys[host] = sg, events.KeyID(pub)
+			sg = signtest.Random()
+			b.signers[host], b.keys[host] = sg, sg.KeyID()
 		}
 		opts = append(opts, events.WithSigner(sg))
 	}

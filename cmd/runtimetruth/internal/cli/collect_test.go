@@ -3,7 +3,6 @@ package cli_test
 import (
 	"context"
 	"crypto/ed25519"
-	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +19,7 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/events/signtest"
 	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
 	"github.com/runtimetruth/runtimetruth/services/collector"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
@@ -120,10 +119,7 @@ func forged(req collector.CollectNowRequest) collector.CollectNowReply {
 
 func newSigner(t *testing.T) *events.Signer {
 	t.Helper()
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	require.NoError(t, err)
-	var seq atomic.Uint64
-	return events.NewSigner(priv, func() (uint64, error) { return seq.Add(1), nil })
+	return signtest.Random()
 }
 
 var collectedRepo = regexp.MustCompile(`(?m)^COLLECTED\s+repo\s+git\s+sha256:[0-9a-f]{64}  event \S+$`)

@@ -1,12 +1,9 @@
 package cli_test
 
 import (
-	"crypto/ed25519"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +12,7 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/events/signtest"
 	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
 )
 
@@ -29,10 +27,7 @@ func TestStatusShowsRefusedEvidence(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.NotContains(t, r.stdout, "REFUSED")
 
-	_, key, err := ed25519.GenerateKey(rand.Reader)
-	require.NoError(t, err)
-	var seq atomic.Uint64
-	impostor := events.NewSigner(key, func() (uint64, error) { return seq.Add(1), nil })
+	impostor := signtest.Random()
 	for range 2 {
 		p, err := events.NewEvidenceCollected("host-a", fixtureSnapshot(t, "after.json"), time.Minute)
 		require.NoError(t, err)

@@ -2,8 +2,6 @@ package e2e_test
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"fmt"
 	"net"
 	"os"
@@ -198,10 +196,7 @@ func TestAttacksOnTheEvidence(t *testing.T) {
 		m.Data = append([]byte(nil), passData...)
 		return m
 	}
-	_, impostorKey, err := ed25519.GenerateKey(rand.Reader)
-	require.NoError(t, err)
-	var seq atomic.Uint64
-	impostor := events.NewSigner(impostorKey, func() (uint64, error) { return seq.Add(1), nil })
+	impostor := signtest.Random()
 
 	type attack struct {
 		name   string
@@ -217,7 +212,7 @@ func TestAttacksOnTheEvidence(t *testing.T) {
 		}, "key_changed"},
 		{"unsigned", func() (*nats.Msg, string) { return build("victim", unitSnapshot(1)) }, "unsigned"},
 		{"a flipped payload bit", func() (*nats.Msg, string) {
-			forgetIDs(ctx, t, op, topology.StreamEvidence) // else the stream drops it as a copy of the PASS
+			natstest.ForgetMessageIDs(ctx, t, op, topology.StreamEvidence) // else the stream drops it as a copy of the PASS
 			m := copyOfPass()
 			i := strings.Index(string(m.Data), `"interval_seconds":60`)
 			require.GreaterOrEqual(t, i, 0)
@@ -237,12 +232,12 @@ func TestAttacksOnTheEvidence(t *testing.T) {
 			return build("victim", unitSnapshot(1), signtest.Sign("victim"), events.WithTime(time.Now().Add(2*time.Hour)))
 		}, "clock_skew"},
 		{"a byte-exact replay after the duplicate window", func() (*nats.Msg, string) {
-			forgetIDs(ctx, t, op, topology.StreamEvidence)
+			natstest.ForgetMessageIDs(ctx, t, op, topology.StreamEvidence)
 			return copyOfPass(), passID
 		}, "replayed"},
 		{"a byte-exact replay after a NATS restart", func() (*nats.Msg, string) {
 			ps.restart(t)
-			forgetIDs(ctx, t, op, topology.StreamEvidence)
+			natstest.ForgetMessageIDs(ctx, t, op, topology.StreamEvidence)
 			return copyOfPass(), passID
 		}, "replayed"},
 	}
@@ -304,21 +299,6 @@ func TestAttacksOnTheEvidence(t *testing.T) {
 		}
 	}
 	assert.True(t, counted, "the victim's rejection log")
-}
-
-// forgetIDs makes a stream forget the message ids it has seen (its
-// duplicate window shrinks to 100 ms, and the test waits it out), as it
-// does two minutes after a message, and for an interest stream's
-// consumed messages after a restart.
-func forgetIDs(ctx context.Context, t *testing.T, js jetstream.JetStream, stream string) {
-	t.Helper()
-	s, err := js.Stream(ctx, stream)
-	require.NoError(t, err)
-	cfg := s.CachedInfo().Config
-	cfg.Duplicates = 100 * time.Millisecond
-	_, err = js.UpdateStream(ctx, cfg)
-	require.NoError(t, err)
-	time.Sleep(300 * time.Millisecond)
 }
 
 type deadLetter struct{ id, err string }
@@ -390,7 +370,7 @@ func TestOneVerdictAfterACrashAndARestart(t *testing.T) {
 	})
 	require.NoError(t, first.Shutdown(ctx))
 	ps.restart(t)
-	forgetIDs(ctx, t, op, topology.StreamVerdicts)
+	natstest.ForgetMessageIDs(ctx, t, op, topology.StreamVerdicts)
 
 	// The consumer starts over: every stored snapshot is delivered again.
 	require.NoError(t, op.DeleteConsumer(ctx, topology.StreamEvidence, topology.ConsumerVerifier))
