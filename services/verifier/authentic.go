@@ -28,6 +28,7 @@ var ErrClockSkew = errors.New("the evidence's time is too far from the verifier'
 // registry, and its time within skew of now.
 type authenticator struct {
 	hosts *Hosts
+	keys  *expandedKeys // of the keys of admitted evidence
 	skew  time.Duration
 	now   func() time.Time
 	tel   *metrics
@@ -45,7 +46,7 @@ func (a *authenticator) checkBatch(items []*item) {
 	for i, it := range items {
 		pending[i], errs[i] = a.read(it.e, it.ev)
 	}
-	valid := verifyAll(pending)
+	valid := verifyAll(pending, a.keys)
 	for i, it := range items {
 		var sig events.Signature
 		err := errs[i]
@@ -62,6 +63,7 @@ func (a *authenticator) checkBatch(items []*item) {
 			it.fail(a.refuse(it.ctx, it.ev.Host, it.e.ID(), fmt.Errorf("authenticate evidence of %s: %w", it.ev.Host, err)))
 			continue
 		}
+		a.keys.add(pending[i].PublicKey)
 		it.sig = sig
 		it.ord.SignedBy, it.ord.SignedSeq = sig.KeyID, sig.Claim.Seq
 	}

@@ -3,6 +3,8 @@ package verifier
 import (
 	"context"
 	"log/slog"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
 )
 
 // WithView gives h a view of its bucket (hostsView), kept by a watch
@@ -28,5 +30,12 @@ func (v *Verifier) ViewRevision(host string) uint64 {
 	return v.handler.auth.hosts.view.revision(host)
 }
 
-// VerifyAll is verifyAll.
-var VerifyAll = verifyAll
+// VerifyAll is verifyAll with the keys of expand (of some of sigs, or
+// none) kept expanded.
+func VerifyAll(sigs []*events.PendingSignature, expand ...*events.PendingSignature) []bool {
+	keys := newExpandedKeys()
+	for _, s := range expand {
+		keys.add(s.PublicKey)
+	}
+	return verifyAll(sigs, keys)
+}

@@ -1,7 +1,9 @@
 package verifier
 
 import (
+	"crypto/ed25519"
 	"crypto/rand"
+	"sync"
 
 	voi "github.com/oasisprotocol/curve25519-voi/primitives/ed25519"
 
@@ -21,10 +23,15 @@ var verifyOptions = &voi.Options{Verify: &voi.VerifyOptions{
 
 // verifyAll reports, for each signature of a batch (nil: none to check),
 // whether it holds: all checked at once by batch verification
-// (curve25519-voi, about half the cost per signature of checking each
-// alone at the verifier's batch sizes), each checked again alone only
-// when the batch as a whole does not hold, to find the bad ones.
-func verifyAll(sigs []*events.PendingSignature) []bool {
+// (curve25519-voi, about a third of the cost per signature of checking
+// each alone at the verifier's batch sizes), each checked again alone
+// only when the batch as a whole does not hold, to find the bad ones.
+// The keys in keys (nil: none) are used in their expanded form, which
+// saves decompressing each signature's key and, when every key of the
+// batch is expanded, lets the multiscalar multiplication use their
+// precomputed tables: 24 µs per signature instead of 34 at the
+// verifier's batch sizes.
+func verifyAll(sigs []*events.PendingSignature, keys *expandedKeys) []bool {
 	valid := make([]bool, len(sigs))
 	idx := make([]int, 0, len(sigs))
 	for i, s := range sigs {
@@ -37,19 +44,81 @@ func verifyAll(sigs []*events.PendingSignature) []bool {
 		return valid
 	case 1:
 		s := sigs[idx[0]]
-		valid[idx[0]] = voi.VerifyWithOptions(voi.PublicKey(s.PublicKey), s.Message, s.Sig, verifyOptions)
+		if k := keys.get(s); k != nil {
+			valid[idx[0]] = voi.VerifyExpandedWithOptions(k, s.Message, s.Sig, verifyOptions)
+		} else {
+			valid[idx[0]] = voi.VerifyWithOptions(voi.PublicKey(s.PublicKey), s.Message, s.Sig, verifyOptions)
+		}
 		return valid
 	}
-	// Expanding each public key (a table per key, for the multiscalar
-	// multiplication) costs more than it saves at these sizes.
-	bv := voi.NewBatchVerifierWithCapacity(len(idx)).ForceNoPublicKeyExpansion()
+	// A batch of keys not all expanded is verified without expanding
+	// them (a table per key, for the multiscalar multiplication, costs
+	// more than it saves for a key used once).
+	bv := voi.NewBatchVerifierWithCapacity(len(idx))
 	for _, i := range idx {
 		s := sigs[i]
-		bv.AddWithOptions(voi.PublicKey(s.PublicKey), s.Message, s.Sig, verifyOptions)
+		if k := keys.get(s); k != nil {
+			bv.AddExpandedWithOptions(k, s.Message, s.Sig, verifyOptions)
+		} else {
+			bv.ForceNoPublicKeyExpansion().AddWithOptions(voi.PublicKey(s.PublicKey), s.Message, s.Sig, verifyOptions)
+		}
 	}
 	_, ok := bv.Verify(rand.Reader)
 	for j, i := range idx {
 		valid[i] = ok[j]
 	}
 	return valid
+}
+
+// maxExpandedKeys bounds expandedKeys (about 1.5 KiB a key): past it the
+// memory starts over.
+const maxExpandedKeys = 4096
+
+// expandedKeys keeps the expanded form of the public keys that signed
+// authentic evidence (added once their evidence was admitted, so that a
+// flood of unknown keys cannot churn it); a nil *expandedKeys holds
+// none. It only speeds verification up: whether a key may sign for a
+// host is the registry's to say.
+type expandedKeys struct {
+	mu   sync.Mutex
+	keys map[string]*voi.ExpandedPublicKey
+}
+
+func newExpandedKeys() *expandedKeys {
+	return &expandedKeys{keys: map[string]*voi.ExpandedPublicKey{}}
+}
+
+// get returns the expanded form of s's key, or nil. The form is of the
+// key bytes s carries, whatever its key id says.
+func (k *expandedKeys) get(s *events.PendingSignature) *voi.ExpandedPublicKey {
+	if k == nil {
+		return nil
+	}
+	k.mu.Lock()
+	e := k.keys[string(s.PublicKey)]
+	k.mu.Unlock()
+	return e
+}
+
+// add keeps the expanded form of pub.
+func (k *expandedKeys) add(pub ed25519.PublicKey) {
+	if k == nil {
+		return
+	}
+	k.mu.Lock()
+	_, ok := k.keys[string(pub)]
+	k.mu.Unlock()
+	if ok {
+		return
+	}
+	e, err := voi.NewExpandedPublicKey(voi.PublicKey(pub))
+	if err != nil {
+		return // not a point: checked, and refused, without expanding
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.keys) >= maxExpandedKeys {
+		clear(k.keys)
+	}
+	k.keys[string(pub)] = e
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -49,7 +50,8 @@ func badSignature(t *testing.T, m *nats.Msg) {
 
 // TestVerifyAll: signatures checked together hold exactly as each does
 // alone (crypto/ed25519): a batch of good ones, a batch with bad ones
-// among them (found one by one), a single one, none.
+// among them (found one by one), a single one, none; each with the keys
+// used as they are, all expanded, and some expanded.
 func TestVerifyAll(t *testing.T) {
 	var good []*events.PendingSignature
 	for i := range 12 {
@@ -73,11 +75,23 @@ func TestVerifyAll(t *testing.T) {
 		{"one bad", []*events.PendingSignature{flipped}},
 		{"none", nil},
 	} {
-		got := verifier.VerifyAll(tc.batch)
-		require.Len(t, got, len(tc.batch), tc.name)
+		var some []*events.PendingSignature
 		for i, s := range tc.batch {
-			want := s != nil && ed25519.Verify(s.PublicKey, s.Message, s.Sig)
-			assert.Equal(t, want, got[i], "%s: signature %d", tc.name, i)
+			if s != nil && i%2 == 0 {
+				some = append(some, s)
+			}
+		}
+		for keys, expand := range map[string][]*events.PendingSignature{
+			"keys as they are": nil,
+			"keys expanded":    slices.DeleteFunc(slices.Clone(tc.batch), func(s *events.PendingSignature) bool { return s == nil }),
+			"some expanded":    some,
+		} {
+			got := verifier.VerifyAll(tc.batch, expand...)
+			require.Len(t, got, len(tc.batch), tc.name)
+			for i, s := range tc.batch {
+				want := s != nil && ed25519.Verify(s.PublicKey, s.Message, s.Sig)
+				assert.Equal(t, want, got[i], "%s, %s: signature %d", tc.name, keys, i)
+			}
 		}
 	}
 }
