@@ -257,7 +257,24 @@ type latestBucket struct {
 	// hash), so that concurrent batches do not race each other's
 	// compare-and-set.
 	writing [64]sync.Mutex
+	// wrote keeps how this process encoded the records it wrote last (at
+	// most maxWrote), so that addHandled can write one again with more
+	// ids without reading and decoding it.
+	wrote map[string]written
 }
+
+// written is a record this process wrote: its revision, the ordering it
+// was encoded with and its encoder.
+type written struct {
+	rev   uint64
+	o     ordering
+	value func(ordering) ([]byte, error)
+}
+
+// maxWrote bounds latestBucket.wrote: the records that a batch verified
+// out of order may find written by another batch are the last few
+// written.
+const maxWrote = 1024
 
 type seen struct {
 	rev uint64
@@ -265,7 +282,7 @@ type seen struct {
 }
 
 func newLatestBucket(kv jetstream.KeyValue) *latestBucket {
-	return &latestBucket{kv: kv, known: map[string]seen{}}
+	return &latestBucket{kv: kv, known: map[string]seen{}, wrote: map[string]written{}}
 }
 
 // lookup returns what the bucket holds for key (from memory when this
@@ -353,21 +370,22 @@ func (b *latestBucket) put(ctx context.Context, key string, o ordering, value fu
 			}
 			return false, err
 		}
-		value, err := value(rec)
-		if err != nil || value == nil {
+		data, err := value(rec)
+		if err != nil || data == nil {
 			return false, err
 		}
 		var rev uint64
 		err = natsbus.Retry(ctx, func(ctx context.Context) (err error) {
 			if found {
-				rev, err = b.kv.Update(ctx, key, value, cur.rev)
+				rev, err = b.kv.Update(ctx, key, data, cur.rev)
 			} else {
-				rev, err = b.kv.Create(ctx, key, value)
+				rev, err = b.kv.Create(ctx, key, data)
 			}
 			return err
 		})
 		if err == nil {
 			b.remember(key, seen{rev: rev, ordering: rec})
+			b.keep(key, written{rev: rev, o: rec, value: value})
 			return true, nil
 		}
 		b.forget(key)
@@ -397,12 +415,34 @@ func mergeHandled(prior, ids []string) []string {
 	return out
 }
 
+// keep remembers how the record under key was written.
+func (b *latestBucket) keep(key string, w written) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.wrote) >= maxWrote {
+		clear(b.wrote)
+	}
+	b.wrote[key] = w
+}
+
 // addHandled rewrites the verdict record under key, of revision cur.rev,
 // to list handled: the ids of a batch older than the record, verified
-// while another batch wrote it. It is rare (a host's snapshots verified
-// out of order, concurrently), so the record is decoded and encoded in
-// full.
+// while another batch wrote it (a host's snapshots verified out of order,
+// concurrently). A record this process wrote is encoded again as it was,
+// with handled; another is read, decoded and encoded in full.
 func (b *latestBucket) addHandled(ctx context.Context, key string, cur seen, handled []string) error {
+	b.mu.Lock()
+	w, ok := b.wrote[key]
+	b.mu.Unlock()
+	if ok && w.rev == cur.rev {
+		o := w.o
+		o.Handled = handled
+		value, err := w.value(o)
+		if err != nil {
+			return fmt.Errorf("encode %s/%s: %w", b.kv.Bucket(), key, err)
+		}
+		return b.rewrite(ctx, key, cur, o, value, w.value)
+	}
 	e, err := b.kv.Get(ctx, key)
 	if err != nil {
 		return fmt.Errorf("read %s/%s: %w", b.kv.Bucket(), key, err)
@@ -419,13 +459,23 @@ func (b *latestBucket) addHandled(ctx context.Context, key string, cur seen, han
 	if err != nil {
 		return fmt.Errorf("encode %s/%s: %w", b.kv.Bucket(), key, err)
 	}
+	o := cur.ordering
+	o.Handled = handled
+	return b.rewrite(ctx, key, cur, o, value, nil)
+}
+
+// rewrite writes value, the record of o, over the revision cur.rev of
+// key; encode is how it was encoded (nil: not by this process's encoder).
+func (b *latestBucket) rewrite(ctx context.Context, key string, cur seen, o ordering, value []byte,
+	encode func(ordering) ([]byte, error)) error {
 	rev, err := b.kv.Update(ctx, key, value, cur.rev)
 	if err != nil {
 		return fmt.Errorf("write %s/%s: %w", b.kv.Bucket(), key, err)
 	}
-	o := cur.ordering
-	o.Handled = handled
 	b.remember(key, seen{rev: rev, ordering: o})
+	if encode != nil {
+		b.keep(key, written{rev: rev, o: o, value: encode})
+	}
 	return nil
 }
 
