@@ -211,12 +211,12 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans [
 
 	h.publishVerdicts(ctx, pending(items))
 
-	// The record lists the ids handled (VerdictRecord.Handled): the
-	// batch's whose verdicts were published, never one still to retry,
-	// merged by the bucket with those it lists.
+	// The record lists the ids handled (VerdictRecord.Handled, as their
+	// HandledMark): the batch's whose verdicts were published, never one
+	// still to retry, merged by the bucket with those it lists.
 	batch := map[string][]string{}
 	for _, it := range pending(items) {
-		batch[it.key] = append(batch[it.key], it.e.ID())
+		batch[it.key] = append(batch[it.key], HandledMark(it.e.ID()))
 	}
 	for _, it := range pending(items) {
 		it.ord.Handled = batch[it.key]
