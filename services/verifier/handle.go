@@ -268,9 +268,10 @@ func pending(items []*item) []*item {
 }
 
 // putNewest writes, for every key of the pending items, the value of the
-// newest of them (by evidence sequence) to b, the keys at once, encoded
-// by value given the ordering b stores it with; a nil value writes
-// nothing; a failed write fails every item of its key (to be retried).
+// newest of them (by evidence sequence) to b, the keys at once
+// (latestBucket.putAll), encoded by value given the ordering b stores it
+// with; a nil value writes nothing; a failed write fails every item of
+// its key (to be retried).
 func (h *handler) putNewest(ctx context.Context, b *latestBucket, items []*item, value func(*item, ordering) ([]byte, error)) {
 	newest := map[string]*item{}
 	var keys []string
@@ -283,21 +284,19 @@ func (h *handler) putNewest(ctx context.Context, b *latestBucket, items []*item,
 			newest[it.key] = it
 		}
 	}
-	errs := make([]error, len(keys))
-	put := func(i int) {
-		key := keys[i]
-		it := newest[key]
-		wrote, err := b.put(ctx, key, it.ord, func(o ordering) ([]byte, error) { return value(it, o) })
-		if err == nil && !wrote && b == h.verdicts {
-			h.counts.stale.Add(1)
-		}
-		errs[i] = err
-	}
-	eachAtOnce(len(keys), put)
-	failed := map[string]error{}
+	ws := make([]*write, len(keys))
 	for i, key := range keys {
-		if errs[i] != nil {
-			failed[key] = errs[i]
+		it := newest[key]
+		ws[i] = &write{key: key, o: it.ord, value: func(o ordering) ([]byte, error) { return value(it, o) }}
+	}
+	b.putAll(ctx, h.js, ws)
+	failed := map[string]error{}
+	for _, w := range ws {
+		switch {
+		case w.err != nil:
+			failed[w.key] = w.err
+		case !w.wrote && b == h.verdicts:
+			h.counts.stale.Add(1)
 		}
 	}
 	if len(failed) == 0 {

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
@@ -357,9 +358,7 @@ func (b *latestBucket) forget(key string) {
 // and a record of a later sequence gets the batch's ids added
 // (addHandled).
 func (b *latestBucket) put(ctx context.Context, key string, o ordering, value func(ordering) ([]byte, error)) (bool, error) {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(key))
-	w := &b.writing[h.Sum32()%uint32(len(b.writing))]
+	w := &b.writing[b.stripe(key)]
 	w.Lock()
 	defer w.Unlock()
 	for attempt := 0; ; attempt++ {
@@ -409,6 +408,132 @@ func (b *latestBucket) put(ctx context.Context, key string, o ordering, value fu
 		}
 		return false, fmt.Errorf("write %s/%s: %w", b.kv.Bucket(), key, err)
 	}
+}
+
+// write is one record putAll stores: what put takes, and its result.
+type write struct {
+	key   string
+	o     ordering
+	value func(ordering) ([]byte, error)
+
+	wrote bool
+	err   error
+
+	rec  ordering // the ordering stored (o with the merged Handled)
+	fut  jetstream.PubAckFuture
+	sync bool // left to put: the bucket is newer, or the write failed
+}
+
+// putAll stores each write's record as put does, the writes sent at once
+// and their acknowledgements awaited together (one round trip for the
+// lot, where put makes one each): a compare-and-set publish on the key's
+// subject, expecting the revision this process knows. What that cannot
+// settle (a record of the same or a later evidence sequence there, whose
+// Handled put merges; a revision that moved; any error) goes through put,
+// which reads the key again. The keys must differ.
+func (b *latestBucket) putAll(ctx context.Context, js jetstream.JetStream, ws []*write) {
+	var unknown []string
+	for _, w := range ws {
+		b.mu.Lock()
+		_, ok := b.known[w.key]
+		b.mu.Unlock()
+		if !ok {
+			unknown = append(unknown, w.key)
+		}
+	}
+	// The keys this process has not read yet (after a start), read at
+	// once rather than one by one below.
+	eachAtOnce(len(unknown), func(i int) { _, _, _ = b.lookup(ctx, unknown[i]) })
+
+	unlock := b.lockAll(ws)
+	for _, w := range ws {
+		b.send(ctx, js, w)
+	}
+	for _, w := range ws {
+		if w.fut == nil {
+			continue
+		}
+		select {
+		case ack := <-w.fut.Ok():
+			b.remember(w.key, seen{rev: ack.Sequence, ordering: w.rec})
+			b.keep(w.key, written{rev: ack.Sequence, o: w.rec, value: w.value})
+			w.wrote = true
+		case <-w.fut.Err(): //nolint:errcheck // put writes it again, and keeps its error
+			b.forget(w.key)
+			w.sync = true
+		case <-ctx.Done():
+			w.sync = true
+		}
+		w.fut = nil
+	}
+	unlock()
+	for _, w := range ws {
+		if w.sync {
+			w.wrote, w.err = b.put(ctx, w.key, w.o, w.value)
+		}
+	}
+}
+
+// send publishes w's record, if it has one to write over what this
+// process knows of the key, with the key's revision expected; else it
+// settles w or leaves it to put.
+func (b *latestBucket) send(ctx context.Context, js jetstream.JetStream, w *write) {
+	b.mu.Lock()
+	cur, found := b.known[w.key]
+	b.mu.Unlock()
+	if !found {
+		// Unknown still (its read failed), or absent: put creates it
+		// (kv.Create also takes over a deleted key).
+		w.sync = true
+		return
+	}
+	if cur.EvidenceSequence >= w.o.EvidenceSequence {
+		w.sync = len(w.o.Handled) > 0 // put merges the ids, or finds nothing to do
+		return
+	}
+	w.rec = w.o
+	if len(w.o.Handled) > 0 {
+		w.rec.Handled = mergeHandled(cur.Handled, w.o.Handled)
+	}
+	data, err := w.value(w.rec)
+	if err != nil || data == nil {
+		w.err = err
+		return
+	}
+	m := &nats.Msg{Subject: "$KV." + b.kv.Bucket() + "." + w.key, Header: nats.Header{}, Data: data}
+	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(cur.rev, 10))
+	f, err := js.PublishMsgAsync(m)
+	if err != nil {
+		w.sync = true
+		return
+	}
+	w.fut = f
+}
+
+// lockAll takes the writing locks of the keys of ws, in order, and
+// returns their release.
+func (b *latestBucket) lockAll(ws []*write) func() {
+	var stripes []int
+	for _, w := range ws {
+		stripes = append(stripes, b.stripe(w.key))
+	}
+	slices.Sort(stripes)
+	stripes = slices.Compact(stripes)
+	for _, i := range stripes {
+		b.writing[i].Lock()
+	}
+	return func() {
+		for _, i := range stripes {
+			b.writing[i].Unlock()
+		}
+	}
+}
+
+// stripe is the index of key's writing lock.
+func (b *latestBucket) stripe(key string) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(key))
+	return int(h.Sum32() % uint32(len(b.writing)))
 }
 
 // maxHandled is how many evidence ids of a host and target its verdict

@@ -102,3 +102,86 @@ func TestOrderingHandled(t *testing.T) {
 		assert.Equal(t, tc.want, tc.o.handled(id), tc.name)
 	}
 }
+
+// putAll settles each write as put would: a key this process knows is
+// written by one compare-and-set publish among the others; one another
+// writer moved on, one never read, one deleted, one holding a newer
+// record (whose ids are merged) go through put.
+func TestPutAll(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	_, url := natstest.RunJetStream(t)
+	_, js := natstest.Connect(t, url)
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "putall"})
+	require.NoError(t, err)
+	record := func(id string, seq uint64) func(ordering) ([]byte, error) {
+		return func(o ordering) ([]byte, error) {
+			return marshalVerdictRecord(&VerdictRecord{
+				ID: "verdict-" + id, Time: time.Unix(1700000000, 0).UTC(), EvidenceID: id, EvidenceSequence: seq,
+				Verdict: events.Verdict{Host: "web-01", Status: events.StatusPass}, Handled: o.Handled,
+			}, []byte(`{"host":"web-01","status":"pass"}`))
+		}
+	}
+	read := func(key string) (VerdictRecord, uint64) {
+		e, err := kv.Get(ctx, key)
+		require.NoError(t, err, key)
+		var r VerdictRecord
+		require.NoError(t, json.Unmarshal(e.Value(), &r))
+		return r, e.Revision()
+	}
+	b := newLatestBucket(kv)
+	other := newLatestBucket(kv)
+	at := func(id string, seq uint64) ordering {
+		return ordering{EvidenceID: id, EvidenceSequence: seq, Handled: marks(id)}
+	}
+	// What this process and another wrote before.
+	for _, key := range []string{"known", "moved", "deleted", "newer"} {
+		wrote, err := b.put(ctx, key, at(key+"-1", 1), record(key+"-1", 1))
+		require.NoError(t, err)
+		require.True(t, wrote)
+	}
+	_, err = other.put(ctx, "moved", at("moved-2", 2), record("moved-2", 2))
+	require.NoError(t, err)
+	_, err = other.put(ctx, "newer", at("newer-9", 9), record("newer-9", 9))
+	require.NoError(t, err)
+	require.NoError(t, kv.Delete(ctx, "deleted"))
+	b.forget("deleted") // as after a restart: the tombstone is what a read finds
+	_, err = other.put(ctx, "unread", at("unread-1", 1), record("unread-1", 1))
+	require.NoError(t, err)
+
+	ws := []*write{
+		{key: "known", o: at("known-5", 5), value: record("known-5", 5)},
+		{key: "moved", o: at("moved-5", 5), value: record("moved-5", 5)},
+		{key: "deleted", o: at("deleted-5", 5), value: record("deleted-5", 5)},
+		{key: "newer", o: at("newer-5", 5), value: record("newer-5", 5)},
+		{key: "unread", o: at("unread-5", 5), value: record("unread-5", 5)},
+		{key: "fresh", o: at("fresh-5", 5), value: record("fresh-5", 5)},
+		{key: "nothing", o: at("nothing-5", 5), value: func(ordering) ([]byte, error) { return nil, nil }},
+	}
+	b.putAll(ctx, js, ws)
+	for _, w := range ws {
+		require.NoError(t, w.err, w.key)
+		switch w.key {
+		case "newer":
+			assert.False(t, w.wrote, w.key)
+			r, _ := read(w.key)
+			assert.Equal(t, "newer-9", r.EvidenceID)
+			assert.Equal(t, marks("newer-1", "newer-9", "newer-5"), r.Handled, "the batch's id merged into the newer record")
+		case "nothing":
+			assert.False(t, w.wrote, w.key)
+			_, err := kv.Get(ctx, w.key)
+			assert.ErrorIs(t, err, jetstream.ErrKeyNotFound)
+		default:
+			assert.True(t, w.wrote, w.key)
+			r, rev := read(w.key)
+			assert.Equal(t, w.key+"-5", r.EvidenceID, w.key)
+			cur, found, err := b.lookup(ctx, w.key)
+			require.NoError(t, err)
+			require.True(t, found)
+			assert.Equal(t, rev, cur.rev, "%s: the revision written is remembered", w.key)
+			assert.Equal(t, r.Handled, cur.Handled, w.key)
+		}
+	}
+	known, _ := read("known")
+	assert.Equal(t, marks("known-1", "known-5"), known.Handled)
+}
