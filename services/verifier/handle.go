@@ -136,18 +136,19 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans [
 
 	for _, it := range pending(items) {
 		cur, found, err := h.verdicts.lookup(ctx, it.key)
+		handled := found && cur.handled(it.e.ID())
 		switch {
 		case err != nil:
 			it.fail(err)
 			continue
-		case found && cur.handled(it.e.ID()) && (h.auth == nil || it.ord.EvidenceSequence <= cur.EvidenceSequence):
+		case handled && (h.auth == nil || it.ord.EvidenceSequence <= cur.EvidenceSequence):
 			// Handled before (a redelivery: the verdict was published and
 			// recorded, the acknowledgement lost), whether JetStream still
 			// knows the verdict's message id or not.
 			h.counts.duplicate.Add(1)
 			it.fail(nil)
 			continue
-		case found && cur.handled(it.e.ID()):
+		case handled:
 			// The same event stored again after the latest verified one:
 			// published again byte for byte, after the stream forgot its
 			// message id. A replay.
