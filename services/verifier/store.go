@@ -264,7 +264,8 @@ const maxCached = 100_000
 // EVIDENCE stream sequence, whatever order records arrive in and however
 // many verifiers write: a write is a compare-and-set on the revision it
 // read. It remembers the revisions it wrote, so that a verifier writing
-// alone needs one round trip per write.
+// alone needs no read before a write, and a batch one round trip for all
+// its writes (putAll).
 type latestBucket struct {
 	kv    jetstream.KeyValue
 	mu    sync.Mutex
