@@ -44,6 +44,7 @@
 // become subject tokens through Token, a reversible encoding into the
 // characters NATS subjects and key-value keys both allow.
 //
-// The streams, consumers and key-value buckets are in package topology;
-// package natstest runs in-process JetStream servers for tests.
+// The package carries no infrastructure: the streams, consumers and
+// key-value buckets are pkg/platform/topology's. Package eventstest holds
+// the golden files' fixture payloads, signtest per-host signing keys.
 package events

@@ -18,10 +18,10 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
-	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/regfile"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
 )
 

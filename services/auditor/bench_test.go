@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
-	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/auditor"
 	"github.com/runtimetruth/runtimetruth/services/auditor/auditortest"
 	"github.com/runtimetruth/runtimetruth/services/auditor/chstore"

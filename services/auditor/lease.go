@@ -15,7 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 )
 
 // BucketLeases is the key-value bucket of the writer leases: one key per

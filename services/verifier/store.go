@@ -19,8 +19,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
-	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 )
 
 // BucketEvidence is the key-value bucket of the latest snapshot per host
@@ -448,7 +448,7 @@ func (b *latestBucket) putAll(ctx context.Context, js jetstream.JetStream, ws []
 
 	unlock := b.lockAll(ws)
 	for _, w := range ws {
-		b.send(ctx, js, w)
+		b.send(js, w)
 	}
 	for _, w := range ws {
 		if w.fut == nil {
@@ -478,7 +478,7 @@ func (b *latestBucket) putAll(ctx context.Context, js jetstream.JetStream, ws []
 // send publishes w's record, if it has one to write over what this
 // process knows of the key, with the key's revision expected; else it
 // settles w or leaves it to put.
-func (b *latestBucket) send(ctx context.Context, js jetstream.JetStream, w *write) {
+func (b *latestBucket) send(js jetstream.JetStream, w *write) {
 	b.mu.Lock()
 	cur, found := b.known[w.key]
 	b.mu.Unlock()

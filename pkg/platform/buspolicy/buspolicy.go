@@ -39,7 +39,7 @@ import (
 	"slices"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
-	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 )
 
 // Grant is one subject (NATS wildcards allowed) and why it is granted.

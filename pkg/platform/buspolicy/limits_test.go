@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
-	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/buspolicy"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 )
 
 // headerSize is the size of h's header block as NATS counts it.

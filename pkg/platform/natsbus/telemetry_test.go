@@ -18,10 +18,10 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
-	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/eventtrace"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 )
 
 // recorder is in-memory telemetry: every span ended, and metrics on demand.

@@ -18,10 +18,10 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/goleak"
 
-	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/config"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/health"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/lifecycle"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/servicemain"
 )
 

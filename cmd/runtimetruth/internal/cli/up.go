@@ -24,11 +24,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
-	"github.com/runtimetruth/runtimetruth/pkg/events/topology"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/report"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/lifecycle"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/attestor"
 	"github.com/runtimetruth/runtimetruth/services/auditor"
 	"github.com/runtimetruth/runtimetruth/services/collector"

@@ -17,8 +17,8 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/cmd/runtimetruth/internal/cli"
 	"github.com/runtimetruth/runtimetruth/pkg/events"
-	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/services/collector"
 	"github.com/runtimetruth/runtimetruth/services/collector/inspect"
 	"github.com/runtimetruth/runtimetruth/services/verifier"

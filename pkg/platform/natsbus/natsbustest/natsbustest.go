@@ -21,7 +21,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
-	"github.com/runtimetruth/runtimetruth/pkg/events/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 )
 
 // PKI is a throwaway CA with a server certificate for 127.0.0.1 and a
