@@ -19,26 +19,9 @@ import (
 // the newer one's otherwise: whether this process wrote the record (it
 // encodes it again) or another did (it reads and decodes it).
 func TestHandledOutOfOrder(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
-	_, url := natstest.RunJetStream(t)
-	_, js := natstest.Connect(t, url)
-	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "handled"})
-	require.NoError(t, err)
-
-	record := func(id string, seq uint64) func(ordering) ([]byte, error) {
-		return func(o ordering) ([]byte, error) {
-			return marshalVerdictRecord(&VerdictRecord{
-				ID: "verdict-" + id, Time: time.Unix(1700000000, 0).UTC(), EvidenceID: id, EvidenceSequence: seq,
-				Verdict: events.Verdict{Host: "web-01", Status: events.StatusPass}, Handled: o.Handled,
-			}, []byte(`{"host":"web-01","status":"pass"}`))
-		}
-	}
+	ctx, _, kv := recordBucket(t)
 	read := func(key string) VerdictRecord {
-		e, err := kv.Get(ctx, key)
-		require.NoError(t, err)
-		var r VerdictRecord
-		require.NoError(t, json.Unmarshal(e.Value(), &r))
+		r, _ := readRecord(ctx, t, kv, key)
 		return r
 	}
 	for _, tc := range []struct {
@@ -108,27 +91,8 @@ func TestOrderingHandled(t *testing.T) {
 // writer moved on, one never read, one deleted, one holding a newer
 // record (whose ids are merged) go through put.
 func TestPutAll(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
-	_, url := natstest.RunJetStream(t)
-	_, js := natstest.Connect(t, url)
-	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "putall"})
-	require.NoError(t, err)
-	record := func(id string, seq uint64) func(ordering) ([]byte, error) {
-		return func(o ordering) ([]byte, error) {
-			return marshalVerdictRecord(&VerdictRecord{
-				ID: "verdict-" + id, Time: time.Unix(1700000000, 0).UTC(), EvidenceID: id, EvidenceSequence: seq,
-				Verdict: events.Verdict{Host: "web-01", Status: events.StatusPass}, Handled: o.Handled,
-			}, []byte(`{"host":"web-01","status":"pass"}`))
-		}
-	}
-	read := func(key string) (VerdictRecord, uint64) {
-		e, err := kv.Get(ctx, key)
-		require.NoError(t, err, key)
-		var r VerdictRecord
-		require.NoError(t, json.Unmarshal(e.Value(), &r))
-		return r, e.Revision()
-	}
+	ctx, js, kv := recordBucket(t)
+	read := func(key string) (VerdictRecord, uint64) { return readRecord(ctx, t, kv, key) }
 	b := newLatestBucket(kv)
 	other := newLatestBucket(kv)
 	at := func(id string, seq uint64) ordering {
@@ -140,7 +104,7 @@ func TestPutAll(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, wrote)
 	}
-	_, err = other.put(ctx, "moved", at("moved-2", 2), record("moved-2", 2))
+	_, err := other.put(ctx, "moved", at("moved-2", 2), record("moved-2", 2))
 	require.NoError(t, err)
 	_, err = other.put(ctx, "newer", at("newer-9", 9), record("newer-9", 9))
 	require.NoError(t, err)
@@ -184,4 +148,37 @@ func TestPutAll(t *testing.T) {
 	}
 	known, _ := read("known")
 	assert.Equal(t, marks("known-1", "known-5"), known.Handled)
+}
+
+// recordBucket is a bucket of verdict records on a server of its own.
+func recordBucket(t *testing.T) (context.Context, jetstream.JetStream, jetstream.KeyValue) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	t.Cleanup(cancel)
+	_, url := natstest.RunJetStream(t)
+	_, js := natstest.Connect(t, url)
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "records"})
+	require.NoError(t, err)
+	return ctx, js, kv
+}
+
+// record encodes the verdict record of evidence id at stream sequence seq,
+// as putNewest's value does.
+func record(id string, seq uint64) func(ordering) ([]byte, error) {
+	return func(o ordering) ([]byte, error) {
+		return marshalVerdictRecord(&VerdictRecord{
+			ID: "verdict-" + id, Time: time.Unix(1700000000, 0).UTC(), EvidenceID: id, EvidenceSequence: seq,
+			Verdict: events.Verdict{Host: "web-01", Status: events.StatusPass}, Handled: o.Handled,
+		}, []byte(`{"host":"web-01","status":"pass"}`))
+	}
+}
+
+// readRecord reads the verdict record under key and its revision.
+func readRecord(ctx context.Context, t *testing.T, kv jetstream.KeyValue, key string) (VerdictRecord, uint64) {
+	t.Helper()
+	e, err := kv.Get(ctx, key)
+	require.NoError(t, err, key)
+	var r VerdictRecord
+	require.NoError(t, json.Unmarshal(e.Value(), &r))
+	return r, e.Revision()
 }
