@@ -381,7 +381,7 @@ func schemaDigest(v jsontree.Value, parent, key string) error {
 	if v.Kind != jsontree.String {
 		return schemaErr(pointer(parent, key), "got %s, want string", v.Kind)
 	}
-	if !isDigest(v.Text) {
+	if !ValidDigest(v.Text) {
 		return schemaErr(pointer(parent, key), "%q does not match pattern", v.Text)
 	}
 	return nil

@@ -56,7 +56,7 @@ func fastEvidence(data []byte) (EvidenceCollected, *snapshot.Snapshot, bool) {
 		case "digest":
 			bit = fDigest
 			v, ok := d.str()
-			if !ok || !isDigest(v) {
+			if !ok || !ValidDigest(v) {
 				return false
 			}
 			p.Digest = v

@@ -60,7 +60,6 @@ var (
 // Hooks for the tests holding the hand-written pattern checks to the
 // regular expressions they replace.
 var (
-	IsDigest      = isDigest
 	IsHex64       = isHex64
 	IsReasonToken = isReasonToken
 	// The subject matchers.

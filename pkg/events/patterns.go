@@ -10,8 +10,9 @@ import "strings"
 // digestPrefix starts every digest.
 const digestPrefix = "sha256:"
 
-// isDigest reports whether s matches ^sha256:[0-9a-f]{64}$.
-func isDigest(s string) bool {
+// ValidDigest reports whether s is a digest as the payloads carry them:
+// sha256:<64 lower-case hex digits> (^sha256:[0-9a-f]{64}$).
+func ValidDigest(s string) bool {
 	return len(s) == len(digestPrefix)+64 && s[:len(digestPrefix)] == digestPrefix && isLowerHex(s[len(digestPrefix):])
 }
 

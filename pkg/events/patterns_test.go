@@ -57,7 +57,7 @@ func patternCases() []string {
 
 // checkPatterns holds every hand-written check to its expression on s.
 func checkPatterns(t *testing.T, s string) {
-	assert.Equal(t, digestRE.MatchString(s), events.IsDigest(s), "digest %q", s)
+	assert.Equal(t, digestRE.MatchString(s), events.ValidDigest(s), "digest %q", s)
 	assert.Equal(t, hex64RE.MatchString(s), events.IsHex64(s), "hex64 %q", s)
 	assert.Equal(t, reasonTokenRE.MatchString(s), events.IsReasonToken(s), "reason token %q", s)
 	want := ""
@@ -210,4 +210,18 @@ func FuzzSubjectMatchers(f *testing.F) {
 		f.Add(a, subjectParts[(i+1)%len(subjectParts)], "rt.evidence."+a)
 	}
 	f.Fuzz(checkSubjects)
+}
+
+func TestValidDigest(t *testing.T) {
+	for d, want := range map[string]bool{
+		"sha256:" + strings.Repeat("0a", 32): true,
+		"sha256:" + strings.Repeat("0A", 32): false,
+		"sha256:" + strings.Repeat("0a", 31): false,
+		"sha512:" + strings.Repeat("0a", 32): false,
+		strings.Repeat("0a", 32):             false,
+		"sha256:" + strings.Repeat("zz", 32): false,
+		"":                                   false,
+	} {
+		assert.Equal(t, want, events.ValidDigest(d), d)
+	}
 }

@@ -696,7 +696,7 @@ func fieldErr(field, format string, args ...any) error {
 }
 
 func checkDigest(field, v string) error {
-	if !isDigest(v) {
+	if !ValidDigest(v) {
 		return fieldErr(field, "%q is not sha256:<64 lower-case hex digits>", v)
 	}
 	return nil

@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -361,8 +360,6 @@ type storedBaseline struct {
 	Digest   string          `json:"digest"`
 }
 
-// announceSpace is the UUIDv5 namespace of attestation.created ids.
-var announceSpace = uuid.MustParse("5f0d6f52-2c1a-4c55-9f3e-8a1b7d0c4e21")
 
 // Sign signs the stored baseline of req.Target, stores the attestation next
 // to it and announces it. It is what a sign request runs; Start is needed
@@ -440,7 +437,7 @@ func (a *Attestor) Sign(ctx context.Context, req SignRequest) (SignReply, error)
 		StatementDigest: rep.StatementDigest, BundleDigest: bundleDigest, Bundle: signed.Bundle,
 		CertificateIdentity: signed.Identity, OIDCIssuer: signed.Issuer,
 	}
-	id := uuid.NewSHA1(announceSpace, []byte(rep.Key+"\x00"+digest+"\x00"+bundleDigest)).String()
+	id := events.AttestationCreatedIDs.ID(rep.Key, digest, bundleDigest)
 	m, _, err := events.NewMsg(a.source, ev, events.WithID(id))
 	if err != nil {
 		a.announceErrors.Add(1)

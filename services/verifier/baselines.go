@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
@@ -473,13 +472,11 @@ func deleteRecord(ctx context.Context, kv jetstream.KeyValue, target events.Targ
 	return nil
 }
 
-// announceSpace is the UUIDv5 namespace of baseline.changed ids.
-var announceSpace = uuid.MustParse("0b7c1f0e-3c55-4f86-8d0c-0f1c2c3d4e5f")
 
 // announce publishes a baseline change with an id derived from the target,
 // the change and the revision, retrying until ctx ends.
 func (b *Baselines) announce(ctx context.Context, ev events.BaselineChanged, rev uint64) error {
-	id := uuid.NewSHA1(announceSpace, []byte(topology.BaselineKey(ev.Target)+"\x00"+string(ev.Change)+"\x00"+strconv.FormatUint(rev, 10))).String()
+	id := events.BaselineChangedIDs.ID(topology.BaselineKey(ev.Target), string(ev.Change), strconv.FormatUint(rev, 10))
 	m, _, err := events.NewMsg(b.source, ev, events.WithID(id))
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrNotAnnounced, err)

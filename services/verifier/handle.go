@@ -9,7 +9,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/cloudevents/sdk-go/v2/event"
-	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -59,14 +58,11 @@ func newHandler(ctx context.Context, js jetstream.JetStream, pub *natsbus.Publis
 	return h, nil
 }
 
-// verdictSpace is the UUIDv5 namespace of verdict ids.
-var verdictSpace = uuid.MustParse("4d5a7c0e-9b7e-4b8a-a3c4-2f0e6f1d9c37")
-
 // VerdictID is the id of the verdict of an evidence event: a UUIDv5 of the
 // evidence id. A redelivered snapshot yields the same verdict id, which the
 // VERDICTS stream drops as a duplicate.
 func VerdictID(evidenceID string) string {
-	return uuid.NewSHA1(verdictSpace, []byte(evidenceID)).String()
+	return events.VerdictIDs.ID(evidenceID)
 }
 
 // item is one message of a batch on its way to a verdict.
@@ -396,9 +392,9 @@ func (h *handler) verify(ctx context.Context, evidenceID string, ev events.Evide
 	switch {
 	case errors.Is(blErr, ErrNoBaseline) && named != ev.Target:
 		return fail("no baseline for %s (the baseline named for %s); approve one with `runtimetruth baseline approve %s`",
-			named, ev.Target, shellQuote(named.String()))
+			named, ev.Target, snapshot.ShellQuote(named.String()))
 	case errors.Is(blErr, ErrNoBaseline):
-		return fail("no baseline for %s; approve one with `runtimetruth baseline approve %s`", ev.Target, shellQuote(ev.Target.String()))
+		return fail("no baseline for %s; approve one with `runtimetruth baseline approve %s`", ev.Target, snapshot.ShellQuote(ev.Target.String()))
 	case errors.Is(blErr, ErrInvalidBaseline):
 		return fail("%v", blErr)
 	case blErr != nil:
@@ -504,15 +500,4 @@ func clip(s string) string {
 		n--
 	}
 	return s[:n] + "…"
-}
-
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	plain := func(r rune) bool {
-		return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.:/@%+=,", r)
-	}
-	if s != "" && strings.IndexFunc(s, func(r rune) bool { return !plain(r) }) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

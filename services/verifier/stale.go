@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
@@ -19,14 +18,12 @@ import (
 // collection intervals, but never less than this.
 const MinStaleAfter = 2 * time.Minute
 
-// staleSpace is the UUIDv5 namespace of stale verdict ids.
-var staleSpace = uuid.MustParse("0b8d3f5e-2c1a-4e6b-9f7d-5a3c8e1b2d40")
 
 // StaleVerdictID is the id of the stale verdict that follows the evidence
 // event evidenceID when nothing authentic comes after it: one id per
 // silence, whichever verifier instance, or restart of one, publishes it.
 func StaleVerdictID(evidenceID string) string {
-	return uuid.NewSHA1(staleSpace, []byte(evidenceID)).String()
+	return events.StaleIDs.ID(evidenceID)
 }
 
 // staleWatch turns silence into a verdict. Every so often (Config's

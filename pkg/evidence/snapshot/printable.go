@@ -66,3 +66,14 @@ func unprintableIndex(s string) int {
 	}
 	return -1
 }
+
+// ShellQuote quotes s as one word for a POSIX shell, for the commands that
+// human output and messages suggest: a non-empty word of letters, digits
+// and -_./:=@,+% is left as it is, anything else single-quoted (a quote
+// inside as '\”).
+func ShellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@,+%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

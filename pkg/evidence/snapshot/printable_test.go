@@ -40,3 +40,21 @@ func TestPrintableKeepsGraphicStrings(t *testing.T) {
 	assert.Equal(t, s, snapshot.Printable(s))
 	assert.Zero(t, testing.AllocsPerRun(100, func() { _ = snapshot.Printable(s) }), "nothing to escape allocates nothing")
 }
+
+func TestShellQuote(t *testing.T) {
+	for in, want := range map[string]string{
+		"systemd.unit:agent.service":        "systemd.unit:agent.service",
+		"web-01.example.com":                "web-01.example.com",
+		"a_b/c=d@e,f+g%h":                   "a_b/c=d@e,f+g%h",
+		"":                                  "''",
+		"systemd.unit:agent worker.service": "'systemd.unit:agent worker.service'",
+		"it's":                              `'it'\''s'`,
+		"$(rm -rf /)":                       "'$(rm -rf /)'",
+		"a\nb":                              "'a\nb'",
+		"é":                                 "'é'",
+	} {
+		if got := snapshot.ShellQuote(in); got != want {
+			t.Errorf("ShellQuote(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -520,13 +519,11 @@ func (c *loop) deadLetter(ctx context.Context, m jetstream.Msg, cause error) boo
 	return true
 }
 
-// deadLetterSpace is the UUIDv5 namespace of dead-letter record ids.
-var deadLetterSpace = uuid.MustParse("6f0d3c8e-5a41-4a7e-9a55-3f3c1d1e7b21")
 
 // DeadLetterID is the id of the dead-letter record of a stream's message
 // as rejected by a consumer: a UUIDv5 of the three.
 func DeadLetterID(stream, consumer string, seq uint64) string {
-	return uuid.NewSHA1(deadLetterSpace, []byte(stream+"\x00"+consumer+"\x00"+strconv.FormatUint(seq, 10))).String()
+	return events.DeadLetterIDs.ID(stream, consumer, strconv.FormatUint(seq, 10))
 }
 
 // publishRetrying publishes m until the server stores it (or reports a

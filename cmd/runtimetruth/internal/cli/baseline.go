@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -275,7 +274,7 @@ Any failure (no attestor, no baseline, another digest, a signing error)
 prints runtimetruth: error: ... and exits 1.`,
 		Args: usageArgs(1, 1),
 		PreRunE: func(*cobra.Command, []string) error {
-			if digest != "" && !validDigest(digest) {
+			if digest != "" && !events.ValidDigest(digest) {
 				return fmt.Errorf("--digest %q: want sha256:<64 hex digits>", digest)
 			}
 			if timeout <= 0 {
@@ -321,15 +320,6 @@ prints runtimetruth: error: ... and exits 1.`,
 	return c
 }
 
-// validDigest reports whether d is sha256:<64 lower-case hex digits>.
-func validDigest(d string) bool {
-	sum, ok := strings.CutPrefix(d, "sha256:")
-	if !ok || len(sum) != 64 {
-		return false
-	}
-	_, err := hex.DecodeString(sum)
-	return err == nil && strings.ToLower(sum) == sum
-}
 
 // printable is s safe to print in human output: snapshot.Printable, every
 // character that is not graphic escaped as Go writes it in a rune literal

@@ -87,7 +87,7 @@ func newBaselineApproveCmd(bus *busFlags, by *string, author func() string) *cob
 			if _, err := diff.ParseSelectors(f.protect); err != nil {
 				return err
 			}
-			if f.digest != "" && !validDigest(f.digest) {
+			if f.digest != "" && !events.ValidDigest(f.digest) {
 				return fmt.Errorf("--digest %q: want sha256:<64 hex digits>", f.digest)
 			}
 			_, err := requiredIdentity(f.identity, f.issuer)

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 )
 
@@ -127,18 +128,9 @@ func (b *busFlags) connect(ctx context.Context) (*nats.Conn, jetstream.JetStream
 func shellArgs(args []string) string {
 	out := make([]string, len(args))
 	for i, a := range args {
-		out[i] = shellQuote(a)
+		out[i] = snapshot.ShellQuote(a)
 	}
 	return strings.Join(out, " ")
-}
-
-// shellQuote leaves a word of safe characters as it is and single-quotes
-// anything else.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@,+%") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // parseTarget reads "kind:identifier".

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/services/collector"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
 )
@@ -154,7 +155,7 @@ func enrolledKeys(ctx context.Context, h *verifier.Hosts, host string) (func(str
 	rec, err := h.Get(ctx, host)
 	if errors.Is(err, verifier.ErrNoSuchHost) {
 		return nil, fmt.Errorf("host %s is not enrolled: the registry has no key to check its reply with (runtimetruth host approve %s --key KEY)",
-			printable(host), shellQuote(host))
+			printable(host), snapshot.ShellQuote(host))
 	}
 	if err != nil {
 		return nil, err
@@ -171,7 +172,7 @@ func enrolledKeys(ctx context.Context, h *verifier.Hosts, host string) (func(str
 	}
 	if len(enrolled) == 0 {
 		return nil, fmt.Errorf("host %s is not enrolled: none of its %d key(s) is enrolled (%d pending; runtimetruth host approve %s)",
-			printable(host), len(rec.Keys), pending, shellQuote(host))
+			printable(host), len(rec.Keys), pending, snapshot.ShellQuote(host))
 	}
 	return func(id string) (ed25519.PublicKey, error) {
 		if !enrolled[id] {

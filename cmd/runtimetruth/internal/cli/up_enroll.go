@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/collector"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
@@ -42,7 +43,7 @@ func enrollSelf(ctx context.Context, js jetstream.JetStream, vcfg verifier.Confi
 	if len(busArgs) > 0 {
 		bus = " " + shellArgs(busArgs)
 	}
-	host := shellQuote(ccfg.Host)
+	host := snapshot.ShellQuote(ccfg.Host)
 	switch {
 	case err == nil:
 		return key, nil
