@@ -360,7 +360,6 @@ type storedBaseline struct {
 	Digest   string          `json:"digest"`
 }
 
-
 // Sign signs the stored baseline of req.Target, stores the attestation next
 // to it and announces it. It is what a sign request runs; Start is needed
 // first.

@@ -472,7 +472,6 @@ func deleteRecord(ctx context.Context, kv jetstream.KeyValue, target events.Targ
 	return nil
 }
 
-
 // announce publishes a baseline change with an id derived from the target,
 // the change and the revision, retrying until ctx ends.
 func (b *Baselines) announce(ctx context.Context, ev events.BaselineChanged, rev uint64) error {

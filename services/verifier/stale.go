@@ -18,7 +18,6 @@ import (
 // collection intervals, but never less than this.
 const MinStaleAfter = 2 * time.Minute
 
-
 // StaleVerdictID is the id of the stale verdict that follows the evidence
 // event evidenceID when nothing authentic comes after it: one id per
 // silence, whichever verifier instance, or restart of one, publishes it.

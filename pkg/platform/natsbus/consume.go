@@ -519,7 +519,6 @@ func (c *loop) deadLetter(ctx context.Context, m jetstream.Msg, cause error) boo
 	return true
 }
 
-
 // DeadLetterID is the id of the dead-letter record of a stream's message
 // as rejected by a consumer: a UUIDv5 of the three.
 func DeadLetterID(stream, consumer string, seq uint64) string {

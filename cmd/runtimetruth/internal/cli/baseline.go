@@ -320,7 +320,6 @@ prints runtimetruth: error: ... and exits 1.`,
 	return c
 }
 
-
 // printable is s safe to print in human output: snapshot.Printable, every
 // character that is not graphic escaped as Go writes it in a rune literal
 // (\x1b, \n, \u2028; an invalid byte \xff), anything else unchanged.
