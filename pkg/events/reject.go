@@ -48,7 +48,7 @@ func Rejected(stream, consumer, subject string, seq, deliveries uint64, h nats.H
 		StreamSequence:  seq,
 		Deliveries:      deliveries,
 		Reason:          reason,
-		Error:           clip(msg, MaxMessageLength),
+		Error:           Clip(msg, MaxMessageLength, ""),
 		Envelope: Envelope{
 			ID:          rawHeader(h, HeaderPrefix+"id"),
 			Type:        rawHeader(h, HeaderPrefix+"type"),
@@ -68,7 +68,7 @@ func Rejected(stream, consumer, subject string, seq, deliveries uint64, h nats.H
 func rawHeader(h nats.Header, name string) string {
 	for k, vs := range h {
 		if strings.EqualFold(k, name) && len(vs) > 0 {
-			return clip(printable(vs[0]), maxEnvelopeValue)
+			return Clip(printable(vs[0]), maxEnvelopeValue, "")
 		}
 	}
 	return ""
@@ -93,15 +93,22 @@ func printable(s string) string {
 	return b.String()
 }
 
-// clip cuts s to at most n bytes without splitting a UTF-8 character, and
-// makes it valid UTF-8.
-func clip(s string, n int) string {
+// Clip makes s valid UTF-8 (an invalid byte becomes U+FFFD) and, when it
+// is longer than n bytes, cuts it to at most n bytes without splitting a
+// character, ending with mark (counted in the n; "" for none, and none
+// when it does not fit): the one way
+// a message is bounded before it goes into an event or a reply.
+func Clip(s string, n int, mark string) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	if len(s) <= n {
 		return s
 	}
+	if len(mark) > n {
+		mark = ""
+	}
+	n -= len(mark)
 	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
-	return s[:n]
+	return s[:n] + mark
 }

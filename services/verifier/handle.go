@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
@@ -385,7 +384,7 @@ func (h *handler) verify(ctx context.Context, evidenceID string, ev events.Evide
 	bl *parsed, blErr error) (events.Verdict, bool, error) {
 	v := events.Verdict{Host: ev.Host, Target: ev.Target, EvidenceID: evidenceID, SnapshotDigest: ev.Digest}
 	fail := func(format string, args ...any) (events.Verdict, bool, error) {
-		v.Status, v.Report, v.Error = events.StatusError, nil, clip(fmt.Sprintf(format, args...))
+		v.Status, v.Report, v.Error = events.StatusError, nil, events.Clip(fmt.Sprintf(format, args...), events.MaxMessageLength, "…")
 		return v, false, nil
 	}
 	named := ev.BaselineTarget()
@@ -484,20 +483,7 @@ func tooLarge(v events.Verdict) events.Verdict {
 		kinds[i] = c.Kind
 	}
 	v.Status, v.Report = events.StatusError, nil
-	v.Error = clip(fmt.Sprintf("drift in %s, but the report is too large for an event; run `runtimetruth verify` on the host for it",
-		strings.Join(kinds, ", ")))
+	v.Error = events.Clip(fmt.Sprintf("drift in %s, but the report is too large for an event; run `runtimetruth verify` on the host for it",
+		strings.Join(kinds, ", ")), events.MaxMessageLength, "…")
 	return v
-}
-
-// clip cuts an error text to the verdict's limit.
-func clip(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= events.MaxMessageLength {
-		return s
-	}
-	n := events.MaxMessageLength - len("…")
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }

@@ -238,7 +238,7 @@ func collectNow(ctx context.Context, nc *nats.Conn, host string, req collector.C
 			rep.Accepted = &acceptedReply{Key: keyID, Reply: reply}
 			return rep, nil
 		}
-		r := refusedReply{Key: clip(named), Reason: clip(err.Error())}
+		r := refusedReply{Key: events.Clip(named, maxRefusalBytes, "…"), Reason: events.Clip(err.Error(), maxRefusalBytes, "…")}
 		if len(rep.Refused) == maxRefusals {
 			rep.RefusedMore++
 			continue
@@ -248,14 +248,6 @@ func collectNow(ctx context.Context, nc *nats.Conn, host string, req collector.C
 			return rep, err
 		}
 	}
-}
-
-// clip bounds what a reply put into a reason.
-func clip(s string) string {
-	if len(s) <= maxRefusalBytes {
-		return s
-	}
-	return strings.ToValidUTF8(s[:maxRefusalBytes], "") + "…"
 }
 
 // outcome is the error of an accepted reply that did not collect

@@ -7,9 +7,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
 )
 
 // waitExited blocks until pid has exited, without reaping it (WNOWAIT):
@@ -133,24 +134,13 @@ func errorLine(stderr []byte) string {
 			continue
 		}
 		if strings.HasPrefix(l, "Error:") {
-			return truncate(l)
+			return events.Clip(l, maxReason, "...")
 		}
 		if last == "" {
 			last = l
 		}
 	}
-	return truncate(last)
-}
-
-func truncate(s string) string {
-	if len(s) <= maxReason {
-		return s
-	}
-	s = s[:maxReason]
-	for !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s + "..."
+	return events.Clip(last, maxReason, "...")
 }
 
 // stripANSI removes CSI escape sequences (colors) and other control
