@@ -238,7 +238,7 @@ func collectNow(ctx context.Context, nc *nats.Conn, host string, req collector.C
 			rep.Accepted = &acceptedReply{Key: keyID, Reply: reply}
 			return rep, nil
 		}
-		r := refusedReply{Key: events.Clip(named, maxRefusalBytes, "…"), Reason: events.Clip(err.Error(), maxRefusalBytes, "…")}
+		r := refusedReply{Key: events.Clip(named, maxRefusalBytes+len("…"), "…"), Reason: events.Clip(err.Error(), maxRefusalBytes+len("…"), "…")}
 		if len(rep.Refused) == maxRefusals {
 			rep.RefusedMore++
 			continue

@@ -118,7 +118,8 @@ func running(pid int) bool {
 	return state != 'Z' && state != 'X'
 }
 
-// maxReason bounds the stderr line quoted in errors.
+// maxReason bounds the stderr line quoted in errors, before the "..."
+// that marks a cut.
 const maxReason = 512
 
 // errorLine picks the line explaining why the server stopped: the last
@@ -134,13 +135,13 @@ func errorLine(stderr []byte) string {
 			continue
 		}
 		if strings.HasPrefix(l, "Error:") {
-			return events.Clip(l, maxReason, "...")
+			return events.Clip(l, maxReason+len("..."), "...")
 		}
 		if last == "" {
 			last = l
 		}
 	}
-	return events.Clip(last, maxReason, "...")
+	return events.Clip(last, maxReason+len("..."), "...")
 }
 
 // stripANSI removes CSI escape sequences (colors) and other control
