@@ -225,3 +225,26 @@ func TestValidDigest(t *testing.T) {
 		assert.Equal(t, want, events.ValidDigest(d), d)
 	}
 }
+
+func TestParseTarget(t *testing.T) {
+	for in, want := range map[string]*events.Target{
+		"git.repository:/srv/app":            {Kind: "git.repository", Identifier: "/srv/app"},
+		"systemd.unit:agent worker.service":  {Kind: "systemd.unit", Identifier: "agent worker.service"},
+		"codex.agent:/home/a:b":              {Kind: "codex.agent", Identifier: "/home/a:b"},
+		"/srv/app:x":                         nil, // a path is no kind
+		"no-colon":                           nil,
+		":id":                                nil,
+		"kind:":                              nil,
+		"kind:bad\x1bescape":                 nil,
+		"kind:" + strings.Repeat("x", 1<<12): nil,
+	} {
+		got, err := events.ParseTarget(in)
+		if want == nil {
+			assert.Error(t, err, "%q", in)
+			continue
+		}
+		require.NoError(t, err, "%q", in)
+		assert.Equal(t, *want, got)
+		assert.Equal(t, in, got.String(), "String writes what ParseTarget reads")
+	}
+}

@@ -36,6 +36,23 @@ type Target struct {
 // of the events about it.
 func (t Target) String() string { return t.Kind + ":" + t.Identifier }
 
+// ParseTarget reads a target as String writes it and as commands and
+// configuration name one, KIND:IDENTIFIER (git.repository:/srv/app): the
+// kind before the first ':', holding no '/' (so a path is never read as a
+// kind), both parts valid names (no control characters, at most
+// MaxNameLength bytes).
+func ParseTarget(s string) (Target, error) {
+	kind, id, ok := strings.Cut(s, ":")
+	if !ok || kind == "" || id == "" || strings.Contains(kind, "/") {
+		return Target{}, fmt.Errorf("invalid target %q: want KIND:IDENTIFIER, e.g. git.repository:/srv/app", s)
+	}
+	t := Target{Kind: kind, Identifier: id}
+	if err := t.validate("target"); err != nil {
+		return Target{}, fmt.Errorf("invalid target %q: %w", s, err)
+	}
+	return t, nil
+}
+
 func (t Target) validate(field string) error {
 	// The field names are built for an error only.
 	if err := nameProblem(t.Kind); err != nil {

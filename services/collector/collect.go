@@ -311,8 +311,8 @@ func (c *Collector) evidenceMsg(ctx context.Context, s *snapshot.Snapshot, inter
 // names it as `runtimetruth baseline` does (a KIND holds no '/'); any other
 // value is an identifier of the snapshot's own kind, kind.
 func BaselineTarget(baseline, kind string) events.Target {
-	if k, id, ok := strings.Cut(baseline, ":"); ok && k != "" && id != "" && !strings.Contains(k, "/") {
-		return events.Target{Kind: k, Identifier: id}
+	if t, err := events.ParseTarget(baseline); err == nil {
+		return t
 	}
 	return events.Target{Kind: kind, Identifier: baseline}
 }

@@ -206,7 +206,7 @@ func (s *baselineSession) close() { s.nc.Close() }
 // session (source, when not nil, names the author of changes) and runs fn.
 func (b *busFlags) onTarget(source func() string, fn func(*cobra.Command, *baselineSession) error) func(*cobra.Command, []string) error {
 	return func(c *cobra.Command, args []string) error {
-		t, err := parseTarget(args[0])
+		t, err := events.ParseTarget(args[0])
 		if err != nil {
 			return err
 		}

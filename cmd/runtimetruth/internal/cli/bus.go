@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
-	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 )
@@ -131,13 +130,4 @@ func shellArgs(args []string) string {
 		out[i] = snapshot.ShellQuote(a)
 	}
 	return strings.Join(out, " ")
-}
-
-// parseTarget reads "kind:identifier".
-func parseTarget(s string) (events.Target, error) {
-	kind, id, ok := strings.Cut(s, ":")
-	if !ok || kind == "" || id == "" {
-		return events.Target{}, fmt.Errorf("invalid target %q: want KIND:IDENTIFIER, e.g. git.repository:/srv/app", s)
-	}
-	return events.Target{Kind: kind, Identifier: id}, nil
 }

@@ -19,7 +19,7 @@ import (
 // when baseline is empty.
 func verdictFor(t *testing.T, host, target, baseline string) *nats.Msg {
 	t.Helper()
-	tg, err := parseTarget(target)
+	tg, err := events.ParseTarget(target)
 	require.NoError(t, err)
 	v := events.Verdict{Status: events.StatusError, Host: host, Target: tg, EvidenceID: "e-" + events.Token(host+target),
 		SnapshotDigest: "sha256:" + strings.Repeat("a", 64), Error: "no baseline"}
@@ -109,7 +109,7 @@ func TestVerdictPrinterCountsRefusedEvidence(t *testing.T) {
 // A stale verdict reads as STALE with its last-seen time, in up as in
 // status.
 func TestStaleVerdictIsShown(t *testing.T) {
-	tg, err := parseTarget("git.repository:/srv/app")
+	tg, err := events.ParseTarget("git.repository:/srv/app")
 	require.NoError(t, err)
 	v := events.Verdict{Status: events.StatusStale, Host: "web-01", Target: tg, EvidenceID: "e-1",
 		SnapshotDigest: "sha256:" + strings.Repeat("a", 64), LastSeen: "2026-12-02T03:00:00Z",
