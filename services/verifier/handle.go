@@ -467,10 +467,7 @@ func (h *handler) baseline(ctx context.Context, key string, target events.Target
 	}
 	p.forVerifier()
 	h.mu.Lock()
-	if len(h.parsed) >= maxCached {
-		clear(h.parsed)
-	}
-	h.parsed[key] = p
+	setBounded(h.parsed, maxCached, key, p)
 	h.mu.Unlock()
 	return p, nil
 }

@@ -117,8 +117,5 @@ func (k *expandedKeys) add(pub ed25519.PublicKey) {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if len(k.keys) >= maxExpandedKeys {
-		clear(k.keys)
-	}
-	k.keys[string(pub)] = e
+	setBounded(k.keys, maxExpandedKeys, string(pub), e)
 }

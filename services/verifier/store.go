@@ -256,6 +256,16 @@ func HandledMark(id string) string {
 	return base64.RawURLEncoding.EncodeToString(sum[:12])
 }
 
+// setBounded sets m[key] to v, emptying m first when it holds limit
+// entries: the verifier's in-memory caches start over rather than grow
+// past their bound (each key then costs one more read).
+func setBounded[V any](m map[string]V, limit int, key string, v V) {
+	if len(m) >= limit {
+		clear(m)
+	}
+	m[key] = v
+}
+
 // maxCached bounds latestBucket's memory of revisions: past it the memory
 // starts over (every key costs one more read).
 const maxCached = 100_000
@@ -339,10 +349,7 @@ func (b *latestBucket) read(ctx context.Context, key string) (seen, bool, error)
 func (b *latestBucket) remember(key string, s seen) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(b.known) >= maxCached {
-		clear(b.known)
-	}
-	b.known[key] = s
+	setBounded(b.known, maxCached, key, s)
 }
 
 func (b *latestBucket) forget(key string) {
@@ -560,10 +567,7 @@ func mergeHandled(prior, ids []string) []string {
 func (b *latestBucket) keep(key string, w written) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(b.wrote) >= maxWrote {
-		clear(b.wrote)
-	}
-	b.wrote[key] = w
+	setBounded(b.wrote, maxWrote, key, w)
 }
 
 // addHandled rewrites the verdict record under key, of revision cur.rev,
