@@ -18,6 +18,8 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 )
 
@@ -218,6 +220,7 @@ func decodeBaseline(e jetstream.KeyValueEntry) (*parsed, error) {
 // retried announcement is dropped as a duplicate.
 type Baselines struct {
 	js     jetstream.JetStream
+	pub    *natsbus.Publisher // baseline.changed, through the OpenTelemetry globals
 	source string
 
 	mu sync.Mutex
@@ -236,7 +239,7 @@ func NewBaselines(js jetstream.JetStream, source string) *Baselines {
 		}
 		source = events.Source("verifier", host)
 	}
-	return &Baselines{js: js, source: source}
+	return &Baselines{js: js, pub: natsbus.NewPublisher(js, telemetry.Providers{}), source: source}
 }
 
 // stores are the buckets Baselines reads and writes.
@@ -480,7 +483,7 @@ func (b *Baselines) announce(ctx context.Context, ev events.BaselineChanged, rev
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrNotAnnounced, err)
 	}
-	if err := publish(ctx, b.js, m); err != nil {
+	if _, err := b.pub.PublishRetrying(ctx, m); err != nil {
 		return fmt.Errorf("%w: baseline of %s written at revision %d: %w", ErrNotAnnounced, ev.Target, rev, err)
 	}
 	return nil

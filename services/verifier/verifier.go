@@ -277,12 +277,3 @@ func (v *Verifier) Metrics() Metrics {
 		Duplicates: c.duplicate.Load(), Stale: c.stale.Load(),
 	}
 }
-
-// publish publishes m, retrying transient failures until ctx ends (the
-// stream drops a copy stored by an attempt that timed out).
-func publish(ctx context.Context, js jetstream.JetStream, m *nats.Msg) error {
-	return natsbus.Retry(ctx, func(ctx context.Context) error {
-		_, err := js.PublishMsg(ctx, m)
-		return err
-	})
-}

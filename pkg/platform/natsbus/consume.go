@@ -14,7 +14,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
-	"github.com/runtimetruth/runtimetruth/pkg/platform/eventtrace"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 )
@@ -234,6 +233,7 @@ func ConsumeBatch(ctx context.Context, cons jetstream.Consumer, h BatchHandler, 
 		stream = info.Stream
 	}
 	c.tel = NewConsumeTelemetry(opts.Telemetry, stream, c.name)
+	c.pub = NewPublisher(opts.JetStream, opts.Telemetry)
 	return c.run(ctx)
 }
 
@@ -245,6 +245,7 @@ type loop struct {
 	maxDeliver int
 	name       string
 	tel        *ConsumeTelemetry
+	pub        *Publisher // of the dead-letter records
 }
 
 // run pulls until ctx is done, then lets the workers finish the batches in
@@ -498,8 +499,7 @@ func (c *loop) deadLetter(ctx context.Context, m jetstream.Msg, cause error) boo
 	}
 	dm, _, err := events.NewMsg(c.o.Source, rec, events.WithID(DeadLetterID(rec.Stream, rec.Consumer, rec.StreamSequence)))
 	if err == nil {
-		eventtrace.InjectMsg(ctx, c.tel.Propagator(), dm)
-		err = publishRetrying(ctx, c.o.JetStream, dm)
+		err = publishRetrying(ctx, c.pub, dm)
 	}
 	if err != nil {
 		c.st.DeadLetterErrors.Add(1)
@@ -525,16 +525,13 @@ func DeadLetterID(stream, consumer string, seq uint64) string {
 	return events.DeadLetterIDs.ID(stream, consumer, strconv.FormatUint(seq, 10))
 }
 
-// publishRetrying publishes m until the server stores it (or reports a
-// duplicate) or ctx ends; any error is retried, as nothing may be
+// publishRetrying publishes m through pub until the server stores it (or
+// reports a duplicate) or ctx ends; any error is retried, as nothing may be
 // terminated unrecorded.
-func publishRetrying(ctx context.Context, js jetstream.JetStream, m *nats.Msg) error {
+func publishRetrying(ctx context.Context, pub *Publisher, m *nats.Msg) error {
 	b := newBackoff(20*time.Millisecond, time.Second)
 	for {
-		err := Retry(ctx, func(ctx context.Context) error {
-			_, err := js.PublishMsg(ctx, m)
-			return err
-		})
+		_, err := pub.PublishRetrying(ctx, m)
 		if err == nil || ctx.Err() != nil || errors.Is(err, nats.ErrConnectionClosed) {
 			return err
 		}

@@ -208,6 +208,15 @@ func TestConsumeTracesAndCounts(t *testing.T) {
 	require.NoError(t, err, "the injected trace context passes the strict codec")
 	dctx := eventtrace.ExtractEvent(ctx, rec.p.Propagator, &e)
 	assert.Equal(t, collect.SpanContext().TraceID(), trace.SpanContextFromContext(dctx).TraceID())
+
+	// It is published through the Publisher: its own producer span, a
+	// child of the handling span of the message it records, and counted.
+	dead := rec.ended(trace.SpanKindProducer, "publish "+events.TypeEventRejected)
+	require.Len(t, dead, 1)
+	assert.Equal(t, trace.SpanContextFromContext(dctx).SpanID(), dead[0].SpanContext().SpanID(), "the record carries its publish span")
+	assert.Equal(t, handled[ids[2]].SpanID(), dead[0].Parent().SpanID())
+	assert.Equal(t, int64(1), rec.sum(t, natsbus.MetricPublished,
+		natsbus.AttrStream.String(topology.StreamDLQ), natsbus.AttrType.String(events.TypeEventRejected)))
 }
 
 // TestPublishKeepsAnExistingTraceContext: a message that already carries
