@@ -192,10 +192,6 @@ func NewConsumeTelemetry(p telemetry.Providers, stream, consumer string) *Consum
 	return t
 }
 
-// Propagator returns the propagator the telemetry extracts and injects
-// trace context with.
-func (t *ConsumeTelemetry) Propagator() propagation.TextMapPropagator { return t.prop }
-
 // Handling is one message in hand, from Begin to End.
 type Handling struct {
 	span  trace.Span
