@@ -21,6 +21,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/statement"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/eventtrace"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/lifecycle"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
@@ -104,19 +105,16 @@ type Attestor struct {
 
 	requests, signed, failed, announceErrors atomic.Uint64
 
-	mu      sync.Mutex
-	started bool
-	stopped bool
-	nc      *nats.Conn
-	ownConn bool
-	sub     *nats.Subscription
-	js      jetstream.JetStream
-	kv      jetstream.KeyValue
-	pub     *natsbus.Publisher
-	ctx     context.Context
-	cancel  context.CancelFunc
-	slots   chan struct{}
-	wg      sync.WaitGroup
+	mu     sync.Mutex
+	state  lifecycle.State
+	client *natsbus.Client
+	sub    *nats.Subscription
+	kv     jetstream.KeyValue
+	pub    *natsbus.Publisher
+	ctx    context.Context
+	cancel context.CancelFunc
+	slots  chan struct{}
+	wg     sync.WaitGroup
 }
 
 // New checks cfg, loads the signing key (mode key) and returns an attestor;
@@ -129,14 +127,7 @@ func New(cfg Config, set Settings) (*Attestor, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	instance := cfg.Instance
-	if instance == "" {
-		h, err := os.Hostname()
-		if err != nil || h == "" {
-			h = "unknown"
-		}
-		instance = h
-	}
+	instance := lifecycle.Instance(cfg.Instance)
 	signer := set.Signer
 	if signer == nil {
 		var err error
@@ -200,46 +191,32 @@ func (a *Attestor) Name() string { return "attestor" }
 func (a *Attestor) Start(ctx context.Context) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	switch {
-	case a.stopped:
-		return ErrShutdown
-	case a.started:
-		return errors.New("attestor already started")
-	}
-	nc, own := a.conn, false
-	if nc == nil {
-		var err error
-		if nc, err = natsbus.Connect(a.cfg.NATS, "runtimetruth-attestor", natsbus.LogEvents(a.log)); err != nil {
-			return err
-		}
-		own = true
-	}
-	js, kv, err := a.prepare(ctx, nc)
-	if err != nil {
-		if own {
-			nc.Close()
-		}
+	if err := a.state.CanStart(ErrShutdown); err != nil {
 		return err
 	}
-	a.nc, a.ownConn, a.js, a.kv, a.pub = nc, own, js, kv, natsbus.NewPublisher(js, a.in.p)
+	c, err := natsbus.OpenClient(a.cfg.NATS, "runtimetruth-attestor", a.conn, a.log, a.in.p)
+	if err != nil {
+		return err
+	}
+	kv, err := a.prepare(ctx, c)
+	if err != nil {
+		c.Close()
+		return err
+	}
+	a.client, a.kv, a.pub = c, kv, c.Pub
 	a.ctx, a.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	sub, err := nc.QueueSubscribe(a.cfg.Subject, a.cfg.QueueGroup, a.handle)
+	sub, err := c.Conn.QueueSubscribe(a.cfg.Subject, a.cfg.QueueGroup, a.handle)
+	if err == nil {
+		if err = c.Conn.FlushTimeout(a.cfg.StartTimeout); err != nil {
+			_ = sub.Unsubscribe()
+		}
+	}
 	if err != nil {
 		a.cancel()
-		if own {
-			nc.Close()
-		}
+		c.Close()
 		return fmt.Errorf("subscribe %s: %w", a.cfg.Subject, err)
 	}
-	if err := nc.FlushTimeout(a.cfg.StartTimeout); err != nil {
-		_ = sub.Unsubscribe()
-		a.cancel()
-		if own {
-			nc.Close()
-		}
-		return fmt.Errorf("subscribe %s: %w", a.cfg.Subject, err)
-	}
-	a.sub, a.started = sub, true
+	a.sub, a.state = sub, lifecycle.Running
 	a.log.InfoContext(ctx, "attestor started", "source", a.source, "subject", a.cfg.Subject,
 		"queue_group", a.cfg.QueueGroup, "mode", a.mode())
 	return nil
@@ -274,21 +251,17 @@ func Topology(replicas int) topology.Topology {
 	return t
 }
 
-func (a *Attestor) prepare(ctx context.Context, nc *nats.Conn) (jetstream.JetStream, jetstream.KeyValue, error) {
+func (a *Attestor) prepare(ctx context.Context, c *natsbus.Client) (jetstream.KeyValue, error) {
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.StartTimeout)
 	defer cancel()
-	js, err := jetstream.New(nc)
+	if err := c.Ensure(ctx, Topology(a.cfg.Replicas)); err != nil {
+		return nil, err
+	}
+	kv, err := c.JS.KeyValue(ctx, topology.BucketBaselines)
 	if err != nil {
-		return nil, nil, fmt.Errorf("jetstream: %w", err)
+		return nil, fmt.Errorf("baselines bucket: %w", err)
 	}
-	if err := Topology(a.cfg.Replicas).Ensure(ctx, js); err != nil {
-		return nil, nil, err
-	}
-	kv, err := js.KeyValue(ctx, topology.BucketBaselines)
-	if err != nil {
-		return nil, nil, fmt.Errorf("baselines bucket: %w", err)
-	}
-	return js, kv, nil
+	return kv, nil
 }
 
 // handle runs on the subscription's goroutine: it takes a slot (waiting
@@ -296,7 +269,7 @@ func (a *Attestor) prepare(ctx context.Context, nc *nats.Conn) (jetstream.JetStr
 func (a *Attestor) handle(m *nats.Msg) {
 	a.requests.Add(1)
 	a.mu.Lock()
-	stopped := a.stopped
+	stopped := a.state != lifecycle.Running
 	if !stopped {
 		a.wg.Add(1)
 	}
@@ -456,13 +429,11 @@ func (a *Attestor) Sign(ctx context.Context, req SignRequest) (SignReply, error)
 // not finish in time (they are then cancelled).
 func (a *Attestor) Shutdown(ctx context.Context) error {
 	a.mu.Lock()
-	if a.stopped || !a.started {
-		a.stopped = true
+	if !a.state.Stop() {
 		a.mu.Unlock()
 		return nil
 	}
-	a.stopped = true
-	sub, nc, own, cancel := a.sub, a.nc, a.ownConn, a.cancel
+	sub, c, cancel := a.sub, a.client, a.cancel
 	a.mu.Unlock()
 
 	var err error
@@ -479,12 +450,13 @@ func (a *Attestor) Shutdown(ctx context.Context) error {
 		err = errors.Join(err, fmt.Errorf("drain attestor: %w", ctx.Err()))
 	}
 	cancel()
-	if ferr := nc.FlushTimeout(time.Second); ferr != nil && !errors.Is(ferr, nats.ErrConnectionClosed) {
+	if ferr := c.Conn.FlushTimeout(time.Second); ferr != nil && !errors.Is(ferr, nats.ErrConnectionClosed) {
 		err = errors.Join(err, fmt.Errorf("flush: %w", ferr))
 	}
-	if own {
-		nc.Close()
-	}
+	c.Close()
+	a.mu.Lock()
+	a.state = lifecycle.Stopped
+	a.mu.Unlock()
 	m := a.Metrics()
 	a.log.InfoContext(ctx, "attestor stopped", "requests", m.Requests, "signed", m.Signed, "failed", m.Failed)
 	return err

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/lifecycle"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/regfile"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
@@ -55,19 +55,17 @@ type Auditor struct {
 
 	budget *budget // bytes of the messages held (Config.MaxInflightBytes)
 
-	mu      sync.Mutex
-	started bool
-	stopped bool
-	nc      *nats.Conn
-	ownConn bool
-	w       *Writer // nil until the sinks are up
-	cp      *checkpointer
-	sinks   *sinkSet
-	leases  *leases
-	drains  []jetstream.ConsumeContext
-	cancel  context.CancelFunc
-	done    chan struct{}
-	pos     map[string]*atomic.Uint64 // stream → position committed (streamLoop.pos)
+	mu     sync.Mutex
+	state  lifecycle.State
+	client *natsbus.Client
+	w      *Writer // nil until the sinks are up
+	cp     *checkpointer
+	sinks  *sinkSet
+	leases *leases
+	drains []jetstream.ConsumeContext
+	cancel context.CancelFunc
+	done   chan struct{}
+	pos    map[string]*atomic.Uint64 // stream → position committed (streamLoop.pos)
 
 	// unready says why the sinks are not up (Ready), nil once they are.
 	smu     sync.Mutex
@@ -91,14 +89,7 @@ func New(cfg Config, set Settings) (*Auditor, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	instance := cfg.Instance
-	if instance == "" {
-		h, err := os.Hostname()
-		if err != nil || h == "" {
-			h = "unknown"
-		}
-		instance = h
-	}
+	instance := lifecycle.Instance(cfg.Instance)
 	if cfg.Lease.TTL == 0 {
 		cfg.Lease.TTL = 30 * time.Second
 	}
@@ -129,15 +120,12 @@ func (a *Auditor) Heads() map[string]link.Head {
 // --once` calls it before shutting down, so that its run is audited).
 func (a *Auditor) Sync(ctx context.Context) error {
 	a.mu.Lock()
-	nc, pos, started := a.nc, a.pos, a.started
+	c, pos, state := a.client, a.pos, a.state
 	a.mu.Unlock()
-	if !started {
+	if state == lifecycle.New {
 		return errors.New("auditor not started")
 	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return fmt.Errorf("jetstream: %w", err)
-	}
+	js := c.JS
 	want := map[string]uint64{}
 	for _, s := range a.cfg.Streams {
 		st, err := js.Stream(ctx, s)
@@ -222,28 +210,19 @@ func (a *Auditor) setUnready(err error) {
 func (a *Auditor) Start(ctx context.Context) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	switch {
-	case a.stopped:
-		return ErrShutdown
-	case a.started:
-		return errors.New("auditor already started")
+	if err := a.state.CanStart(ErrShutdown); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.StartTimeout)
 	defer cancel()
 
-	nc, own := a.conn, false
-	if nc == nil {
-		var err error
-		if nc, err = natsbus.Connect(a.cfg.NATS, "runtimetruth-auditor", natsbus.LogEvents(a.log)); err != nil {
-			return err
-		}
-		own = true
-	}
-	st, err := a.prepare(ctx, nc)
+	c, err := natsbus.OpenClient(a.cfg.NATS, "runtimetruth-auditor", a.conn, a.log, a.in.p)
 	if err != nil {
-		if own {
-			nc.Close()
-		}
+		return err
+	}
+	st, err := a.prepare(ctx, c.JS)
+	if err != nil {
+		c.Close()
 		return err
 	}
 	up, err := a.bringUp(ctx, st)
@@ -251,15 +230,13 @@ func (a *Auditor) Start(ctx context.Context) error {
 		err = errors.Join(err, st.sinks.close())
 		stopDrains(st.drains)
 		st.leases.release(context.WithoutCancel(ctx))
-		if own {
-			nc.Close()
-		}
+		c.Close()
 		return err
 	}
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	var wg sync.WaitGroup
-	a.started, a.nc, a.ownConn, a.cancel, a.done = true, nc, own, stop, done
+	a.state, a.client, a.cancel, a.done = lifecycle.Running, c, stop, done
 	a.sinks, a.leases, a.drains, a.pos = st.sinks, st.leases, st.drains, st.pos
 	if err == nil {
 		a.install(ctx, up)
@@ -302,11 +279,7 @@ type startState struct {
 
 // prepare ensures the topology, takes the leases, opens the JSONL and
 // syslog sinks and binds the consumers.
-func (a *Auditor) prepare(ctx context.Context, nc *nats.Conn) (*startState, error) {
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return nil, fmt.Errorf("jetstream: %w", err)
-	}
+func (a *Auditor) prepare(ctx context.Context, js jetstream.JetStream) (*startState, error) {
 	if err := topology.Ensure(ctx, js, a.cfg.Replicas); err != nil {
 		return nil, err
 	}
@@ -574,12 +547,10 @@ func stopDrains(ccs []jetstream.ConsumeContext) {
 // safe to call twice.
 func (a *Auditor) Shutdown(ctx context.Context) error {
 	a.mu.Lock()
-	if a.stopped || !a.started {
-		a.stopped = true
+	if !a.state.Stop() {
 		a.mu.Unlock()
 		return nil
 	}
-	a.stopped = true
 	cancel, done := a.cancel, a.done
 	a.mu.Unlock()
 	a.setUnready(errors.New("shutting down"))
@@ -617,9 +588,10 @@ func (a *Auditor) Shutdown(ctx context.Context) error {
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	a.leases.release(rctx)
 	rcancel()
-	if a.ownConn {
-		a.nc.Close()
-	}
+	a.client.Close()
+	a.mu.Lock()
+	a.state = lifecycle.Stopped
+	a.mu.Unlock()
 	a.log.InfoContext(ctx, "auditor stopped", "appended", a.stats.Appended.Load(), "duplicates", a.stats.Duplicates.Load(),
 		"duplicate_ids", a.stats.DuplicateIDs.Load(),
 		"rejected", a.stats.Rejected.Load())

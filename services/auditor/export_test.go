@@ -1,6 +1,10 @@
 package auditor
 
-import "context"
+import (
+	"context"
+
+	"github.com/runtimetruth/runtimetruth/pkg/platform/lifecycle"
+)
 
 // WrapSinks makes Start wrap every sink it opens (fault injection).
 func (a *Auditor) WrapSinks(f func(Sink) Sink) { a.wrapSink = f }
@@ -15,8 +19,8 @@ func (a *Auditor) DropAcks(f func() bool) { a.dropAcks = f }
 func (a *Auditor) Abort() {
 	a.mu.Lock()
 	a.aborting = true
-	a.stopped = true
-	cancel, done, nc, own, ls := a.cancel, a.done, a.nc, a.ownConn, a.leases
+	a.state = lifecycle.Stopped
+	cancel, done, c, ls := a.cancel, a.done, a.client, a.leases
 	a.mu.Unlock()
 	if cancel == nil {
 		return
@@ -33,9 +37,7 @@ func (a *Auditor) Abort() {
 	} else {
 		_ = sinks.close()
 	}
-	if own {
-		nc.Close()
-	}
+	c.Close()
 }
 
 var _ = context.Background

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/lifecycle"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
 	"github.com/runtimetruth/runtimetruth/services/collector/integrity"
@@ -71,9 +71,8 @@ type Collector struct {
 	onSpooled func(ids []string)
 
 	mu         sync.Mutex
-	state      int
-	nc         *nats.Conn
-	js         jetstream.JetStream
+	state      lifecycle.State
+	client     *natsbus.Client
 	pub        *natsbus.Publisher
 	spool      *spool.Spool
 	gauges     metric.Registration
@@ -87,13 +86,6 @@ type Collector struct {
 	senderDone chan struct{}
 	full       atomic.Bool
 }
-
-const (
-	stateNew = iota
-	stateRunning
-	stateStopping
-	stateStopped
-)
 
 // target is one configured target and its collection state.
 type target struct {
@@ -147,7 +139,7 @@ func CollectNowSubject(host string) string { return events.CollectNowSubject(hos
 func (c *Collector) Start(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.state != stateNew {
+	if c.state != lifecycle.New {
 		return fmt.Errorf("start: %w (already started)", ErrNotRunning)
 	}
 	id, err := LoadIdentity(c.cfg)
@@ -168,27 +160,17 @@ func (c *Collector) Start(ctx context.Context) error {
 		c.stats.spoolRecoveredBytes.Add(r.Bytes)
 		c.log.Warn("spool damage cut on open", "segment", r.Segment, "offset", r.Offset, "bytes", r.Bytes, "reason", r.Reason)
 	}
-	nc := c.ext
-	if nc == nil {
-		nc, err = natsbus.Connect(c.cfg.NATS, "runtimetruth-collector/"+c.cfg.Host, natsbus.LogEvents(c.log))
-		if err != nil {
-			_ = sp.Close()
-			return err
-		}
-	}
-	js, err := jetstream.New(nc)
-	if err == nil {
-		c.sub, err = nc.Subscribe(c.controlSubject, c.handleControl)
-	}
+	cl, err := natsbus.OpenClient(c.cfg.NATS, "runtimetruth-collector/"+c.cfg.Host, c.ext, c.log, c.tel)
 	if err != nil {
-		if c.ext == nil {
-			nc.Close()
-		}
+		_ = sp.Close()
+		return err
+	}
+	if c.sub, err = cl.Conn.Subscribe(c.controlSubject, c.handleControl); err != nil {
+		cl.Close()
 		_ = sp.Close()
 		return fmt.Errorf("start collector: %w", err)
 	}
-	c.nc, c.js, c.spool = nc, js, sp
-	c.pub = natsbus.NewPublisher(js, c.tel)
+	c.client, c.pub, c.spool = cl, cl.Pub, sp
 	if c.gauges, err = c.in.observeSpool(func() (int, int64, bool) {
 		n, b := sp.Pending()
 		return n, b, true
@@ -207,7 +189,7 @@ func (c *Collector) Start(ctx context.Context) error {
 		c.loops.Add(1)
 		go c.loop(loopCtx, t)
 	}
-	c.state = stateRunning
+	c.state = lifecycle.Running
 	pending, _ := sp.Pending()
 	c.log.Info("collector started", "targets", len(c.targets), "spool", sp.Dir(), "spool_pending", pending,
 		"control_subject", c.controlSubject)
@@ -243,7 +225,7 @@ func jitter(d time.Duration) time.Duration {
 // run collects t unless the collector is stopping.
 func (c *Collector) run(t *target, interval time.Duration) (Result, error) {
 	c.mu.Lock()
-	if c.state != stateRunning {
+	if c.state != lifecycle.Running {
 		c.mu.Unlock()
 		return Result{Target: t.cfg.Name, Kind: t.cfg.Kind}, ErrNotRunning
 	}
@@ -297,14 +279,7 @@ func (c *Collector) collectNow(ctx context.Context, name string) ([]Result, erro
 // without Start and safe to call twice.
 func (c *Collector) Shutdown(ctx context.Context) error {
 	c.mu.Lock()
-	switch c.state {
-	case stateNew:
-		c.state = stateStopped
-		c.mu.Unlock()
-		return nil
-	case stateRunning:
-		c.state = stateStopping
-	default:
+	if !c.state.Stop() {
 		c.mu.Unlock()
 		return nil
 	}
@@ -344,11 +319,9 @@ func (c *Collector) Shutdown(ctx context.Context) error {
 	if err := c.spool.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("close spool: %w", err))
 	}
-	if c.ext == nil {
-		c.nc.Close()
-	}
+	c.client.Close()
 	c.mu.Lock()
-	c.state = stateStopped
+	c.state = lifecycle.Stopped
 	c.mu.Unlock()
 	c.log.Info("collector stopped", "delivered", c.stats.delivered.Load(), "refused", c.stats.refused.Load())
 	return errors.Join(errs...)

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/lifecycle"
 )
 
 // ControlTimeout bounds the collections one request asks for.
@@ -166,7 +167,7 @@ func (c *Collector) handleControl(m *nats.Msg) {
 		return
 	}
 	c.mu.Lock()
-	running := c.state == stateRunning
+	running := c.state == lifecycle.Running
 	if running {
 		c.inflight.Add(1)
 	}

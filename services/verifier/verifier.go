@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/attestation"
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/lifecycle"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
@@ -69,10 +69,8 @@ type Verifier struct {
 	counts  counts
 
 	mu      sync.Mutex
-	started bool
-	stopped bool
-	nc      *nats.Conn
-	ownConn bool
+	state   lifecycle.State
+	client  *natsbus.Client
 	cancel  context.CancelFunc
 	done    chan struct{}
 	handler *handler
@@ -94,14 +92,7 @@ func New(cfg Config, set Settings) (*Verifier, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	instance := cfg.Instance
-	if instance == "" {
-		h, err := os.Hostname()
-		if err != nil || h == "" {
-			h = "unknown"
-		}
-		instance = h
-	}
+	instance := lifecycle.Instance(cfg.Instance)
 	trusted := set.TrustedMaterial
 	if trusted == nil && cfg.Attestation.TrustedRootFile != "" {
 		tr, err := attestation.LoadTrustedRoot(cfg.Attestation.TrustedRootFile)
@@ -125,29 +116,22 @@ func (v *Verifier) Name() string { return "verifier" }
 func (v *Verifier) Start(ctx context.Context) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	switch {
-	case v.stopped:
-		return ErrShutdown
-	case v.started:
-		return errors.New("verifier already started")
+	if err := v.state.CanStart(ErrShutdown); err != nil {
+		return err
 	}
-	nc, own := v.conn, false
-	if nc == nil {
-		// An unreachable server is retried in the background until
-		// prepare's start timeout; a refused one fails here.
-		var err error
-		if nc, err = natsbus.Connect(v.cfg.NATS, "runtimetruth-verifier", natsbus.LogEvents(v.log)); err != nil {
-			return err
-		}
-		own = true
-	}
-	h, cons, err := v.prepare(ctx, nc)
+	// An unreachable server is retried in the background until prepare's
+	// start timeout; a refused one fails here.
+	c, err := natsbus.OpenClient(v.cfg.NATS, "runtimetruth-verifier", v.conn, v.log, v.tel)
 	if err != nil {
-		if own {
-			if !nc.IsConnected() {
+		return err
+	}
+	h, cons, err := v.prepare(ctx, c)
+	if err != nil {
+		if c.Owned() {
+			if !c.Conn.IsConnected() {
 				err = fmt.Errorf("connect to NATS: no server reached within start_timeout %s: %w", v.cfg.StartTimeout, err)
 			}
-			nc.Close()
+			c.Close()
 		}
 		return err
 	}
@@ -173,27 +157,24 @@ func (v *Verifier) Start(ctx context.Context) error {
 			v.log.ErrorContext(runCtx, "consume evidence", "err", err)
 		}
 	}()
-	v.started, v.nc, v.ownConn, v.cancel, v.done, v.handler = true, nc, own, cancel, done, h
+	v.state, v.client, v.cancel, v.done, v.handler = lifecycle.Running, c, cancel, done, h
 	v.log.InfoContext(ctx, "verifier started", "source", v.source, "consumer", v.cfg.Consumer,
 		"replicas", v.cfg.Replicas, "concurrency", v.cfg.Concurrency)
 	return nil
 }
 
-func (v *Verifier) prepare(ctx context.Context, nc *nats.Conn) (*handler, jetstream.Consumer, error) {
+func (v *Verifier) prepare(ctx context.Context, c *natsbus.Client) (*handler, jetstream.Consumer, error) {
 	ctx, cancel := context.WithTimeout(ctx, v.cfg.StartTimeout)
 	defer cancel()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return nil, nil, fmt.Errorf("jetstream: %w", err)
-	}
-	if err := Topology(v.cfg.Replicas, v.cfg.Consumer).Ensure(ctx, js); err != nil {
+	js := c.JS
+	if err := c.Ensure(ctx, Topology(v.cfg.Replicas, v.cfg.Consumer)); err != nil {
 		return nil, nil, err
 	}
 	cons, err := js.Consumer(ctx, topology.StreamEvidence, v.cfg.Consumer)
 	if err != nil {
 		return nil, nil, fmt.Errorf("consumer %s: %w", v.cfg.Consumer, err)
 	}
-	h, err := newHandler(ctx, js, natsbus.NewPublisher(js, v.tel), v.m, v.source, &v.counts, v.attest)
+	h, err := newHandler(ctx, js, c.Pub, v.m, v.source, &v.counts, v.attest)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -213,13 +194,11 @@ func (v *Verifier) prepare(ctx context.Context, nc *nats.Conn) (*handler, jetstr
 // it returns ctx's error if the snapshots in hand are not finished in time.
 func (v *Verifier) Shutdown(ctx context.Context) error {
 	v.mu.Lock()
-	if v.stopped || !v.started {
-		v.stopped = true
+	if !v.state.Stop() {
 		v.mu.Unlock()
 		return nil
 	}
-	v.stopped = true
-	cancel, done, nc, own := v.cancel, v.done, v.nc, v.ownConn
+	cancel, done, c := v.cancel, v.done, v.client
 	v.mu.Unlock()
 
 	cancel()
@@ -230,15 +209,18 @@ func (v *Verifier) Shutdown(ctx context.Context) error {
 		err = fmt.Errorf("drain verifier: %w", ctx.Err())
 	}
 	// The releases (naks) are buffered: send them before leaving.
-	if ferr := nc.FlushTimeout(time.Second); ferr != nil && !errors.Is(ferr, nats.ErrConnectionClosed) {
+	if ferr := c.Conn.FlushTimeout(time.Second); ferr != nil && !errors.Is(ferr, nats.ErrConnectionClosed) {
 		err = errors.Join(err, fmt.Errorf("flush: %w", ferr))
 	}
-	if own {
-		nc.Close() // also ends handlers still running after a timeout
+	if c.Owned() {
+		c.Close() // also ends handlers still running after a timeout
 		if err != nil {
 			<-done
 		}
 	}
+	v.mu.Lock()
+	v.state = lifecycle.Stopped
+	v.mu.Unlock()
 	m := v.Metrics()
 	v.log.InfoContext(ctx, "verifier stopped", "verdicts", m.VerdictsPass+m.VerdictsDrift+m.VerdictsError,
 		"dead_lettered", m.DeadLettered, "released", m.Released)
