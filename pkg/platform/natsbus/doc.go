@@ -1,6 +1,8 @@
 // Package natsbus connects services to NATS JetStream: Connect (URL,
 // credentials, TLS; a server not up yet is retried in the background) and
-// Dial (the same, one attempt, for commands), Consume, the message loop that turns a handler's
+// Dial (the same, one attempt, for commands); Client, a service's one
+// connection (lent by an embedding process or opened and owned, closed
+// only if owned) with its JetStream context and Publisher; Consume, the message loop that turns a handler's
 // result into an explicit acknowledgement (nil → Ack, retryable →
 // NakWithDelay, Permanent → dead-letter + Term), ConsumeBatch, the same
 // loop handing its handler batches of what has arrived and settling each
