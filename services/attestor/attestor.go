@@ -325,14 +325,6 @@ func (a *Attestor) reply(m *nats.Msg, rep SignReply) {
 	}
 }
 
-// storedBaseline is what the attestor reads of a verifier baseline; other
-// fields are the verifier's and are ignored.
-type storedBaseline struct {
-	Target   events.Target   `json:"target"`
-	Snapshot json.RawMessage `json:"snapshot"`
-	Digest   string          `json:"digest"`
-}
-
 // Sign signs the stored baseline of req.Target, stores the attestation next
 // to it and announces it. It is what a sign request runs; Start is needed
 // first.
@@ -358,7 +350,7 @@ func (a *Attestor) Sign(ctx context.Context, req SignRequest) (SignReply, error)
 	if err != nil {
 		return rep, fmt.Errorf("read baseline of %s: %w", req.Target, err)
 	}
-	var stored storedBaseline
+	var stored events.Baseline
 	if err := json.Unmarshal(e.Value(), &stored); err != nil {
 		return rep, fmt.Errorf("%w: %s: %w", ErrBaseline, req.Target, err)
 	}

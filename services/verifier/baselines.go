@@ -23,37 +23,10 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 )
 
-// Identity names a keyless (Sigstore) signer: an OIDC issuer and the
-// certificate identity it vouches for.
-type Identity struct {
-	Issuer   string `json:"issuer"`
-	Identity string `json:"identity"`
-}
-
-// Baseline is the reviewed snapshot a target is verified against, as kept
-// in the baselines bucket under its target's tokens (topology.BaselineKey).
+// Baseline is a stored baseline (events.Baseline) with where it was read
+// or written and, from Approve, the evidence it adopted.
 type Baseline struct {
-	// Target is the snapshot's target.
-	Target events.Target `json:"target"`
-	// Snapshot is the schema-v1 snapshot document, canonical JSON (RFC
-	// 8785).
-	Snapshot json.RawMessage `json:"snapshot"`
-	// Digest is the snapshot's digest, sha256:<hex> over the canonical
-	// JSON: the same value `runtimetruth digest` prints for it.
-	Digest string `json:"digest"`
-	// Protect narrows verification to these selectors (kind or
-	// kind.field, as `runtimetruth verify --protect`); empty verifies the
-	// whole snapshot.
-	Protect []string `json:"protect,omitempty"`
-	// RequiredIdentity is the signer an attestation of this baseline must
-	// come from (for the attestor); nil for none.
-	RequiredIdentity *Identity `json:"required_identity,omitempty"`
-	// ApprovedAt and ApprovedBy say when and by whom it was approved.
-	ApprovedAt time.Time `json:"approved_at"`
-	ApprovedBy string    `json:"approved_by,omitempty"`
-	// Host is the host whose snapshot Approve promoted; empty for a
-	// snapshot put directly.
-	Host string `json:"host,omitempty"`
+	events.Baseline
 	// Revision is the bucket revision the baseline was read or written
 	// at (not stored).
 	Revision uint64 `json:"-"`
@@ -149,7 +122,7 @@ func evidencePart(canonical []byte) []byte {
 // check parses the snapshot and selectors and checks that the target,
 // digest and identity agree with them. It returns the normal form: the
 // snapshot canonical, the selectors parsed and de-duplicated.
-func (b Baseline) check() (*parsed, error) {
+func check(b events.Baseline) (*parsed, error) {
 	s, err := snapshot.Parse(b.Snapshot)
 	if err != nil {
 		return nil, fmt.Errorf("%w: snapshot: %w", ErrInvalidBaseline, err)
@@ -190,7 +163,7 @@ func (b Baseline) check() (*parsed, error) {
 	if len(b.Protect) == 0 {
 		b.Protect = nil
 	}
-	return &parsed{Baseline: b, snap: s, sels: sels}, nil
+	return &parsed{Baseline: Baseline{Baseline: b}, snap: s, sels: sels}, nil
 }
 
 func isControl(r rune) bool { return r < 0x20 || 0x7F <= r && r <= 0x9F }
@@ -199,11 +172,11 @@ func isControl(r rune) bool { return r < 0x20 || 0x7F <= r && r <= 0x9F }
 func decodeBaseline(e jetstream.KeyValueEntry) (*parsed, error) {
 	dec := json.NewDecoder(bytes.NewReader(e.Value()))
 	dec.DisallowUnknownFields()
-	var b Baseline
+	var b events.Baseline
 	if err := dec.Decode(&b); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrInvalidBaseline, e.Key(), err)
 	}
-	p, err := b.check()
+	p, err := check(b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", e.Key(), err)
 	}
@@ -347,7 +320,7 @@ func (b *Baselines) List(ctx context.Context) ([]Baseline, error) {
 // already there changes nothing and announces nothing; changing only
 // Protect, RequiredIdentity or the approval fails with ErrUnchangedDigest
 // (delete the baseline first). It returns the stored baseline.
-func (b *Baselines) Put(ctx context.Context, bl Baseline) (*Baseline, error) {
+func (b *Baselines) Put(ctx context.Context, bl events.Baseline) (*Baseline, error) {
 	kv, err := b.bucket(ctx)
 	if err != nil {
 		return nil, err
@@ -355,11 +328,11 @@ func (b *Baselines) Put(ctx context.Context, bl Baseline) (*Baseline, error) {
 	if bl.ApprovedAt.IsZero() {
 		bl.ApprovedAt = time.Now().UTC()
 	}
-	p, err := bl.check()
+	p, err := check(bl)
 	if err != nil {
 		return nil, err
 	}
-	value, err := json.Marshal(p.Baseline)
+	value, err := json.Marshal(p.Baseline.Baseline)
 	if err != nil {
 		return nil, fmt.Errorf("encode baseline: %w", err)
 	}
@@ -384,7 +357,7 @@ func (b *Baselines) Put(ctx context.Context, bl Baseline) (*Baseline, error) {
 		case err != nil:
 			return nil, err
 		case cur.Digest == p.Digest:
-			if sameSettings(cur.Baseline, p.Baseline) {
+			if sameSettings(cur.Baseline.Baseline, p.Baseline.Baseline) {
 				return &cur.Baseline, nil
 			}
 			return nil, fmt.Errorf("%w: the baseline of %s already has digest %s; baseline.changed.v1 cannot record a change of only its protect selectors, identity or approval: delete the baseline, then approve again",
@@ -412,7 +385,7 @@ func (b *Baselines) Put(ctx context.Context, bl Baseline) (*Baseline, error) {
 	}
 }
 
-func sameSettings(a, b Baseline) bool {
+func sameSettings(a, b events.Baseline) bool {
 	if !slices.Equal(a.Protect, b.Protect) {
 		return false
 	}
@@ -506,7 +479,7 @@ type ApproveOptions struct {
 	// Protect and RequiredIdentity set the new baseline's; nil keeps the
 	// current baseline's (use an empty, non-nil Protect to clear it).
 	Protect          []string
-	RequiredIdentity *Identity
+	RequiredIdentity *events.SignerIdentity
 	// AllowUnauthenticated adopts a snapshot that carries no verified
 	// signature (ErrUnauthenticated: the verifier runs with enrollment
 	// off, so nothing proves which host sent it). A signed snapshot is
@@ -618,7 +591,7 @@ func (b *Baselines) Approve(ctx context.Context, target events.Target, o Approve
 		return nil, fmt.Errorf("%w: the latest snapshot of %s from %s is %s, not the reviewed %s: review it again",
 			ErrDigestChanged, target, obs.Host, obs.Digest, o.Digest)
 	}
-	bl := Baseline{
+	bl := events.Baseline{
 		Target: target, Snapshot: obs.Snapshot, Digest: obs.Digest,
 		Protect: o.Protect, RequiredIdentity: o.RequiredIdentity,
 		ApprovedBy: o.By, Host: obs.Host,

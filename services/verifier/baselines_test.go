@@ -60,7 +60,7 @@ func TestBaselinesPutGetListDelete(t *testing.T) {
 	// Not canonical on input: stored canonical.
 	pretty, err := one.Marshal(true)
 	require.NoError(t, err)
-	put, err := bls.Put(ctx, verifier.Baseline{Snapshot: pretty, Protect: []string{"systemd.unit.main_pid", "systemd.unit.main_pid"}, ApprovedBy: "alice"})
+	put, err := bls.Put(ctx, events.Baseline{Snapshot: pretty, Protect: []string{"systemd.unit.main_pid", "systemd.unit.main_pid"}, ApprovedBy: "alice"})
 	require.NoError(t, err)
 	assert.Equal(t, testTarget, put.Target)
 	assert.Equal(t, digest(t, one), put.Digest)
@@ -75,21 +75,21 @@ func TestBaselinesPutGetListDelete(t *testing.T) {
 	assert.Equal(t, put.Revision, got.Revision)
 	assert.True(t, put.ApprovedAt.Equal(got.ApprovedAt))
 
-	again, err := bls.Put(ctx, verifier.Baseline{Snapshot: pretty, Protect: []string{"systemd.unit.main_pid"}, ApprovedBy: "alice"})
+	again, err := bls.Put(ctx, events.Baseline{Snapshot: pretty, Protect: []string{"systemd.unit.main_pid"}, ApprovedBy: "alice"})
 	require.NoError(t, err, "putting the same baseline again changes nothing")
 	assert.Equal(t, put.Revision, again.Revision)
 
-	_, err = bls.Put(ctx, verifier.Baseline{Snapshot: pretty})
+	_, err = bls.Put(ctx, events.Baseline{Snapshot: pretty})
 	require.ErrorIs(t, err, verifier.ErrUnchangedDigest, "a selector-only change cannot be announced")
 
 	two := snap(unit(2))
-	upd, err := bls.Put(ctx, verifier.Baseline{Snapshot: canonical(t, two), ApprovedBy: "alice"})
+	upd, err := bls.Put(ctx, events.Baseline{Snapshot: canonical(t, two), ApprovedBy: "alice"})
 	require.NoError(t, err)
 	assert.Greater(t, upd.Revision, put.Revision)
 
 	other := events.Target{Kind: "git.repository", Identifier: "/srv/agent"}
 	repo := snapshot.New(snapshot.Target{Kind: other.Kind, Identifier: other.Identifier})
-	_, err = bls.Put(ctx, verifier.Baseline{Snapshot: canonical(t, repo)})
+	_, err = bls.Put(ctx, events.Baseline{Snapshot: canonical(t, repo)})
 	require.NoError(t, err)
 
 	list, err := bls.List(ctx)
@@ -127,7 +127,7 @@ func TestBaselineKeepsCapturedAtVerbatim(t *testing.T) {
 	sum := sha256.Sum256(canon)
 	want := "sha256:" + hex.EncodeToString(sum[:])
 
-	put, err := bls.Put(ctx, verifier.Baseline{Snapshot: file, ApprovedBy: "alice"})
+	put, err := bls.Put(ctx, events.Baseline{Snapshot: file, ApprovedBy: "alice"})
 	require.NoError(t, err)
 	assert.Equal(t, want, put.Digest)
 	assert.Equal(t, string(canon), string(put.Snapshot))
@@ -154,7 +154,7 @@ func TestBaselineKeepsCapturedAtVerbatim(t *testing.T) {
 func TestBaselinesListAndDeleteSkipTheAttestationRecord(t *testing.T) {
 	ctx, js := buckets(t)
 	bls := verifier.NewBaselines(js, "/cli/alice")
-	_, err := bls.Put(ctx, verifier.Baseline{Snapshot: canonical(t, snap(unit(1)))})
+	_, err := bls.Put(ctx, events.Baseline{Snapshot: canonical(t, snap(unit(1)))})
 	require.NoError(t, err)
 	kv, err := js.KeyValue(ctx, topology.BucketBaselines)
 	require.NoError(t, err)
@@ -179,16 +179,16 @@ func TestBaselinesRejectInvalidInput(t *testing.T) {
 	bls := verifier.NewBaselines(js, "/cli/alice")
 	good := canonical(t, snap(unit(1)))
 	for name, tc := range map[string]struct {
-		bl   verifier.Baseline
+		bl   events.Baseline
 		want string
 	}{
-		"malformed snapshot": {verifier.Baseline{Snapshot: json.RawMessage(`{"schema_version":1`)}, "snapshot"},
-		"duplicate key":      {verifier.Baseline{Snapshot: json.RawMessage(`{"schema_version":1,"schema_version":1}`)}, "duplicate"},
-		"other target":       {verifier.Baseline{Target: events.Target{Kind: "systemd.unit", Identifier: "x"}, Snapshot: good}, "the snapshot's target is"},
-		"wrong digest":       {verifier.Baseline{Snapshot: good, Digest: "sha256:" + strings.Repeat("0", 64)}, "digest"},
-		"unknown selector":   {verifier.Baseline{Snapshot: good, Protect: []string{"systemd.units"}}, "unknown selector"},
-		"half an identity":   {verifier.Baseline{Snapshot: good, RequiredIdentity: &verifier.Identity{Issuer: "https://accounts.example"}}, "required_identity"},
-		"control characters": {verifier.Baseline{Snapshot: good, ApprovedBy: "al\nice"}, "approved_by"},
+		"malformed snapshot": {events.Baseline{Snapshot: json.RawMessage(`{"schema_version":1`)}, "snapshot"},
+		"duplicate key":      {events.Baseline{Snapshot: json.RawMessage(`{"schema_version":1,"schema_version":1}`)}, "duplicate"},
+		"other target":       {events.Baseline{Target: events.Target{Kind: "systemd.unit", Identifier: "x"}, Snapshot: good}, "the snapshot's target is"},
+		"wrong digest":       {events.Baseline{Snapshot: good, Digest: "sha256:" + strings.Repeat("0", 64)}, "digest"},
+		"unknown selector":   {events.Baseline{Snapshot: good, Protect: []string{"systemd.units"}}, "unknown selector"},
+		"half an identity":   {events.Baseline{Snapshot: good, RequiredIdentity: &events.SignerIdentity{Issuer: "https://accounts.example"}}, "required_identity"},
+		"control characters": {events.Baseline{Snapshot: good, ApprovedBy: "al\nice"}, "approved_by"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := bls.Put(ctx, tc.bl)
@@ -451,7 +451,7 @@ func TestApproveAtBaseline(t *testing.T) {
 	start(ctx, t, url, firstUse)
 	bls := verifier.NewBaselines(js, "/cli/alice")
 	hosts := newFleet()
-	base, err := bls.Put(ctx, verifier.Baseline{Snapshot: canonical(t, snap(unit(1))), ApprovedBy: "alice"})
+	base, err := bls.Put(ctx, events.Baseline{Snapshot: canonical(t, snap(unit(1))), ApprovedBy: "alice"})
 	require.NoError(t, err)
 	evidence, err := js.KeyValue(ctx, verifier.BucketEvidence)
 	require.NoError(t, err)
@@ -501,7 +501,7 @@ func TestApproveAtBaseline(t *testing.T) {
 
 	// The baseline is replaced; web-01's latest snapshot is still the old
 	// one's evidence, found in the history: approving web-01 restores it.
-	replaced, err := bls.Put(ctx, verifier.Baseline{Snapshot: canonical(t, snap(unit(3))), ApprovedBy: "alice"})
+	replaced, err := bls.Put(ctx, events.Baseline{Snapshot: canonical(t, snap(unit(3))), ApprovedBy: "alice"})
 	require.NoError(t, err)
 	o, err := bls.Approve(ctx, testTarget, verifier.ApproveOptions{Host: "web-01", By: "alice", Digest: base.Digest})
 	require.NoError(t, err)
@@ -510,7 +510,7 @@ func TestApproveAtBaseline(t *testing.T) {
 
 	// Past the history the bucket keeps, that baseline is gone.
 	for i := range topology.BaselineHistory {
-		_, err := bls.Put(ctx, verifier.Baseline{Snapshot: canonical(t, snap(unit(int64(10+i)))), ApprovedBy: "alice"})
+		_, err := bls.Put(ctx, events.Baseline{Snapshot: canonical(t, snap(unit(int64(10+i)))), ApprovedBy: "alice"})
 		require.NoError(t, err)
 	}
 	_, err = bls.Approve(ctx, testTarget, verifier.ApproveOptions{Host: "web-02", By: "alice", Digest: base.Digest})
@@ -533,7 +533,7 @@ func TestBaselineApprovedAtIsKept(t *testing.T) {
 	ctx, js := buckets(t)
 	bls := verifier.NewBaselines(js, "/cli/alice")
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	_, err := bls.Put(ctx, verifier.Baseline{Snapshot: canonical(t, snap(unit(1))), ApprovedAt: at})
+	_, err := bls.Put(ctx, events.Baseline{Snapshot: canonical(t, snap(unit(1))), ApprovedAt: at})
 	require.NoError(t, err)
 	got, err := bls.Get(ctx, testTarget)
 	require.NoError(t, err)

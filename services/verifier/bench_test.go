@@ -404,7 +404,7 @@ func startBench(ctx context.Context, b *testing.B, url string, js jetstream.JetS
 	for _, base := range baselines {
 		raw, err := base.Canonical()
 		require.NoError(b, err)
-		_, err = verifier.NewBaselines(js, "/bench/b").Put(ctx, verifier.Baseline{Snapshot: raw})
+		_, err = verifier.NewBaselines(js, "/bench/b").Put(ctx, events.Baseline{Snapshot: raw})
 		require.NoError(b, err)
 	}
 	return v

@@ -28,7 +28,7 @@ func TestRecordsAreJSONMarshal(t *testing.T) {
 	base := snap(weird)
 	raw, err := base.Canonical()
 	require.NoError(t, err)
-	_, err = verifier.NewBaselines(js, "/t/x").Put(ctx, verifier.Baseline{Snapshot: raw})
+	_, err = verifier.NewBaselines(js, "/t/x").Put(ctx, events.Baseline{Snapshot: raw})
 	require.NoError(t, err)
 	var ids []string
 	for i, host := range []string{"h<1>&", "h\u2028x", "plain", "q\"uote"} {

@@ -172,7 +172,7 @@ func TestVerdictReportIsTheVerifyReport(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_ = bls.Delete(ctx, target, "")
-			_, err := bls.Put(ctx, verifier.Baseline{Snapshot: raw, Protect: tc.protect})
+			_, err := bls.Put(ctx, events.Baseline{Snapshot: raw, Protect: tc.protect})
 			require.NoError(t, err)
 			id := publishSnapshot(ctx, t, js, "web-01", after)
 			v := verdictOf(ctx, t, js, id)
@@ -220,7 +220,7 @@ func TestComparisonErrorsAreErrorVerdicts(t *testing.T) {
 			_ = bls.Delete(ctx, testTarget, "")
 			raw, err := snap(unit(1)).Canonical()
 			require.NoError(t, err)
-			bl, err := bls.Put(ctx, verifier.Baseline{Snapshot: raw, Protect: tc.protect})
+			bl, err := bls.Put(ctx, events.Baseline{Snapshot: raw, Protect: tc.protect})
 			require.NoError(t, err)
 			v := verdictOf(ctx, t, js, publishSnapshot(ctx, t, js, "web-01", tc.current()))
 			assert.Equal(t, events.StatusError, v.Status)
@@ -424,7 +424,7 @@ func TestNamedBaseline(t *testing.T) {
 	prod.Target.Identifier = sibling.Identifier
 	raw, err := prod.Canonical()
 	require.NoError(t, err)
-	bl, err := bls.Put(ctx, verifier.Baseline{Snapshot: raw})
+	bl, err := bls.Put(ctx, events.Baseline{Snapshot: raw})
 	require.NoError(t, err)
 	require.Equal(t, sibling, bl.Target)
 
@@ -452,7 +452,7 @@ func TestNamedBaseline(t *testing.T) {
 	other.Evidence[0].Kind = "git.repository"
 	raw, err = other.Canonical()
 	require.NoError(t, err)
-	_, err = bls.Put(ctx, verifier.Baseline{Snapshot: raw})
+	_, err = bls.Put(ctx, events.Baseline{Snapshot: raw})
 	require.NoError(t, err)
 	v = publishNamed(snap(unit(1)), &events.Target{Kind: "git.repository", Identifier: "/srv/app"})
 	assert.Equal(t, events.StatusError, v.Status)

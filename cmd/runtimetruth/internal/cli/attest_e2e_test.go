@@ -58,8 +58,8 @@ func TestAttestedBaselineThroughTheBus(t *testing.T) {
 	put := func(s *snapshot.Snapshot) {
 		canon, err := s.Canonical()
 		require.NoError(t, err)
-		_, err = baselines.Put(ctx, verifier.Baseline{Snapshot: canon, ApprovedBy: "reviewer",
-			RequiredIdentity: &verifier.Identity{Issuer: attestIssuer, Identity: attestIdentity}})
+		_, err = baselines.Put(ctx, events.Baseline{Snapshot: canon, ApprovedBy: "reviewer",
+			RequiredIdentity: &events.SignerIdentity{Issuer: attestIssuer, Identity: attestIdentity}})
 		require.NoError(t, err)
 	}
 	status := verifier.NewStatus(js)

@@ -68,7 +68,7 @@ its Sigstore attestation next to it.`,
 			}
 			defer s.close()
 			t := events.Target{Kind: snap.Target.Kind, Identifier: snap.Target.Identifier}
-			b, err := s.baselines.Put(c.Context(), verifier.Baseline{
+			b, err := s.baselines.Put(c.Context(), events.Baseline{
 				Target: t, Snapshot: raw, Protect: protect, RequiredIdentity: id, ApprovedBy: by,
 			})
 			if err != nil {
@@ -149,7 +149,7 @@ func identityFlags(c *cobra.Command, identity, issuer *string, dflt string) {
 
 // requiredIdentity is the baseline's required signer given by --identity
 // and --issuer: nil when neither is set, an error when only one is.
-func requiredIdentity(identity, issuer string) (*verifier.Identity, error) {
+func requiredIdentity(identity, issuer string) (*events.SignerIdentity, error) {
 	identity, issuer = strings.TrimSpace(identity), strings.TrimSpace(issuer)
 	switch {
 	case identity == "" && issuer == "":
@@ -157,7 +157,7 @@ func requiredIdentity(identity, issuer string) (*verifier.Identity, error) {
 	case identity == "" || issuer == "":
 		return nil, errors.New("--identity and --issuer go together: the signer's certificate identity and its OIDC issuer")
 	}
-	return &verifier.Identity{Identity: identity, Issuer: issuer}, nil
+	return &events.SignerIdentity{Identity: identity, Issuer: issuer}, nil
 }
 
 // printBaseline prints what baseline approve or put stored: for approve,

@@ -404,11 +404,11 @@ baseline. "baseline get" prints the baseline snapshot itself.`,
 
 // showReport is the --json document of baseline show.
 type showReport struct {
-	ReportSchemaVersion int                `json:"report_schema_version"`
-	Target              events.Target      `json:"target"`
-	Baseline            *baselineSummary   `json:"baseline"`
-	RequiredIdentity    *verifier.Identity `json:"required_identity,omitempty"`
-	Latest              []latestSnapshot   `json:"latest"`
+	ReportSchemaVersion int                    `json:"report_schema_version"`
+	Target              events.Target          `json:"target"`
+	Baseline            *baselineSummary       `json:"baseline"`
+	RequiredIdentity    *events.SignerIdentity `json:"required_identity,omitempty"`
+	Latest              []latestSnapshot       `json:"latest"`
 }
 
 // latestSnapshot is a host's latest snapshot of the target.

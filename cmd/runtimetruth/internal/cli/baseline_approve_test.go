@@ -200,7 +200,7 @@ func TestBaselineApprove(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, after, b.Digest)
 	assert.Equal(t, "host-b", b.Host)
-	assert.Equal(t, &verifier.Identity{Identity: identity, Issuer: issuer}, b.RequiredIdentity)
+	assert.Equal(t, &events.SignerIdentity{Identity: identity, Issuer: issuer}, b.RequiredIdentity)
 	assert.Equal(t, []string{"systemd.unit"}, b.Protect)
 
 	// Back to host-a's: the identity and selectors stay.
@@ -210,7 +210,7 @@ func TestBaselineApprove(t *testing.T) {
 	b, err = bus.baselines.Get(ctx, target)
 	require.NoError(t, err)
 	assert.Equal(t, before, b.Digest)
-	assert.Equal(t, &verifier.Identity{Identity: identity, Issuer: issuer}, b.RequiredIdentity)
+	assert.Equal(t, &events.SignerIdentity{Identity: identity, Issuer: issuer}, b.RequiredIdentity)
 	assert.Equal(t, []string{"systemd.unit"}, b.Protect)
 
 	r = run(t, "baseline", "get", target.String(), "--nats", bus.url)
@@ -449,7 +449,7 @@ func TestBaselinePutIdentity(t *testing.T) {
 		"  required_identity: release@example\\.com \\(issuer https://accounts\\.example\\.com\\)\n$", r.stdout)
 	b, err := bus.baselines.Get(t.Context(), target)
 	require.NoError(t, err)
-	assert.Equal(t, &verifier.Identity{Identity: "release@example.com", Issuer: "https://accounts.example.com"}, b.RequiredIdentity)
+	assert.Equal(t, &events.SignerIdentity{Identity: "release@example.com", Issuer: "https://accounts.example.com"}, b.RequiredIdentity)
 	assert.Empty(t, b.Host, "put directly")
 
 	for name, args := range map[string][]string{

@@ -134,7 +134,7 @@ func TestAttacksOnTheEvidence(t *testing.T) {
 	base := unitSnapshot(1)
 	raw, err := base.Canonical()
 	require.NoError(t, err)
-	_, err = verifier.NewBaselines(op, "/cli/operator").Put(ctx, verifier.Baseline{Snapshot: raw, ApprovedBy: "operator"})
+	_, err = verifier.NewBaselines(op, "/cli/operator").Put(ctx, events.Baseline{Snapshot: raw, ApprovedBy: "operator"})
 	require.NoError(t, err)
 	target := events.Target{Kind: "systemd.unit", Identifier: "agent.service"}
 

@@ -106,7 +106,7 @@ func TestClusterNodeOutageWithCollector(t *testing.T) {
 		require.NoError(t, err)
 		raw, err := snap.Marshal(false)
 		require.NoError(t, err)
-		_, err = baselines.Put(ctx, verifier.Baseline{Snapshot: raw, ApprovedBy: "e2e"})
+		_, err = baselines.Put(ctx, events.Baseline{Snapshot: raw, ApprovedBy: "e2e"})
 		require.NoError(t, err)
 		targets = append(targets, collector.TargetConfig{Name: "repo-" + strconv.Itoa(i), Kind: collector.KindGit, Path: repo, Interval: time.Second})
 	}
