@@ -49,7 +49,6 @@ type Auditor struct {
 	instance string
 	source   string
 	conn     *nats.Conn
-	stats    Stats
 	in       *instruments
 	gauges   metric.Registration
 
@@ -101,9 +100,6 @@ func New(cfg Config, set Settings) (*Auditor, error) {
 
 // Name names the component in logs.
 func (a *Auditor) Name() string { return "auditor" }
-
-// Stats returns the auditor's counters.
-func (a *Auditor) Stats() *Stats { return &a.stats }
 
 // Heads returns the committed head of every chain (nil before the sinks
 // are up).
@@ -242,7 +238,7 @@ func (a *Auditor) Start(ctx context.Context) error {
 		a.install(ctx, up)
 		a.launch(runCtx, &wg, up)
 	} else {
-		a.stats.SinkWaits.Add(1)
+		count(a.in.sinkWaits, 1)
 		a.sinkDown(ctx, 1, retryFirst, err)
 		wg.Go(func() { a.waitSinks(runCtx, st, &wg) })
 	}
@@ -353,7 +349,7 @@ func (a *Auditor) bringUp(ctx context.Context, st *startState) (*running, error)
 		}
 		st.sinks.setClickHouse(a.spec(s, a.cfg.ClickHouse.Required))
 	}
-	w := NewWriter(st.h, st.sinks.specs(), a.log, &a.stats)
+	w := NewWriter(st.h, st.sinks.specs(), a.log, a.in.p)
 	if a.cfg.Partitioned() {
 		w.Owns(a.cfg.Owns)
 	}
@@ -377,7 +373,7 @@ func (a *Auditor) bringUp(ctx context.Context, st *startState) (*running, error)
 		}
 		st.pos[s].Store(w.Applied(s))
 		l := &streamLoop{stream: s, consumer: a.cfg.PartitionConsumer(), source: a.source, batch: batch, idle: a.cfg.IdleWait,
-			js: st.js, cons: cons, w: w, stats: &a.stats, log: a.log, dropAcks: a.dropAcks, budget: a.budget, pull: pull,
+			js: st.js, cons: cons, w: w, log: a.log, dropAcks: a.dropAcks, budget: a.budget, pull: pull,
 			tel: natsbus.NewConsumeTelemetry(a.in.p, s, a.cfg.PartitionConsumer()), in: a.in, pos: st.pos[s],
 			appended: metric.WithAttributeSet(attribute.NewSet(AttrStream.String(s))),
 			aborted:  func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.aborting }}
@@ -439,7 +435,7 @@ func (a *Auditor) waitSinks(ctx context.Context, st *startState, wg *sync.WaitGr
 		}
 		return err
 	}, func(_ int, wait time.Duration, err error) {
-		a.stats.SinkWaits.Add(1)
+		count(a.in.sinkWaits, 1)
 		a.sinkDown(ctx, attempts, wait, err)
 	})
 	if !ok {
@@ -479,7 +475,7 @@ func (a *Auditor) drainUnpartitioned(ctx context.Context, js jetstream.JetStream
 			var cc jetstream.ConsumeContext
 			cc, err = cons.Consume(func(m jetstream.Msg) {
 				if m.Ack() == nil {
-					a.stats.Drained.Add(1)
+					count(a.in.unlinked, 1, a.in.drained)
 				}
 			})
 			if err == nil {
@@ -592,9 +588,7 @@ func (a *Auditor) Shutdown(ctx context.Context) error {
 	a.mu.Lock()
 	a.state = lifecycle.Stopped
 	a.mu.Unlock()
-	a.log.InfoContext(ctx, "auditor stopped", "appended", a.stats.Appended.Load(), "duplicates", a.stats.Duplicates.Load(),
-		"duplicate_ids", a.stats.DuplicateIDs.Load(),
-		"rejected", a.stats.Rejected.Load())
+	a.log.InfoContext(ctx, "auditor stopped")
 	return errors.Join(errs...)
 }
 
@@ -605,7 +599,7 @@ func (a *Auditor) Shutdown(ctx context.Context) error {
 func (a *Auditor) leaseLost(err error) {
 	go func() {
 		a.log.Error("auditor stopped writing: its writer lease is lost; restart it to wait as a standby", "err", err)
-		a.stats.LeaseLost.Store(true)
+		count(a.in.leaseLost, 1)
 		a.mu.Lock()
 		a.aborting = true
 		cancel := a.cancel

@@ -142,8 +142,8 @@ func TestCrashMidBatchThenRestart(t *testing.T) {
 				return nil
 			})
 			stop(t, b)
-			assert.Positive(t, b.Stats().Duplicates.Load(), "redeliveries of stored links are duplicates")
-			t.Logf("restart: recovered %d from the stream, %d duplicates", b.Stats().Recovered.Load(), b.Stats().Duplicates.Load())
+			assert.Positive(t, counted(t, b, auditor.MetricUnlinked, auditor.AttrReason.String(auditor.ReasonDuplicate)), "redeliveries of stored links are duplicates")
+			t.Logf("restart: recovered %d from the stream, %d duplicates", counted(t, b, auditor.MetricRecovered), counted(t, b, auditor.MetricUnlinked, auditor.AttrReason.String(auditor.ReasonDuplicate)))
 			if sink == "jsonl" {
 				exactlyOnce(t, readLog(t, cfg.JSONL.Path), e.stored(t))
 				return
@@ -169,7 +169,7 @@ func TestLostAcksAreDuplicates(t *testing.T) {
 	n := e.publish(t, 0, 150)
 	waitLinks(t, a, n)
 	natstest.CheckFor(t, 20*time.Second, 50*time.Millisecond, func() error {
-		if a.Stats().Duplicates.Load() == 0 {
+		if counted(t, a, auditor.MetricUnlinked, auditor.AttrReason.String(auditor.ReasonDuplicate)) == 0 {
 			return assert.AnError
 		}
 		return nil
@@ -190,7 +190,7 @@ func TestSinkOutageKeepsTheBacklog(t *testing.T) {
 	s.fail.Store(true)
 	n := e.publish(t, 0, 300)
 	natstest.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-		if a.Stats().Retries.Load() < 2 {
+		if counted(t, a, auditor.MetricCommitRetries) < 2 {
 			return assert.AnError
 		}
 		return nil
@@ -255,7 +255,7 @@ func TestTornLineAndTamperedLog(t *testing.T) {
 	data, err := os.ReadFile(cfg.JSONL.Path)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(cfg.JSONL.Path, []byte(string(data[:100])+"X"+string(data[101:])), 0o600))
-	b, err := auditor.New(cfg, auditor.Settings{})
+	b, err := newAuditor(t, cfg, auditor.Settings{})
 	require.NoError(t, err)
 	err = b.Start(context.Background())
 	require.ErrorIs(t, err, jsonl.ErrBroken)
@@ -277,7 +277,7 @@ func TestSecondWriterIsRefused(t *testing.T) {
 	standby.Instance = "standby"
 	for _, c := range []auditor.Config{standby, cfg} {
 		c.StartTimeout = 2 * time.Second
-		b, err := auditor.New(c, auditor.Settings{})
+		b, err := newAuditor(t, c, auditor.Settings{})
 		require.NoError(t, err)
 		err = b.Start(context.Background())
 		require.ErrorIs(t, err, auditor.ErrLeaseHeld)
@@ -311,15 +311,15 @@ func TestLostLeaseStopsWriting(t *testing.T) {
 		require.NoError(t, err)
 	}
 	natstest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
-		if !a.Stats().LeaseLost.Load() {
+		if counted(t, a, auditor.MetricLeaseLost) == 0 {
 			return assert.AnError
 		}
 		return nil
 	})
-	before := a.Stats().Appended.Load()
+	before := counted(t, a, auditor.MetricAppended)
 	e.publish(t, 20, 20)
 	time.Sleep(time.Second) // nothing may happen: no assertion on time
-	assert.Equal(t, before, a.Stats().Appended.Load(), "appended after the lease was lost")
+	assert.Equal(t, before, counted(t, a, auditor.MetricAppended), "appended after the lease was lost")
 	stop(t, a)
 	// The thief's lease stands: the auditor did not delete it.
 	e1, err := kv.Get(context.Background(), testConsumer+"."+cfg.Streams[0])

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/auditor"
 	"github.com/runtimetruth/runtimetruth/services/auditor/auditortest"
@@ -106,7 +107,7 @@ func BenchmarkClickHouseAppend(b *testing.B) {
 	const n = 16384
 	msgs := benchMessages(b, n)
 	h := link.NewHasher([]byte("0123456789abcdef0123456789abcdef"))
-	seal := auditor.NewWriter(h, nil, nil, nil)
+	seal := auditor.NewWriter(h, nil, nil, telemetry.Providers{})
 	var pre auditor.Batch
 	if err := seal.SealAll(context.Background(), &pre, msgs, "/auditor/bench"); err != nil {
 		b.Fatal(err)
@@ -150,7 +151,7 @@ func BenchmarkClickHouseAppend(b *testing.B) {
 // auditorAppend appends msgs to a chain in s as a stream loop does: the
 // next batch is sealed while the previous one is written.
 func auditorAppend(b *testing.B, h link.Hasher, s *chstore.Store, msgs []*link.Message, batch int) {
-	w := auditor.NewWriter(h, []auditor.SinkSpec{{Sink: s, Required: true}}, nil, nil)
+	w := auditor.NewWriter(h, []auditor.SinkSpec{{Sink: s, Required: true}}, nil, telemetry.Providers{})
 	// As at the auditor's start: the heads and the event ids from the sink.
 	if err := w.Recover(context.Background()); err != nil {
 		b.Fatal(err)
@@ -204,7 +205,7 @@ func BenchmarkAuditorThroughput(b *testing.B) {
 	}
 	msgs := benchMessages(b, n)
 	h := link.NewHasher(nil)
-	seal := auditor.NewWriter(h, nil, nil, nil)
+	seal := auditor.NewWriter(h, nil, nil, telemetry.Providers{})
 	var pre auditor.Batch
 	if err := seal.SealAll(context.Background(), &pre, msgs, "/auditor/bench"); err != nil {
 		b.Fatal(err)
@@ -241,8 +242,8 @@ func BenchmarkAuditorThroughput(b *testing.B) {
 			if err := a.Start(ctx); err != nil {
 				b.Fatal(err)
 			}
-			for a.Stats().Appended.Load() < n {
-				time.Sleep(time.Millisecond)
+			if err := a.Sync(ctx); err != nil { // every message published is in the chains
+				b.Fatal(err)
 			}
 			b.StopTimer()
 			if err := a.Shutdown(ctx); err != nil {

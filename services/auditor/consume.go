@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/retry"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
 )
 
@@ -30,7 +31,6 @@ type streamLoop struct {
 	js       jetstream.JetStream
 	cons     jetstream.Consumer
 	w        *Writer
-	stats    *Stats
 	log      *slog.Logger
 	budget   *budget                   // the bytes of the messages held, shared by the loops
 	pull     int64                     // the most bytes one pull or read-back takes
@@ -63,34 +63,18 @@ const (
 	retryMax   = 5 * time.Second
 )
 
+var policy = retry.Policy{First: retryFirst, Max: retryMax}
+
 // quickWait is how long a pull waits for more messages once it got the
 // ones there (a pull by bytes cannot be a no-wait pull in nats.go).
 const quickWait = 10 * time.Millisecond
 
-// backoff runs op until it succeeds or ctx ends, waiting retryFirst,
-// doubling up to retryMax, between attempts; onFail, when set, sees every
-// failure (attempt counts from 1) and the wait before the next attempt. It
-// is the auditor's one retry loop: commits, reads of a stream, waiting for
-// the ClickHouse sink.
+// backoff runs op until it succeeds or ctx ends, by policy; onFail, when
+// set, sees every failure (attempt counts from 1) and the wait before the
+// next attempt. It is how the auditor tries again: commits, reads of a
+// stream, waiting for the ClickHouse sink.
 func backoff(ctx context.Context, op func() error, onFail func(attempt int, wait time.Duration, err error)) bool {
-	wait := retryFirst
-	for attempt := 1; ; attempt++ {
-		err := op()
-		if err == nil {
-			return true
-		}
-		if ctx.Err() != nil {
-			return false
-		}
-		if onFail != nil {
-			onFail(attempt, wait, err)
-		}
-		sleep(ctx, wait)
-		if ctx.Err() != nil {
-			return false
-		}
-		wait = min(2*wait, retryMax)
-	}
+	return policy.Do(ctx, func(context.Context) error { return op() }, nil, onFail) == nil
 }
 
 func (l *streamLoop) run(ctx context.Context) {
@@ -109,7 +93,7 @@ func (l *streamLoop) run(ctx context.Context) {
 		close(work)
 		wg.Wait()
 	}()
-	wait := retryFirst
+	pulls := policy.Backoff()
 	for ctx.Err() == nil {
 		msgs, held, err := l.fetch(ctx)
 		if err != nil {
@@ -117,16 +101,15 @@ func (l *streamLoop) run(ctx context.Context) {
 				l.release(l.begin(ctx, msgs, held))
 				return
 			}
-			l.stats.FetchErrors.Add(1)
+			count(l.in.fetchErrors, 1)
 			l.log.WarnContext(ctx, "pull messages", "stream", l.stream, "err", err)
-			sleep(ctx, wait)
-			wait = min(2*wait, retryMax)
+			pulls.Wait(ctx)
 		}
 		if len(msgs) == 0 {
 			l.budget.give(held)
 			continue
 		}
-		wait = retryFirst
+		pulls.Reset()
 		s := l.begin(ctx, msgs, held)
 		b, read, ok := l.seal(ctx, msgs, work)
 		if !ok {
@@ -197,7 +180,7 @@ func (l *streamLoop) acknowledge(s sealed) {
 	}
 	for i, m := range s.msgs {
 		if err := m.Ack(); err != nil {
-			l.stats.AckErrors.Add(1)
+			count(l.in.ackErrors, 1)
 			l.tel.End(s.spans[i], s.hs[i], natsbus.OutcomeAckFailed, err)
 			continue
 		}
@@ -244,7 +227,7 @@ func (l *streamLoop) seal(ctx context.Context, msgs []jetstream.Msg, work chan<-
 	}
 	checked := false
 	for _, m := range msgs {
-		l.stats.Received.Add(1)
+		count(l.in.received, 1)
 		md, err := m.Metadata()
 		if err != nil { // not a JetStream message: cannot happen on a consumer
 			continue
@@ -265,7 +248,7 @@ func (l *streamLoop) seal(ctx context.Context, msgs []jetstream.Msg, work chan<-
 			}
 		}
 		if seq <= l.applied {
-			l.stats.Duplicates.Add(1)
+			count(l.in.unlinked, 1, l.in.duplicate)
 			continue
 		}
 		for from := max(l.applied, l.floor) + 1; seq > from; from = max(l.applied, l.floor) + 1 {
@@ -285,7 +268,7 @@ func (l *streamLoop) seal(ctx context.Context, msgs []jetstream.Msg, work chan<-
 			readBytes += n
 		}
 		if !l.mine(link.ChainName(l.stream, m.Subject())) {
-			l.stats.OtherPartition.Add(1)
+			count(l.in.unlinked, 1, l.in.otherPartition)
 			l.applied = seq
 			continue
 		}
@@ -473,7 +456,7 @@ func (l *streamLoop) fill(ctx context.Context, from, to uint64, limit int, maxBy
 		n++
 		next = raw.Sequence + 1
 		if !l.mine(link.ChainName(l.stream, raw.Subject)) {
-			l.stats.OtherPartition.Add(1)
+			count(l.in.unlinked, 1, l.in.otherPartition)
 			continue
 		}
 		size += msgBytes(raw.Subject, "", raw.Header, raw.Data)
@@ -481,7 +464,7 @@ func (l *streamLoop) fill(ctx context.Context, from, to uint64, limit int, maxBy
 			Stream: l.stream, Seq: raw.Sequence, Subject: raw.Subject, Header: raw.Header, Data: raw.Data,
 			Stored: raw.Time, Consumer: l.consumer,
 		})
-		l.stats.Recovered.Add(1)
+		count(l.in.recovered, 1)
 	}
 	if full || (limit > 0 && n == limit) {
 		to = next - 1
@@ -522,7 +505,7 @@ func (l *streamLoop) commit(ctx context.Context, b *Batch) bool {
 		}
 		return nil
 	}, func(_ int, wait time.Duration, err error) {
-		l.stats.Retries.Add(1)
+		count(l.in.retries, 1)
 		if wait == retryFirst || wait == retryMax {
 			l.log.WarnContext(ctx, "append to the audit chain; retrying", "stream", l.stream, "links", len(b.Recs), "err", err)
 		}
@@ -539,7 +522,7 @@ func (l *streamLoop) release(s sealed) {
 		outcome := natsbus.OutcomeNak
 		if !aborted {
 			if err := m.Nak(); err != nil {
-				l.stats.AckErrors.Add(1)
+				count(l.in.ackErrors, 1)
 				outcome = natsbus.OutcomeAckFailed
 			} else {
 				l.tel.Nacked(s.spans[i], natsbus.ReasonRelease)
@@ -670,13 +653,4 @@ func (l *streamLoop) recoverPending(ctx context.Context) error {
 		from = l.applied + 1
 	}
 	return nil
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }

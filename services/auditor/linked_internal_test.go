@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
 	"github.com/runtimetruth/runtimetruth/services/auditor/auditortest"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
 )
@@ -67,7 +68,7 @@ func TestSealAllLinksEachIDOnce(t *testing.T) {
 	}
 	// The first id in another chain: not a copy there.
 	sink.ids[idKey{"VERDICTS/elsewhere", "unrelated"}] = true
-	w := NewWriter(link.NewHasher(nil), []SinkSpec{{Sink: sink, Required: true}}, nil, nil)
+	w := NewWriter(link.NewHasher(nil), []SinkSpec{{Sink: sink, Required: true}}, nil, telemetry.Providers{})
 	require.NoError(t, w.Recover(ctx))
 
 	var b Batch
@@ -85,7 +86,7 @@ func TestSealAllLinksEachIDOnce(t *testing.T) {
 	assert.Empty(t, again.Recs)
 	assert.Equal(t, 10, again.Duplicates)
 	assert.Equal(t, asked, sink.asked, "ids sealed before are known without a lookup")
-	assert.Equal(t, uint64(21), w.stats.DuplicateIDs.Load())
+	assert.Equal(t, 21, b.Duplicates+again.Duplicates, "every copy counted once (the loop adds them to MetricDuplicateIDs)")
 
 	sink.broken = errors.New("down")
 	var failed Batch
@@ -128,7 +129,7 @@ func BenchmarkSealAllIDs(b *testing.B) {
 	}
 	ctx := context.Background()
 	newWriter := func() *Writer {
-		w := NewWriter(link.NewHasher(nil), []SinkSpec{{Sink: &idSink{ids: map[idKey]bool{}}, Required: true}}, nil, nil)
+		w := NewWriter(link.NewHasher(nil), []SinkSpec{{Sink: &idSink{ids: map[idKey]bool{}}, Required: true}}, nil, telemetry.Providers{})
 		if err := w.Recover(ctx); err != nil {
 			b.Fatal(err)
 		}

@@ -10,35 +10,14 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
-	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
 	"github.com/runtimetruth/runtimetruth/services/auditor"
 	"github.com/runtimetruth/runtimetruth/services/auditor/auditortest"
 	"github.com/runtimetruth/runtimetruth/services/auditor/chstore"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
 	"github.com/runtimetruth/runtimetruth/services/auditor/verify"
 )
-
-// duplicateIDs reads MetricDuplicateIDs, every stream together.
-func duplicateIDs(t *testing.T, r *sdkmetric.ManualReader) int64 {
-	t.Helper()
-	var rm metricdata.ResourceMetrics
-	require.NoError(t, r.Collect(context.Background(), &rm))
-	var n int64
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if s, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == auditor.MetricDuplicateIDs {
-				for _, dp := range s.DataPoints {
-					n += dp.Value
-				}
-			}
-		}
-	}
-	return n
-}
 
 // again is m once more, as a new stream message: without its Nats-Msg-Id
 // (so JetStream cannot tell it is m), or byte for byte once the stream's
@@ -92,18 +71,14 @@ func TestEventIDLinkedOnce(t *testing.T) {
 				cfg.ClickHouse.DSN = auditortest.ClickHouseDSN(t)
 			}
 			run := func(publish func()) int64 {
-				reader := sdkmetric.NewManualReader()
-				mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-				defer func() { _ = mp.Shutdown(context.Background()) }()
-				a, err := auditor.New(cfg, auditor.Settings{Telemetry: telemetry.Providers{MeterProvider: mp}})
+				a, err := newAuditor(t, cfg, auditor.Settings{})
 				require.NoError(t, err)
 				require.NoError(t, a.Start(context.Background()))
 				publish()
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
 				require.NoError(t, a.Sync(ctx))
-				n := duplicateIDs(t, reader)
-				assert.Equal(t, uint64(n), a.Stats().DuplicateIDs.Load())
+				n := counted(t, a, auditor.MetricDuplicateIDs)
 				stop(t, a)
 				return n
 			}

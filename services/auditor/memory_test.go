@@ -205,7 +205,7 @@ func TestMemoryBoundedByBytes(t *testing.T) {
 	// Slow under the race detector (every byte of 200 MiB canonicalized,
 	// hashed and written twice): minutes, not seconds.
 	natstest.CheckFor(t, 10*time.Minute, 50*time.Millisecond, func() error {
-		if got := int(a.Stats().Appended.Load()); got < n {
+		if got := int(counted(t, a, auditor.MetricAppended)); got < n {
 			return fmt.Errorf("%d links, want %d", got, n)
 		}
 		return nil

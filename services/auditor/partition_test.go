@@ -139,14 +139,14 @@ func TestPartitionsSplitTheChains(t *testing.T) {
 				}
 				return nil
 			})
-			assert.Positive(t, as[0].Stats().Drained.Load())
-			assert.Zero(t, as[1].Stats().Drained.Load())
+			assert.Positive(t, counted(t, as[0], auditor.MetricUnlinked, auditor.AttrReason.String(auditor.ReasonDrained)))
+			assert.Zero(t, counted(t, as[1], auditor.MetricUnlinked, auditor.AttrReason.String(auditor.ReasonDrained)))
 			for i, a := range as {
 				for c := range a.Heads() {
 					assert.Equal(t, i, link.Partition(c, 2), "partition %d reports chain %s", i, c)
 				}
 				stop(t, a)
-				assert.Positive(t, a.Stats().OtherPartition.Load(), "partition %d skipped the other's messages", i)
+				assert.Positive(t, counted(t, a, auditor.MetricUnlinked, auditor.AttrReason.String(auditor.ReasonOtherPartition)), "partition %d skipped the other's messages", i)
 			}
 			checkPartitions(t, e, cfgs, sink)
 		})
@@ -191,7 +191,7 @@ func TestPartitionCrashThenRestart(t *testing.T) {
 			stop(t, p0)
 			stop(t, p1)
 			t.Logf("restarted partition: recovered %d from the stream, %d duplicates, %d of the other partition",
-				p1.Stats().Recovered.Load(), p1.Stats().Duplicates.Load(), p1.Stats().OtherPartition.Load())
+				counted(t, p1, auditor.MetricRecovered), counted(t, p1, auditor.MetricUnlinked, auditor.AttrReason.String(auditor.ReasonDuplicate)), counted(t, p1, auditor.MetricUnlinked, auditor.AttrReason.String(auditor.ReasonOtherPartition)))
 			checkPartitions(t, e, cfgs, sink)
 		})
 	}

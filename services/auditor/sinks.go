@@ -117,8 +117,8 @@ type checkpointer struct {
 	key      ed25519.PrivateKey
 	sinks    []CheckpointSink
 	interval time.Duration
+	in       *instruments
 	auditor  string
-	stats    *Stats
 	log      interface {
 		WarnContext(ctx context.Context, msg string, args ...any)
 	}
@@ -142,7 +142,7 @@ func (a *Auditor) newCheckpointer(w *Writer, sinks []CheckpointSink, key ed25519
 		return nil
 	}
 	c := &checkpointer{w: w, key: key, sinks: sinks, interval: a.cfg.Checkpoint.Interval, auditor: a.source,
-		stats: &a.stats, log: a.log, last: map[string]uint64{}}
+		in: a.in, log: a.log, last: map[string]uint64{}}
 	for name, h := range w.Heads() {
 		c.last[name] = h.Seq
 	}
@@ -191,7 +191,7 @@ func (c *checkpointer) emit(ctx context.Context) error {
 	for _, cp := range cps {
 		c.last[cp.Chain] = cp.Seq
 	}
-	c.stats.Checkpoints.Add(uint64(len(cps)))
+	count(c.in.checkpoints, len(cps))
 	return nil
 }
 

@@ -257,8 +257,8 @@ func TestClickHouseOutage(t *testing.T) {
 	srv.Stop()
 	m := e.publish(t, 100, 200)
 	natstest.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
-		if a.Stats().Retries.Load() < 2 {
-			return fmt.Errorf("%d retries", a.Stats().Retries.Load())
+		if counted(t, a, auditor.MetricCommitRetries) < 2 {
+			return fmt.Errorf("%d retries", counted(t, a, auditor.MetricCommitRetries))
 		}
 		return nil
 	})
@@ -334,7 +334,7 @@ func TestCrashBetweenSinks(t *testing.T) {
 	k := e.publish(t, 200, 50)
 	waitLinks(t, b, n+m+k)
 	stop(t, b)
-	assert.Positive(t, b.Stats().CaughtUp.Load(), "ClickHouse was brought level from the log")
+	assert.Positive(t, counted(t, b, auditor.MetricSinkCaughtUp), "ClickHouse was brought level from the log")
 	exactlyOnce(t, readLog(t, cfg.JSONL.Path), e.stored(t))
 	exactlyOnceRows(t, cfg.ClickHouse.DSN, e.stored(t))
 	rep, _ := verifyStore(t, cfg.ClickHouse.DSN, link.NewHasher(nil), nil)

@@ -67,10 +67,10 @@ func readyz(t *testing.T, a *auditor.Auditor) func() (int, string) {
 
 // waitAttempts waits until the auditor failed at least n attempts to
 // reach its ClickHouse sink.
-func waitAttempts(t *testing.T, a *auditor.Auditor, n uint64) {
+func waitAttempts(t *testing.T, a *auditor.Auditor, n int64) {
 	t.Helper()
 	natstest.CheckFor(t, 60*time.Second, 20*time.Millisecond, func() error {
-		if got := a.Stats().SinkWaits.Load(); got < n {
+		if got := counted(t, a, auditor.MetricSinkWaits); got < n {
 			return fmt.Errorf("%d failed attempts, want %d", got, n)
 		}
 		return nil
@@ -91,7 +91,7 @@ func TestWaitsForClickHouse(t *testing.T) {
 	cfg.ClickHouse.Timeout = 3 * time.Second
 	cfg.StartTimeout = 2 * time.Second
 	logs := &logBuffer{}
-	a, err := auditor.New(cfg, auditor.Settings{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	a, err := newAuditor(t, cfg, auditor.Settings{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	require.NoError(t, err)
 	get := readyz(t, a)
 	require.NoError(t, a.Start(context.Background()), "ClickHouse down does not fail Start")
@@ -104,7 +104,7 @@ func TestWaitsForClickHouse(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, code)
 	assert.Contains(t, body, "auditor: clickhouse sink not up")
 	assert.Contains(t, body, "connection refused")
-	assert.Zero(t, a.Stats().Received.Load(), "nothing is pulled while the sinks are not up")
+	assert.Zero(t, counted(t, a, auditor.MetricReceived), "nothing is pulled while the sinks are not up")
 	assert.Empty(t, a.Heads())
 
 	srv.Start()
@@ -116,7 +116,7 @@ func TestWaitsForClickHouse(t *testing.T) {
 	})
 	waitLinks(t, a, n)
 	stop(t, a)
-	attempts := int(a.Stats().SinkWaits.Load())
+	attempts := int(counted(t, a, auditor.MetricSinkWaits))
 	assert.Equal(t, attempts, logs.count(sinkDownLine), "one log line per failed attempt")
 	assert.Equal(t, 1, logs.count("clickhouse sink up; auditing"))
 	assert.Zero(t, logs.count("level=WARN msg=\"append"), "no line per message or batch")

@@ -41,25 +41,89 @@ const (
 	// pulled or read back from the streams, not yet acknowledged (at most
 	// about Config.MaxInflightBytes).
 	MetricInflight = "runtimetruth.audit.inflight"
+	// MetricReceived counts messages taken from the streams
+	// (redeliveries included).
+	MetricReceived = "runtimetruth.audit.messages.received"
+	// MetricUnlinked counts messages acknowledged without a link, by
+	// reason: ReasonDuplicate (the stream message is in its chain
+	// already: a redelivery), ReasonOtherPartition (its chain is another
+	// partition's, Config.Partitions) or ReasonDrained (a message of the
+	// unpartitioned consumer, acknowledged by partition 0). Messages whose
+	// event id is linked already are MetricDuplicateIDs.
+	MetricUnlinked = "runtimetruth.audit.messages.unlinked"
+	// MetricRecovered counts messages read back from a stream at start
+	// because a previous run had taken them without recording them.
+	MetricRecovered = "runtimetruth.audit.messages.recovered"
+	// MetricRejections counts rejection records linked (messages that are
+	// not valid events, recorded as such).
+	MetricRejections = "runtimetruth.audit.rejections"
+	// MetricBatches counts batches committed to every required sink.
+	MetricBatches = "runtimetruth.audit.batches"
+	// MetricCommitRetries counts commits tried again after a required
+	// sink failed.
+	MetricCommitRetries = "runtimetruth.audit.commit.retries"
+	// MetricSinkErrors counts failed sink writes, by sink.
+	MetricSinkErrors = "runtimetruth.audit.sink.errors"
+	// MetricSinkSkipped counts links an optional sink missed, by sink.
+	MetricSinkSkipped = "runtimetruth.audit.sink.skipped"
+	// MetricSinkCaughtUp counts links copied at start into a sink that
+	// lagged behind the others.
+	MetricSinkCaughtUp = "runtimetruth.audit.sink.caught_up"
+	// MetricSinkWaits counts failed attempts to bring the sinks up (the
+	// ClickHouse sink unreachable): the auditor waits for them.
+	MetricSinkWaits = "runtimetruth.audit.sink.waits"
+	// MetricCheckpoints counts checkpoints sent.
+	MetricCheckpoints = "runtimetruth.audit.checkpoints"
+	// MetricFetchErrors counts failed pulls; MetricAckErrors failed
+	// acknowledgements.
+	MetricFetchErrors = "runtimetruth.audit.fetch.errors"
+	MetricAckErrors   = "runtimetruth.audit.ack.errors"
+	// MetricLeaseLost counts writer leases lost: the auditor stopped
+	// writing (restart it to wait as a standby).
+	MetricLeaseLost = "runtimetruth.audit.lease.lost"
+)
+
+// The reasons of MetricUnlinked.
+const (
+	ReasonDuplicate      = "duplicate"
+	ReasonOtherPartition = "other_partition"
+	ReasonDrained        = "drained"
 )
 
 // Metric attribute keys.
 const (
 	AttrChain  = attribute.Key("chain")
 	AttrStream = attribute.Key("stream")
+	AttrReason = attribute.Key("reason")
+	AttrSink   = attribute.Key("sink")
 )
 
 // lagTimeout bounds the stream info requests of one collection of
 // MetricLag.
 const lagTimeout = 2 * time.Second
 
-// instruments are the auditor's tracer and metrics.
+// instruments are the auditor's tracer and metrics: its counters are these
+// instruments and nothing else.
 type instruments struct {
 	p          telemetry.Providers
 	tracer     trace.Tracer
 	appended   metric.Int64Counter
 	duplicates metric.Int64Counter
 	meter      metric.Meter
+
+	received, unlinked, recovered, rejections, batches, retries metric.Int64Counter
+	sinkErrors, sinkSkipped, caughtUp, sinkWaits, checkpoints   metric.Int64Counter
+	fetchErrors, ackErrors, leaseLost                           metric.Int64Counter
+	duplicate, otherPartition, drained                          metric.MeasurementOption
+}
+
+// count adds n to c (without a context of its own: counters need none).
+func count(c metric.Int64Counter, n int, opts ...metric.AddOption) {
+	c.Add(context.Background(), int64(n), opts...)
+}
+
+func sinkAttr(name string) metric.AddOption {
+	return metric.WithAttributes(AttrSink.String(name))
 }
 
 func newInstruments(p telemetry.Providers) *instruments {
@@ -71,6 +135,31 @@ func newInstruments(p telemetry.Providers) *instruments {
 		metric.WithDescription("Links committed to every required audit sink."))
 	in.duplicates, _ = m.Int64Counter(MetricDuplicateIDs, metric.WithUnit("{message}"),
 		metric.WithDescription("Messages acknowledged without a link: their event id is in their audit chain already."))
+	for _, c := range []struct {
+		c          *metric.Int64Counter
+		name, unit string
+		desc       string
+	}{
+		{&in.received, MetricReceived, "{message}", "Messages taken from the audited streams, redeliveries included."},
+		{&in.unlinked, MetricUnlinked, "{message}", "Messages acknowledged without a link, by reason."},
+		{&in.recovered, MetricRecovered, "{message}", "Messages read back at start that a previous run had taken without recording them."},
+		{&in.rejections, MetricRejections, "{link}", "Rejection records linked: messages that are not valid events."},
+		{&in.batches, MetricBatches, "{batch}", "Batches committed to every required audit sink."},
+		{&in.retries, MetricCommitRetries, "{commit}", "Commits tried again after a required audit sink failed."},
+		{&in.sinkErrors, MetricSinkErrors, "{write}", "Failed audit sink writes, by sink."},
+		{&in.sinkSkipped, MetricSinkSkipped, "{link}", "Links an optional audit sink missed, by sink."},
+		{&in.caughtUp, MetricSinkCaughtUp, "{link}", "Links copied at start into an audit sink that lagged."},
+		{&in.sinkWaits, MetricSinkWaits, "{attempt}", "Failed attempts to bring the audit sinks up."},
+		{&in.checkpoints, MetricCheckpoints, "{checkpoint}", "Audit checkpoints sent."},
+		{&in.fetchErrors, MetricFetchErrors, "{pull}", "Failed pulls from the audited streams."},
+		{&in.ackErrors, MetricAckErrors, "{ack}", "Failed acknowledgements of audited messages."},
+		{&in.leaseLost, MetricLeaseLost, "{lease}", "Writer leases lost: the auditor stopped writing."},
+	} {
+		*c.c, _ = m.Int64Counter(c.name, metric.WithUnit(c.unit), metric.WithDescription(c.desc))
+	}
+	in.duplicate = metric.WithAttributes(AttrReason.String(ReasonDuplicate))
+	in.otherPartition = metric.WithAttributes(AttrReason.String(ReasonOtherPartition))
+	in.drained = metric.WithAttributes(AttrReason.String(ReasonDrained))
 	return in
 }
 

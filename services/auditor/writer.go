@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/jsontree"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
 )
 
@@ -69,7 +70,7 @@ type Writer struct {
 	strict bool
 	sinks  []SinkSpec
 	log    *slog.Logger
-	stats  *Stats
+	in     *instruments
 	fence  func(context.Context) error
 	owns   func(chain string) bool
 	ids    *linkedIDs
@@ -79,15 +80,13 @@ type Writer struct {
 	heads map[string]link.Head
 }
 
-// NewWriter returns a writer over sinks; call Recover before appending.
-func NewWriter(h link.Hasher, sinks []SinkSpec, log *slog.Logger, stats *Stats) *Writer {
+// NewWriter returns a writer over sinks, counting into tel's meter;
+// call Recover before appending.
+func NewWriter(h link.Hasher, sinks []SinkSpec, log *slog.Logger, tel telemetry.Providers) *Writer {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if stats == nil {
-		stats = new(Stats)
-	}
-	return &Writer{h: h, sinks: sinks, log: log, stats: stats, heads: map[string]link.Head{}, ids: newLinkedIDs()}
+	return &Writer{h: h, sinks: sinks, log: log, in: newInstruments(tel), heads: map[string]link.Head{}, ids: newLinkedIDs()}
 }
 
 // LookupIDs names the sink the writer asks whether an event id is in a
@@ -187,7 +186,7 @@ func (w *Writer) Recover(ctx context.Context) error {
 				}
 				return err
 			}
-			w.stats.CaughtUp.Add(uint64(n))
+			count(w.in.caughtUp, n)
 			w.log.InfoContext(ctx, "audit sink caught up", "sink", s.Sink.Name(), "chain", c, "links", n, "from", w.sinks[lead].Sink.Name())
 		}
 		committed[c] = top
@@ -319,7 +318,7 @@ const prepareChunk = 32
 //
 // A message whose CloudEvent id its chain holds already (a link in the
 // sinks, sealed before, or earlier in msgs) is left out and counted
-// (Batch.Duplicates, Stats.DuplicateIDs): each id is linked once per
+// (Batch.Duplicates, MetricDuplicateIDs): each id is linked once per
 // chain, however often and however late it is delivered. Auditor-made
 // records are never left out. SealAll fails, leaving b as it was, only
 // when a sink must be asked about an id and cannot answer.
@@ -366,7 +365,6 @@ func (w *Writer) SealAll(ctx context.Context, b *Batch, msgs []*link.Message, so
 			k := idKey{p.Chain, p.Meta.ID}
 			if linked[k] {
 				b.Duplicates++
-				w.stats.DuplicateIDs.Add(1)
 				continue
 			}
 			linked[k] = true // once in this batch too
@@ -382,7 +380,7 @@ func (w *Writer) SealAll(ctx context.Context, b *Batch, msgs []*link.Message, so
 		// The sinks need the bytes, not the tree: let it go early.
 		r.Link.Event = jsontree.Value{}
 		if r.Meta.Rejected {
-			w.stats.Rejected.Add(1)
+			count(w.in.rejections, 1)
 		}
 		b.tip[p.Chain] = r.Head()
 		b.Recs = append(b.Recs, r)
@@ -439,10 +437,10 @@ func (w *Writer) Commit(ctx context.Context, b *Batch) error {
 			b.done[i] = true
 			continue
 		}
-		w.stats.SinkErrors.Add(1)
+		count(w.in.sinkErrors, 1, sinkAttr(s.Sink.Name()))
 		if !s.Required {
 			b.done[i] = true
-			w.stats.Skipped.Add(uint64(len(b.Recs)))
+			count(w.in.sinkSkipped, len(b.Recs), sinkAttr(s.Sink.Name()))
 			w.log.WarnContext(ctx, "optional audit sink failed; links skipped", "sink", s.Sink.Name(), "links", len(b.Recs), "err", errs[i])
 			continue
 		}
@@ -456,8 +454,7 @@ func (w *Writer) Commit(ctx context.Context, b *Batch) error {
 		w.heads[c] = h
 	}
 	w.mu.Unlock()
-	w.stats.Appended.Add(uint64(len(b.Recs)))
-	w.stats.Batches.Add(1)
+	count(w.in.batches, 1)
 	return nil
 }
 
@@ -517,53 +514,4 @@ func (w *Writer) Close() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// Stats counts what the auditor did; the fields are monotonic counters,
-// safe for concurrent use, meant to be exported as metrics.
-type Stats struct {
-	// Received counts messages taken from the streams (redeliveries
-	// included).
-	Received atomic.Uint64
-	// Appended counts links committed to every required sink.
-	Appended atomic.Uint64
-	// Batches counts committed batches.
-	Batches atomic.Uint64
-	// Duplicates counts messages already in the chain (redeliveries),
-	// acknowledged without a new link.
-	Duplicates atomic.Uint64
-	// DuplicateIDs counts messages whose CloudEvent id their chain holds
-	// already (the same event published again, or redelivered as a new
-	// stream message), acknowledged without a new link.
-	DuplicateIDs atomic.Uint64
-	// OtherPartition counts messages of chains another partition owns
-	// (Config.Partitions), acknowledged without a link.
-	OtherPartition atomic.Uint64
-	// Rejected counts messages recorded as rejection records.
-	Rejected atomic.Uint64
-	// Drained counts messages of the unpartitioned consumer acknowledged
-	// by partition 0 without a link (see Config.Partitions).
-	Drained atomic.Uint64
-	// LeaseLost is set when the auditor lost a writer lease and stopped
-	// writing.
-	LeaseLost atomic.Bool
-	// Recovered counts messages read from the stream at start because a
-	// previous run had taken them without recording them.
-	Recovered atomic.Uint64
-	// SinkErrors counts failed sink writes; Retries counts commits tried
-	// again.
-	SinkErrors atomic.Uint64
-	Retries    atomic.Uint64
-	// Skipped counts links an optional sink missed.
-	Skipped atomic.Uint64
-	// CaughtUp counts links copied at start into a sink that lagged.
-	CaughtUp atomic.Uint64
-	// SinkWaits counts failed attempts to bring the sinks up at start
-	// (the ClickHouse sink unreachable): the auditor waits for it.
-	SinkWaits atomic.Uint64
-	// Checkpoints counts checkpoints sent.
-	Checkpoints atomic.Uint64
-	// FetchErrors counts failed pulls; AckErrors failed acknowledgements.
-	FetchErrors atomic.Uint64
-	AckErrors   atomic.Uint64
 }

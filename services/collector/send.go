@@ -13,6 +13,7 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/eventtrace"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/retry"
 	"github.com/runtimetruth/runtimetruth/services/collector/spool"
 )
 
@@ -26,12 +27,14 @@ const (
 	RetryLongest = 5 * time.Second
 )
 
+var sendPolicy = retry.Policy{First: RetryFirst, Max: RetryLongest}
+
 // send delivers the spool in order until ctx ends: each event is
 // published until JetStream acknowledges it (or refuses it for good), and
 // only then committed, i.e. removed from the spool.
 func (c *Collector) send(ctx context.Context) {
 	defer close(c.senderDone)
-	wait := RetryFirst
+	commits := sendPolicy.Backoff()
 	for {
 		rec, err := c.spool.Next(ctx)
 		if err != nil {
@@ -40,7 +43,7 @@ func (c *Collector) send(ctx context.Context) {
 			}
 			c.stats.spoolErrors.Add(1)
 			c.log.Error("spool read failed; restart the collector to cut the damaged record", "err", err)
-			if !sleep(ctx, RetryLongest) {
+			if !retry.Sleep(ctx, RetryLongest) {
 				return
 			}
 			continue
@@ -55,7 +58,7 @@ func (c *Collector) send(ctx context.Context) {
 		for {
 			err := c.spool.Commit(rec)
 			if err == nil {
-				wait = RetryFirst
+				commits.Reset()
 				break
 			}
 			if errors.Is(err, spool.ErrClosed) {
@@ -63,10 +66,9 @@ func (c *Collector) send(ctx context.Context) {
 			}
 			c.stats.spoolErrors.Add(1)
 			c.log.Error("spool commit failed", "err", err)
-			if !sleep(ctx, wait) {
+			if !commits.Wait(ctx) {
 				return
 			}
-			wait = min(2*wait, RetryLongest)
 		}
 	}
 }
@@ -76,7 +78,7 @@ func (c *Collector) send(ctx context.Context) {
 // the collection's, whose context the message carries.
 func (c *Collector) deliver(ctx context.Context, msg *nats.Msg, enqueued time.Time) bool {
 	id := msg.Header.Get(events.HeaderMsgID)
-	wait := RetryFirst
+	attempts := sendPolicy.Backoff()
 	failing := false
 	traced := eventtrace.Extract(ctx, c.in.prop, msg.Header)
 	for {
@@ -109,10 +111,9 @@ func (c *Collector) deliver(ctx context.Context, msg *nats.Msg, enqueued time.Ti
 			c.log.Warn("publish failing; events wait in the spool", "id", id, "subject", msg.Subject,
 				"pending_events", pending, "err", err)
 		}
-		if !sleep(ctx, wait) {
+		if !attempts.Wait(ctx) {
 			return false
 		}
-		wait = min(2*wait, RetryLongest)
 	}
 }
 
@@ -124,17 +125,6 @@ func permanent(err error) bool {
 		return true
 	}
 	return errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, nats.ErrBadSubject)
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // A spool record holds one NATS message:

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/retry"
 )
 
 // hostsView is an in-memory view of the host records of the hosts
@@ -82,12 +83,7 @@ func (v *hostsView) run(ctx context.Context) {
 			return
 		}
 		v.log.WarnContext(ctx, "watch the host registry", "err", err)
-		t := time.NewTimer(time.Second)
-		select {
-		case <-ctx.Done():
-		case <-t.C:
-		}
-		t.Stop()
+		retry.Sleep(ctx, time.Second)
 	}
 }
 

@@ -265,19 +265,19 @@ func (c *loop) run(ctx context.Context) error {
 		wg.Wait()
 	}()
 
-	backoff := newBackoff(50*time.Millisecond, 5*time.Second)
+	backoff := pullPolicy.Backoff()
 	for ctx.Err() == nil {
 		it, err := c.cons.Messages(jetstream.PullMaxMessages(c.o.Prefetch), jetstream.PullExpiry(c.o.PullExpiry))
 		if err != nil {
 			c.fetchError(ctx, "pull", err)
-			backoff.wait(ctx)
+			backoff.Wait(ctx)
 			continue
 		}
 		if c.pull(ctx, it, work) {
-			backoff.reset()
+			backoff.Reset()
 		}
 		if ctx.Err() == nil {
-			backoff.wait(ctx)
+			backoff.Wait(ctx)
 		}
 	}
 	return nil
@@ -529,29 +529,8 @@ func DeadLetterID(stream, consumer string, seq uint64) string {
 // reports a duplicate) or ctx ends; any error is retried, as nothing may be
 // terminated unrecorded.
 func publishRetrying(ctx context.Context, pub *Publisher, m *nats.Msg) error {
-	b := newBackoff(20*time.Millisecond, time.Second)
-	for {
+	return deadPostPolicy.Do(ctx, func(ctx context.Context) error {
 		_, err := pub.PublishRetrying(ctx, m)
-		if err == nil || ctx.Err() != nil || errors.Is(err, nats.ErrConnectionClosed) {
-			return err
-		}
-		b.wait(ctx)
-	}
-}
-
-// backoff doubles a delay up to a cap.
-type backoff struct{ cur, min, max time.Duration }
-
-func newBackoff(lo, hi time.Duration) *backoff { return &backoff{cur: lo, min: lo, max: hi} }
-
-func (b *backoff) reset() { b.cur = b.min }
-
-func (b *backoff) wait(ctx context.Context) {
-	t := time.NewTimer(b.cur)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	b.cur = min(2*b.cur, b.max)
+		return err
+	}, func(err error) bool { return !errors.Is(err, nats.ErrConnectionClosed) }, nil)
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runtimetruth/runtimetruth/pkg/platform/retry"
 )
 
 // AttemptTimeout bounds one JetStream request made through Retry. A request
@@ -19,24 +21,20 @@ const AttemptTimeout = 2 * time.Second
 // be safe to repeat: a publish with a Nats-Msg-Id, a read, an ack, a
 // compare-and-set write.
 func Retry(ctx context.Context, op func(ctx context.Context) error) error {
-	delay := 10 * time.Millisecond
-	for {
+	return retryPolicy.Do(ctx, func(ctx context.Context) error {
 		actx, cancel := context.WithTimeout(ctx, AttemptTimeout)
-		err := op(actx)
-		cancel()
-		if err == nil || ctx.Err() != nil || !Transient(err) {
-			return err
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		}
-		delay = min(2*delay, 500*time.Millisecond)
-	}
+		defer cancel()
+		return op(actx)
+	}, Transient, nil)
 }
+
+// The waits between attempts: of Retry's requests; of the consume loop's
+// pulls after a failed or empty one; of a dead letter's publish.
+var (
+	retryPolicy    = retry.Policy{First: 10 * time.Millisecond, Max: 500 * time.Millisecond}
+	pullPolicy     = retry.Policy{First: 50 * time.Millisecond, Max: 5 * time.Second}
+	deadPostPolicy = retry.Policy{First: 20 * time.Millisecond, Max: time.Second}
+)
 
 // Transient reports whether err may go away by itself: a timeout, no
 // responders (no leader yet), a connection reconnecting, or a JetStream

@@ -66,6 +66,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/retry"
 )
 
 // Stream names.
@@ -357,8 +358,11 @@ const ensureAttempt = 10 * time.Second
 // three times in a row; a failure that a forming or recovering cluster
 // gives (transient) is retried after a short, growing pause. It returns
 // the last error.
+// ensurePolicy is the wait between two attempts of an ensure call.
+var ensurePolicy = retry.Policy{First: 100 * time.Millisecond, Max: 2 * time.Second}
+
 func ensureCall(ctx context.Context, f func(ctx context.Context) error) error {
-	pause := 100 * time.Millisecond
+	waits := ensurePolicy.Backoff()
 	races := 0
 	for {
 		actx, cancel := context.WithTimeout(ctx, ensureAttempt)
@@ -373,12 +377,10 @@ func ensureCall(ctx context.Context, f func(ctx context.Context) error) error {
 		case !transient(err):
 			return err
 		}
-		select {
-		case <-ctx.Done():
+		if !waits.Wait(ctx) {
 			return err
-		case <-time.After(pause):
 		}
-		pause, races = min(2*pause, 2*time.Second), 0
+		races = 0
 	}
 }
 
