@@ -49,8 +49,8 @@ func (b *Backoff) Wait(ctx context.Context) bool { return Sleep(ctx, b.Next()) }
 // every error is tried again), or ctx ends, waiting by p between attempts.
 // onFail, when set, sees each failure that is tried again: its number
 // (from 1), the wait before the next attempt and the error. Do returns
-// op's last error (nil on success), or ctx's error when ctx ended while op
-// had not failed.
+// op's last error: nil on success, else the error it gave up on (or the one
+// before ctx ended).
 func (p Policy) Do(ctx context.Context, op func(ctx context.Context) error, again func(error) bool,
 	onFail func(attempt int, wait time.Duration, err error)) error {
 	b := p.Backoff()

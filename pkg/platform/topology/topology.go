@@ -352,15 +352,15 @@ func (t Topology) Ensure(ctx context.Context, js jetstream.JetStream) error {
 // ctx ends.
 const ensureAttempt = 10 * time.Second
 
+// ensurePolicy is the wait between two attempts of an ensure call.
+var ensurePolicy = retry.Policy{First: 100 * time.Millisecond, Max: 2 * time.Second}
+
 // ensureCall runs f until it succeeds, fails for good, or ctx ends. A
 // call that lost a race with another creator (the update found nothing,
 // then the create found the name taken) is made again at once, up to
 // three times in a row; a failure that a forming or recovering cluster
 // gives (transient) is retried after a short, growing pause. It returns
 // the last error.
-// ensurePolicy is the wait between two attempts of an ensure call.
-var ensurePolicy = retry.Policy{First: 100 * time.Millisecond, Max: 2 * time.Second}
-
 func ensureCall(ctx context.Context, f func(ctx context.Context) error) error {
 	waits := ensurePolicy.Backoff()
 	races := 0
