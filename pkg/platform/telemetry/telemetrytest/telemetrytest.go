@@ -1,0 +1,84 @@
+// Package telemetrytest is in-memory telemetry for tests: a Recorder keeps
+// every span ended and reads the metrics on demand, so a test asserts on
+// the same OpenTelemetry instruments a service exports.
+package telemetrytest
+
+import (
+	"context"
+	"testing"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
+)
+
+// Recorder is in-memory telemetry: Providers report to it.
+type Recorder struct {
+	Providers telemetry.Providers
+	Spans     *tracetest.SpanRecorder
+	Reader    *sdkmetric.ManualReader
+}
+
+// New returns a Recorder whose providers are shut down when t ends.
+func New(t testing.TB) *Recorder {
+	t.Helper()
+	r := &Recorder{Spans: tracetest.NewSpanRecorder(), Reader: sdkmetric.NewManualReader()}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(r.Spans))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r.Reader))
+	t.Cleanup(func() {
+		_ = tp.Shutdown(context.Background())
+		_ = mp.Shutdown(context.Background())
+	})
+	r.Providers = telemetry.Providers{TracerProvider: tp, MeterProvider: mp, Propagator: telemetry.Propagator()}
+	return r
+}
+
+// Collect reads the metrics now.
+func (r *Recorder) Collect(t testing.TB) metricdata.ResourceMetrics {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := r.Reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatalf("collect metrics: %v", err)
+	}
+	return rm
+}
+
+// Sum is the value of the int64 counter name: the sum of its data points
+// whose attributes include attrs (all of them, with no attrs).
+func (r *Recorder) Sum(t testing.TB, name string, attrs ...attribute.KeyValue) int64 {
+	t.Helper()
+	return Sum(r.Collect(t), name, attrs...)
+}
+
+// Sum is the sum of rm's int64 counter name over the data points whose
+// attributes include attrs.
+func Sum(rm metricdata.ResourceMetrics, name string, attrs ...attribute.KeyValue) int64 {
+	var n int64
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			s, ok := m.Data.(metricdata.Sum[int64])
+			if !ok || m.Name != name {
+				continue
+			}
+			for _, dp := range s.DataPoints {
+				if includes(dp.Attributes, attrs) {
+					n += dp.Value
+				}
+			}
+		}
+	}
+	return n
+}
+
+func includes(set attribute.Set, attrs []attribute.KeyValue) bool {
+	for _, kv := range attrs {
+		if v, ok := set.Value(kv.Key); !ok || v != kv.Value {
+			return false
+		}
+	}
+	return true
+}
