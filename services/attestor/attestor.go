@@ -10,7 +10,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -102,8 +101,6 @@ type Attestor struct {
 	conn   *nats.Conn
 	signer attestation.Signer
 	in     *instruments
-
-	requests, signed, failed, announceErrors atomic.Uint64
 
 	mu     sync.Mutex
 	state  lifecycle.State
@@ -267,7 +264,7 @@ func (a *Attestor) prepare(ctx context.Context, c *natsbus.Client) (jetstream.Ke
 // handle runs on the subscription's goroutine: it takes a slot (waiting
 // while Concurrency requests are in hand) and signs in the background.
 func (a *Attestor) handle(m *nats.Msg) {
-	a.requests.Add(1)
+	a.in.received(context.Background())
 	a.mu.Lock()
 	stopped := a.state != lifecycle.Running
 	if !stopped {
@@ -301,11 +298,8 @@ func (a *Attestor) handle(m *nats.Msg) {
 			rep, err = a.Sign(ctx, req)
 		}
 		if err != nil {
-			a.failed.Add(1)
 			rep.Target, rep.Error = req.Target, err.Error()
 			a.log.WarnContext(ctx, "sign request failed", "target", req.Target.String(), "err", err)
-		} else {
-			a.signed.Add(1)
 		}
 		a.in.endRequest(ctx, span, req.Target, err)
 		a.reply(m, rep)
@@ -404,11 +398,9 @@ func (a *Attestor) Sign(ctx context.Context, req SignRequest) (SignReply, error)
 	id := events.AttestationCreatedIDs.ID(rep.Key, digest, bundleDigest)
 	m, _, err := events.NewMsg(a.source, ev, events.WithID(id))
 	if err != nil {
-		a.announceErrors.Add(1)
 		return rep, fmt.Errorf("%w: %w", ErrNotAnnounced, err)
 	}
 	if _, err := pub.PublishRetrying(ctx, m); err != nil {
-		a.announceErrors.Add(1)
 		return rep, fmt.Errorf("%w: %s at revision %d: %w", ErrNotAnnounced, rep.Key, rev, err)
 	}
 	rep.EventID = id
@@ -449,27 +441,8 @@ func (a *Attestor) Shutdown(ctx context.Context) error {
 	a.mu.Lock()
 	a.state = lifecycle.Stopped
 	a.mu.Unlock()
-	m := a.Metrics()
-	a.log.InfoContext(ctx, "attestor stopped", "requests", m.Requests, "signed", m.Signed, "failed", m.Failed)
+	a.log.InfoContext(ctx, "attestor stopped")
 	return err
-}
-
-// Metrics are the attestor's counters since New; all are monotonic.
-type Metrics struct {
-	// Requests counts sign requests received; Signed those answered with
-	// a stored and announced attestation; Failed those answered with an
-	// error.
-	Requests, Signed, Failed uint64
-	// AnnounceErrors counts attestations stored but not announced.
-	AnnounceErrors uint64
-}
-
-// Metrics returns the current counters.
-func (a *Attestor) Metrics() Metrics {
-	return Metrics{
-		Requests: a.requests.Load(), Signed: a.signed.Load(), Failed: a.failed.Load(),
-		AnnounceErrors: a.announceErrors.Load(),
-	}
 }
 
 // RequestSign asks an attestor over nc to sign the baseline of target

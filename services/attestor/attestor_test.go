@@ -17,6 +17,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/statement"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry/telemetrytest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/attestor"
 )
@@ -100,7 +101,8 @@ func TestSignRequestWithKey(t *testing.T) {
 	_, url := natstest.RunJetStream(t)
 	nc, js := natstest.Connect(t, url)
 	cfg := keyConfig(t, url, true)
-	a, err := attestor.New(cfg, attestor.Settings{})
+	tel := telemetrytest.New(t)
+	a, err := attestor.New(cfg, attestor.Settings{Telemetry: tel.Providers})
 	require.NoError(t, err)
 	require.NoError(t, a.Start(ctx))
 	defer func() { require.NoError(t, a.Shutdown(context.Background())) }()
@@ -125,7 +127,9 @@ func TestSignRequestWithKey(t *testing.T) {
 	require.NoError(t, err)
 	_, err = v.Verify(digest, 1, []byte(rec.Statement), rec.Bundle)
 	require.NoError(t, err)
-	assert.Equal(t, attestor.Metrics{Requests: 1, Signed: 1}, a.Metrics())
+	assert.Equal(t, int64(1), tel.Sum(t, attestor.MetricRequests))
+	assert.Equal(t, int64(1), tel.Sum(t, attestor.MetricSignatures))
+	assert.Equal(t, int64(0), tel.Sum(t, attestor.MetricSignFailures))
 }
 
 // The keyless flow through the bus, as the verifier sees it: a baseline
@@ -148,7 +152,8 @@ func TestSignRequestKeylessThroughTheBus(t *testing.T) {
 	require.NoError(t, os.WriteFile(cfg.Signing.IdentityTokenFile, []byte(token), 0o600))
 	require.NoError(t, os.WriteFile(cfg.Signing.TrustedRootFile, srv.TrustedRootJSON(t), 0o600))
 	var logs logBuffer
-	a, err := attestor.New(cfg, attestor.Settings{Logger: newLogger(&logs)})
+	tel := telemetrytest.New(t)
+	a, err := attestor.New(cfg, attestor.Settings{Logger: newLogger(&logs), Telemetry: tel.Providers})
 	require.NoError(t, err)
 	require.NoError(t, a.Start(ctx))
 
@@ -225,10 +230,9 @@ func TestSignRequestKeylessThroughTheBus(t *testing.T) {
 	assert.NotContains(t, err.Error(), "a-jwt-at-all")
 
 	require.NoError(t, a.Shutdown(context.Background()))
-	m2 := a.Metrics()
-	assert.Equal(t, uint64(6), m2.Requests)
-	assert.Equal(t, uint64(2), m2.Signed)
-	assert.Equal(t, uint64(4), m2.Failed)
+	assert.Equal(t, int64(6), tel.Sum(t, attestor.MetricRequests))
+	assert.Equal(t, int64(2), tel.Sum(t, attestor.MetricSignatures))
+	assert.Equal(t, int64(4), tel.Sum(t, attestor.MetricSignFailures))
 
 	// The token appears in no log line, reply or event.
 	out := logs.String()
@@ -254,8 +258,9 @@ func TestQueueGroupAndDrain(t *testing.T) {
 	nc, js := natstest.Connect(t, url)
 	cfg := keyConfig(t, url, false)
 	var as []*attestor.Attestor
+	tel := telemetrytest.New(t) // both instances report to it
 	for range 2 {
-		a, err := attestor.New(cfg, attestor.Settings{Conn: nc})
+		a, err := attestor.New(cfg, attestor.Settings{Conn: nc, Telemetry: tel.Providers})
 		require.NoError(t, err)
 		require.NoError(t, a.Start(ctx))
 		as = append(as, a)
@@ -268,8 +273,7 @@ func TestQueueGroupAndDrain(t *testing.T) {
 		_, err := attestor.RequestSign(ctx, nc, "", attestor.SignRequest{Target: targetOf(before)})
 		require.NoError(t, err)
 	}
-	total := as[0].Metrics().Requests + as[1].Metrics().Requests
-	assert.Equal(t, uint64(6), total)
+	assert.Equal(t, int64(6), tel.Sum(t, attestor.MetricRequests))
 	for _, a := range as {
 		require.NoError(t, a.Shutdown(ctx))
 	}

@@ -23,6 +23,9 @@ const ScopeName = "github.com/runtimetruth/runtimetruth/services/attestor"
 // Metric names (OpenTelemetry; the Prometheus exposition replaces dots with
 // underscores and adds _total to counters).
 const (
+	// MetricRequests counts sign requests received (those refused while
+	// shutting down included).
+	MetricRequests = "runtimetruth.attestor.requests"
 	// MetricSignatures counts sign requests answered with an attestation
 	// signed, stored and announced, by mode (key, keyless or custom).
 	MetricSignatures = "runtimetruth.attestor.signatures"
@@ -55,6 +58,7 @@ type instruments struct {
 	p       telemetry.Providers
 	tracer  trace.Tracer
 	prop    propagation.TextMapPropagator
+	reqs    metric.Int64Counter
 	signed  metric.Int64Counter
 	failed  metric.Int64Counter
 	mode    string
@@ -71,12 +75,17 @@ func newInstruments(p telemetry.Providers, mode string) *instruments {
 	}
 	// An instrument that cannot be created is a no-op one; the SDK reports
 	// why through otel.Handle.
+	in.reqs, _ = m.Int64Counter(MetricRequests, metric.WithUnit("{request}"),
+		metric.WithDescription("Sign requests received."))
 	in.signed, _ = m.Int64Counter(MetricSignatures, metric.WithUnit("{signature}"),
 		metric.WithDescription("Baselines signed, stored and announced."))
 	in.failed, _ = m.Int64Counter(MetricSignFailures, metric.WithUnit("{request}"),
 		metric.WithDescription("Sign requests answered with an error, by reason."))
 	return in
 }
+
+// received counts a sign request.
+func (in *instruments) received(ctx context.Context) { in.reqs.Add(ctx, 1, in.okOpt) }
 
 // startRequest starts the span of a sign request (kind server), a child of
 // the requester's span when the request carries trace headers.
