@@ -107,7 +107,6 @@ type Attestor struct {
 	client *natsbus.Client
 	sub    *nats.Subscription
 	kv     jetstream.KeyValue
-	pub    *natsbus.Publisher
 	ctx    context.Context
 	cancel context.CancelFunc
 	slots  chan struct{}
@@ -200,7 +199,7 @@ func (a *Attestor) Start(ctx context.Context) error {
 		c.Close()
 		return err
 	}
-	a.client, a.kv, a.pub = c, kv, c.Pub
+	a.client, a.kv = c, kv
 	a.ctx, a.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	sub, err := c.Conn.QueueSubscribe(a.cfg.Subject, a.cfg.QueueGroup, a.handle)
 	if err == nil {
@@ -325,7 +324,7 @@ func (a *Attestor) reply(m *nats.Msg, rep SignReply) {
 func (a *Attestor) Sign(ctx context.Context, req SignRequest) (SignReply, error) {
 	rep := SignReply{Target: req.Target}
 	a.mu.Lock()
-	kv, pub := a.kv, a.pub
+	kv, c := a.kv, a.client
 	a.mu.Unlock()
 	if kv == nil {
 		return rep, errors.New("attestor not started")
@@ -400,7 +399,7 @@ func (a *Attestor) Sign(ctx context.Context, req SignRequest) (SignReply, error)
 	if err != nil {
 		return rep, fmt.Errorf("%w: %w", ErrNotAnnounced, err)
 	}
-	if _, err := pub.PublishRetrying(ctx, m); err != nil {
+	if _, err := c.Pub.PublishRetrying(ctx, m); err != nil {
 		return rep, fmt.Errorf("%w: %s at revision %d: %w", ErrNotAnnounced, rep.Key, rev, err)
 	}
 	rep.EventID = id

@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
@@ -71,8 +73,7 @@ func TestClusterNodeOutage(t *testing.T) {
 	verdictsAtLeast := func(k uint64) {
 		t.Helper()
 		natstest.CheckFor(t, 90*time.Second, 10*time.Millisecond, func() error {
-			m := vf.Metrics()
-			if got := m.VerdictsError + m.Duplicates; got < k {
+			if got := verdictCount(t, vf, events.StatusError) + counted(t, vf, verifier.MetricDuplicates); got < k {
 				return fmt.Errorf("%d verdicts, want %d", got, k)
 			}
 			return nil
@@ -110,9 +111,12 @@ func TestClusterNodeOutage(t *testing.T) {
 		assert.Len(t, all[id], 1, "verdicts of %s", id)
 	}
 	assert.Equal(t, n, total, "verdict messages")
-	m := vf.Metrics()
-	t.Logf("retried %d, ack errors %d, fetch errors %d, duplicates %d", m.Retried, m.AckErrors, m.FetchErrors, m.Duplicates)
-	assert.Zero(t, m.DeadLettered)
+	t.Logf("retried %d, ack errors %d, fetch errors %d, duplicates %d",
+		counted(t, vf, natsbus.MetricNacked, natsbus.AttrReason.String(natsbus.ReasonRetry)),
+		counted(t, vf, natsbus.MetricConsumeErrors, natsbus.AttrReason.String(natsbus.ReasonAck)),
+		counted(t, vf, natsbus.MetricConsumeErrors, natsbus.AttrReason.String(natsbus.ReasonFetch)),
+		counted(t, vf, verifier.MetricDuplicates))
+	assert.Zero(t, counted(t, vf, natsbus.MetricDeadLettered))
 
 	// The cluster converges: every replica current, every node holding
 	// the same messages of every stream and bucket.

@@ -26,7 +26,6 @@ type handler struct {
 	pub       *natsbus.Publisher
 	tel       *metrics
 	source    string
-	counts    *counts
 	baselines jetstream.KeyValue
 	attest    *attestation.Checker
 	latest    *latestBucket  // evidence-latest
@@ -37,9 +36,9 @@ type handler struct {
 	parsed map[string]*parsed // baseline key → the last baseline decoded, by revision
 }
 
-func newHandler(ctx context.Context, js jetstream.JetStream, pub *natsbus.Publisher, tel *metrics, source string, c *counts,
+func newHandler(ctx context.Context, js jetstream.JetStream, pub *natsbus.Publisher, tel *metrics, source string,
 	attest *attestation.Checker) (*handler, error) {
-	h := &handler{js: js, pub: pub, tel: tel, source: source, counts: c, attest: attest, parsed: map[string]*parsed{}}
+	h := &handler{js: js, pub: pub, tel: tel, source: source, attest: attest, parsed: map[string]*parsed{}}
 	for name, dst := range map[string]*jetstream.KeyValue{topology.BucketBaselines: &h.baselines} {
 		kv, err := js.KeyValue(ctx, name)
 		if err != nil {
@@ -140,7 +139,7 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans [
 			// Handled before (a redelivery: the verdict was published and
 			// recorded, the acknowledgement lost), whether JetStream still
 			// knows the verdict's message id or not.
-			h.counts.duplicate.Add(1)
+			h.tel.duplicate(it.ctx)
 			it.fail(nil)
 			continue
 		case handled:
@@ -236,16 +235,9 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans [
 			out[i] = it.err
 			continue
 		}
-		switch {
-		case it.ack.Duplicate:
-			h.counts.duplicate.Add(1)
+		if it.ack.Duplicate {
+			h.tel.duplicate(it.ctx)
 			continue
-		case it.verdict.Status == events.StatusPass:
-			h.counts.pass.Add(1)
-		case it.verdict.Status == events.StatusDrift:
-			h.counts.drift.Add(1)
-		default:
-			h.counts.fail.Add(1)
 		}
 		h.tel.verdict(it.ctx, it.verdict.Status, it.ev.Target)
 	}
@@ -292,7 +284,7 @@ func (h *handler) putNewest(ctx context.Context, b *latestBucket, items []*item,
 		case w.err != nil:
 			failed[w.key] = w.err
 		case !w.wrote && b == h.verdicts:
-			h.counts.stale.Add(1)
+			h.tel.staleWrite(ctx)
 		}
 	}
 	if len(failed) == 0 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,12 +14,14 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/goleak"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/events/signtest"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry/telemetrytest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
 )
@@ -57,11 +60,42 @@ func start(ctx context.Context, t *testing.T, url string, edit func(*verifier.Co
 	if edit != nil {
 		edit(&cfg)
 	}
-	v, err := verifier.New(cfg, verifier.Settings{})
+	v, err := newVerifier(t, cfg, verifier.Settings{})
 	require.NoError(t, err)
 	require.NoError(t, v.Start(ctx))
 	t.Cleanup(func() { require.NoError(t, v.Shutdown(context.Background())) })
 	return v
+}
+
+// recorders holds the telemetry of each verifier newVerifier made.
+var recorders sync.Map // *verifier.Verifier → *telemetrytest.Recorder
+
+// newVerifier is verifier.New reporting to a telemetrytest Recorder, whose
+// counters counted reads.
+func newVerifier(t testing.TB, cfg verifier.Config, set verifier.Settings) (*verifier.Verifier, error) {
+	t.Helper()
+	rec := telemetrytest.New(t)
+	set.Telemetry = rec.Providers
+	v, err := verifier.New(cfg, set)
+	if err == nil {
+		recorders.Store(v, rec)
+	}
+	return v, err
+}
+
+// counted is the value of v's counter name: the sum of its data points
+// whose attributes include attrs.
+func counted(t testing.TB, v *verifier.Verifier, name string, attrs ...attribute.KeyValue) uint64 {
+	t.Helper()
+	rec, ok := recorders.Load(v)
+	require.True(t, ok, "the verifier was not made by newVerifier")
+	return uint64(rec.(*telemetrytest.Recorder).Sum(t, name, attrs...))
+}
+
+// verdictCount is the number of verdicts of status v published.
+func verdictCount(t testing.TB, v *verifier.Verifier, status events.Status) uint64 {
+	t.Helper()
+	return counted(t, v, verifier.MetricVerdicts, verifier.AttrStatus.String(string(status)))
 }
 
 var clock atomic.Int64

@@ -27,6 +27,14 @@ const (
 	// MetricRejected counts evidence refused as not authentic, by reason
 	// (Config.Enrollment).
 	MetricRejected = "runtimetruth.verifier.evidence.rejected"
+	// MetricDuplicates counts redelivered snapshots whose verdict was
+	// already published (none is published again).
+	MetricDuplicates = "runtimetruth.verifier.duplicates"
+	// MetricStale counts latest-verdict writes skipped because the bucket
+	// held a newer snapshot's verdict for the host and target: the verdict
+	// is published, the latest snapshot and verdict are kept (older
+	// snapshots of the same batch are not counted).
+	MetricStale = "runtimetruth.verifier.stale"
 )
 
 // Metric attribute keys.
@@ -53,6 +61,8 @@ type metrics struct {
 	verdicts metric.Int64Counter
 	drift    metric.Int64Counter
 	rejected metric.Int64Counter
+	dups     metric.Int64Counter
+	stale    metric.Int64Counter
 	byStatus map[events.Status]metric.MeasurementOption
 
 	mu      sync.Mutex
@@ -70,6 +80,10 @@ func newMetrics(p telemetry.Providers) *metrics {
 		metric.WithDescription("Drift verdicts, by target kind and target (the first 200 targets; the rest as target=\"other\")."))
 	t.rejected, _ = m.Int64Counter(MetricRejected, metric.WithUnit("{event}"),
 		metric.WithDescription("Evidence refused as not authentic (it changes no verdict), by reason."))
+	t.dups, _ = m.Int64Counter(MetricDuplicates, metric.WithUnit("{event}"),
+		metric.WithDescription("Redelivered snapshots whose verdict was already published."))
+	t.stale, _ = m.Int64Counter(MetricStale, metric.WithUnit("{write}"),
+		metric.WithDescription("Latest-verdict writes skipped: the bucket held a newer snapshot's verdict."))
 	for _, s := range []events.Status{events.StatusPass, events.StatusDrift, events.StatusError} {
 		t.byStatus[s] = metric.WithAttributeSet(attribute.NewSet(AttrStatus.String(string(s))))
 	}
@@ -80,6 +94,12 @@ func newMetrics(p telemetry.Providers) *metrics {
 func (t *metrics) reject(ctx context.Context, reason string) {
 	t.rejected.Add(ctx, 1, metric.WithAttributes(AttrReason.String(reason)))
 }
+
+// duplicate counts a redelivered snapshot already verified.
+func (t *metrics) duplicate(ctx context.Context) { t.dups.Add(ctx, 1) }
+
+// staleWrite counts a latest-verdict write skipped for a newer one.
+func (t *metrics) staleWrite(ctx context.Context) { t.stale.Add(ctx, 1) }
 
 // verdict counts a published verdict of status about target.
 func (t *metrics) verdict(ctx context.Context, status events.Status, target events.Target) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -37,8 +36,9 @@ type Settings struct {
 	TrustedMaterial root.TrustedMaterial
 	// Telemetry receives the spans (one per evidence message, a child of
 	// the collector's; one per verdict published, a child of that) and the
-	// metrics (natsbus's consume and publish counters, MetricVerdicts,
-	// MetricDrift); zero fields mean the OpenTelemetry globals.
+	// metrics (natsbus's consume and publish counters and the Metric
+	// constants of this package); zero fields mean the OpenTelemetry
+	// globals.
 	Telemetry telemetry.Providers
 }
 
@@ -65,19 +65,12 @@ type Verifier struct {
 	tel    telemetry.Providers
 	m      *metrics
 
-	consume natsbus.Stats
-	counts  counts
-
 	mu      sync.Mutex
 	state   lifecycle.State
 	client  *natsbus.Client
 	cancel  context.CancelFunc
 	done    chan struct{}
 	handler *handler
-}
-
-type counts struct {
-	pass, drift, fail, duplicate, stale atomic.Uint64
 }
 
 // ErrShutdown is returned by Start after Shutdown.
@@ -151,7 +144,7 @@ func (v *Verifier) Start(ctx context.Context) error {
 		defer silence.Wait()
 		err := natsbus.ConsumeBatch(runCtx, cons, h.handleBatch, natsbus.Options{
 			JetStream: h.js, Source: v.source, Concurrency: v.cfg.Concurrency, MaxBatch: maxBatch, Prefetch: prefetch,
-			HandlerTimeout: v.cfg.HandlerTimeout, Stats: &v.consume, Logger: v.log, Telemetry: v.tel,
+			HandlerTimeout: v.cfg.HandlerTimeout, Logger: v.log, Telemetry: v.tel,
 		})
 		if err != nil {
 			v.log.ErrorContext(runCtx, "consume evidence", "err", err)
@@ -174,7 +167,7 @@ func (v *Verifier) prepare(ctx context.Context, c *natsbus.Client) (*handler, je
 	if err != nil {
 		return nil, nil, fmt.Errorf("consumer %s: %w", v.cfg.Consumer, err)
 	}
-	h, err := newHandler(ctx, js, c.Pub, v.m, v.source, &v.counts, v.attest)
+	h, err := newHandler(ctx, js, c.Pub, v.m, v.source, v.attest)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -221,41 +214,6 @@ func (v *Verifier) Shutdown(ctx context.Context) error {
 	v.mu.Lock()
 	v.state = lifecycle.Stopped
 	v.mu.Unlock()
-	m := v.Metrics()
-	v.log.InfoContext(ctx, "verifier stopped", "verdicts", m.VerdictsPass+m.VerdictsDrift+m.VerdictsError,
-		"dead_lettered", m.DeadLettered, "released", m.Released)
+	v.log.InfoContext(ctx, "verifier stopped")
 	return err
-}
-
-// Metrics are the verifier's counters since New; all are monotonic.
-type Metrics struct {
-	// Received, Acked, Retried, DeadLettered, Permanent, Released, Panics,
-	// AckErrors, DeadLetterErrors and FetchErrors are the consume loop's
-	// (natsbus.Stats).
-	Received, Acked, Retried, DeadLettered, Permanent, Released uint64
-	Panics, AckErrors, DeadLetterErrors, FetchErrors            uint64
-	// VerdictsPass, VerdictsDrift and VerdictsError count published
-	// verdicts by status.
-	VerdictsPass, VerdictsDrift, VerdictsError uint64
-	// Duplicates counts redelivered snapshots whose verdict was already
-	// published (none published again).
-	Duplicates uint64
-	// Stale counts latest-verdict writes skipped because the bucket held
-	// a newer snapshot's verdict for the host and target: the verdict is
-	// published, but the latest snapshot and verdict are kept (older
-	// snapshots of the same batch are not counted).
-	Stale uint64
-}
-
-// Metrics returns the current counters.
-func (v *Verifier) Metrics() Metrics {
-	s, c := &v.consume, &v.counts
-	return Metrics{
-		Received: s.Received.Load(), Acked: s.Acked.Load(), Retried: s.Retried.Load(),
-		DeadLettered: s.DeadLettered.Load(), Permanent: s.Permanent.Load(), Released: s.Released.Load(),
-		Panics: s.Panics.Load(), AckErrors: s.AckErrors.Load(), DeadLetterErrors: s.DeadLetterErrors.Load(),
-		FetchErrors:  s.FetchErrors.Load(),
-		VerdictsPass: c.pass.Load(), VerdictsDrift: c.drift.Load(), VerdictsError: c.fail.Load(),
-		Duplicates: c.duplicate.Load(), Stale: c.stale.Load(),
-	}
 }

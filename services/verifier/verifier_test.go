@@ -16,6 +16,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/report"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
@@ -34,7 +35,7 @@ func TestLifecycle(t *testing.T) {
 		ctx, url, js := server(t)
 		cfg := testConfig()
 		cfg.NATS.URL = url
-		v, err := verifier.New(cfg, verifier.Settings{})
+		v, err := newVerifier(t, cfg, verifier.Settings{})
 		require.NoError(t, err)
 		require.NoError(t, v.Start(ctx))
 		require.Error(t, v.Start(ctx), "started twice")
@@ -42,9 +43,8 @@ func TestLifecycle(t *testing.T) {
 		assert.Equal(t, events.StatusError, verdictOf(ctx, t, js, id).Status)
 		require.NoError(t, v.Shutdown(ctx))
 		require.NoError(t, v.Shutdown(ctx), "twice")
-		m := v.Metrics()
-		assert.Equal(t, uint64(1), m.Acked)
-		assert.Equal(t, uint64(1), m.VerdictsError)
+		assert.Equal(t, uint64(1), counted(t, v, natsbus.MetricAcked))
+		assert.Equal(t, uint64(1), verdictCount(t, v, events.StatusError))
 	})
 
 	t.Run("embedded connection", func(t *testing.T) {
@@ -129,9 +129,8 @@ func TestApproveThenPass(t *testing.T) {
 	require.Len(t, list, 1)
 	assert.Equal(t, id, list[0].EvidenceID)
 	assert.Equal(t, events.StatusPass, list[0].Verdict.Status)
-	m := vf.Metrics()
-	assert.Equal(t, uint64(1), m.VerdictsPass)
-	assert.Equal(t, uint64(1), m.VerdictsError)
+	assert.Equal(t, uint64(1), verdictCount(t, vf, events.StatusPass))
+	assert.Equal(t, uint64(1), verdictCount(t, vf, events.StatusError))
 }
 
 // fixtures returns RuntimeTruth's before and after snapshots, changed as
@@ -288,10 +287,9 @@ func TestBadEventsAreDeadLetteredAndVerifyingGoesOn(t *testing.T) {
 		assert.Equal(t, topology.ConsumerVerifier, r.Consumer)
 		assert.Equal(t, topology.StreamEvidence, r.Stream)
 	}
-	m := vf.Metrics()
-	assert.Equal(t, uint64(len(bad)), m.DeadLettered)
-	assert.Equal(t, uint64(len(bad)), m.Permanent)
-	assert.Equal(t, uint64(1), m.VerdictsError)
+	assert.Equal(t, uint64(len(bad)), counted(t, vf, natsbus.MetricDeadLettered))
+	assert.Equal(t, uint64(len(bad)), counted(t, vf, natsbus.MetricDeadLettered, natsbus.AttrReason.String(natsbus.ReasonPermanent)))
+	assert.Equal(t, uint64(1), verdictCount(t, vf, events.StatusError))
 	all, n := verdicts(ctx, t, js)
 	assert.Equal(t, 1, n, "no verdict for a bad event")
 	assert.Len(t, all, 1)
@@ -317,15 +315,16 @@ func TestRestartMidStream(t *testing.T) {
 		}
 	})
 	natstest.CheckFor(t, 20*time.Second, time.Millisecond, func() error {
-		if got := first.Metrics().VerdictsError; got < 20 {
+		if got := verdictCount(t, first, events.StatusError); got < 20 {
 			return fmt.Errorf("%d verdicts", got)
 		}
 		return nil
 	})
 	require.NoError(t, first.Shutdown(ctx))
 	wg.Wait()
-	m1 := first.Metrics()
-	t.Logf("first instance: %d verdicts, %d released", m1.VerdictsError, m1.Released)
+	first1 := verdictCount(t, first, events.StatusError)
+	t.Logf("first instance: %d verdicts, %d released", first1,
+		counted(t, first, natsbus.MetricNacked, natsbus.AttrReason.String(natsbus.ReasonRelease)))
 
 	second := start(ctx, t, url, nil)
 	settled(ctx, t, js, topology.ConsumerVerifier)
@@ -334,9 +333,8 @@ func TestRestartMidStream(t *testing.T) {
 	for _, id := range ids {
 		assert.Len(t, all[id], 1, "verdicts of %s", id)
 	}
-	m2 := second.Metrics()
-	assert.Equal(t, uint64(n), m1.VerdictsError+m2.VerdictsError+m2.Duplicates)
-	assert.Zero(t, m1.DeadLettered+m2.DeadLettered)
+	assert.Equal(t, uint64(n), first1+verdictCount(t, second, events.StatusError)+counted(t, second, verifier.MetricDuplicates))
+	assert.Zero(t, counted(t, first, natsbus.MetricDeadLettered)+counted(t, second, natsbus.MetricDeadLettered))
 }
 
 // A snapshot delivered again after its verdict was published (a crash
@@ -367,9 +365,8 @@ func TestRedeliveredSnapshotsGetNoSecondVerdict(t *testing.T) {
 	settled(ctx, t, js, "verifier-replay")
 	_, total := verdicts(ctx, t, js)
 	assert.Equal(t, n, total, "no verdict published twice")
-	m := replay.Metrics()
-	assert.Equal(t, uint64(n), m.Duplicates)
-	assert.Zero(t, m.VerdictsError)
+	assert.Equal(t, uint64(n), counted(t, replay, verifier.MetricDuplicates))
+	assert.Zero(t, verdictCount(t, replay, events.StatusError))
 	again, err := verifier.NewStatus(js).Get(ctx, "web-01", testTarget)
 	require.NoError(t, err)
 	assert.Equal(t, latest.EvidenceID, again.EvidenceID, "the latest verdict stays the newest snapshot's")
@@ -393,7 +390,7 @@ func TestLatestIsTheNewestSnapshot(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, obs, 1)
 	assert.Equal(t, last, obs[0].EvidenceID)
-	assert.Equal(t, uint64(n), vf.Metrics().VerdictsError)
+	assert.Equal(t, uint64(n), verdictCount(t, vf, events.StatusError))
 }
 
 // A snapshot that names a baseline (the collector's target config) is

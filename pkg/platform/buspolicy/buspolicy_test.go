@@ -24,6 +24,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry/telemetrytest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 )
 
@@ -248,7 +249,7 @@ func TestPermissions(t *testing.T) {
 		_, err = okv.Put(ctx, topology.BaselineKey(target()), []byte(`{}`))
 		require.NoError(t, err)
 
-		var st natsbus.Stats
+		st := telemetrytest.New(t)
 		cctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() {
@@ -265,17 +266,18 @@ func TestPermissions(t *testing.T) {
 				}
 				_, err := natsbus.NewPublisher(verifier.js, telemetry.Providers{}).Publish(hctx, verdictMsg(t, m.Headers().Get(events.HeaderMsgID)))
 				return err
-			}, natsbus.Options{JetStream: verifier.js, Source: "/verifier/v-0", Stats: &st})
+			}, natsbus.Options{JetStream: verifier.js, Source: "/verifier/v-0", Telemetry: st.Providers})
 		}()
 		natstest.CheckFor(t, 15*time.Second, 10*time.Millisecond, func() error {
-			if st.Acked.Load() != 1 {
-				return fmt.Errorf("acked %d, retried %d, dead-lettered %d", st.Acked.Load(), st.Retried.Load(), st.DeadLettered.Load())
+			if n := st.Sum(t, natsbus.MetricAcked); n != 1 {
+				return fmt.Errorf("acked %d, nacked %d, dead-lettered %d", n, st.Sum(t, natsbus.MetricNacked), st.Sum(t, natsbus.MetricDeadLettered))
 			}
 			return nil
 		})
 		cancel()
 		require.NoError(t, <-done)
-		assert.Zero(t, st.AckErrors.Load()+st.FetchErrors.Load())
+		assert.Zero(t, st.Sum(t, natsbus.MetricConsumeErrors, natsbus.AttrReason.String(natsbus.ReasonAck))+
+			st.Sum(t, natsbus.MetricConsumeErrors, natsbus.AttrReason.String(natsbus.ReasonFetch)))
 		s, err := operator.js.Stream(ctx, topology.StreamVerdicts)
 		require.NoError(t, err)
 		info, err := s.Info(ctx)

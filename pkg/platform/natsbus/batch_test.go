@@ -15,6 +15,7 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry/telemetrytest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 )
 
@@ -29,19 +30,19 @@ func TestConsumeBatch(t *testing.T) {
 	acks := publish(ctx, t, js, 10)
 	rec := newRecorder(t)
 
-	var st natsbus.Stats
+	st := rec.Recorder
 	var mu sync.Mutex
 	var sizes []int
 	spans := map[trace.SpanID]string{} // span of a message's context → message id
-	o := options(js, &st)
-	o.MaxBatch, o.Prefetch, o.Telemetry = 4, 16, rec.p
+	o := options(js, st)
+	o.MaxBatch, o.Prefetch = 4, 16
 	runBatch(ctx, t, cons, func(ctx context.Context, msgs []jetstream.Msg, msgCtxs []context.Context) []error {
 		mu.Lock()
 		first := len(sizes) == 0
 		sizes = append(sizes, len(msgs))
 		mu.Unlock()
 		if first { // let the rest arrive and queue up
-			eventually(t, counter("received", &st.Received, 10))
+			eventually(t, counter(t, st, received, 10))
 		}
 		_, ok := ctx.Deadline()
 		assert.True(t, ok, "the batch has the handler timeout")
@@ -63,11 +64,11 @@ func TestConsumeBatch(t *testing.T) {
 		}
 		return out
 	}, o)
-	eventually(t, counter("acked", &st.Acked, 9))
-	eventually(t, counter("dead-lettered", &st.DeadLettered, 1))
+	eventually(t, counter(t, st, acked, 9))
+	eventually(t, counter(t, st, deadLettered, 1))
 	settled(ctx, t, cons)
-	assert.Equal(t, uint64(1), st.Retried.Load())
-	assert.Equal(t, uint64(1), st.Permanent.Load())
+	assert.Equal(t, uint64(1), retried.of(t, st))
+	assert.Equal(t, uint64(1), permanent.of(t, st))
 	recs := deadLetters(ctx, t, js)
 	require.Len(t, recs, 1)
 	assert.Equal(t, acks[2].Sequence, recs[0].StreamSequence)
@@ -107,18 +108,18 @@ func TestConsumeBatchFailsTheWholeBatch(t *testing.T) {
 			cons := retryConsumer(ctx, t, js, "retrying", 10)
 			publish(ctx, t, js, 5)
 
-			var st natsbus.Stats
+			st := telemetrytest.New(t)
 			var failed atomic.Int64
 			runBatch(ctx, t, cons, func(_ context.Context, msgs []jetstream.Msg, _ []context.Context) []error {
 				if failed.CompareAndSwap(0, int64(len(msgs))) {
 					return fail(msgs)
 				}
 				return make([]error, len(msgs))
-			}, options(js, &st))
-			eventually(t, counter("acked", &st.Acked, 5))
+			}, options(js, st))
+			eventually(t, counter(t, st, acked, 5))
 			settled(ctx, t, cons)
-			assert.Equal(t, uint64(1), st.Panics.Load())
-			assert.Equal(t, uint64(failed.Load()), st.Retried.Load())
+			assert.Equal(t, uint64(1), panics.of(t, st))
+			assert.Equal(t, uint64(failed.Load()), retried.of(t, st))
 		})
 	}
 }

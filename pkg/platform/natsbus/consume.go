@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -60,44 +59,6 @@ func IsPermanent(err error) bool {
 	return ok
 }
 
-// Stats counts what Consume or ConsumeBatch did. The fields are monotonic
-// counters, safe for concurrent use, meant to be exported as metrics; one
-// Stats may be shared by several consume loops.
-type Stats struct {
-	// Received counts messages taken from the consumer.
-	Received atomic.Uint64
-	// Acked counts messages handled and acknowledged (the server
-	// confirmed the acknowledgement).
-	Acked atomic.Uint64
-	// Retried counts messages negatively acknowledged with a delay after a
-	// retryable error.
-	Retried atomic.Uint64
-	// DeadLettered counts messages recorded in the dead-letter stream and
-	// terminated: Permanent errors plus retryable errors on the last
-	// delivery.
-	DeadLettered atomic.Uint64
-	// Permanent counts the dead-lettered messages whose handler returned a
-	// Permanent error.
-	Permanent atomic.Uint64
-	// Released counts messages prefetched but not handled when the loop
-	// stopped, negatively acknowledged without delay for another consumer
-	// instance to take at once.
-	Released atomic.Uint64
-	// Panics counts handler panics (and batches given a result count
-	// other than theirs), each a retryable error for every message of its
-	// batch (the one message of a Handler).
-	Panics atomic.Uint64
-	// AckErrors counts acknowledgements (ack, nak, term) that failed; the
-	// server then redelivers after its ack wait.
-	AckErrors atomic.Uint64
-	// DeadLetterErrors counts dead-letter records that could not be
-	// published; the message is retried instead of terminated.
-	DeadLetterErrors atomic.Uint64
-	// FetchErrors counts errors pulling messages (missed heartbeats, a
-	// consumer deleted or moved, a reconnect).
-	FetchErrors atomic.Uint64
-}
-
 // Defaults of Options.
 const (
 	DefaultHandlerTimeout = 20 * time.Second
@@ -140,16 +101,14 @@ type Options struct {
 	// RetryDelay is the NakWithDelay delay after a retryable error, given
 	// the number of deliveries so far (default topology.RetryDelay).
 	RetryDelay func(delivered uint64) time.Duration
-	// Stats receives the counters (optional).
-	Stats *Stats
 	// Logger logs pull errors (never one line per message); default
 	// discards.
 	Logger *slog.Logger
 	// Telemetry receives a span per handled message (a child of the
-	// producer's span named by the event's traceparent) and the consumed,
-	// acked, nacked and dead_lettered counters and the handle duration
-	// (see the Metric constants); zero fields mean the OpenTelemetry
-	// globals.
+	// producer's span named by the event's traceparent), the received,
+	// consumed, acked, nacked, dead_lettered and consume_errors counters
+	// and the handle duration (see the Metric constants); zero fields mean
+	// the OpenTelemetry globals.
 	Telemetry telemetry.Providers
 }
 
@@ -219,13 +178,10 @@ func ConsumeBatch(ctx context.Context, cons jetstream.Consumer, h BatchHandler, 
 	if opts.RetryDelay == nil {
 		opts.RetryDelay = topology.RetryDelay
 	}
-	if opts.Stats == nil {
-		opts.Stats = new(Stats)
-	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &loop{cons: cons, h: h, o: opts, st: opts.Stats, maxDeliver: -1}
+	c := &loop{cons: cons, h: h, o: opts, maxDeliver: -1}
 	stream := ""
 	if info := cons.CachedInfo(); info != nil {
 		c.maxDeliver = info.Config.MaxDeliver
@@ -241,7 +197,6 @@ type loop struct {
 	cons       jetstream.Consumer
 	h          BatchHandler
 	o          Options
-	st         *Stats
 	maxDeliver int
 	name       string
 	tel        *ConsumeTelemetry
@@ -306,7 +261,7 @@ func (c *loop) pull(ctx context.Context, it jetstream.MessagesContext, work chan
 			}
 		}
 		got = true
-		c.st.Received.Add(1)
+		c.tel.Received(ctx)
 		select {
 		case work <- m:
 		case <-ctx.Done():
@@ -352,7 +307,7 @@ func (c *loop) release(ctx context.Context, it jetstream.MessagesContext) {
 			it.Stop()
 			return
 		}
-		c.st.Received.Add(1)
+		c.tel.Received(ctx)
 		c.releaseMsg(ctx, m)
 	}
 }
@@ -366,15 +321,14 @@ func (c *loop) releaseMsg(ctx context.Context, m jetstream.Msg) {
 		return
 	}
 	if err := m.Nak(); err != nil {
-		c.st.AckErrors.Add(1)
+		c.tel.Failed(ctx, ReasonAck)
 		return
 	}
-	c.st.Released.Add(1)
 	c.tel.Nacked(ctx, ReasonRelease)
 }
 
 func (c *loop) fetchError(ctx context.Context, what string, err error) {
-	c.st.FetchErrors.Add(1)
+	c.tel.Failed(ctx, ReasonFetch)
 	c.o.Logger.WarnContext(ctx, "pull messages", "consumer", c.name, "what", what, "err", err)
 }
 
@@ -435,7 +389,7 @@ func (c *loop) handle(ctx context.Context, b *batch) {
 func (c *loop) call(ctx context.Context, msgs []jetstream.Msg, msgCtxs []context.Context) (results []error) {
 	defer func() {
 		if r := recover(); r != nil {
-			c.st.Panics.Add(1)
+			c.tel.Failed(ctx, ReasonPanic)
 			err := fmt.Errorf("handler panic: %v", r)
 			results = make([]error, len(msgs))
 			for i := range results {
@@ -457,12 +411,11 @@ func (c *loop) settle(ctx, actx context.Context, m jetstream.Msg, h Handling, er
 	switch {
 	case err == nil:
 		if aerr := Retry(actx, m.DoubleAck); aerr != nil {
-			c.st.AckErrors.Add(1)
+			c.tel.Failed(ctx, ReasonAck)
 			err, outcome = fmt.Errorf("ack: %w", aerr), OutcomeAckFailed
 			break
 		}
 		outcome = OutcomeAck
-		c.st.Acked.Add(1)
 		c.tel.Acked(ctx)
 	case IsPermanent(err) || c.last(m):
 		// ctx ended with the handler's time; the record gets its own.
@@ -479,10 +432,9 @@ func (c *loop) settle(ctx, actx context.Context, m jetstream.Msg, h Handling, er
 
 func (c *loop) retry(ctx context.Context, m jetstream.Msg) {
 	if err := m.NakWithDelay(c.o.RetryDelay(deliveries(m))); err != nil {
-		c.st.AckErrors.Add(1)
+		c.tel.Failed(ctx, ReasonAck)
 		return
 	}
-	c.st.Retried.Add(1)
 	c.tel.Nacked(ctx, ReasonRetry)
 }
 
@@ -493,7 +445,7 @@ func (c *loop) retry(ctx context.Context, m jetstream.Msg) {
 func (c *loop) deadLetter(ctx context.Context, m jetstream.Msg, cause error) bool {
 	rec, err := events.Reject(m, cause)
 	if err != nil {
-		c.st.DeadLetterErrors.Add(1)
+		c.tel.Failed(ctx, ReasonDeadLetter)
 		c.retry(ctx, m)
 		return false
 	}
@@ -502,20 +454,15 @@ func (c *loop) deadLetter(ctx context.Context, m jetstream.Msg, cause error) boo
 		err = publishRetrying(ctx, c.pub, dm)
 	}
 	if err != nil {
-		c.st.DeadLetterErrors.Add(1)
+		c.tel.Failed(ctx, ReasonDeadLetter)
 		c.retry(ctx, m)
 		return false
 	}
 	if err := m.TermWithReason(string(rec.Reason)); err != nil {
-		c.st.AckErrors.Add(1)
+		c.tel.Failed(ctx, ReasonAck)
 		return false
 	}
-	c.st.DeadLettered.Add(1)
-	permanent := IsPermanent(cause)
-	if permanent {
-		c.st.Permanent.Add(1)
-	}
-	c.tel.DeadLettered(ctx, permanent)
+	c.tel.DeadLettered(ctx, IsPermanent(cause))
 	return true
 }
 

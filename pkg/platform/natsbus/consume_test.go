@@ -13,11 +13,13 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry/telemetrytest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 )
 
@@ -114,11 +116,11 @@ func background(ctx context.Context, t *testing.T, consume func(context.Context)
 	return stop
 }
 
-func options(js jetstream.JetStream, st *natsbus.Stats) natsbus.Options {
+func options(js jetstream.JetStream, rec *telemetrytest.Recorder) natsbus.Options {
 	return natsbus.Options{
 		JetStream:  js,
 		Source:     source,
-		Stats:      st,
+		Telemetry:  rec.Providers,
 		RetryDelay: func(uint64) time.Duration { return 10 * time.Millisecond },
 	}
 }
@@ -128,10 +130,42 @@ func eventually(t *testing.T, f func() error) {
 	natstest.CheckFor(t, 15*time.Second, 10*time.Millisecond, f)
 }
 
-func counter(name string, c *atomic.Uint64, want uint64) func() error {
+// count is a consume loop counter: an instrument and the attributes that
+// select its data points.
+type count struct {
+	label string
+	name  string
+	attrs []attribute.KeyValue
+}
+
+func reason(name, r string) count {
+	return count{label: r, name: name, attrs: []attribute.KeyValue{natsbus.AttrReason.String(r)}}
+}
+
+var (
+	received         = count{label: "received", name: natsbus.MetricReceived}
+	acked            = count{label: "acked", name: natsbus.MetricAcked}
+	retried          = reason(natsbus.MetricNacked, natsbus.ReasonRetry)
+	released         = reason(natsbus.MetricNacked, natsbus.ReasonRelease)
+	deadLettered     = count{label: "dead-lettered", name: natsbus.MetricDeadLettered}
+	permanent        = reason(natsbus.MetricDeadLettered, natsbus.ReasonPermanent)
+	panics           = reason(natsbus.MetricConsumeErrors, natsbus.ReasonPanic)
+	ackErrors        = reason(natsbus.MetricConsumeErrors, natsbus.ReasonAck)
+	deadLetterErrors = reason(natsbus.MetricConsumeErrors, natsbus.ReasonDeadLetter)
+	fetchErrors      = reason(natsbus.MetricConsumeErrors, natsbus.ReasonFetch)
+)
+
+// of is c's value in rec.
+func (c count) of(t testing.TB, rec *telemetrytest.Recorder) uint64 {
+	t.Helper()
+	return uint64(rec.Sum(t, c.name, c.attrs...))
+}
+
+// counter checks that c reached want in rec.
+func counter(t testing.TB, rec *telemetrytest.Recorder, c count, want uint64) func() error {
 	return func() error {
-		if got := c.Load(); got != want {
-			return fmt.Errorf("%s = %d, want %d", name, got, want)
+		if got := c.of(t, rec); got != want {
+			return fmt.Errorf("%s = %d, want %d", c.label, got, want)
 		}
 		return nil
 	}
@@ -208,10 +242,10 @@ func TestConsumeAcksHandledMessages(t *testing.T) {
 	cons := verifierConsumer(ctx, t, js)
 	publish(ctx, t, js, 20)
 
-	var st natsbus.Stats
+	st := telemetrytest.New(t)
 	var mu sync.Mutex
 	seen := map[string]int{}
-	o := options(js, &st)
+	o := options(js, st)
 	o.Concurrency = 4
 	stop := run(ctx, t, cons, func(_ context.Context, m jetstream.Msg) error {
 		mu.Lock()
@@ -219,7 +253,7 @@ func TestConsumeAcksHandledMessages(t *testing.T) {
 		seen[m.Headers().Get(events.HeaderMsgID)]++
 		return nil
 	}, o)
-	eventually(t, counter("acked", &st.Acked, 20))
+	eventually(t, counter(t, st, acked, 20))
 	settled(ctx, t, cons)
 	stop()
 
@@ -227,7 +261,7 @@ func TestConsumeAcksHandledMessages(t *testing.T) {
 	for id, n := range seen {
 		assert.Equal(t, 1, n, "message %s handled once", id)
 	}
-	assert.Zero(t, st.Retried.Load()+st.DeadLettered.Load()+st.AckErrors.Load()+st.Panics.Load())
+	assert.Zero(t, retried.of(t, st)+deadLettered.of(t, st)+ackErrors.of(t, st)+panics.of(t, st))
 	assert.Empty(t, deadLetters(ctx, t, js))
 }
 
@@ -236,7 +270,7 @@ func TestConsumeRetriesRetryableErrors(t *testing.T) {
 	cons := retryConsumer(ctx, t, js, "retrying", 10)
 	publish(ctx, t, js, 1)
 
-	var st natsbus.Stats
+	st := telemetrytest.New(t)
 	var mu sync.Mutex
 	var deliveries []uint64
 	run(ctx, t, cons, func(_ context.Context, m jetstream.Msg) error {
@@ -249,10 +283,10 @@ func TestConsumeRetriesRetryableErrors(t *testing.T) {
 			return errors.New("store unavailable")
 		}
 		return nil
-	}, options(js, &st))
-	eventually(t, counter("acked", &st.Acked, 1))
+	}, options(js, st))
+	eventually(t, counter(t, st, acked, 1))
 	settled(ctx, t, cons)
-	assert.Equal(t, uint64(2), st.Retried.Load())
+	assert.Equal(t, uint64(2), retried.of(t, st))
 	mu.Lock()
 	assert.Equal(t, []uint64{1, 2, 3}, deliveries)
 	mu.Unlock()
@@ -273,18 +307,18 @@ func TestConsumeDeadLettersPermanentErrors(t *testing.T) {
 	_, err = js.PublishMsg(ctx, evidence(t, "web-01", 2))
 	require.NoError(t, err)
 
-	var st natsbus.Stats
+	st := telemetrytest.New(t)
 	run(ctx, t, cons, func(_ context.Context, m jetstream.Msg) error {
 		if _, _, err := events.Read[events.EvidenceCollected](m); err != nil {
 			return natsbus.Permanent(fmt.Errorf("decode: %w", err))
 		}
 		return nil
-	}, options(js, &st))
-	eventually(t, counter("dead-lettered", &st.DeadLettered, 1))
-	eventually(t, counter("acked", &st.Acked, 1))
+	}, options(js, st))
+	eventually(t, counter(t, st, deadLettered, 1))
+	eventually(t, counter(t, st, acked, 1))
 	settled(ctx, t, cons)
-	assert.Equal(t, uint64(1), st.Permanent.Load())
-	assert.Zero(t, st.Retried.Load())
+	assert.Equal(t, uint64(1), permanent.of(t, st))
+	assert.Zero(t, retried.of(t, st))
 
 	recs := deadLetters(ctx, t, js)
 	require.Len(t, recs, 1)
@@ -303,17 +337,17 @@ func TestConsumeDeadLettersOnTheLastDelivery(t *testing.T) {
 	cons := retryConsumer(ctx, t, js, "three-tries", 3)
 	acks := publish(ctx, t, js, 1)
 
-	var st natsbus.Stats
+	st := telemetrytest.New(t)
 	var calls atomic.Int32
 	run(ctx, t, cons, func(context.Context, jetstream.Msg) error {
 		calls.Add(1)
 		return errors.New("baseline store unavailable")
-	}, options(js, &st))
-	eventually(t, counter("dead-lettered", &st.DeadLettered, 1))
+	}, options(js, st))
+	eventually(t, counter(t, st, deadLettered, 1))
 	settled(ctx, t, cons)
 	assert.Equal(t, int32(3), calls.Load())
-	assert.Equal(t, uint64(2), st.Retried.Load())
-	assert.Zero(t, st.Permanent.Load())
+	assert.Equal(t, uint64(2), retried.of(t, st))
+	assert.Zero(t, permanent.of(t, st))
 
 	recs := deadLetters(ctx, t, js)
 	require.Len(t, recs, 1)
@@ -329,17 +363,17 @@ func TestConsumeRecoversHandlerPanics(t *testing.T) {
 	cons := retryConsumer(ctx, t, js, "retrying", 10)
 	publish(ctx, t, js, 1)
 
-	var st natsbus.Stats
+	st := telemetrytest.New(t)
 	var calls atomic.Int32
 	run(ctx, t, cons, func(context.Context, jetstream.Msg) error {
 		if calls.Add(1) == 1 {
 			panic("boom")
 		}
 		return nil
-	}, options(js, &st))
-	eventually(t, counter("acked", &st.Acked, 1))
-	assert.Equal(t, uint64(1), st.Panics.Load())
-	assert.Equal(t, uint64(1), st.Retried.Load())
+	}, options(js, st))
+	eventually(t, counter(t, st, acked, 1))
+	assert.Equal(t, uint64(1), panics.of(t, st))
+	assert.Equal(t, uint64(1), retried.of(t, st))
 }
 
 // A dead letter that cannot be recorded is never terminated: the message
@@ -350,21 +384,21 @@ func TestConsumeKeepsMessagesWhoseDeadLetterFails(t *testing.T) {
 	require.NoError(t, js.DeleteStream(ctx, topology.StreamDLQ))
 	publish(ctx, t, js, 1)
 
-	var st natsbus.Stats
-	o := options(js, &st)
+	st := telemetrytest.New(t)
+	o := options(js, st)
 	o.HandlerTimeout = 200 * time.Millisecond
 	run(ctx, t, cons, func(context.Context, jetstream.Msg) error {
 		return natsbus.Permanent(errors.New("malformed"))
 	}, o)
 	eventually(t, func() error {
-		if st.DeadLetterErrors.Load() < 2 {
+		if deadLetterErrors.of(t, st) < 2 {
 			return errors.New("no failed dead-letter publish yet")
 		}
 		return nil
 	})
-	assert.Zero(t, st.DeadLettered.Load())
+	assert.Zero(t, deadLettered.of(t, st))
 	require.NoError(t, topology.Ensure(ctx, js, 1))
-	eventually(t, counter("dead-lettered", &st.DeadLettered, 1))
+	eventually(t, counter(t, st, deadLettered, 1))
 	settled(ctx, t, cons)
 	assert.Len(t, deadLetters(ctx, t, js), 1)
 }
@@ -379,7 +413,7 @@ func TestConsumeDrainsOnCancel(t *testing.T) {
 			cons := verifierConsumer(ctx, t, js)
 			publish(ctx, t, js, 30)
 
-			var st natsbus.Stats
+			st := telemetrytest.New(t)
 			var inHand atomic.Int32
 			held := make(chan struct{})
 			finish := make(chan struct{})
@@ -394,7 +428,7 @@ func TestConsumeDrainsOnCancel(t *testing.T) {
 				}
 				return make([]error, len(msgs))
 			}
-			o := options(js, &st)
+			o := options(js, st)
 			o.Prefetch, o.MaxBatch = 16, maxBatch
 			cctx, cancel := context.WithCancel(ctx)
 			defer cancel()
@@ -411,7 +445,7 @@ func TestConsumeDrainsOnCancel(t *testing.T) {
 			<-held
 			n := uint64(inHand.Load())
 			eventually(t, func() error {
-				if st.Received.Load() <= n {
+				if received.of(t, st) <= n {
 					return errors.New("nothing prefetched yet")
 				}
 				return nil
@@ -419,20 +453,20 @@ func TestConsumeDrainsOnCancel(t *testing.T) {
 			cancel() // with messages in hand
 			close(finish)
 			require.NoError(t, <-done)
-			assert.Equal(t, n, st.Acked.Load(), "the messages in hand are finished")
-			assert.Equal(t, st.Received.Load()-n, st.Released.Load(), "every prefetched message is released")
+			assert.Equal(t, n, acked.of(t, st), "the messages in hand are finished")
+			assert.Equal(t, received.of(t, st)-n, released.of(t, st), "every prefetched message is released")
 
-			var st2 natsbus.Stats
+			st2 := telemetrytest.New(t)
 			run(ctx, t, cons, func(_ context.Context, m jetstream.Msg) error {
 				handled.Store(m.Headers().Get(events.HeaderMsgID), true)
 				return nil
-			}, options(js, &st2))
+			}, options(js, st2))
 			// Every message the first consumer received was released
 			// (above), so the second gets them at once. One the server
 			// sent as the pull was being cancelled, after the drain had
 			// ended, can still be stranded until the ack wait (rare; seen
 			// once under CI load): nothing is lost, it comes later.
-			natstest.CheckFor(t, topology.AckWait+10*time.Second, 10*time.Millisecond, counter("acked by the second consumer", &st2.Acked, 30-n))
+			natstest.CheckFor(t, topology.AckWait+10*time.Second, 10*time.Millisecond, counter(t, st2, acked, 30-n))
 			settled(ctx, t, cons)
 			count := 0
 			handled.Range(func(any, any) bool { count++; return true })

@@ -25,6 +25,9 @@ const ScopeName = "github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 // with underscores and adds _total to counters and _seconds to the
 // duration).
 const (
+	// MetricReceived counts messages taken from a consumer, by stream and
+	// consumer: those handed to a handler and those released at shutdown.
+	MetricReceived = "runtimetruth.messages.received"
 	// MetricConsumed counts messages handed to a handler, by stream and
 	// consumer.
 	MetricConsumed = "runtimetruth.messages.consumed"
@@ -39,6 +42,13 @@ const (
 	// terminated, by stream, consumer and reason ("permanent" or
 	// "max_deliver").
 	MetricDeadLettered = "runtimetruth.messages.dead_lettered"
+	// MetricConsumeErrors counts what failed in a consume loop, by stream,
+	// consumer and reason ("panic": a handler panicked or returned a result
+	// count other than its batch's, and the batch is retried; "ack": an
+	// ack, nak or term was not confirmed; "dead_letter": a dead-letter
+	// record could not be written, and the message is retried; "fetch": a
+	// pull failed and is made again).
+	MetricConsumeErrors = "runtimetruth.messages.consume_errors"
 	// MetricHandleDuration is the time a handler took, by stream, consumer
 	// and outcome ("ack", "nak", "term", or "ack_failed" when the
 	// acknowledgement was not confirmed and the server will redeliver).
@@ -116,30 +126,38 @@ const (
 	OutcomeAckFailed = "ack_failed" // the acknowledgement was not confirmed
 )
 
-// Reasons of the nacked and dead_lettered counters.
+// Reasons of the nacked, dead_lettered and consume_errors counters.
 const (
 	ReasonRetry      = "retry"       // nacked: a retryable error, redelivered after a delay
 	ReasonRelease    = "release"     // nacked: prefetched, not handled, handed back at shutdown
 	ReasonPermanent  = "permanent"   // dead-lettered: the handler returned a Permanent error
 	ReasonMaxDeliver = "max_deliver" // dead-lettered: a retryable error on the last delivery
+	ReasonPanic      = "panic"       // consume error: a handler panicked
+	ReasonAck        = "ack"         // consume error: an acknowledgement was not confirmed
+	ReasonDeadLetter = "dead_letter" // consume error: a dead-letter record was not written
+	ReasonFetch      = "fetch"       // consume error: a pull failed
 )
 
 // ConsumeTelemetry is the per-message instrumentation of a consumer: the
 // span of handling each message (kind consumer, named "process <stream>",
-// a child of the producer's span named by the message's trace headers) and
-// the consumed, acked, nacked and dead_lettered counters and the handle
-// duration, labelled by stream and consumer. Consume and ConsumeBatch use
-// it; a consume loop of its own (one that must keep order, say) uses it the
-// same way: Begin when a message is taken, Acked, Nacked or DeadLettered as
-// it is settled, End once it is. It is safe for concurrent use, and adds no allocation per
-// message beyond the span's when spans are not recorded.
+// a child of the producer's span named by the message's trace headers),
+// the received, consumed, acked, nacked, dead_lettered and consume_errors
+// counters and the handle duration, labelled by stream and consumer.
+// Consume and ConsumeBatch use it; a consume loop of its own (one that must
+// keep order, say) uses it the same way: Received when a message is taken,
+// Begin when it is handed to the handler, Acked, Nacked or DeadLettered as
+// it is settled, End once it is, Failed for what goes wrong. It is safe for
+// concurrent use, and adds no allocation per message beyond the span's when
+// spans are not recorded.
 type ConsumeTelemetry struct {
 	tracer    trace.Tracer
 	prop      propagation.TextMapPropagator
+	received  metric.Int64Counter
 	consumed  metric.Int64Counter
 	acked     metric.Int64Counter
 	nacked    metric.Int64Counter
 	dead      metric.Int64Counter
+	errors    metric.Int64Counter
 	duration  metric.Float64Histogram
 	stream    string
 	consumer  string
@@ -150,6 +168,7 @@ type ConsumeTelemetry struct {
 	base                     metric.MeasurementOption
 	nackRetry, nackRelease   metric.MeasurementOption
 	deadPermanent, deadLast  metric.MeasurementOption
+	failed                   map[string]metric.MeasurementOption // by consume-error reason
 	outAck, outNak, outTerm  metric.MeasurementOption
 	outAckFailed, outUnknown metric.MeasurementOption
 }
@@ -168,6 +187,8 @@ func NewConsumeTelemetry(p telemetry.Providers, stream, consumer string) *Consum
 	}
 	// An instrument that cannot be created is a no-op one; the SDK reports
 	// why through otel.Handle.
+	t.received, _ = m.Int64Counter(MetricReceived, metric.WithUnit("{message}"),
+		metric.WithDescription("Messages taken from the consumer (handled, or released at shutdown)."))
 	t.consumed, _ = m.Int64Counter(MetricConsumed, metric.WithUnit("{message}"),
 		metric.WithDescription("Messages handed to a handler."))
 	t.acked, _ = m.Int64Counter(MetricAcked, metric.WithUnit("{message}"),
@@ -176,6 +197,8 @@ func NewConsumeTelemetry(p telemetry.Providers, stream, consumer string) *Consum
 		metric.WithDescription("Messages negatively acknowledged (retry after a delay, or released at shutdown)."))
 	t.dead, _ = m.Int64Counter(MetricDeadLettered, metric.WithUnit("{message}"),
 		metric.WithDescription("Messages recorded in the dead-letter stream and terminated."))
+	t.errors, _ = m.Int64Counter(MetricConsumeErrors, metric.WithUnit("{error}"),
+		metric.WithDescription("Consume loop failures: handler panics, unconfirmed acknowledgements, dead-letter records not written, failed pulls."))
 	t.duration, _ = m.Float64Histogram(MetricHandleDuration, metric.WithUnit("s"),
 		metric.WithDescription("Time a handler took on one message."),
 		metric.WithExplicitBucketBoundaries(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20))
@@ -189,6 +212,10 @@ func NewConsumeTelemetry(p telemetry.Providers, stream, consumer string) *Consum
 	t.outAck, t.outNak = with(AttrOutcome.String(OutcomeAck)), with(AttrOutcome.String(OutcomeNak))
 	t.outTerm, t.outAckFailed = with(AttrOutcome.String(OutcomeTerm)), with(AttrOutcome.String(OutcomeAckFailed))
 	t.outUnknown = with(AttrOutcome.String("unknown"))
+	t.failed = map[string]metric.MeasurementOption{}
+	for _, r := range []string{ReasonPanic, ReasonAck, ReasonDeadLetter, ReasonFetch} {
+		t.failed[r] = with(AttrReason.String(r))
+	}
 	return t
 }
 
@@ -230,6 +257,19 @@ func (t *ConsumeTelemetry) Begin(ctx context.Context, m jetstream.Msg) (context.
 	}
 	t.consumed.Add(ctx, 1, t.base)
 	return ctx, Handling{span: span, began: time.Now()}
+}
+
+// Received counts a message taken from the consumer.
+func (t *ConsumeTelemetry) Received(ctx context.Context) { t.received.Add(ctx, 1, t.base) }
+
+// Failed counts a consume loop failure; reason is ReasonPanic, ReasonAck,
+// ReasonDeadLetter or ReasonFetch.
+func (t *ConsumeTelemetry) Failed(ctx context.Context, reason string) {
+	opt, ok := t.failed[reason]
+	if !ok {
+		opt = t.base
+	}
+	t.errors.Add(ctx, 1, opt)
 }
 
 // Acked counts a message acknowledged (the server confirmed it).

@@ -11,45 +11,26 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/eventtrace"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
-	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry/telemetrytest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 )
 
 // recorder is in-memory telemetry: every span ended, and metrics on demand.
-type recorder struct {
-	spans  *tracetest.SpanRecorder
-	reader *sdkmetric.ManualReader
-	tp     *sdktrace.TracerProvider
-	p      telemetry.Providers
-}
+type recorder struct{ *telemetrytest.Recorder }
 
-func newRecorder(t *testing.T) *recorder {
-	t.Helper()
-	r := &recorder{spans: tracetest.NewSpanRecorder(), reader: sdkmetric.NewManualReader()}
-	r.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(r.spans))
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r.reader))
-	t.Cleanup(func() {
-		_ = r.tp.Shutdown(context.Background())
-		_ = mp.Shutdown(context.Background())
-	})
-	r.p = telemetry.Providers{TracerProvider: r.tp, MeterProvider: mp, Propagator: telemetry.Propagator()}
-	return r
-}
+func newRecorder(t *testing.T) *recorder { return &recorder{telemetrytest.New(t)} }
 
 // sum returns the value of a counter's data point with exactly attrs.
 func (r *recorder) sum(t *testing.T, name string, attrs ...attribute.KeyValue) int64 {
 	t.Helper()
-	var rm metricdata.ResourceMetrics
-	require.NoError(t, r.reader.Collect(context.Background(), &rm))
+	rm := r.Collect(t)
 	want := attribute.NewSet(attrs...)
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
@@ -70,8 +51,7 @@ func (r *recorder) sum(t *testing.T, name string, attrs ...attribute.KeyValue) i
 
 func (r *recorder) histogramCount(t *testing.T, name string, attrs ...attribute.KeyValue) uint64 {
 	t.Helper()
-	var rm metricdata.ResourceMetrics
-	require.NoError(t, r.reader.Collect(context.Background(), &rm))
+	rm := r.Collect(t)
 	want := attribute.NewSet(attrs...)
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
@@ -89,7 +69,7 @@ func (r *recorder) histogramCount(t *testing.T, name string, attrs ...attribute.
 
 func (r *recorder) ended(kind trace.SpanKind, name string) []sdktrace.ReadOnlySpan {
 	var out []sdktrace.ReadOnlySpan
-	for _, s := range r.spans.Ended() {
+	for _, s := range r.Spans.Ended() {
 		if s.SpanKind() == kind && s.Name() == name {
 			out = append(out, s)
 		}
@@ -115,9 +95,9 @@ func TestConsumeTracesAndCounts(t *testing.T) {
 	ctx, js := bus(t)
 	cons := retryConsumer(ctx, t, js, "traced", 10)
 	rec := newRecorder(t)
-	pub := natsbus.NewPublisher(js, rec.p)
+	pub := natsbus.NewPublisher(js, rec.Providers)
 
-	collectCtx, collect := rec.tp.Tracer("collector").Start(ctx, "collect")
+	collectCtx, collect := rec.Providers.TracerProvider.Tracer("collector").Start(ctx, "collect")
 	var ids []string
 	for i := range 3 {
 		m := evidence(t, "web-01", i)
@@ -130,9 +110,8 @@ func TestConsumeTracesAndCounts(t *testing.T) {
 
 	var mu sync.Mutex
 	handled := map[string]trace.SpanContext{}
-	var st natsbus.Stats
-	o := options(js, &st)
-	o.Telemetry = rec.p
+	st := rec.Recorder
+	o := options(js, st)
 	run(ctx, t, cons, func(hctx context.Context, m jetstream.Msg) error {
 		id := m.Headers().Get(events.HeaderMsgID)
 		md, err := m.Metadata()
@@ -148,8 +127,8 @@ func TestConsumeTracesAndCounts(t *testing.T) {
 		}
 		return nil
 	}, o)
-	eventually(t, counter("acked", &st.Acked, 2))
-	eventually(t, counter("dead-lettered", &st.DeadLettered, 1))
+	eventually(t, counter(t, st, acked, 2))
+	eventually(t, counter(t, st, deadLettered, 1))
 	settled(ctx, t, cons)
 
 	typ := events.TypeEvidenceCollected
@@ -206,7 +185,7 @@ func TestConsumeTracesAndCounts(t *testing.T) {
 	require.NoError(t, err)
 	e, err := events.FromNATS(raw.Header, raw.Data)
 	require.NoError(t, err, "the injected trace context passes the strict codec")
-	dctx := eventtrace.ExtractEvent(ctx, rec.p.Propagator, &e)
+	dctx := eventtrace.ExtractEvent(ctx, rec.Providers.Propagator, &e)
 	assert.Equal(t, collect.SpanContext().TraceID(), trace.SpanContextFromContext(dctx).TraceID())
 
 	// It is published through the Publisher: its own producer span, a
@@ -224,11 +203,11 @@ func TestConsumeTracesAndCounts(t *testing.T) {
 func TestPublishKeepsAnExistingTraceContext(t *testing.T) {
 	ctx, js := bus(t)
 	rec := newRecorder(t)
-	pub := natsbus.NewPublisher(js, rec.p)
+	pub := natsbus.NewPublisher(js, rec.Providers)
 
-	octx, origin := rec.tp.Tracer("t").Start(ctx, "collect")
+	octx, origin := rec.Providers.TracerProvider.Tracer("t").Start(ctx, "collect")
 	m := evidence(t, "web-02", 1)
-	eventtrace.InjectMsg(octx, rec.p.Propagator, m)
+	eventtrace.InjectMsg(octx, rec.Providers.Propagator, m)
 	origin.End()
 	want := events.TraceHeaderCarrier(m.Header).Get(events.ExtTraceparent)
 	require.NotEmpty(t, want)

@@ -23,6 +23,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/platform/buspolicy"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry/telemetrytest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
 )
@@ -329,16 +330,17 @@ func TestOneVerdictAfterACrashAndARestart(t *testing.T) {
 	ps := runPolicyServer(t)
 	_, op := ps.as(t, "operator")
 	_, bus := ps.as(t, "collector")
-	startVerifier := func(consumer string) *verifier.Verifier {
+	startVerifier := func(consumer string) (*verifier.Verifier, *telemetrytest.Recorder) {
 		cfg := verifier.NewDefaultConfig()
 		cfg.Instance, cfg.Consumer = "chaos-"+consumer, consumer
 		cfg.NATS = natsbus.Config{URL: ps.url, User: "verifier", Password: "verifier-pw"}
-		v, err := verifier.New(cfg, verifier.Settings{})
+		rec := telemetrytest.New(t)
+		v, err := verifier.New(cfg, verifier.Settings{Telemetry: rec.Providers})
 		require.NoError(t, err)
 		require.NoError(t, v.Start(ctx))
-		return v
+		return v, rec
 	}
-	first := startVerifier(topology.ConsumerVerifier)
+	first, _ := startVerifier(topology.ConsumerVerifier)
 	kv, err := op.KeyValue(ctx, topology.BucketHosts)
 	require.NoError(t, err)
 	_, err = verifier.NewHosts(kv, verifier.EnrollManual).Approve(ctx, "web-01", signtest.KeyID("web-01"), "operator")
@@ -374,10 +376,10 @@ func TestOneVerdictAfterACrashAndARestart(t *testing.T) {
 
 	// The consumer starts over: every stored snapshot is delivered again.
 	require.NoError(t, op.DeleteConsumer(ctx, topology.StreamEvidence, topology.ConsumerVerifier))
-	second := startVerifier(topology.ConsumerVerifier)
+	second, secondTel := startVerifier(topology.ConsumerVerifier)
 	natstest.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
-		if m := second.Metrics(); m.Duplicates < n {
-			return fmt.Errorf("%d duplicates of %d", m.Duplicates, n)
+		if dups := secondTel.Sum(t, verifier.MetricDuplicates); dups < int64(n) {
+			return fmt.Errorf("%d duplicates of %d", dups, n)
 		}
 		return nil
 	})
@@ -387,5 +389,5 @@ func TestOneVerdictAfterACrashAndARestart(t *testing.T) {
 	for id := range ids {
 		assert.Equal(t, 1, got[id], "verdicts of %s", id)
 	}
-	assert.Zero(t, second.Metrics().DeadLettered, "a redelivery is a duplicate, not a replay")
+	assert.Zero(t, secondTel.Sum(t, natsbus.MetricDeadLettered), "a redelivery is a duplicate, not a replay")
 }

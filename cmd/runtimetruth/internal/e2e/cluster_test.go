@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/collector"
@@ -82,7 +83,8 @@ func TestClusterNodeOutageWithCollector(t *testing.T) {
 	vcfg.Instance = host
 	vcfg.NATS.URL = urls
 	vcfg.Replicas = 3
-	ver, err := verifier.New(vcfg, verifier.Settings{})
+	tel := newRecorder(t)
+	ver, err := verifier.New(vcfg, verifier.Settings{Telemetry: tel.Providers})
 	require.NoError(t, err)
 	require.NoError(t, ver.Start(ctx))
 	t.Cleanup(func() { stop(ver) })
@@ -127,15 +129,15 @@ func TestClusterNodeOutageWithCollector(t *testing.T) {
 		}
 	})
 
-	passes := func(what string, k uint64) {
+	passes := func(what string, k int64) {
 		t.Helper()
 		natstest.CheckFor(t, 60*time.Second, 20*time.Millisecond, func() error {
-			m := ver.Metrics()
-			if m.VerdictsDrift+m.VerdictsError > 0 {
-				t.Fatalf("%s: %d drift and %d error verdicts, want passes only", what, m.VerdictsDrift, m.VerdictsError)
+			drift, fail := tel.verdicts(t, events.StatusDrift), tel.verdicts(t, events.StatusError)
+			if drift+fail > 0 {
+				t.Fatalf("%s: %d drift and %d error verdicts, want passes only", what, drift, fail)
 			}
-			if m.VerdictsPass < k {
-				return fmt.Errorf("%s: %d pass verdicts, want %d", what, m.VerdictsPass, k)
+			if pass := tel.verdicts(t, events.StatusPass); pass < k {
+				return fmt.Errorf("%s: %d pass verdicts, want %d", what, pass, k)
 			}
 			return nil
 		})
@@ -156,7 +158,7 @@ func TestClusterNodeOutageWithCollector(t *testing.T) {
 	require.GreaterOrEqual(t, down, 0, "leader %s among the servers", leader)
 	servers[down].Shutdown()
 	servers[down].WaitForShutdown()
-	outage := ver.Metrics().VerdictsPass
+	outage := tel.verdicts(t, events.StatusPass)
 	passes("with a node down", outage+phase) // verdicts continue on two nodes
 
 	servers[down] = members[down].Restart(t, members)
@@ -166,7 +168,7 @@ func TestClusterNodeOutageWithCollector(t *testing.T) {
 		}
 		return nil
 	})
-	passes("after the node is back", ver.Metrics().VerdictsPass+phase)
+	passes("after the node is back", tel.verdicts(t, events.StatusPass)+phase)
 
 	// Stop collecting: the collector delivers its spool before it stops.
 	collecting = false
@@ -213,10 +215,12 @@ func TestClusterNodeOutageWithCollector(t *testing.T) {
 		assert.Equal(t, 1, verdictsOf[id], "verdicts of %s", id)
 	}
 	assert.Len(t, stored, len(evidence), "one verdict message per snapshot")
-	m := ver.Metrics()
-	assert.Zero(t, m.DeadLettered)
-	t.Logf("%d snapshots; verifier: retried %d, ack errors %d, fetch errors %d, duplicates %d",
-		len(evidence), m.Retried, m.AckErrors, m.FetchErrors, m.Duplicates)
+	assert.Zero(t, tel.Sum(t, natsbus.MetricDeadLettered))
+	t.Logf("%d snapshots; verifier: retried %d, ack errors %d, fetch errors %d, duplicates %d", len(evidence),
+		tel.Sum(t, natsbus.MetricNacked, natsbus.AttrReason.String(natsbus.ReasonRetry)),
+		tel.Sum(t, natsbus.MetricConsumeErrors, natsbus.AttrReason.String(natsbus.ReasonAck)),
+		tel.Sum(t, natsbus.MetricConsumeErrors, natsbus.AttrReason.String(natsbus.ReasonFetch)),
+		tel.Sum(t, verifier.MetricDuplicates))
 
 	// The cluster converges: every stream and bucket is replicated three
 	// times, current everywhere, the same on every node.

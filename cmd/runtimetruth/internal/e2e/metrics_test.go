@@ -30,7 +30,8 @@ func TestMetricsEndpoint(t *testing.T) {
 
 	// Registered after the HTTP server: cleaned up (shut down) before it.
 	pl := startPipeline(t, tel.Providers(), gitRepo(t))
-	waitFor(t, "the error verdict", func() bool { return pl.ver.Metrics().VerdictsError == 1 })
+	verdict := regexp.MustCompile(`(?m)^runtimetruth_verdicts_total\{[^}]*status="error"[^}]*\} 1$`)
+	waitFor(t, "the error verdict", func() bool { return verdict.MatchString(scrape(t, "http://"+hs.Addr()+"/metrics")) })
 	require.NoError(t, pl.aud.Sync(ctx))
 
 	series := []*regexp.Regexp{
@@ -43,7 +44,7 @@ func TestMetricsEndpoint(t *testing.T) {
 		regexp.MustCompile(`(?m)^runtimetruth_collector_spool_depth(\{[^}]*\})? 0$`),
 		regexp.MustCompile(`(?m)^runtimetruth_collector_spool_size_bytes(\{[^}]*\})? 0$`),
 		// The verifier.
-		regexp.MustCompile(`(?m)^runtimetruth_verdicts_total\{[^}]*status="error"[^}]*\} 1$`),
+		verdict,
 		// The auditor.
 		regexp.MustCompile(`(?m)^runtimetruth_audit_chain_head\{[^}]*chain="EVIDENCE/e2e-host"[^}]*\} 1$`),
 		regexp.MustCompile(`(?m)^runtimetruth_audit_lag\{[^}]*stream="EVIDENCE"[^}]*\} 0$`),

@@ -14,10 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/runtimetruth/runtimetruth/pkg/attestation"
@@ -25,6 +23,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry/telemetrytest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/attestor"
 	"github.com/runtimetruth/runtimetruth/services/auditor"
@@ -37,30 +36,17 @@ const host = "e2e-host"
 
 // recorder is in-memory telemetry shared by the services of a test: every
 // span ended, and the metrics on demand.
-type recorder struct {
-	spans  *tracetest.SpanRecorder
-	reader *sdkmetric.ManualReader
-	p      telemetry.Providers
-}
+type recorder struct{ *telemetrytest.Recorder }
 
-func newRecorder(t *testing.T) *recorder {
-	t.Helper()
-	r := &recorder{spans: tracetest.NewSpanRecorder(), reader: sdkmetric.NewManualReader()}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(r.spans))
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r.reader))
-	t.Cleanup(func() {
-		_ = tp.Shutdown(context.Background())
-		_ = mp.Shutdown(context.Background())
-	})
-	r.p = telemetry.Providers{TracerProvider: tp, MeterProvider: mp, Propagator: telemetry.Propagator()}
-	return r
-}
+func newRecorder(t *testing.T) *recorder { return &recorder{telemetrytest.New(t)} }
 
-func (r *recorder) collect(t *testing.T) metricdata.ResourceMetrics {
+func (r *recorder) collect(t *testing.T) metricdata.ResourceMetrics { return r.Collect(t) }
+
+// verdicts is the number of verdicts of status the verifiers reporting to
+// r published.
+func (r *recorder) verdicts(t *testing.T, status events.Status) int64 {
 	t.Helper()
-	var rm metricdata.ResourceMetrics
-	require.NoError(t, r.reader.Collect(context.Background(), &rm))
-	return rm
+	return r.Sum(t, verifier.MetricVerdicts, verifier.AttrStatus.String(string(status)))
 }
 
 // value returns the value of the data point of the named counter or gauge
@@ -234,7 +220,7 @@ func TestPipelineTracesAndMetrics(t *testing.T) {
 	ctx := t.Context()
 	rec := newRecorder(t)
 	repo := gitRepo(t)
-	pl := startPipeline(t, rec.p, repo)
+	pl := startPipeline(t, rec.Providers, repo)
 	_, js := natstest.Connect(t, pl.nc.ConnectedUrl())
 
 	snap, err := inspect.Git(ctx, repo, inspect.Options{})
@@ -242,7 +228,7 @@ func TestPipelineTracesAndMetrics(t *testing.T) {
 	target := events.Target{Kind: snap.Target.Kind, Identifier: snap.Target.Identifier}
 
 	// 1. Collected at start, no baseline: an error verdict.
-	waitFor(t, "the error verdict", func() bool { return pl.ver.Metrics().VerdictsError == 1 })
+	waitFor(t, "the error verdict", func() bool { return rec.verdicts(t, events.StatusError) == 1 })
 
 	// 2. Approve the snapshot reviewed, collect again: a pass.
 	bls := verifier.NewBaselines(js, events.Source("e2e", host))
@@ -252,11 +238,11 @@ func TestPipelineTracesAndMetrics(t *testing.T) {
 	_, err = bls.Approve(ctx, target, verifier.ApproveOptions{Host: host, By: "e2e", Digest: review.Observation.Digest})
 	require.NoError(t, err)
 	require.NoError(t, pl.col.CollectNow(ctx, "repo"))
-	waitFor(t, "the pass verdict", func() bool { return pl.ver.Metrics().VerdictsPass == 1 })
+	waitFor(t, "the pass verdict", func() bool { return rec.verdicts(t, events.StatusPass) == 1 })
 
 	// The attestor signs the approved baseline on request; its span of the
 	// request continues the requester's trace.
-	signCtx, signer := rec.p.TracerProvider.Tracer("e2e").Start(ctx, "request signature")
+	signCtx, signer := rec.Providers.TracerProvider.Tracer("e2e").Start(ctx, "request signature")
 	rep, err := attestor.RequestSign(signCtx, pl.nc, "", attestor.SignRequest{Target: target})
 	signer.End()
 	require.NoError(t, err)
@@ -265,7 +251,7 @@ func TestPipelineTracesAndMetrics(t *testing.T) {
 	// 3. A new commit: drift.
 	gitIn(t, repo, "commit", "-q", "--allow-empty", "-m", "two")
 	require.NoError(t, pl.col.CollectNow(ctx, "repo"))
-	waitFor(t, "the drift verdict", func() bool { return pl.ver.Metrics().VerdictsDrift == 1 })
+	waitFor(t, "the drift verdict", func() bool { return rec.verdicts(t, events.StatusDrift) == 1 })
 
 	require.NoError(t, pl.aud.Sync(ctx))
 	chainEvidence, chainVerdicts := "EVIDENCE/"+host, "VERDICTS/"+host
@@ -278,7 +264,7 @@ func TestPipelineTracesAndMetrics(t *testing.T) {
 		// The consumers' spans end once the acknowledgements are
 		// confirmed, after the verdicts and links are out.
 		waitFor(t, "every span", func() bool {
-			spans = index(rec.spans.Ended())
+			spans = index(rec.Spans.Ended())
 			return len(spans.named("collect git")) == 3 &&
 				len(spans.consumed(topology.StreamEvidence, topology.ConsumerVerifier)) == 3 &&
 				len(spans.consumed(topology.StreamEvidence, topology.ConsumerAuditor)) == 3 &&
