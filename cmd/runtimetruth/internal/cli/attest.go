@@ -313,20 +313,7 @@ Any failure prints runtimetruth: error: ... and exits 1.`,
 			}
 
 			// 3. Only now the runtime: selectors, current, diff.
-			sels, err := g.selectors()
-			if err != nil {
-				return err
-			}
-			var current *snapshot.Snapshot
-			if len(args) == 2 {
-				current, err = readSnapshot(args[1], "current", c.InOrStdin())
-			} else {
-				current, err = live.collect(c.Context())
-			}
-			if err != nil {
-				return err
-			}
-			diffRes, err := diff.Verify(baseline, current, sels)
+			diffRes, sels, err := g.check(c, baseline, args, &live)
 			if err != nil {
 				return err
 			}

@@ -62,6 +62,29 @@ func (g *gate) selectors() ([]diff.Selector, error) {
 	return diff.ParseSelectors(policy.Merge(fromPolicy, g.protect))
 }
 
+// check verifies the current snapshot (args[1], or the live runtime when
+// there is no second argument) against baseline, through the selectors.
+func (g *gate) check(c *cobra.Command, baseline *snapshot.Snapshot, args []string, live *liveSource) (*diff.Result, []diff.Selector, error) {
+	sels, err := g.selectors()
+	if err != nil {
+		return nil, nil, err
+	}
+	var current *snapshot.Snapshot
+	if len(args) == 2 {
+		current, err = readSnapshot(args[1], "current", c.InOrStdin())
+	} else {
+		current, err = live.collect(c.Context())
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	res, err := diff.Verify(baseline, current, sels)
+	if err != nil {
+		return nil, nil, err
+	}
+	return res, sels, nil
+}
+
 func newDiffCmd() *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
@@ -131,20 +154,7 @@ exact fields; a selector naming evidence in neither snapshot is an error.`,
 			if err != nil {
 				return err
 			}
-			sels, err := g.selectors()
-			if err != nil {
-				return err
-			}
-			var current *snapshot.Snapshot
-			if len(args) == 2 {
-				current, err = readSnapshot(args[1], "current", c.InOrStdin())
-			} else {
-				current, err = live.collect(c.Context())
-			}
-			if err != nil {
-				return err
-			}
-			res, err := diff.Verify(baseline, current, sels)
+			res, sels, err := g.check(c, baseline, args, &live)
 			if err != nil {
 				return err
 			}
