@@ -4,20 +4,9 @@ import (
 	"errors"
 	"flag"
 	"strings"
-)
 
-// natsFlags are the flags every service takes for its NATS connection,
-// each the command-line form of one key of the service's nats section
-// (natsbus.Config).
-var natsFlags = []struct{ Name, Key, Usage string }{
-	{"nats", "nats.url", "NATS server `URL`, or a comma-separated list of them (nats.url)"},
-	{"nats-creds", "nats.creds_file", "NATS credentials `FILE`: user JWT and nkey seed (nats.creds_file)"},
-	{"nats-user", "nats.user", "NATS user `NAME`, with --nats-password-file (nats.user)"},
-	{"nats-password-file", "nats.password_file", "`FILE` holding the NATS user's password (nats.password_file)"},
-	{"nats-tls-ca", "nats.tls.ca_file", "CA certificate `FILE` (PEM) that verifies the NATS server (nats.tls.ca_file)"},
-	{"nats-tls-cert", "nats.tls.cert_file", "client certificate `FILE` (PEM) for NATS, with --nats-tls-key (nats.tls.cert_file)"},
-	{"nats-tls-key", "nats.tls.key_file", "key `FILE` (PEM) of --nats-tls-cert (nats.tls.key_file)"},
-}
+	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
+)
 
 // registerOverrides adds the NATS flags and --set to fs. The returned
 // function, called after fs.Parse, gives the configuration overrides of
@@ -27,9 +16,13 @@ func registerOverrides(fs *flag.FlagSet) func() map[string]any {
 	var sets setFlag
 	fs.Var(&sets, "set", "set the configuration `KEY=VALUE` (a key path such as nats.url or log.level) over the file "+
 		"and the environment; repeatable")
+	// The NATS flags set the keys of the service's nats section.
 	named := map[string]*string{}
-	for _, f := range natsFlags {
-		named[f.Name] = fs.String(f.Name, "", f.Usage)
+	keys := map[string]string{}
+	for _, f := range natsbus.Flags {
+		key := "nats." + f.Key
+		named[f.Name] = fs.String(f.Name, "", f.Usage+" ("+key+")")
+		keys[f.Name] = key
 	}
 	return func() map[string]any {
 		out := map[string]any{}
@@ -37,10 +30,8 @@ func registerOverrides(fs *flag.FlagSet) func() map[string]any {
 			out[kv[0]] = kv[1]
 		}
 		fs.Visit(func(f *flag.Flag) {
-			for _, nf := range natsFlags {
-				if nf.Name == f.Name {
-					out[nf.Key] = *named[f.Name]
-				}
+			if key, ok := keys[f.Name]; ok {
+				out[key] = *named[f.Name]
 			}
 		})
 		return out

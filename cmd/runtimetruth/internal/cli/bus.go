@@ -22,7 +22,8 @@ import (
 type busFlags struct {
 	url     string
 	dataDir string
-	// conn holds the credentials and TLS flags (its URL is unused).
+	// conn holds the credentials and TLS flags (its URL is unused: url
+	// holds --nats).
 	conn natsbus.Config
 }
 
@@ -37,15 +38,15 @@ func (b *busFlags) register(c *cobra.Command) {
 // flags.
 func (b *busFlags) registerConn(c *cobra.Command, urlUsage string) {
 	f := c.Flags()
-	f.StringVar(&b.url, "nats", "", urlUsage)
-	f.StringVar(&b.conn.CredsFile, "nats-creds", "", "NATS credentials `FILE` (user JWT and nkey seed)")
+	for _, nf := range natsbus.Flags {
+		target, usage := nf.Field(&b.conn), nf.Usage
+		if nf.Key == "url" {
+			target, usage = &b.url, urlUsage
+		}
+		f.StringVar(target, nf.Name, "", usage)
+	}
 	f.StringVar(&b.conn.CredsFile, "creds", "", "NATS credentials `FILE`")
 	_ = f.MarkDeprecated("creds", "use --nats-creds")
-	f.StringVar(&b.conn.User, "nats-user", "", "NATS user `NAME`, with --nats-password-file")
-	f.StringVar(&b.conn.PasswordFile, "nats-password-file", "", "`FILE` holding the NATS user's password")
-	f.StringVar(&b.conn.TLS.CAFile, "nats-tls-ca", "", "CA certificate `FILE` (PEM) that verifies the NATS server")
-	f.StringVar(&b.conn.TLS.CertFile, "nats-tls-cert", "", "client certificate `FILE` (PEM) for NATS, with --nats-tls-key")
-	f.StringVar(&b.conn.TLS.KeyFile, "nats-tls-key", "", "key `FILE` (PEM) of --nats-tls-cert")
 }
 
 // natsConfig is the connection to url with the flags' credentials and TLS.
