@@ -2,7 +2,6 @@ package verifier_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -155,26 +154,14 @@ type published struct {
 // streamEvents reads every message of a stream and decodes it strictly.
 func streamEvents(ctx context.Context, t testing.TB, js jetstream.JetStream, stream string) []published {
 	t.Helper()
-	s, err := js.Stream(ctx, stream)
-	require.NoError(t, err)
-	info, err := s.Info(ctx)
-	require.NoError(t, err)
 	var out []published
-	if info.State.Msgs == 0 {
-		return out
-	}
-	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
-		raw, err := s.GetMsg(ctx, seq)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			continue
-		}
-		require.NoError(t, err)
+	for _, raw := range natstest.Stored(ctx, t, js, stream) {
 		e, err := events.FromNATS(raw.Header, raw.Data)
 		require.NoError(t, err)
 		p, err := events.DecodePayload(e)
 		require.NoError(t, err)
 		require.Equal(t, p.NATSSubject(), raw.Subject)
-		out = append(out, published{Seq: seq, Subject: raw.Subject, ID: e.ID(), Type: e.Type(), Source: e.Source(), Payload: p})
+		out = append(out, published{Seq: raw.Sequence, Subject: raw.Subject, ID: e.ID(), Type: e.Type(), Source: e.Source(), Payload: p})
 	}
 	return out
 }

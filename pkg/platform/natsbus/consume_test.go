@@ -189,14 +189,8 @@ func settled(ctx context.Context, t *testing.T, cons jetstream.Consumer) {
 // deadLetters reads every record of the DLQ stream.
 func deadLetters(ctx context.Context, t *testing.T, js jetstream.JetStream) []events.EventRejected {
 	t.Helper()
-	s, err := js.Stream(ctx, topology.StreamDLQ)
-	require.NoError(t, err)
-	info, err := s.Info(ctx)
-	require.NoError(t, err)
 	var out []events.EventRejected
-	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
-		raw, err := s.GetMsg(ctx, seq)
-		require.NoError(t, err)
+	for _, raw := range natstest.Stored(ctx, t, js, topology.StreamDLQ) {
 		e, err := events.FromNATS(raw.Header, raw.Data)
 		require.NoError(t, err)
 		rec, err := events.Decode[events.EventRejected](e)

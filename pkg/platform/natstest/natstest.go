@@ -7,6 +7,7 @@ package natstest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -306,4 +307,33 @@ func ForgetMessageIDs(ctx context.Context, tb testing.TB, js jetstream.JetStream
 		tb.Fatalf("natstest: update stream %s: %v", stream, err)
 	}
 	time.Sleep(300 * time.Millisecond)
+}
+
+// Stored returns every message stored in a stream, in stream order
+// (deleted ones skipped).
+func Stored(ctx context.Context, tb testing.TB, js jetstream.JetStream, stream string) []*jetstream.RawStreamMsg {
+	tb.Helper()
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		tb.Fatalf("natstest: stream %s: %v", stream, err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		tb.Fatalf("natstest: stream %s: %v", stream, err)
+	}
+	var out []*jetstream.RawStreamMsg
+	if info.State.Msgs == 0 {
+		return out
+	}
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			tb.Fatalf("natstest: stream %s message %d: %v", stream, seq, err)
+		}
+		out = append(out, m)
+	}
+	return out
 }

@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -32,20 +31,8 @@ type storedEvent struct {
 // storedEvents reads every message of a stream and decodes it strictly.
 func storedEvents(ctx context.Context, t *testing.T, js jetstream.JetStream, stream string) []storedEvent {
 	t.Helper()
-	s, err := js.Stream(ctx, stream)
-	require.NoError(t, err)
-	info, err := s.Info(ctx)
-	require.NoError(t, err)
 	var out []storedEvent
-	if info.State.Msgs == 0 {
-		return out
-	}
-	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
-		raw, err := s.GetMsg(ctx, seq)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			continue
-		}
-		require.NoError(t, err)
+	for _, raw := range natstest.Stored(ctx, t, js, stream) {
 		e, err := events.FromNATS(raw.Header, raw.Data)
 		require.NoError(t, err)
 		p, err := events.DecodePayload(e)
