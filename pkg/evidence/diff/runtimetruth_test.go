@@ -12,8 +12,6 @@ package diff_test
 // format_diff is Result.Render.
 
 import (
-	"bytes"
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -23,6 +21,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/internal/evidencetest"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot/snapshottest"
 )
 
 // rtFixture reads one of RuntimeTruth's own snapshot fixtures.
@@ -40,36 +39,16 @@ func rtLoad(t *testing.T, name string) *snapshot.Snapshot {
 }
 
 // rtRecord is one EvidenceRecord of a Python test; a nil data value is None.
-type rtRecord struct {
-	plane, kind, collector, method string
-	data                           map[string]any
-}
+type rtRecord = snapshottest.Record
 
 // rtCapture is Snapshot.capture(target=..., evidence=...) written as the JSON
 // text of the snapshot and parsed back; capturedAt stands for the capture
 // time, which differs between two captures.
 func rtCapture(t *testing.T, targetKind, targetID, capturedAt string, records ...rtRecord) *snapshot.Snapshot {
 	t.Helper()
-	evidence := make([]map[string]any, len(records))
-	for i, r := range records {
-		evidence[i] = map[string]any{
-			"plane":  r.plane,
-			"kind":   r.kind,
-			"source": map[string]any{"collector": r.collector, "method": r.method},
-			"data":   r.data,
-		}
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	require.NoError(t, enc.Encode(map[string]any{
-		"schema_version": 1,
-		"captured_at":    capturedAt,
-		"target":         map[string]any{"kind": targetKind, "identifier": targetID},
-		"evidence":       evidence,
-	}))
-	s, err := snapshot.Parse(buf.Bytes())
-	require.NoError(t, err, buf.String())
+	doc := snapshottest.CaptureJSON(t, targetKind, targetID, capturedAt, records...)
+	s, err := snapshot.Parse(doc)
+	require.NoError(t, err, string(doc))
 	return s
 }
 
@@ -108,20 +87,20 @@ func TestRT_codex_snapshot_diff_groups_agent_state_changes(t *testing.T) {
 		agent     = "/srv/agent"
 	)
 	runtime := func(version string) rtRecord {
-		return rtRecord{"live", "codex.runtime", "codex", "codex --version", map[string]any{
+		return rtRecord{Plane: "live", Kind: "codex.runtime", Collector: "codex", Method: "codex --version", Data: map[string]any{
 			"binary":  "/usr/lib/codex/codex.js",
 			"version": version,
 		}}
 	}
 	config := func(model any) rtRecord {
-		return rtRecord{"resolved", "codex.config", "codex", "app-server config/read", map[string]any{
+		return rtRecord{Plane: "resolved", Kind: "codex.config", Collector: "codex", Method: "app-server config/read", Data: map[string]any{
 			"cwd":          "/srv/agent",
 			"model":        model,
 			"sandbox_mode": "workspace-write",
 		}}
 	}
 	thread := func(model, approval, sources, sandbox string) rtRecord {
-		return rtRecord{"resolved", "codex.thread", "codex", "app-server thread/start", map[string]any{
+		return rtRecord{Plane: "resolved", Kind: "codex.thread", Collector: "codex", Method: "app-server thread/start", Data: map[string]any{
 			"model":               model,
 			"approval_policy":     approval,
 			"instruction_sources": sources,
@@ -129,7 +108,7 @@ func TestRT_codex_snapshot_diff_groups_agent_state_changes(t *testing.T) {
 		}}
 	}
 	instructions := func(data map[string]any) rtRecord {
-		return rtRecord{"live", "codex.instructions", "filesystem", "sha256 Codex thread instructionSources", data}
+		return rtRecord{Plane: "live", Kind: "codex.instructions", Collector: "filesystem", Method: "sha256 Codex thread instructionSources", Data: data}
 	}
 	a64, b64, c64 := strings.Repeat("a", 64), strings.Repeat("b", 64), strings.Repeat("c", 64)
 
@@ -206,10 +185,10 @@ func TestRT_diff_rejects_different_targets(t *testing.T) {
 
 // test_diff_reports_added_evidence
 func TestRT_diff_reports_added_evidence(t *testing.T) {
-	service := rtRecord{"live", "systemd.unit", "systemd", "systemctl show", map[string]any{
+	service := rtRecord{Plane: "live", Kind: "systemd.unit", Collector: "systemd", Method: "systemctl show", Data: map[string]any{
 		"unit_id": "agent.service", "main_pid": 0,
 	}}
-	process := rtRecord{"live", "linux.process", "procfs", "/proc/<pid>/{cwd,exe}", map[string]any{
+	process := rtRecord{Plane: "live", Kind: "linux.process", Collector: "procfs", Method: "/proc/<pid>/{cwd,exe}", Data: map[string]any{
 		"pid": 42, "cwd": "/srv/agent", "executable": "/usr/bin/python3",
 	}}
 	before := rtCapture(t, "systemd.unit", "agent.service", "2026-10-06T00:00:00Z", service)
@@ -223,7 +202,7 @@ func TestRT_diff_reports_added_evidence(t *testing.T) {
 // test_missing_field_is_distinct_from_null
 func TestRT_missing_field_is_distinct_from_null(t *testing.T) {
 	repo := func(data map[string]any) rtRecord {
-		return rtRecord{"live", "git.repository", "git", "git rev-parse/status", data}
+		return rtRecord{Plane: "live", Kind: "git.repository", Collector: "git", Method: "git rev-parse/status", Data: data}
 	}
 	before := rtCapture(t, "git.repository", "/srv/agent", "2026-10-06T00:00:00Z",
 		repo(map[string]any{"repository_root": "/srv/agent"}))
@@ -238,7 +217,7 @@ func TestRT_missing_field_is_distinct_from_null(t *testing.T) {
 // test_codex_mcp_diff_reports_tool_catalog_change
 func TestRT_codex_mcp_diff_reports_tool_catalog_change(t *testing.T) {
 	mcp := func(toolCount int, tools, catalog string) rtRecord {
-		return rtRecord{"live", "codex.mcp", "codex", "app-server mcpServerStatus/list", map[string]any{
+		return rtRecord{Plane: "live", Kind: "codex.mcp", Collector: "codex", Method: "app-server mcpServerStatus/list", Data: map[string]any{
 			"server_count":                    1,
 			"server:docs:runtime_status":      "connected",
 			"server:docs:auth_status":         "unsupported",

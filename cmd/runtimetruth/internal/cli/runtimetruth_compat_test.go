@@ -13,10 +13,8 @@ package cli_test
 // differences from RuntimeTruth: each asserts our behaviour.
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,6 +26,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot/snapshottest"
 )
 
 // rtFixture returns the path of one of RuntimeTruth's snapshot fixtures.
@@ -58,34 +57,13 @@ const (
 )
 
 // rtRecord is one EvidenceRecord of a Python test; a nil data value is None.
-type rtRecord struct {
-	plane, kind, collector, method string
-	data                           map[string]any
-}
+type rtRecord = snapshottest.Record
 
 // rtSnapshotJSON is the JSON text of Snapshot.capture(target=...,
 // evidence=...) at capturedAt.
 func rtSnapshotJSON(t *testing.T, targetKind, targetID, capturedAt string, records ...rtRecord) string {
 	t.Helper()
-	evidence := make([]map[string]any, len(records))
-	for i, r := range records {
-		evidence[i] = map[string]any{
-			"plane":  r.plane,
-			"kind":   r.kind,
-			"source": map[string]any{"collector": r.collector, "method": r.method},
-			"data":   r.data,
-		}
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	require.NoError(t, enc.Encode(map[string]any{
-		"schema_version": 1,
-		"captured_at":    capturedAt,
-		"target":         map[string]any{"kind": targetKind, "identifier": targetID},
-		"evidence":       evidence,
-	}))
-	return buf.String()
+	return string(snapshottest.CaptureJSON(t, targetKind, targetID, capturedAt, records...))
 }
 
 // rtReplace is strings.Replace of the first old, which must occur in s.
@@ -241,7 +219,7 @@ func TestRT_snapshot_serialization_is_stable(t *testing.T) {
 
 	dir := t.TempDir()
 	unsorted := rtSnapshotJSON(t, "systemd.unit", "agent.service", "2026-10-06T00:00:00Z",
-		rtRecord{"live", "systemd.unit", "systemd", "systemctl show", map[string]any{"sub_state": "running", "main_pid": 42}})
+		rtRecord{Plane: "live", Kind: "systemd.unit", Collector: "systemd", Method: "systemctl show", Data: map[string]any{"sub_state": "running", "main_pid": 42}})
 	for name, doc := range map[string]string{"to_json.json": rtModelCompact, "capture.json": unsorted} {
 		r := run(t, "digest", writeFile(t, dir, name, doc))
 		assert.Equal(t, 0, r.code, r.stderr)
@@ -325,7 +303,7 @@ func TestDifferenceBoolNeverEqualsInteger(t *testing.T) {
 		t.Run(tc.want, func(t *testing.T) {
 			dir := t.TempDir()
 			repo := func(v any) rtRecord {
-				return rtRecord{"live", "git.repository", "git", "git rev-parse/status", map[string]any{"repository_root": "/srv/agent", "dirty": v}}
+				return rtRecord{Plane: "live", Kind: "git.repository", Collector: "git", Method: "git rev-parse/status", Data: map[string]any{"repository_root": "/srv/agent", "dirty": v}}
 			}
 			before := writeFile(t, dir, "before.json", rtSnapshotJSON(t, "git.repository", "/srv/agent", "2026-10-06T00:00:00Z", repo(tc.before)))
 			after := writeFile(t, dir, "after.json", rtSnapshotJSON(t, "git.repository", "/srv/agent", "2026-10-06T00:00:01Z", repo(tc.after)))
@@ -438,11 +416,11 @@ func TestDifferenceUsageErrorsExitOne(t *testing.T) {
 func TestDifferenceExtensionKindsAreCompared(t *testing.T) {
 	records := func(v string) []rtRecord {
 		return []rtRecord{
-			{"live", "linux.process_identity", "procfs", "/proc/<pid>/{stat,status,exe}", map[string]any{"pid": 42, "executable_sha256": "sha256:" + strings.Repeat(v, 64)}},
-			{"live", "git.remotes", "git", "git config remote.*.url", map[string]any{"remote_count": 1, "remote:origin": "https://example.com/" + v + ".git"}},
-			{"live", "codex.mcp_tools", "codex", "app-server mcpServerStatus/list", map[string]any{"tool:docs:search:sha256": "sha256:" + strings.Repeat(v, 64)}},
-			{"live", "python.distributions", "python", "RECORD sha256", map[string]any{"dist:certifi:version": "2026.1." + v}},
-			{"live", "node.packages", "node", "manifest sha256", map[string]any{"pkg:lodash:version": "4.17." + v}},
+			{Plane: "live", Kind: "linux.process_identity", Collector: "procfs", Method: "/proc/<pid>/{stat,status,exe}", Data: map[string]any{"pid": 42, "executable_sha256": "sha256:" + strings.Repeat(v, 64)}},
+			{Plane: "live", Kind: "git.remotes", Collector: "git", Method: "git config remote.*.url", Data: map[string]any{"remote_count": 1, "remote:origin": "https://example.com/" + v + ".git"}},
+			{Plane: "live", Kind: "codex.mcp_tools", Collector: "codex", Method: "app-server mcpServerStatus/list", Data: map[string]any{"tool:docs:search:sha256": "sha256:" + strings.Repeat(v, 64)}},
+			{Plane: "live", Kind: "python.distributions", Collector: "python", Method: "RECORD sha256", Data: map[string]any{"dist:certifi:version": "2026.1." + v}},
+			{Plane: "live", Kind: "node.packages", Collector: "node", Method: "manifest sha256", Data: map[string]any{"pkg:lodash:version": "4.17." + v}},
 		}
 	}
 	dir := t.TempDir()
@@ -559,8 +537,8 @@ func TestDifferenceCapturedAtMustBeRFC3339(t *testing.T) {
 // the DRIFT header. --json is unchanged: JSON escapes them itself.
 func TestDifferenceHumanOutputEscapesControlCharacters(t *testing.T) {
 	unit := func(state string) rtRecord {
-		return rtRecord{plane: "live", kind: "systemd.unit", collector: "systemd", method: "systemctl show",
-			data: map[string]any{"unit_id": "agent.service", "active_state": state}}
+		return rtRecord{Plane: "live", Kind: "systemd.unit", Collector: "systemd", Method: "systemctl show",
+			Data: map[string]any{"unit_id": "agent.service", "active_state": state}}
 	}
 	dir := t.TempDir()
 	before := writeFile(t, dir, "before.json", rtSnapshotJSON(t, "systemd.unit", "agent.service", "2026-10-06T03:09:40Z", unit("active")))
