@@ -74,6 +74,60 @@ func Sum(rm metricdata.ResourceMetrics, name string, attrs ...attribute.KeyValue
 	return n
 }
 
+// Count is the number of measurements of the float64 histogram name
+// over its data points whose attributes include attrs.
+func (r *Recorder) Count(t testing.TB, name string, attrs ...attribute.KeyValue) uint64 {
+	t.Helper()
+	return Count(r.Collect(t), name, attrs...)
+}
+
+// Count is the number of measurements of rm's float64 histogram name over
+// the data points whose attributes include attrs.
+func Count(rm metricdata.ResourceMetrics, name string, attrs ...attribute.KeyValue) uint64 {
+	var n uint64
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			h, ok := m.Data.(metricdata.Histogram[float64])
+			if !ok || m.Name != name {
+				continue
+			}
+			for _, dp := range h.DataPoints {
+				if includes(dp.Attributes, attrs) {
+					n += dp.Count
+				}
+			}
+		}
+	}
+	return n
+}
+
+// Gauge is the value of the int64 gauge name at its first data point
+// whose attributes include attrs; ok is false when it has none (nothing
+// observed, or its callback unregistered).
+func (r *Recorder) Gauge(t testing.TB, name string, attrs ...attribute.KeyValue) (v int64, ok bool) {
+	t.Helper()
+	return Gauge[int64](r.Collect(t), name, attrs...)
+}
+
+// Gauge is the value of rm's gauge name, of values N, at its first data
+// point whose attributes include attrs; ok is false when it has none.
+func Gauge[N int64 | float64](rm metricdata.ResourceMetrics, name string, attrs ...attribute.KeyValue) (v N, ok bool) {
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			g, ok := m.Data.(metricdata.Gauge[N])
+			if !ok || m.Name != name {
+				continue
+			}
+			for _, dp := range g.DataPoints {
+				if includes(dp.Attributes, attrs) {
+					return dp.Value, true
+				}
+			}
+		}
+	}
+	return 0, false
+}
+
 func includes(set attribute.Set, attrs []attribute.KeyValue) bool {
 	for _, kv := range attrs {
 		if v, ok := set.Value(kv.Key); !ok || v != kv.Value {
