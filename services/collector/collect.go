@@ -64,7 +64,6 @@ type observation struct {
 func (c *Collector) collect(ctx context.Context, t *target, interval time.Duration) (res Result, rerr error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	c.stats.collections.Add(1)
 	res = Result{Target: t.cfg.Name, Kind: t.cfg.Kind}
 	ctx, span := c.in.startCollection(ctx, t.cfg.Name, t.cfg.Kind)
 	began := time.Now()
@@ -82,7 +81,7 @@ func (c *Collector) collect(ctx context.Context, t *target, interval time.Durati
 			for i, p := range obs.changes {
 				m, err := c.newMsg(ctx, p, events.WithID(obs.ids[i]))
 				if err != nil {
-					c.stats.invalid.Add(1)
+					c.in.invalid.Add(ctx, 1, ofType(p.Type()))
 					c.log.Warn("runnable.modified not publishable", "target", t.cfg.Name, "package", p.Package, "err", err)
 					continue
 				}
@@ -95,14 +94,14 @@ func (c *Collector) collect(ctx context.Context, t *target, interval time.Durati
 		res.Digest = ""
 		m, err := c.newMsg(ctx, c.failure(t, cerr))
 		if err != nil {
-			c.stats.invalid.Add(1)
+			c.in.invalid.Add(ctx, 1, ofType(events.TypeCollectionFailed))
 			res.Status, res.Error = StatusError, err.Error()
 			return res, fmt.Errorf("collect %s: %w (and its collection.failed event: %w)", t.cfg.Name, cerr, err)
 		}
 		msgs, digests = []spooled{m}, nil
 	}
 	res.EventID = msgs[0].id
-	if err := c.enqueue(msgs); err != nil {
+	if err := c.enqueue(ctx, msgs); err != nil {
 		res.Status, res.Error, res.Digest = StatusRefused, err.Error(), ""
 		if !errors.Is(err, ErrSpoolFull) {
 			res.Status = StatusError
@@ -110,7 +109,6 @@ func (c *Collector) collect(ctx context.Context, t *target, interval time.Durati
 		return res, fmt.Errorf("collect %s: %w", t.cfg.Name, err)
 	}
 	res.RunnableModified = len(digests)
-	c.stats.runnableModified.Add(uint64(len(digests)))
 	if len(digests) > 0 && obs.reported != nil {
 		if err := obs.reported(digests); err != nil {
 			// Reported again next time; the derived event id makes
@@ -119,7 +117,6 @@ func (c *Collector) collect(ctx context.Context, t *target, interval time.Durati
 		}
 	}
 	if cerr != nil {
-		c.stats.failures.Add(1)
 		if !t.failed {
 			c.log.Warn("collection failing", "target", t.cfg.Name, "kind", t.cfg.Kind, "err", cerr)
 		}
@@ -276,6 +273,7 @@ func account(u *user.User) (*codex.Account, error) {
 // spooled is an event encoded for the spool.
 type spooled struct {
 	id   string
+	typ  string // the CloudEvents type
 	data []byte
 }
 
@@ -287,7 +285,7 @@ func (c *Collector) newMsg(ctx context.Context, p events.Payload, opts ...events
 		return spooled{}, err
 	}
 	eventtrace.InjectMsg(ctx, c.in.prop, m)
-	return spooled{id: e.ID(), data: encodeMsg(m, time.Now())}, nil
+	return spooled{id: e.ID(), typ: e.Type(), data: encodeMsg(m, time.Now())}, nil
 }
 
 func (c *Collector) evidenceMsg(ctx context.Context, s *snapshot.Snapshot, interval time.Duration, baseline string) (spooled, string, error) {
@@ -318,7 +316,7 @@ func BaselineTarget(baseline, kind string) events.Target {
 }
 
 // enqueue appends the batch to the spool; a full spool refuses it whole.
-func (c *Collector) enqueue(msgs []spooled) error {
+func (c *Collector) enqueue(ctx context.Context, msgs []spooled) error {
 	recs := make([][]byte, len(msgs))
 	for i, m := range msgs {
 		recs[i] = m.data
@@ -326,7 +324,7 @@ func (c *Collector) enqueue(msgs []spooled) error {
 	err := c.spool.Append(recs...)
 	switch {
 	case errors.Is(err, spool.ErrFull):
-		c.stats.refused.Add(uint64(len(msgs)))
+		countEvents(ctx, c.in.refused, msgs)
 		if c.full.CompareAndSwap(false, true) {
 			n, b := c.spool.Pending()
 			c.log.Warn("spool full; refusing new events until NATS takes the backlog",
@@ -334,14 +332,14 @@ func (c *Collector) enqueue(msgs []spooled) error {
 		}
 		return fmt.Errorf("%w: %w", ErrSpoolFull, err)
 	case err != nil:
-		c.stats.spoolErrors.Add(1)
+		c.in.spoolError(ctx, SpoolAppend)
 		c.log.Error("spool append failed", "err", err)
 		return err
 	}
 	if c.full.CompareAndSwap(true, false) {
-		c.log.Info("spool accepting events again", "refused_total", c.stats.refused.Load())
+		c.log.Info("spool accepting events again")
 	}
-	c.stats.spooled.Add(uint64(len(msgs)))
+	countEvents(ctx, c.in.spooled, msgs)
 	if c.onSpooled != nil {
 		ids := make([]string, len(msgs))
 		for i, m := range msgs {

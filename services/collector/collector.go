@@ -42,10 +42,9 @@ type Settings struct {
 	// (embedded mode); the collector never closes it.
 	Conn *nats.Conn
 	// Telemetry receives a span per collection (its context travels in
-	// the collection's events) and per publish, and the metrics
-	// (MetricCollectionDuration, MetricSpoolDepth, MetricSpoolBytes,
-	// natsbus's published and publish_errors); zero fields mean the
-	// OpenTelemetry globals.
+	// the collection's events) and per publish, and the metrics (the
+	// Metric constants, and natsbus's published and publish_errors); zero
+	// fields mean the OpenTelemetry globals.
 	Telemetry telemetry.Providers
 }
 
@@ -63,7 +62,6 @@ type Collector struct {
 	signer         *events.Signer // set by Start, before any collection
 	targets        []*target
 	byName         map[string]*target
-	stats          counters
 	tel            telemetry.Providers
 	in             *instruments
 
@@ -157,7 +155,7 @@ func (c *Collector) Start(ctx context.Context) error {
 		return err
 	}
 	for _, r := range sp.Recovered() {
-		c.stats.spoolRecoveredBytes.Add(r.Bytes)
+		c.in.recovered.Add(ctx, r.Bytes)
 		c.log.Warn("spool damage cut on open", "segment", r.Segment, "offset", r.Offset, "bytes", r.Bytes, "reason", r.Reason)
 	}
 	cl, err := natsbus.OpenClient(c.cfg.NATS, "runtimetruth-collector/"+c.cfg.Host, c.ext, c.log, c.tel)
@@ -323,6 +321,6 @@ func (c *Collector) Shutdown(ctx context.Context) error {
 	c.mu.Lock()
 	c.state = lifecycle.Stopped
 	c.mu.Unlock()
-	c.log.Info("collector stopped", "delivered", c.stats.delivered.Load(), "refused", c.stats.refused.Load())
+	c.log.Info("collector stopped")
 	return errors.Join(errs...)
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/lifecycle"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry/telemetrytest"
 	"github.com/runtimetruth/runtimetruth/services/collector"
 	"github.com/runtimetruth/runtimetruth/services/collector/internal/gittest"
 )
@@ -30,7 +32,9 @@ func TestShutdownWithoutStart(t *testing.T) {
 func TestStartCollectShutdown(t *testing.T) {
 	b := runBus(t, t.TempDir(), 0)
 	repo := gittest.New(t)
-	c, rec := newCollector(t, testConfig(t, b.url, gitTarget("repo", repo, time.Hour)), collector.Settings{})
+	cfg := testConfig(t, b.url, gitTarget("repo", repo, time.Hour))
+	tel := telemetrytest.New(t)
+	c, rec := newCollector(t, cfg, collector.Settings{Telemetry: tel.Providers})
 
 	start := time.Now()
 	require.NoError(t, c.Start(t.Context()))
@@ -43,10 +47,13 @@ func TestStartCollectShutdown(t *testing.T) {
 
 	require.Len(t, msgs, 1)
 	assert.Equal(t, rec.all(), b.storedIDs(t))
-	s := c.Stats()
-	assert.Equal(t, uint64(1), s.Collections)
-	assert.Equal(t, uint64(1), s.EventsDelivered)
-	assert.Zero(t, s.SpoolPendingEvents)
+	assert.Equal(t, uint64(1), tel.Count(t, collector.MetricCollectionDuration), "collections")
+	assert.Equal(t, int64(1), tel.Sum(t, collector.MetricEventsSpooled, collector.AttrType.String(events.TypeEvidenceCollected)))
+	assert.Equal(t, int64(1), tel.Sum(t, natsbus.MetricPublished), "events delivered")
+	lag, ok := telemetrytest.Gauge[float64](tel.Collect(t), collector.MetricDeliveryLag)
+	assert.True(t, ok, "the delivery lag is reported once an event is delivered")
+	assert.Positive(t, lag)
+	assert.Zero(t, spoolLeft(t, cfg))
 }
 
 func TestGitTargetPublishesEvidenceAndFollowsCommits(t *testing.T) {
@@ -86,7 +93,8 @@ func TestGitTargetPublishesEvidenceAndFollowsCommits(t *testing.T) {
 func TestCollectionFailurePublishesCollectionFailed(t *testing.T) {
 	b := runBus(t, t.TempDir(), 0)
 	notRepo := t.TempDir()
-	c, _ := newCollector(t, testConfig(t, b.url, gitTarget("plain", notRepo, time.Hour)), collector.Settings{})
+	tel := telemetrytest.New(t)
+	c, _ := newCollector(t, testConfig(t, b.url, gitTarget("plain", notRepo, time.Hour)), collector.Settings{Telemetry: tel.Providers})
 	require.NoError(t, c.Start(t.Context()))
 	m := b.waitStored(t, 1)[0]
 	assert.Equal(t, events.CollectFailedSubject(testHost), m.Subject())
@@ -102,7 +110,7 @@ func TestCollectionFailurePublishesCollectionFailed(t *testing.T) {
 	err = c.CollectNow(t.Context(), "plain")
 	require.ErrorIs(t, err, collector.ErrCollectionFailed)
 	b.waitStored(t, 2)
-	assert.Equal(t, uint64(2), c.Stats().CollectionFailures)
+	assert.Equal(t, uint64(2), tel.Count(t, collector.MetricCollectionDuration, collector.AttrStatus.String(collector.StatusFailed)))
 }
 
 func TestEmbeddedConnectionIsNotClosed(t *testing.T) {
@@ -127,7 +135,7 @@ func TestShutdownCancelsSlowDeliveryButKeepsTheSpool(t *testing.T) {
 	start := time.Now()
 	require.NoError(t, c.Shutdown(ctx), "undelivered events are kept, not an error")
 	assert.Less(t, time.Since(start), 5*time.Second)
-	assert.Equal(t, 2, c.Stats().SpoolPendingEvents)
+	assert.Equal(t, 2, spoolLeft(t, cfg))
 }
 
 func TestSpoolRecordCodec(t *testing.T) {

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -156,11 +155,11 @@ func decodeStrict(data []byte, v any) error {
 // next request.
 func (c *Collector) handleControl(m *nats.Msg) {
 	if m.Subject != c.controlSubject {
-		c.stats.controlForeign.Add(1)
+		c.in.foreign.Add(context.Background(), 1)
 		c.log.Warn("collect-now request for another host dropped", "subject", m.Subject)
 		return
 	}
-	c.stats.controlRequests.Add(1)
+	c.in.requests.Add(context.Background(), 1)
 	req, err := ParseCollectNowRequest(m.Data)
 	if err != nil {
 		c.reply(m, CollectNowReply{Host: c.cfg.Host, Error: err.Error()})
@@ -206,61 +205,4 @@ func (c *Collector) reply(m *nats.Msg, rep CollectNowReply) {
 	if err != nil {
 		c.log.Warn("collect-now reply failed", "err", err)
 	}
-}
-
-// Stats are the collector's counters since New (see the README's
-// metrics table).
-type Stats struct {
-	Collections         uint64 // collections run
-	CollectionFailures  uint64 // collections that spooled collection.failed
-	RunnableModified    uint64 // runnable.modified events spooled
-	EventsSpooled       uint64 // events written to the spool
-	EventsRefused       uint64 // events refused because the spool was full
-	EventsInvalid       uint64 // events the codec refused to build
-	EventsDelivered     uint64 // events acknowledged by JetStream
-	EventsDuplicate     uint64 // of those, acknowledged as duplicates
-	EventsRejected      uint64 // events NATS refused for good (removed, logged)
-	PublishErrors       uint64 // failed publish attempts (retried)
-	SpoolErrors         uint64 // spool read, write or commit failures
-	SpoolRecoveredBytes int64  // damaged bytes cut when the spool was opened
-	SpoolPendingEvents  int    // undelivered events now
-	SpoolPendingBytes   int64  // their size on disk
-	DeliveryLag         time.Duration
-	ControlRequests     uint64 // collect-now requests received
-	ControlForeign      uint64 // requests on another host's subject, dropped (never expected)
-}
-
-type counters struct {
-	collections, failures, runnableModified                     atomic.Uint64
-	spooled, refused, invalid, delivered, duplicates, rejected  atomic.Uint64
-	publishErrors, spoolErrors, controlRequests, controlForeign atomic.Uint64
-	spoolRecoveredBytes, lastLagNanos                           atomic.Int64
-}
-
-// Stats returns the counters.
-func (c *Collector) Stats() Stats {
-	s := Stats{
-		Collections:         c.stats.collections.Load(),
-		CollectionFailures:  c.stats.failures.Load(),
-		RunnableModified:    c.stats.runnableModified.Load(),
-		EventsSpooled:       c.stats.spooled.Load(),
-		EventsRefused:       c.stats.refused.Load(),
-		EventsInvalid:       c.stats.invalid.Load(),
-		EventsDelivered:     c.stats.delivered.Load(),
-		EventsDuplicate:     c.stats.duplicates.Load(),
-		EventsRejected:      c.stats.rejected.Load(),
-		PublishErrors:       c.stats.publishErrors.Load(),
-		SpoolErrors:         c.stats.spoolErrors.Load(),
-		SpoolRecoveredBytes: c.stats.spoolRecoveredBytes.Load(),
-		DeliveryLag:         time.Duration(c.stats.lastLagNanos.Load()),
-		ControlRequests:     c.stats.controlRequests.Load(),
-		ControlForeign:      c.stats.controlForeign.Load(),
-	}
-	c.mu.Lock()
-	sp := c.spool
-	c.mu.Unlock()
-	if sp != nil {
-		s.SpoolPendingEvents, s.SpoolPendingBytes = sp.Pending()
-	}
-	return s
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/events/signtest"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry/telemetrytest"
 	"github.com/runtimetruth/runtimetruth/services/collector"
 	"github.com/runtimetruth/runtimetruth/services/collector/internal/gittest"
 )
@@ -37,7 +38,8 @@ func TestCollectNowRequest(t *testing.T) {
 	b := runBus(t, t.TempDir(), 0)
 	repo := gittest.New(t)
 	cfg := testConfig(t, b.url, gitTarget("repo", repo, time.Hour), gitTarget("broken", filepath.Join(t.TempDir(), "gone"), time.Hour))
-	c, _ := newCollector(t, cfg, collector.Settings{})
+	tel := telemetrytest.New(t)
+	c, _ := newCollector(t, cfg, collector.Settings{Telemetry: tel.Providers})
 	require.NoError(t, c.Start(t.Context()))
 	b.waitStored(t, 2) // the first collections
 	id, err := collector.LoadIdentity(cfg)
@@ -91,7 +93,7 @@ func TestCollectNowRequest(t *testing.T) {
 	assert.Empty(t, rep.Results)
 	assert.Empty(t, rep.Nonce, "a request that cannot be read has no nonce to sign")
 	assert.Contains(t, rep.Error, collector.ErrBadRequest.Error())
-	assert.Equal(t, uint64(4), c.Stats().ControlRequests)
+	assert.Equal(t, int64(4), tel.Sum(t, collector.MetricControlRequests))
 }
 
 // TestCollectNowAnswersOnlyItsOwnHost: the collector subscribes to its
@@ -100,7 +102,8 @@ func TestCollectNowRequest(t *testing.T) {
 // subject that reached its handler anyway is dropped unanswered.
 func TestCollectNowAnswersOnlyItsOwnHost(t *testing.T) {
 	b := runBus(t, t.TempDir(), 0)
-	c, _ := newCollector(t, testConfig(t, b.url, gitTarget("repo", gittest.New(t), time.Hour)), collector.Settings{})
+	tel := telemetrytest.New(t)
+	c, _ := newCollector(t, testConfig(t, b.url, gitTarget("repo", gittest.New(t), time.Hour)), collector.Settings{Telemetry: tel.Providers})
 	require.NoError(t, c.Start(t.Context()))
 	b.waitStored(t, 1)
 
@@ -130,8 +133,8 @@ func TestCollectNowAnswersOnlyItsOwnHost(t *testing.T) {
 	m, err := bound.NextMsg(10 * time.Second)
 	require.NoError(t, err)
 	collector.HandleControl(c, m)
-	assert.Equal(t, uint64(1), c.Stats().ControlForeign)
-	assert.Zero(t, c.Stats().ControlRequests, "nothing collected")
+	assert.Equal(t, int64(1), tel.Sum(t, collector.MetricControlForeign))
+	assert.Zero(t, tel.Sum(t, collector.MetricControlRequests), "nothing collected")
 	// The handler is synchronous up to its decision: a reply would have
 	// been published before HandleControl returned; a flush round trip
 	// later the inbox holds none.

@@ -11,7 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry/telemetrytest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/collector"
 	"github.com/runtimetruth/runtimetruth/services/collector/internal/gittest"
@@ -39,7 +41,9 @@ func TestNATSOutage(t *testing.T) {
 	port := freePort(t)
 	b := runBus(t, store, port)
 	repo := gittest.New(t)
-	c, rec := newCollector(t, testConfig(t, b.url, gitTarget("repo", repo, time.Second)), collector.Settings{})
+	cfg := testConfig(t, b.url, gitTarget("repo", repo, time.Second))
+	tel := telemetrytest.New(t)
+	c, rec := newCollector(t, cfg, collector.Settings{Telemetry: tel.Providers})
 	require.NoError(t, c.Start(t.Context()))
 	b.waitStored(t, 1)
 
@@ -58,12 +62,12 @@ func TestNATSOutage(t *testing.T) {
 		}
 		return nil
 	})
-	assert.Positive(t, c.Stats().SpoolPendingEvents, "events wait in the spool")
+	assert.Positive(t, spoolDepth(t, tel), "events wait in the spool")
 
 	b2 := runBus(t, store, port)
 	natstest.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
-		if s := c.Stats(); s.SpoolPendingEvents > 0 {
-			return fmt.Errorf("%d events still pending", s.SpoolPendingEvents)
+		if n := spoolDepth(t, tel); n > 0 {
+			return fmt.Errorf("%d events still pending", n)
 		}
 		return nil
 	})
@@ -72,9 +76,8 @@ func TestNATSOutage(t *testing.T) {
 	spooled := rec.all()
 	assert.GreaterOrEqual(t, len(spooled), before+5)
 	assertDeliveredOnceInOrder(t, spooled, b2.storedIDs(t))
-	s := c.Stats()
-	assert.Equal(t, uint64(len(spooled)), s.EventsDelivered)
-	assert.Zero(t, s.SpoolPendingEvents)
+	assert.Equal(t, int64(len(spooled)), tel.Sum(t, natsbus.MetricPublished), "events delivered")
+	assert.Zero(t, spoolLeft(t, cfg))
 }
 
 // TestDeliveryRetriesUntilTheStreamExists publishes to a server without
@@ -84,16 +87,17 @@ func TestDeliveryRetriesUntilTheStreamExists(t *testing.T) {
 	_, url := natstest.RunJetStream(t)
 	nc, js := natstest.Connect(t, url)
 	repo := gittest.New(t)
-	c, rec := newCollector(t, testConfig(t, url, gitTarget("repo", repo, time.Hour)), collector.Settings{})
+	tel := telemetrytest.New(t)
+	c, rec := newCollector(t, testConfig(t, url, gitTarget("repo", repo, time.Hour)), collector.Settings{Telemetry: tel.Providers})
 	require.NoError(t, c.Start(t.Context()))
 	require.NoError(t, c.CollectNow(t.Context(), "repo"))
 	natstest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
-		if s := c.Stats(); s.PublishErrors < 2 {
-			return fmt.Errorf("%d publish errors", s.PublishErrors)
+		if n := tel.Sum(t, natsbus.MetricPublishErrors); n < 2 {
+			return fmt.Errorf("%d publish errors", n)
 		}
 		return nil
 	})
-	assert.Zero(t, c.Stats().EventsDelivered)
+	assert.Zero(t, tel.Sum(t, natsbus.MetricPublished), "events delivered")
 
 	require.NoError(t, topology.Ensure(t.Context(), js, 1))
 	b := &bus{url: url, nc: nc, js: js}
@@ -110,7 +114,8 @@ func TestSpoolSurvivesRestart(t *testing.T) {
 	state := t.TempDir()
 	cfg := testConfig(t, deadURL(t), gitTarget("repo", repo, time.Hour))
 	cfg.StateDir = state
-	c1, rec1 := newCollector(t, cfg, collector.Settings{})
+	tel1 := telemetrytest.New(t)
+	c1, rec1 := newCollector(t, cfg, collector.Settings{Telemetry: tel1.Providers})
 	require.NoError(t, c1.Start(t.Context()))
 	for range 3 {
 		require.NoError(t, c1.CollectNow(t.Context(), "repo"))
@@ -118,7 +123,7 @@ func TestSpoolSurvivesRestart(t *testing.T) {
 	shutdown(t, c1, 200*time.Millisecond)
 	first := rec1.all()
 	require.Len(t, first, 4)
-	assert.Zero(t, c1.Stats().EventsDelivered)
+	assert.Zero(t, tel1.Sum(t, natsbus.MetricPublished), "events delivered")
 
 	b := runBus(t, t.TempDir(), 0)
 	cfg.NATS.URL = b.url
@@ -148,11 +153,12 @@ func TestCrashRedeliveryIsDeduplicated(t *testing.T) {
 	require.Len(t, segs, 1)
 	require.NoError(t, os.Remove(filepath.Join(cfg.SpoolDir(), "cursor")))
 
-	c2, rec2 := newCollector(t, cfg, collector.Settings{})
+	tel2 := telemetrytest.New(t)
+	c2, rec2 := newCollector(t, cfg, collector.Settings{Telemetry: tel2.Providers})
 	require.NoError(t, c2.Start(t.Context()))
 	natstest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
-		if s := c2.Stats(); s.EventsDuplicate < 2 {
-			return fmt.Errorf("%d duplicates acknowledged", s.EventsDuplicate)
+		if n := tel2.Sum(t, collector.MetricEventsDuplicates); n < 2 {
+			return fmt.Errorf("%d duplicates acknowledged", n)
 		}
 		return nil
 	})
@@ -165,13 +171,14 @@ func TestSpoolFullRefusesNewEvents(t *testing.T) {
 	repo := gittest.New(t)
 	cfg := testConfig(t, deadURL(t), gitTarget("repo", repo, time.Hour))
 	cfg.Spool.MaxEvents = 2
-	c, rec := newCollector(t, cfg, collector.Settings{})
+	tel := telemetrytest.New(t)
+	c, rec := newCollector(t, cfg, collector.Settings{Telemetry: tel.Providers})
 	require.NoError(t, c.Start(t.Context()))
 	require.NoError(t, c.CollectNow(t.Context(), "repo")) // with the first collection: 2
 	// The first collection runs on its own schedule: wait until it is in
 	// the spool too, so that the spool is full.
 	natstest.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
-		if n := c.Stats().SpoolPendingEvents; n != 2 {
+		if n := spoolDepth(t, tel); n != 2 {
 			return fmt.Errorf("%d events in the spool", n)
 		}
 		return nil
@@ -179,9 +186,8 @@ func TestSpoolFullRefusesNewEvents(t *testing.T) {
 	err := c.CollectNow(t.Context(), "repo")
 	require.ErrorIs(t, err, collector.ErrSpoolFull)
 	require.ErrorIs(t, c.CollectNow(t.Context(), "repo"), collector.ErrSpoolFull)
-	s := c.Stats()
-	assert.Equal(t, uint64(2), s.EventsRefused)
-	assert.Equal(t, 2, s.SpoolPendingEvents)
+	assert.Equal(t, int64(2), tel.Sum(t, collector.MetricEventsRefused))
+	assert.Equal(t, int64(2), spoolDepth(t, tel))
 	kept := rec.all()
 	require.Len(t, kept, 2)
 	shutdown(t, c, 200*time.Millisecond)
@@ -220,11 +226,12 @@ func TestCorruptSpoolTailDeliversTheIntactPrefix(t *testing.T) {
 
 	b := runBus(t, t.TempDir(), 0)
 	cfg.NATS.URL = b.url
-	c2, rec2 := newCollector(t, cfg, collector.Settings{})
+	tel2 := telemetrytest.New(t)
+	c2, rec2 := newCollector(t, cfg, collector.Settings{Telemetry: tel2.Providers})
 	require.NoError(t, c2.Start(t.Context()))
 	b.waitStored(t, 3) // two intact events and c2's first collection
 	shutdown(t, c2, 10*time.Second)
-	assert.Positive(t, c2.Stats().SpoolRecoveredBytes)
+	assert.Positive(t, tel2.Sum(t, collector.MetricSpoolRecovered))
 	stored := b.storedIDs(t)
 	assertDeliveredOnceInOrder(t, append(spooled[:2:2], rec2.all()...), stored)
 	assert.NotContains(t, stored, spooled[2])

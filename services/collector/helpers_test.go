@@ -18,8 +18,10 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry/telemetrytest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/collector"
+	"github.com/runtimetruth/runtimetruth/services/collector/spool"
 )
 
 // The collector starts goroutines per target, a sender and NATS clients;
@@ -131,6 +133,26 @@ func newCollector(t *testing.T, cfg collector.Config, set collector.Settings) (*
 		_ = c.Shutdown(ctx)
 	})
 	return c, rec
+}
+
+// spoolDepth is the events waiting in the spool of a running collector
+// reporting to tel (its MetricSpoolDepth gauge).
+func spoolDepth(t *testing.T, tel *telemetrytest.Recorder) int64 {
+	t.Helper()
+	n, ok := tel.Gauge(t, collector.MetricSpoolDepth)
+	require.True(t, ok, "the spool depth is reported while the collector runs")
+	return n
+}
+
+// spoolLeft is the events left in the spool of a stopped collector of
+// cfg, read from its directory.
+func spoolLeft(t *testing.T, cfg collector.Config) int {
+	t.Helper()
+	sp, err := spool.Open(cfg.SpoolDir(), spool.Options{})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, sp.Close()) }()
+	n, _ := sp.Pending()
+	return n
 }
 
 func shutdown(t *testing.T, c *collector.Collector, timeout time.Duration) {

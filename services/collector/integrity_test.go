@@ -13,6 +13,7 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry/telemetrytest"
 	"github.com/runtimetruth/runtimetruth/services/collector"
 )
 
@@ -62,7 +63,9 @@ func TestPythonTargetReportsEachChangeOnce(t *testing.T) {
 		Options: collector.TargetOptions{Runnable: "pip"}, Interval: time.Hour}
 	// Without a runnable, every distribution is checked.
 	everything := collector.TargetConfig{Name: "everything", Kind: collector.KindPython, Env: venv, Interval: time.Hour}
-	c, _ := newCollector(t, testConfig(t, b.url, target, everything), collector.Settings{})
+	tel := telemetrytest.New(t)
+	c, _ := newCollector(t, testConfig(t, b.url, target, everything), collector.Settings{Telemetry: tel.Providers})
+	modified := collector.AttrType.String(events.TypeRunnableModified)
 	require.NoError(t, c.Start(t.Context()))
 	evs, mods := integrityEvents(t, b.waitStored(t, 2))
 	require.Len(t, evs, 2)
@@ -84,8 +87,8 @@ func TestPythonTargetReportsEachChangeOnce(t *testing.T) {
 	// reported, but its event has the same id: JetStream keeps one.
 	require.NoError(t, c.CollectNow(t.Context(), "everything"))
 	natstest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
-		if s := c.Stats(); s.EventsDuplicate != 1 || s.SpoolPendingEvents != 0 {
-			return fmt.Errorf("%d duplicates, %d pending", s.EventsDuplicate, s.SpoolPendingEvents)
+		if dups, pending := tel.Sum(t, collector.MetricEventsDuplicates), spoolDepth(t, tel); dups != 1 || pending != 0 {
+			return fmt.Errorf("%d duplicates, %d pending", dups, pending)
 		}
 		return nil
 	})
@@ -108,7 +111,7 @@ func TestPythonTargetReportsEachChangeOnce(t *testing.T) {
 	for _, i := range []int{3, 6} {
 		assert.Equal(t, events.IntegritySubject(testHost), msgs[i].Subject(), "message %d", i)
 	}
-	assert.Equal(t, uint64(3), c.Stats().RunnableModified)
+	assert.Equal(t, int64(3), tel.Sum(t, collector.MetricEventsSpooled, modified))
 
 	// Back to the first change (A, B, A), within JetStream's duplicate
 	// window: written again, so a new event, not a copy of the first.
@@ -117,8 +120,8 @@ func TestPythonTargetReportsEachChangeOnce(t *testing.T) {
 	_, mods = integrityEvents(t, b.waitStored(t, 10))
 	require.Len(t, mods, 3)
 	assert.Equal(t, mods[0].ChangeDigest, mods[2].ChangeDigest)
-	assert.Equal(t, uint64(1), c.Stats().EventsDuplicate)
-	assert.Equal(t, uint64(4), c.Stats().RunnableModified)
+	assert.Equal(t, int64(1), tel.Sum(t, collector.MetricEventsDuplicates))
+	assert.Equal(t, int64(4), tel.Sum(t, collector.MetricEventsSpooled, modified))
 }
 
 // TestNodeTargetSnapshotsThenReportsChanges checks a Node project: the

@@ -41,7 +41,7 @@ func (c *Collector) send(ctx context.Context) {
 			if ctx.Err() != nil || errors.Is(err, spool.ErrClosed) {
 				return
 			}
-			c.stats.spoolErrors.Add(1)
+			c.in.spoolError(ctx, SpoolRead)
 			c.log.Error("spool read failed; restart the collector to cut the damaged record", "err", err)
 			if !retry.Sleep(ctx, RetryLongest) {
 				return
@@ -50,7 +50,7 @@ func (c *Collector) send(ctx context.Context) {
 		}
 		msg, enqueued, err := decodeMsg(rec.Data)
 		if err != nil {
-			c.stats.spoolErrors.Add(1)
+			c.in.spoolError(ctx, SpoolDecode)
 			c.log.Error("undecodable spool record skipped", "err", err, "bytes", len(rec.Data))
 		} else if !c.deliver(ctx, msg, enqueued) {
 			return
@@ -64,7 +64,7 @@ func (c *Collector) send(ctx context.Context) {
 			if errors.Is(err, spool.ErrClosed) {
 				return
 			}
-			c.stats.spoolErrors.Add(1)
+			c.in.spoolError(ctx, SpoolCommit)
 			c.log.Error("spool commit failed", "err", err)
 			if !commits.Wait(ctx) {
 				return
@@ -87,11 +87,10 @@ func (c *Collector) deliver(ctx context.Context, msg *nats.Msg, enqueued time.Ti
 		cancel()
 		switch {
 		case err == nil:
-			c.stats.delivered.Add(1)
 			if ack.Duplicate {
-				c.stats.duplicates.Add(1)
+				c.in.duplicates.Add(traced, 1)
 			}
-			c.stats.lastLagNanos.Store(int64(time.Since(enqueued)))
+			c.in.lag.Record(traced, time.Since(enqueued).Seconds())
 			if failing {
 				c.log.Info("publishing again", "id", id, "subject", msg.Subject)
 			}
@@ -99,12 +98,11 @@ func (c *Collector) deliver(ctx context.Context, msg *nats.Msg, enqueued time.Ti
 		case ctx.Err() != nil:
 			return false
 		case permanent(err):
-			c.stats.rejected.Add(1)
+			c.in.rejected.Add(traced, 1)
 			c.log.Error("event refused by NATS for good; removed from the spool",
 				"id", id, "subject", msg.Subject, "bytes", len(msg.Data), "err", err)
 			return true
 		}
-		c.stats.publishErrors.Add(1)
 		if !failing {
 			failing = true
 			pending, _ := c.spool.Pending()

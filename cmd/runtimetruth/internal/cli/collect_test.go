@@ -20,6 +20,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/events/signtest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry/telemetrytest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/collector"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
@@ -32,11 +33,12 @@ const victim = "web-01.example"
 // collectBus is a JetStream server with a verifier (which creates the
 // host registry) and a real collector of victim with one git target,
 // "repo", whose key is enrolled; the collector reaches the server through
-// a gate the test can hold shut.
+// a gate the test can hold shut; tel is the collector's telemetry.
 type collectBus struct {
 	url  string
 	nc   *nats.Conn
 	col  *collector.Collector
+	tel  *telemetrytest.Recorder
 	id   *collector.Identity
 	gate *gate
 }
@@ -50,7 +52,8 @@ func startCollectBus(t *testing.T) *collectBus {
 	cfg.StateDir = t.TempDir()
 	cfg.NATS.URL = g.url
 	cfg.Targets = []collector.TargetConfig{{Name: "repo", Kind: collector.KindGit, Path: gitRepo(t), Interval: time.Hour}}
-	col, err := collector.New(cfg, collector.Settings{})
+	tel := telemetrytest.New(t)
+	col, err := collector.New(cfg, collector.Settings{Telemetry: tel.Providers})
 	require.NoError(t, err)
 	require.NoError(t, col.Start(t.Context()))
 	t.Cleanup(func() {
@@ -68,7 +71,7 @@ func startCollectBus(t *testing.T) *collectBus {
 		_, err := nc.Request(collector.CollectNowSubject(victim), []byte(`{"target":"nope","nonce":"probe"}`), 10*time.Second)
 		return err
 	})
-	return &collectBus{url: b.url, nc: nc, col: col, id: id, gate: g}
+	return &collectBus{url: b.url, nc: nc, col: col, tel: tel, id: id, gate: g}
 }
 
 // collect runs `runtimetruth collect` against the bus.
@@ -312,7 +315,7 @@ func TestCollectWithoutAnAuthenticReply(t *testing.T) {
 // host nothing listens for fails at once.
 func TestCollectNeedsAnEnrolledHost(t *testing.T) {
 	b := startCollectBus(t)
-	before := b.col.Stats().ControlRequests
+	before := b.tel.Sum(t, collector.MetricControlRequests)
 
 	r := b.collect(t, "nowhere.example")
 	assert.Equal(t, 1, r.code, r.stdout)
@@ -323,7 +326,7 @@ func TestCollectNeedsAnEnrolledHost(t *testing.T) {
 	r = b.collect(t, victim+"-pending")
 	assert.Equal(t, 1, r.code, r.stdout)
 	assert.Contains(t, r.stderr, "none of its 1 key(s) is enrolled (1 pending; runtimetruth host approve "+victim+"-pending)")
-	assert.Equal(t, before, b.col.Stats().ControlRequests, "no request sent")
+	assert.Equal(t, before, b.tel.Sum(t, collector.MetricControlRequests), "no request sent")
 
 	r = run(t, "host", "approve", "silent.example", "--key", newSigner(t).KeyID(), "--nats", b.url)
 	require.Equal(t, 0, r.code, r.stderr)

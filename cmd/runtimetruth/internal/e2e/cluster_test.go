@@ -15,9 +15,11 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry/telemetrytest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/collector"
 	"github.com/runtimetruth/runtimetruth/services/collector/inspect"
+	"github.com/runtimetruth/runtimetruth/services/collector/spool"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
 )
 
@@ -105,7 +107,8 @@ func TestClusterNodeOutageWithCollector(t *testing.T) {
 	ccfg.NATS.URL = urls
 	ccfg.StateDir = filepath.Join(t.TempDir(), "collector")
 	ccfg.Targets = targets
-	col, err := collector.New(ccfg, collector.Settings{})
+	colTel := telemetrytest.New(t)
+	col, err := collector.New(ccfg, collector.Settings{Telemetry: colTel.Providers})
 	require.NoError(t, err)
 	enroll(ctx, t, js, ccfg)
 	require.NoError(t, col.Start(ctx))
@@ -160,13 +163,21 @@ func TestClusterNodeOutageWithCollector(t *testing.T) {
 	// Stop collecting: the collector delivers its spool before it stops.
 	collecting = false
 	stop(col)
-	cs := col.Stats()
+	rm := colTel.Collect(t)
+	spooled, delivered := telemetrytest.Sum(rm, collector.MetricEventsSpooled), telemetrytest.Sum(rm, natsbus.MetricPublished)
+	duplicates := telemetrytest.Sum(rm, collector.MetricEventsDuplicates)
 	t.Logf("collector: %d collections, %d events spooled, %d delivered (%d duplicates), %d publish errors",
-		cs.Collections, cs.EventsSpooled, cs.EventsDelivered, cs.EventsDuplicate, cs.PublishErrors)
-	assert.Zero(t, cs.SpoolPendingEvents, "the spool is delivered")
-	assert.Zero(t, cs.CollectionFailures)
-	assert.Zero(t, cs.EventsRefused+cs.EventsRejected+cs.EventsInvalid)
-	assert.Equal(t, cs.EventsSpooled, cs.EventsDelivered-cs.EventsDuplicate, "every event stored once")
+		telemetrytest.Count(rm, collector.MetricCollectionDuration), spooled, delivered, duplicates,
+		telemetrytest.Sum(rm, natsbus.MetricPublishErrors))
+	sp, err := spool.Open(ccfg.SpoolDir(), spool.Options{})
+	require.NoError(t, err)
+	left, _ := sp.Pending()
+	require.NoError(t, sp.Close())
+	assert.Zero(t, left, "the spool is delivered")
+	assert.Zero(t, telemetrytest.Count(rm, collector.MetricCollectionDuration, collector.AttrStatus.String(collector.StatusFailed)))
+	assert.Zero(t, telemetrytest.Sum(rm, collector.MetricEventsRefused)+telemetrytest.Sum(rm, collector.MetricEventsRejected)+
+		telemetrytest.Sum(rm, collector.MetricEventsInvalid))
+	assert.Equal(t, spooled, delivered-duplicates, "every event stored once")
 
 	// Every snapshot is stored and gets exactly one verdict, a pass.
 	natstest.CheckFor(t, 60*time.Second, 20*time.Millisecond, func() error {
@@ -189,7 +200,7 @@ func TestClusterNodeOutageWithCollector(t *testing.T) {
 		require.False(t, evidence[e.ID], "evidence %s stored twice", e.ID)
 		evidence[e.ID] = true
 	}
-	assert.Len(t, evidence, int(cs.EventsSpooled), "no snapshot lost")
+	assert.Len(t, evidence, int(spooled), "no snapshot lost")
 	verdictsOf := map[string]int{}
 	stored := storedEvents(ctx, t, js, topology.StreamVerdicts)
 	for _, e := range stored {
