@@ -152,7 +152,6 @@ var (
 	panics           = reason(natsbus.MetricConsumeErrors, natsbus.ReasonPanic)
 	ackErrors        = reason(natsbus.MetricConsumeErrors, natsbus.ReasonAck)
 	deadLetterErrors = reason(natsbus.MetricConsumeErrors, natsbus.ReasonDeadLetter)
-	fetchErrors      = reason(natsbus.MetricConsumeErrors, natsbus.ReasonFetch)
 )
 
 // of is c's value in rec.
