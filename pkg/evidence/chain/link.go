@@ -1,6 +1,7 @@
 package chain
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -249,6 +250,101 @@ func ParseLink(line []byte) (Link, error) {
 		return Link{}, fmt.Errorf("%w: malformed hash", ErrLink)
 	}
 	return NewLink(l.Chain, l.Seq, l.Prev, l.Hash, ev)
+}
+
+// SplitLine reads a link line in the canonical layout, as Seal writes
+// it, without parsing its event: its chain, seq, prev and hash, and its
+// event's bytes as they are. ok is false for a line in another layout
+// (ParseLink reads it).
+func SplitLine(ln []byte) (l Link, ok bool) {
+	name, seq, prev, hashValue, eventStart, hashStart, _, ok := layout(ln)
+	if !ok {
+		return Link{}, false
+	}
+	return Link{Chain: name, Seq: seq, Prev: prev, Hash: hashValue, Line: ln, Event: ln[eventStart:hashStart:hashStart]}, true
+}
+
+// layout parses the canonical line layout, from both ends.
+func layout(ln []byte) (name string, seq uint64, prev, hashValue string, eventStart, hashStart, prevStart int, ok bool) {
+	const head = `{"chain":"`
+	if !bytes.HasPrefix(ln, []byte(head)) || len(ln) < 100 || ln[len(ln)-1] != '}' {
+		return
+	}
+	// The chain name: a JSON string with canonical escapes.
+	i := len(head)
+	for ; i < len(ln); i++ {
+		if ln[i] == '\\' {
+			i++
+			continue
+		}
+		if ln[i] == '"' {
+			break
+		}
+	}
+	if i >= len(ln) {
+		return
+	}
+	raw := ln[len(head)-1 : i+1]
+	if bytes.IndexByte(raw, '\\') >= 0 {
+		s, err := strconv.Unquote(string(raw))
+		if err != nil || string(canonjson.AppendString(nil, s)) != string(raw) {
+			return
+		}
+		name = s
+	} else {
+		name = string(raw[1 : len(raw)-1])
+	}
+	if !bytes.HasPrefix(ln[i+1:], []byte(`,"event":{`)) {
+		return
+	}
+	eventStart = i + 1 + len(`,"event":`)
+	// The tail: ,"hash":"H","prev":"P","seq":N}
+	end := len(ln) - 1
+	j := end
+	for j > 0 && ln[j-1] >= '0' && ln[j-1] <= '9' {
+		j--
+	}
+	if j == end || (ln[j] == '0' && end-j > 1) {
+		return
+	}
+	n, err := strconv.ParseUint(string(ln[j:end]), 10, 64)
+	if err != nil || n == 0 {
+		return
+	}
+	seq = n
+	const seqKey, prevKey, hashKey = `","seq":`, `,"prev":"`, `,"hash":"`
+	if !bytes.HasSuffix(ln[:j], []byte(seqKey)) {
+		return
+	}
+	// prev's value ends before seqKey; a hash value is "sha256:" or
+	// "hmac-sha256:" and 64 hex digits.
+	k := j - len(seqKey)
+	var ok2 bool
+	if prev, prevStart, ok2 = member(ln, k, prevKey, eventStart); !ok2 || ln[prevStart-1] != '"' {
+		return
+	}
+	if hashValue, hashStart, ok2 = member(ln, prevStart-1, hashKey, eventStart); !ok2 || ln[hashStart-1] != '}' {
+		return
+	}
+	return name, seq, prev, hashValue, eventStart, hashStart, prevStart, true
+}
+
+// member finds the string member key:"<hash>" whose value ends at end
+// (the closing quote), and returns the value and where the member starts.
+func member(ln []byte, end int, key string, floor int) (string, int, bool) {
+	for _, n := range []int{len("sha256:") + 64, len("hmac-sha256:") + 64} {
+		start := end - n - len(key)
+		if start <= floor {
+			continue
+		}
+		if string(ln[start:start+len(key)]) == key {
+			v := string(ln[end-n : end])
+			if validHash(v) {
+				return v, start, true
+			}
+		}
+	}
+	return "", 0, false
 }
 
 func str(v jsontree.Value, key string) (string, error) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash"
 	"hash/maphash"
-	"strconv"
 	"strings"
 
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/canonjson"
@@ -200,89 +199,6 @@ func (d *Digester) Line(ln []byte, pos Position, c *Candidate) {
 	d.m.Write(ln[prevStart:])
 	d.sum = d.m.Sum(d.sum[:0])
 	c.Computed = d.h.Format(d.sum)
-}
-
-// layout parses the canonical line layout, from both ends.
-func layout(ln []byte) (name string, seq uint64, prev, hashValue string, eventStart, hashStart, prevStart int, ok bool) {
-	const head = `{"chain":"`
-	if !bytes.HasPrefix(ln, []byte(head)) || len(ln) < 100 || ln[len(ln)-1] != '}' {
-		return
-	}
-	// The chain name: a JSON string with canonical escapes.
-	i := len(head)
-	for ; i < len(ln); i++ {
-		if ln[i] == '\\' {
-			i++
-			continue
-		}
-		if ln[i] == '"' {
-			break
-		}
-	}
-	if i >= len(ln) {
-		return
-	}
-	raw := ln[len(head)-1 : i+1]
-	if bytes.IndexByte(raw, '\\') >= 0 {
-		s, err := strconv.Unquote(string(raw))
-		if err != nil || string(canonjson.AppendString(nil, s)) != string(raw) {
-			return
-		}
-		name = s
-	} else {
-		name = string(raw[1 : len(raw)-1])
-	}
-	if !bytes.HasPrefix(ln[i+1:], []byte(`,"event":{`)) {
-		return
-	}
-	eventStart = i + 1 + len(`,"event":`)
-	// The tail: ,"hash":"H","prev":"P","seq":N}
-	end := len(ln) - 1
-	j := end
-	for j > 0 && ln[j-1] >= '0' && ln[j-1] <= '9' {
-		j--
-	}
-	if j == end || (ln[j] == '0' && end-j > 1) {
-		return
-	}
-	n, err := strconv.ParseUint(string(ln[j:end]), 10, 64)
-	if err != nil || n == 0 {
-		return
-	}
-	seq = n
-	const seqKey, prevKey, hashKey = `","seq":`, `,"prev":"`, `,"hash":"`
-	if !bytes.HasSuffix(ln[:j], []byte(seqKey)) {
-		return
-	}
-	// prev's value ends before seqKey; a hash value is "sha256:" or
-	// "hmac-sha256:" and 64 hex digits.
-	k := j - len(seqKey)
-	var ok2 bool
-	if prev, prevStart, ok2 = member(ln, k, prevKey, eventStart); !ok2 || ln[prevStart-1] != '"' {
-		return
-	}
-	if hashValue, hashStart, ok2 = member(ln, prevStart-1, hashKey, eventStart); !ok2 || ln[hashStart-1] != '}' {
-		return
-	}
-	return name, seq, prev, hashValue, eventStart, hashStart, prevStart, true
-}
-
-// member finds the string member key:"<hash>" whose value ends at end
-// (the closing quote), and returns the value and where the member starts.
-func member(ln []byte, end int, key string, floor int) (string, int, bool) {
-	for _, n := range []int{len("sha256:") + 64, len("hmac-sha256:") + 64} {
-		start := end - n - len(key)
-		if start <= floor {
-			continue
-		}
-		if string(ln[start:start+len(key)]) == key {
-			v := string(ln[end-n : end])
-			if validHash(v) {
-				return v, start, true
-			}
-		}
-	}
-	return "", 0, false
 }
 
 // Verifier checks links in the order they are stored; it keeps per-chain

@@ -18,7 +18,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -30,7 +29,6 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/runtimetruth/runtimetruth/pkg/evidence/canonjson"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
 
@@ -264,7 +262,7 @@ func (s *Sink) Links(ctx context.Context, chainName string, after uint64, fn fun
 	if err != nil {
 		return err
 	}
-	prefix := append(canonjson.AppendString([]byte(`{"chain":`), chainName), `,"event":`...)
+	prefix := chain.LineStart(nil, chainName)
 	for _, path := range files {
 		if err := scan(ctx, path, prefix, after, fn); err != nil {
 			return err
@@ -497,29 +495,19 @@ func scanIDs(ctx context.Context, path string, fn func(chainName string, id []by
 	defer func() { _ = f.Close() }()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 256<<10), chain.MaxLinkSize+1)
-	var name string
-	var last []byte // the chain name as written, for reuse
 	for n := 0; sc.Scan(); n++ {
-		ln := sc.Bytes()
-		raw, event, ok := lineParts(ln)
+		l, ok := chain.SplitLine(sc.Bytes())
 		if !ok {
-			r, err := link.Parse(ln) // not in the canonical layout: parse it
-			if err != nil {
+			// Not in the canonical layout: parse it.
+			if l, err = chain.ParseLink(sc.Bytes()); err != nil {
 				return fmt.Errorf("read audit log %s: %w", path, err)
 			}
-			raw, event = []byte(canonjson.AppendString(nil, r.Chain)), r.Event
 		}
-		id, message, ok := chain.EventID(event)
+		id, message, ok := chain.EventID(l.Event)
 		if !ok || !message {
 			continue
 		}
-		if !bytes.Equal(raw, last) {
-			last = append(last[:0], raw...)
-			if err := json.Unmarshal(raw, &name); err != nil {
-				return fmt.Errorf("read audit log %s: chain name: %w", path, err)
-			}
-		}
-		if err := fn(name, id); err != nil {
+		if err := fn(l.Chain, id); err != nil {
 			return err
 		}
 		if n%4096 == 0 {
@@ -532,32 +520,6 @@ func scanIDs(ctx context.Context, path string, fn func(chainName string, id []by
 		return fmt.Errorf("read audit log %s: %w", path, err)
 	}
 	return nil
-}
-
-// lineParts splits a link line in the canonical layout,
-// {"chain":"…","event":{…},"hash":…}, into the chain name as a JSON
-// string and the event.
-func lineParts(ln []byte) (chainName, event []byte, ok bool) {
-	const head = `{"chain":"`
-	if !bytes.HasPrefix(ln, []byte(head)) {
-		return nil, nil, false
-	}
-	i := len(head)
-	for ; i < len(ln) && ln[i] != '"'; i++ {
-		if ln[i] == '\\' {
-			i++
-		}
-	}
-	const ev = `,"event":`
-	if i >= len(ln) || !bytes.HasPrefix(ln[i+1:], []byte(ev)) {
-		return nil, nil, false
-	}
-	end := bytes.LastIndex(ln, []byte(`,"hash":"`))
-	start := i + 1 + len(ev)
-	if end < start {
-		return nil, nil, false
-	}
-	return ln[len(head)-1 : i+1], ln[start:end], true
 }
 
 // Source returns a chain.Source reading the JSONL files in order (Files
