@@ -21,8 +21,25 @@
 // integrity audit file), and the verifier (Run, RunWith over a Source:
 // Lines for JSONL, or rows) recomputes chains and names the first broken
 // link and why: changed, missing, reordered, duplicated, malformed, or —
-// against checkpoints — truncated or rewritten. Checkpoint is the signed
-// high-water mark.
+// against checkpoints — truncated or rewritten.
+//
+// A checkpoint (Checkpoint) is the auditor's signed high-water mark: it
+// asserts that a chain's link seq has hash head, signed with the auditor's
+// Ed25519 key. Kept outside the chain's store (in a SIEM through syslog,
+// or a file), checkpoints make truncation and a full rewrite of a chain
+// detectable. The signature covers the RFC 8785 form of
+// {"auditor","chain","head","seq","time"}. A checkpoint travels as a JSON
+// line,
+//
+//	{"auditor":"/auditor/a1","chain":"VERDICTS/web-01","head":"sha256:…","key":"<key id>","seq":42,"sig":"<base64>","time":"…"}
+//
+// or as an RFC 5424 structured-data element,
+//
+//	[rtcheckpoint@32473 chain="…" seq="42" head="sha256:…" time="…" auditor="…" key="…" sig="…"]
+//
+// and ReadCheckpoints finds both in any text (a syslog receiver's log
+// included). The key id is the first 16 hex digits of the SHA-256 of the
+// public key's PKIX DER form.
 //
 // The verifier is built for speed: a link stored canonically (as Seal
 // writes it) is checked by hashing its bytes as they are, and hashing

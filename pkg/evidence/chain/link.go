@@ -95,10 +95,10 @@ func (h Hasher) Format(sum []byte) string {
 	return string(hex.AppendEncode(append(buf[:0], h.Prefix()...), sum))
 }
 
-// Body appends the canonical bytes the hash covers,
+// body appends the canonical bytes the hash covers,
 // {"chain":…,"event":…,"prev":…,"seq":…}, to dst; event must be
 // canonical JSON.
-func Body(dst []byte, chainName string, seq uint64, prev string, event []byte) []byte {
+func body(dst []byte, chainName string, seq uint64, prev string, event []byte) []byte {
 	dst = append(dst, `{"chain":`...)
 	dst = canonjson.AppendString(dst, chainName)
 	dst = append(dst, `,"event":`...)
@@ -122,7 +122,7 @@ func (h Hasher) Sum(chainName string, seq uint64, prev string, event []byte) str
 		m = &mac{Hash: h.New()}
 	}
 	buf := getBuffer()
-	*buf = Body((*buf)[:0], chainName, seq, prev, event)
+	*buf = body((*buf)[:0], chainName, seq, prev, event)
 	m.Write(*buf)
 	putBuffer(buf)
 	return h.Format(m.Sum(m.sum[:0]))

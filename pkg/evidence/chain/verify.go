@@ -161,7 +161,7 @@ func NewDigester(h Hasher) *Digester { return &Digester{h: h, m: h.New()} }
 
 // Row hashes a row's parts, taking the stored event bytes as canonical.
 func (d *Digester) Row(c *Candidate) {
-	d.buf = Body(d.buf[:0], c.Chain, c.Seq, c.Prev, c.Event)
+	d.buf = body(d.buf[:0], c.Chain, c.Seq, c.Prev, c.Event)
 	d.m.Reset()
 	d.m.Write(d.buf)
 	d.sum = d.m.Sum(d.sum[:0])
