@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/lifecycle"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/regfile"
@@ -264,7 +265,7 @@ func (a *Auditor) headsLocked() map[string]link.Head {
 // far.
 type startState struct {
 	js     jetstream.JetStream
-	h      link.Hasher
+	h      chain.Hasher
 	cpKey  ed25519.PrivateKey
 	leases *leases
 	drains []jetstream.ConsumeContext
@@ -303,7 +304,7 @@ func (a *Auditor) prepare(ctx context.Context, js jetstream.JetStream) (*startSt
 	if err != nil {
 		return nil, err
 	}
-	st := &startState{js: js, h: link.NewHasher(key), cpKey: cpKey, leases: ls, sinks: &sinkSet{}, pos: map[string]*atomic.Uint64{}}
+	st := &startState{js: js, h: chain.NewHasher(key), cpKey: cpKey, leases: ls, sinks: &sinkSet{}, pos: map[string]*atomic.Uint64{}}
 	fail := func(err error) (*startState, error) {
 		stopDrains(st.drains)
 		err = errors.Join(err, st.sinks.close())
@@ -627,4 +628,36 @@ func LoadKey(path string) ([]byte, error) {
 		return nil, fmt.Errorf("hmac key %s: %d bytes, want at least 16", path, len(b))
 	}
 	return b, nil
+}
+
+// LoadCheckpointKey reads the checkpoint signing key: a PEM PKCS #8
+// Ed25519 private key file (openssl genpkey -algorithm ed25519).
+func LoadCheckpointKey(path string) (ed25519.PrivateKey, error) {
+	b, err := regfile.Read(path, chain.MaxKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint key: %w", err)
+	}
+	return chain.ParsePrivateKey(b, path)
+}
+
+// LoadCheckpointPublicKey reads the key that checks checkpoints: a PEM
+// PKIX Ed25519 public key file, or the private key file.
+func LoadCheckpointPublicKey(path string) (ed25519.PublicKey, error) {
+	b, err := regfile.Read(path, chain.MaxKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint public key: %w", err)
+	}
+	return chain.ParsePublicKey(b, path)
+}
+
+// ReadCheckpoints reads every checkpoint in a file of JSON checkpoint
+// lines or syslog messages (chain.ReadCheckpoints), checking each
+// signature against pub when pub is not nil.
+func ReadCheckpoints(path string, pub ed25519.PublicKey) ([]chain.Checkpoint, error) {
+	f, err := regfile.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoints: %w", err)
+	}
+	defer func() { _ = f.Close() }()
+	return chain.ReadCheckpoints(f, path, pub)
 }

@@ -12,12 +12,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/config"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/services/auditor"
 	"github.com/runtimetruth/runtimetruth/services/auditor/auditortest"
 	"github.com/runtimetruth/runtimetruth/services/auditor/jsonl"
-	"github.com/runtimetruth/runtimetruth/services/auditor/link"
 )
 
 func TestShutdownWithoutStart(t *testing.T) {
@@ -149,7 +149,7 @@ func TestCrashMidBatchThenRestart(t *testing.T) {
 				return
 			}
 			exactlyOnceRows(t, cfg.ClickHouse.DSN, e.stored(t))
-			rep, _ := verifyStore(t, cfg.ClickHouse.DSN, link.NewHasher(nil), nil)
+			rep, _ := verifyStore(t, cfg.ClickHouse.DSN, chain.NewHasher(nil), nil)
 			require.Nil(t, rep.Broken)
 			assert.Equal(t, n+m+k, rep.Links)
 		})

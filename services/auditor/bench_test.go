@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
@@ -106,7 +107,7 @@ func rawInsert(b *testing.B, s *chstore.Store, recs []link.Record, batch int) {
 func BenchmarkClickHouseAppend(b *testing.B) {
 	const n = 16384
 	msgs := benchMessages(b, n)
-	h := link.NewHasher([]byte("0123456789abcdef0123456789abcdef"))
+	h := chain.NewHasher([]byte("0123456789abcdef0123456789abcdef"))
 	seal := auditor.NewWriter(h, nil, nil, telemetry.Providers{})
 	var pre auditor.Batch
 	if err := seal.SealAll(context.Background(), &pre, msgs, "/auditor/bench"); err != nil {
@@ -150,7 +151,7 @@ func BenchmarkClickHouseAppend(b *testing.B) {
 
 // auditorAppend appends msgs to a chain in s as a stream loop does: the
 // next batch is sealed while the previous one is written.
-func auditorAppend(b *testing.B, h link.Hasher, s *chstore.Store, msgs []*link.Message, batch int) {
+func auditorAppend(b *testing.B, h chain.Hasher, s *chstore.Store, msgs []*link.Message, batch int) {
 	w := auditor.NewWriter(h, []auditor.SinkSpec{{Sink: s, Required: true}}, nil, telemetry.Providers{})
 	// As at the auditor's start: the heads and the event ids from the sink.
 	if err := w.Recover(context.Background()); err != nil {
@@ -204,7 +205,7 @@ func BenchmarkAuditorThroughput(b *testing.B) {
 		b.Fatal(err)
 	}
 	msgs := benchMessages(b, n)
-	h := link.NewHasher(nil)
+	h := chain.NewHasher(nil)
 	seal := auditor.NewWriter(h, nil, nil, telemetry.Providers{})
 	var pre auditor.Batch
 	if err := seal.SealAll(context.Background(), &pre, msgs, "/auditor/bench"); err != nil {

@@ -49,5 +49,6 @@
 // Signed checkpoints (chain, seq, head hash; Ed25519) go to syslog and a
 // file, so that truncation and a full rewrite are detectable from outside
 // the database. `runtimetruth audit verify` recomputes the chains
-// (package verify).
+// (pkg/evidence/chain's verifier), and checks the evidence signatures
+// links carry with package signatures.
 package auditor

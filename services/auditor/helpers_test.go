@@ -19,13 +19,13 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/auditor"
 	"github.com/runtimetruth/runtimetruth/services/auditor/auditortest"
 	"github.com/runtimetruth/runtimetruth/services/auditor/jsonl"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
-	"github.com/runtimetruth/runtimetruth/services/auditor/verify"
 )
 
 var hosts = []string{"web-01.example.com", "web-02.example.com", "db 03"}
@@ -196,7 +196,7 @@ func readLog(t *testing.T, path string) []link.Record {
 	t.Helper()
 	files, err := jsonl.Files(path)
 	require.NoError(t, err)
-	rep, err := verify.Run(context.Background(), link.NewHasher(nil), nil, verify.Files(files))
+	rep, err := chain.Run(context.Background(), chain.NewHasher(nil), nil, jsonl.Source(files))
 	require.NoError(t, err)
 	require.Nil(t, rep.Broken, "the log verifies")
 	var out []link.Record

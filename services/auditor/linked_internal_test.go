@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
 	"github.com/runtimetruth/runtimetruth/services/auditor/auditortest"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
@@ -68,7 +69,7 @@ func TestSealAllLinksEachIDOnce(t *testing.T) {
 	}
 	// The first id in another chain: not a copy there.
 	sink.ids[idKey{"VERDICTS/elsewhere", "unrelated"}] = true
-	w := NewWriter(link.NewHasher(nil), []SinkSpec{{Sink: sink, Required: true}}, nil, telemetry.Providers{})
+	w := NewWriter(chain.NewHasher(nil), []SinkSpec{{Sink: sink, Required: true}}, nil, telemetry.Providers{})
 	require.NoError(t, w.Recover(ctx))
 
 	var b Batch
@@ -129,7 +130,7 @@ func BenchmarkSealAllIDs(b *testing.B) {
 	}
 	ctx := context.Background()
 	newWriter := func() *Writer {
-		w := NewWriter(link.NewHasher(nil), []SinkSpec{{Sink: &idSink{ids: map[idKey]bool{}}, Required: true}}, nil, telemetry.Providers{})
+		w := NewWriter(chain.NewHasher(nil), []SinkSpec{{Sink: &idSink{ids: map[idKey]bool{}}, Required: true}}, nil, telemetry.Providers{})
 		if err := w.Recover(ctx); err != nil {
 			b.Fatal(err)
 		}

@@ -11,12 +11,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/services/auditor"
 	"github.com/runtimetruth/runtimetruth/services/auditor/auditortest"
 	"github.com/runtimetruth/runtimetruth/services/auditor/chstore"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
-	"github.com/runtimetruth/runtimetruth/services/auditor/verify"
 )
 
 // again is m once more, as a new stream message: without its Nats-Msg-Id
@@ -132,7 +132,7 @@ func linksOf(t *testing.T, cfg auditor.Config) []link.Record {
 	s, err := chstore.Open(ctx, chstore.Options{DSN: cfg.ClickHouse.DSN})
 	require.NoError(t, err)
 	defer func() { _ = s.Close() }()
-	rep, err := verify.Run(ctx, link.NewHasher(nil), nil, s.Source(ctx))
+	rep, err := chain.Run(ctx, chain.NewHasher(nil), nil, s.Source(ctx))
 	require.NoError(t, err)
 	require.Nil(t, rep.Broken)
 	var out []link.Record

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/services/auditor"
 	"github.com/runtimetruth/runtimetruth/services/auditor/auditortest"
@@ -88,7 +89,7 @@ func checkPartitions(t *testing.T, e *env, cfgs []auditor.Config, sink string) {
 	if sink == "clickhouse" {
 		exactlyOnceRows(t, cfgs[0].ClickHouse.DSN, stored)
 		// One table: a chain written by two partitions would fork.
-		rep, _ := verifyStore(t, cfgs[0].ClickHouse.DSN, link.NewHasher(nil), nil)
+		rep, _ := verifyStore(t, cfgs[0].ClickHouse.DSN, chain.NewHasher(nil), nil)
 		require.Nil(t, rep.Broken)
 		return
 	}

@@ -10,14 +10,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/runtimetruth/runtimetruth/services/auditor/checkpoint"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/services/auditor/jsonl"
-	"github.com/runtimetruth/runtimetruth/services/auditor/link"
 )
 
 // CheckpointSink receives checkpoints.
 type CheckpointSink interface {
-	SendCheckpoints(ctx context.Context, cps []checkpoint.Checkpoint) error
+	SendCheckpoints(ctx context.Context, cps []chain.Checkpoint) error
 }
 
 // sinkSet is the sinks of an auditor, in the writer's order: the JSONL
@@ -84,7 +83,7 @@ func (a *Auditor) spec(s Sink, required bool) *SinkSpec {
 
 // openSinks opens the configured JSONL and syslog sinks and the checkpoint
 // file; ClickHouse is opened by bringUp.
-func (a *Auditor) openSinks(ctx context.Context, h link.Hasher) (*sinkSet, error) {
+func (a *Auditor) openSinks(ctx context.Context, h chain.Hasher) (*sinkSet, error) {
 	set := &sinkSet{}
 	if c := a.cfg.JSONL; c.Path != "" {
 		s, err := jsonl.Open(ctx, jsonl.Options{Path: c.Path, MaxBytes: c.MaxBytes, Hasher: h})
@@ -132,7 +131,7 @@ func (a *Auditor) loadCheckpointKey() (ed25519.PrivateKey, error) {
 	if a.cfg.Checkpoint.KeyFile == "" {
 		return nil, nil
 	}
-	return checkpoint.LoadPrivateKey(a.cfg.Checkpoint.KeyFile)
+	return LoadCheckpointKey(a.cfg.Checkpoint.KeyFile)
 }
 
 // newCheckpointer returns the checkpointer of w's chains, or nil when no
@@ -169,12 +168,12 @@ func (c *checkpointer) emit(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := time.Now().UTC()
-	var cps []checkpoint.Checkpoint
+	var cps []chain.Checkpoint
 	for name, h := range c.w.Heads() {
 		if h.Seq == 0 || c.last[name] == h.Seq {
 			continue
 		}
-		cps = append(cps, checkpoint.Sign(checkpoint.Checkpoint{Chain: name, Seq: h.Seq, Head: h.Hash, Time: now, Auditor: c.auditor}, c.key))
+		cps = append(cps, chain.Checkpoint{Chain: name, Seq: h.Seq, Head: h.Hash, Time: now, Auditor: c.auditor}.Sign(c.key))
 	}
 	if len(cps) == 0 {
 		return nil
@@ -198,7 +197,7 @@ func (c *checkpointer) emit(ctx context.Context) error {
 // checkpointFile appends checkpoints to a file as JSON lines.
 type checkpointFile struct{ path string }
 
-func (f *checkpointFile) SendCheckpoints(_ context.Context, cps []checkpoint.Checkpoint) error {
+func (f *checkpointFile) SendCheckpoints(_ context.Context, cps []chain.Checkpoint) error {
 	if err := os.MkdirAll(filepath.Dir(f.path), 0o700); err != nil {
 		return fmt.Errorf("checkpoint file: %w", err)
 	}

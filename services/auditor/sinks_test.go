@@ -18,12 +18,10 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/services/auditor"
 	"github.com/runtimetruth/runtimetruth/services/auditor/auditortest"
-	"github.com/runtimetruth/runtimetruth/services/auditor/checkpoint"
 	"github.com/runtimetruth/runtimetruth/services/auditor/chstore"
 	"github.com/runtimetruth/runtimetruth/services/auditor/jsonl"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
 	"github.com/runtimetruth/runtimetruth/services/auditor/syslog"
-	"github.com/runtimetruth/runtimetruth/services/auditor/verify"
 )
 
 const hmacKey = "an audit key of at least 16 bytes"
@@ -36,7 +34,7 @@ func keys(t *testing.T, dir string) (hmacFile, cpFile string, pub ed25519.Public
 	_, k, err := ed25519.GenerateKey(nil)
 	require.NoError(t, err)
 	cpFile = filepath.Join(dir, "checkpoint.pem")
-	require.NoError(t, os.WriteFile(cpFile, checkpoint.MarshalPrivateKey(k), 0o600))
+	require.NoError(t, os.WriteFile(cpFile, chain.MarshalPrivateKey(k), 0o600))
 	return hmacFile, cpFile, k.Public().(ed25519.PublicKey)
 }
 
@@ -45,13 +43,13 @@ type linkKey struct {
 	seq   uint64
 }
 
-func verifyStore(t *testing.T, dsn string, h link.Hasher, cps []chain.Checkpoint) (verify.Report, map[linkKey]string) {
+func verifyStore(t *testing.T, dsn string, h chain.Hasher, cps []chain.Checkpoint) (chain.Report, map[linkKey]string) {
 	t.Helper()
 	ctx := context.Background()
 	s, err := chstore.Open(ctx, chstore.Options{DSN: dsn})
 	require.NoError(t, err)
 	defer func() { _ = s.Close() }()
-	rep, err := verify.Run(ctx, h, cps, s.Source(ctx))
+	rep, err := chain.Run(ctx, h, cps, s.Source(ctx))
 	require.NoError(t, err)
 	rows := map[linkKey]string{}
 	r, err := s.Conn().Query(ctx, "SELECT chain, seq, hash FROM "+s.Table())
@@ -93,10 +91,10 @@ func TestPipelineToEverySink(t *testing.T) {
 	waitLinks(t, a, n)
 	stop(t, a)
 
-	h := link.NewHasher([]byte(hmacKey))
+	h := chain.NewHasher([]byte(hmacKey))
 	files, err := jsonl.Files(cfg.JSONL.Path)
 	require.NoError(t, err)
-	jrep, err := verify.Run(context.Background(), h, nil, verify.Files(files))
+	jrep, err := chain.Run(context.Background(), h, nil, jsonl.Source(files))
 	require.NoError(t, err)
 	require.Nil(t, jrep.Broken)
 	crep, rows := verifyStore(t, cfg.ClickHouse.DSN, h, nil)
@@ -115,14 +113,14 @@ func TestPipelineToEverySink(t *testing.T) {
 				return err
 			}
 			if m.MsgID == "checkpoint" {
-				c, _, err := checkpoint.Parse([]byte(ln))
+				c, _, err := chain.ParseCheckpoint([]byte(ln))
 				if err != nil {
 					return err
 				}
 				if err := c.Verify(pub); err != nil {
 					return err
 				}
-				cps = append(cps, checkpoint.ForChain([]checkpoint.Checkpoint{c})...)
+				cps = append(cps, []chain.Checkpoint{c}...)
 				continue
 			}
 			sd := m.SD["rtlink@32473"]
@@ -155,7 +153,7 @@ func TestPipelineToEverySink(t *testing.T) {
 	assert.Positive(t, warnings)
 	dashboards(t, cfg.ClickHouse.DSN, recs)
 	require.NotEmpty(t, cps, "checkpoints reached rsyslog")
-	fileCps, err := checkpoint.ReadFile(cfg.Checkpoint.File, pub)
+	fileCps, err := auditor.ReadCheckpoints(cfg.Checkpoint.File, pub)
 	require.NoError(t, err)
 	assert.NotEmpty(t, fileCps)
 
@@ -172,7 +170,7 @@ func TestPipelineToEverySink(t *testing.T) {
 }
 
 // readLogKeyed returns the records of a JSONL log (verified above).
-func readLogKeyed(t *testing.T, path string, _ link.Hasher) []link.Record {
+func readLogKeyed(t *testing.T, path string, _ chain.Hasher) []link.Record {
 	t.Helper()
 	files, err := jsonl.Files(path)
 	require.NoError(t, err)
@@ -273,7 +271,7 @@ func TestClickHouseOutage(t *testing.T) {
 	srv.Start()
 	waitLinks(t, a, n+m)
 	stop(t, a)
-	rep, rows := verifyStore(t, srv.DSN, link.NewHasher(nil), nil)
+	rep, rows := verifyStore(t, srv.DSN, chain.NewHasher(nil), nil)
 	require.Nil(t, rep.Broken)
 	assert.Len(t, rows, n+m)
 	exactlyOnceRows(t, srv.DSN, e.stored(t))
@@ -337,7 +335,7 @@ func TestCrashBetweenSinks(t *testing.T) {
 	assert.Positive(t, counted(t, b, auditor.MetricSinkCaughtUp), "ClickHouse was brought level from the log")
 	exactlyOnce(t, readLog(t, cfg.JSONL.Path), e.stored(t))
 	exactlyOnceRows(t, cfg.ClickHouse.DSN, e.stored(t))
-	rep, _ := verifyStore(t, cfg.ClickHouse.DSN, link.NewHasher(nil), nil)
+	rep, _ := verifyStore(t, cfg.ClickHouse.DSN, chain.NewHasher(nil), nil)
 	require.Nil(t, rep.Broken)
 }
 
@@ -346,6 +344,6 @@ func jsonlHeads(path string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	rep, err := verify.Run(context.Background(), link.NewHasher(nil), nil, verify.Files(files))
+	rep, err := chain.Run(context.Background(), chain.NewHasher(nil), nil, jsonl.Source(files))
 	return rep.Links, err
 }

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/runtimetruth/runtimetruth/pkg/evidence/jsontree"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
 )
@@ -66,7 +66,7 @@ var ErrFork = errors.New("audit sinks disagree")
 // required sink. With Owns it writes only some chains (this auditor's
 // partition): the sinks may hold others, which it leaves alone.
 type Writer struct {
-	h      link.Hasher
+	h      chain.Hasher
 	strict bool
 	sinks  []SinkSpec
 	log    *slog.Logger
@@ -82,7 +82,7 @@ type Writer struct {
 
 // NewWriter returns a writer over sinks, counting into tel's meter;
 // call Recover before appending.
-func NewWriter(h link.Hasher, sinks []SinkSpec, log *slog.Logger, tel telemetry.Providers) *Writer {
+func NewWriter(h chain.Hasher, sinks []SinkSpec, log *slog.Logger, tel telemetry.Providers) *Writer {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -376,9 +376,7 @@ func (w *Writer) SealAll(ctx context.Context, b *Batch, msgs []*link.Message, so
 				head = w.Head(p.Chain)
 			}
 		}
-		r := w.h.SealPrepared(p, head)
-		// The sinks need the bytes, not the tree: let it go early.
-		r.Link.Event = jsontree.Value{}
+		r := p.Seal(w.h, head)
 		if r.Meta.Rejected {
 			count(w.in.rejections, 1)
 		}

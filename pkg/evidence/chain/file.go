@@ -1,25 +1,26 @@
 package chain
 
 import (
-	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"syscall"
 
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/canonjson"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/jsontree"
 )
 
-// ErrBroken is returned by Append when the existing file does not verify:
+// ErrBroken is returned by AppendFile when the existing file does not verify:
 // nothing is appended to a broken chain.
 var ErrBroken = errors.New("audit chain is broken")
 
-// AppendFile appends one link for ev to the chain chainName in the JSONL file
-// at path, creating it (mode 0600) if needed, and fsyncs it. Concurrent
-// writers (processes too) are serialized with an exclusive flock; the head
-// is recovered by verifying the file under the lock, so a tampered file is
-// refused (ErrBroken) rather than extended.
+// AppendFile appends one link for ev (in canonical form) to the chain
+// chainName in the JSONL file at path, creating it (mode 0600) if needed,
+// and fsyncs it. Concurrent writers (processes too) are serialized with an
+// exclusive flock; the head is recovered by verifying the file under the
+// lock, so a tampered file is refused (ErrBroken) rather than extended.
 func AppendFile(path string, h Hasher, chainName string, ev jsontree.Value) (Link, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
@@ -33,26 +34,22 @@ func AppendFile(path string, h Hasher, chainName string, ev jsontree.Value) (Lin
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return Link{}, fmt.Errorf("read audit chain %s: %w", path, err)
 	}
-	rep, err := Verify(bufio.NewReader(f), h, nil)
+	rep, err := Run(context.Background(), h, nil, Lines(f, ""))
 	if err != nil {
 		return Link{}, err
 	}
 	if rep.Broken != nil {
 		return Link{}, fmt.Errorf("%w: %s: %w", ErrBroken, path, rep.Broken)
 	}
-	var head *Link
-	if hd, ok := rep.Chains[chainName]; ok {
-		head = &Link{Seq: hd.Seq, Hash: hd.Hash}
+	if chainName == "" {
+		return Link{}, fmt.Errorf("%w: empty chain name", ErrLink)
 	}
-	l, err := h.Next(chainName, head, ev)
+	event, err := canonjson.Marshal(ev)
 	if err != nil {
-		return Link{}, err
+		return Link{}, fmt.Errorf("%w: event: %w", ErrLink, err)
 	}
-	b, err := l.Marshal()
-	if err != nil {
-		return Link{}, err
-	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
+	l := h.Seal(chainName, rep.Chains[chainName], event)
+	if _, err := f.Write(append(l.Line, '\n')); err != nil {
 		return Link{}, fmt.Errorf("append audit chain %s: %w", path, err)
 	}
 	if err := f.Sync(); err != nil {

@@ -28,7 +28,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/jsontree"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/report"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
@@ -352,7 +354,7 @@ func Exec(tb testing.TB, dsn string, stmts ...string) {
 
 // Records seals n fixture events (the Payload mix, a malformed one every
 // 50) into their chains, as the auditor would record stream messages.
-func Records(tb testing.TB, h link.Hasher, n int, hosts []string) []link.Record {
+func Records(tb testing.TB, h chain.Hasher, n int, hosts []string) []link.Record {
 	tb.Helper()
 	heads := map[string]link.Head{}
 	seqs := map[string]uint64{}
@@ -366,7 +368,7 @@ func Records(tb testing.TB, h link.Hasher, n int, hosts []string) []link.Record 
 		seqs[stream]++
 		msg := Message(tb, stream, seqs[stream], m)
 		name := link.ChainName(msg.Stream, msg.Subject)
-		r, err := h.Seal(name, heads[name], link.Entry(msg, events.Source("auditor", "fixture")))
+		r, err := link.Seal(h, name, heads[name], link.Entry(msg, events.Source("auditor", "fixture")))
 		if err != nil {
 			tb.Fatalf("seal %d: %v", i, err)
 		}
@@ -374,6 +376,16 @@ func Records(tb testing.TB, h link.Hasher, n int, hosts []string) []link.Record 
 		out = append(out, r)
 	}
 	return out
+}
+
+// Tree is the event of r as a tree, to seal it again (link.Seal).
+func Tree(tb testing.TB, r link.Record) jsontree.Value {
+	tb.Helper()
+	ev, err := jsontree.Parse(r.Event)
+	if err != nil {
+		tb.Fatalf("event of chain %q seq %d: %v", r.Chain, r.Seq, err)
+	}
+	return ev
 }
 
 // Rsyslog is the test rsyslog receiver (scripts/start-rsyslog.sh).

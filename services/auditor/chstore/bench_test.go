@@ -8,10 +8,10 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/services/auditor/auditortest"
 	"github.com/runtimetruth/runtimetruth/services/auditor/chstore"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
-	"github.com/runtimetruth/runtimetruth/services/auditor/verify"
 )
 
 // BenchmarkVerifyClickHouse reports the rows/s `audit verify --clickhouse`
@@ -28,14 +28,14 @@ func BenchmarkVerifyClickHouse(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer func() { _ = s.Close() }()
-	h := link.NewHasher([]byte("0123456789abcdef0123456789abcdef"))
+	h := chain.NewHasher([]byte("0123456789abcdef0123456789abcdef"))
 	recs := auditortest.Records(b, h, 2000, []string{"h0", "h1", "h2", "h3", "h4", "h5", "h6", "h7"})
 	// 25 rounds of the same 2000 events, re-sealed so the chains continue.
 	heads := map[string]link.Head{}
 	for round := 0; round < n/len(recs); round++ {
 		batch := make([]link.Record, 0, len(recs))
 		for _, r := range recs {
-			nr, err := h.Seal(r.Chain, heads[r.Chain], r.Link.Event)
+			nr, err := link.Seal(h, r.Chain, heads[r.Chain], auditortest.Tree(b, r))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -133,7 +133,7 @@ func BenchmarkVerifyClickHouse(b *testing.B) {
 	}{{"verify-order-by", ordered}, {"verify", s}} {
 		b.Run(v.name, func(b *testing.B) {
 			for b.Loop() {
-				rep, err := verify.Run(ctx, h, nil, v.store.Source(ctx))
+				rep, err := chain.Run(ctx, h, nil, v.store.Source(ctx))
 				if err != nil || rep.Broken != nil || rep.Links != n {
 					b.Fatal(err, rep.Broken)
 				}

@@ -14,7 +14,6 @@ import (
 	"github.com/runtimetruth/runtimetruth/services/auditor/auditortest"
 	"github.com/runtimetruth/runtimetruth/services/auditor/chstore"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
-	"github.com/runtimetruth/runtimetruth/services/auditor/verify"
 )
 
 var (
@@ -57,10 +56,10 @@ func write(t *testing.T, s *chstore.Store, recs []link.Record, batch int) {
 	}
 }
 
-func run(t *testing.T, s *chstore.Store, h link.Hasher, cps []chain.Checkpoint) verify.Report {
+func run(t *testing.T, s *chstore.Store, h chain.Hasher, cps []chain.Checkpoint) chain.Report {
 	t.Helper()
 	ctx := context.Background()
-	rep, err := verify.Run(ctx, h, cps, s.Source(ctx))
+	rep, err := chain.Run(ctx, h, cps, s.Source(ctx))
 	require.NoError(t, err)
 	return rep
 }
@@ -68,7 +67,7 @@ func run(t *testing.T, s *chstore.Store, h link.Hasher, cps []chain.Checkpoint) 
 func TestWriteReadVerify(t *testing.T) {
 	s, _ := open(t)
 	ctx := context.Background()
-	h := link.NewHasher(key)
+	h := chain.NewHasher(key)
 	recs := auditortest.Records(t, h, 300, hosts)
 	write(t, s, recs, 64)
 
@@ -112,14 +111,14 @@ func TestWriteReadVerify(t *testing.T) {
 	// Link by link, the merged read hands out what ORDER BY does.
 	order := func(st *chstore.Store) []string {
 		var out []string
-		_, err := verify.RunVisit(ctx, h, nil, st.Source(ctx), func(c *verify.Candidate) {
+		_, err := chain.RunVisit(ctx, h, nil, st.Source(ctx), func(c *chain.Candidate) {
 			out = append(out, fmt.Sprintf("%d %s %d %s", c.Pos.Row, c.Chain, c.Seq, c.Hash))
 		})
 		require.NoError(t, err)
 		return out
 	}
 	assert.Equal(t, order(ordered), order(s))
-	crep, err := verify.Run(ctx, h, nil, s.Source(ctx, "VERDICTS/db 02", "BASELINES"))
+	crep, err := chain.Run(ctx, h, nil, s.Source(ctx, "VERDICTS/db 02", "BASELINES"))
 	require.NoError(t, err)
 	require.Nil(t, crep.Broken)
 	assert.Equal(t, map[string]chain.Head{"VERDICTS/db 02": rep.Chains["VERDICTS/db 02"], "BASELINES": rep.Chains["BASELINES"]}, crep.Chains)
@@ -153,7 +152,7 @@ func TestWriteReadVerify(t *testing.T) {
 // TestTamper changes the table as someone with write access could, and
 // checks that verification names the link and why.
 func TestTamper(t *testing.T) {
-	h := link.NewHasher(key)
+	h := chain.NewHasher(key)
 	const c = "VERDICTS/web-01.example.com"
 	for _, tc := range []struct {
 		name   string

@@ -11,7 +11,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
-	"github.com/runtimetruth/runtimetruth/services/auditor/verify"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 )
 
 // MaxPartStreams is the default of Options.PartStreams: the most data
@@ -26,7 +26,7 @@ const verifyColumns = "chain, seq, prev, hash, event"
 // started; the read is set up again.
 var errRaced = errors.New("a data part was merged during the read")
 
-// Source returns every link ordered by chain and seq, for verify.Run;
+// Source returns every link ordered by chain and seq, for chain.Run;
 // chains, when not empty, limits it to those chains.
 //
 // ClickHouse 18.16 sorts a whole table for ORDER BY (it has no read in
@@ -41,7 +41,7 @@ var errRaced = errors.New("a data part was merged during the read")
 // merged away between the listing and its read makes it list again before
 // any link is handed out. A table of more than Options.PartStreams parts
 // is read with ORDER BY.
-func (s *Store) Source(ctx context.Context, chains ...string) verify.Source {
+func (s *Store) Source(ctx context.Context, chains ...string) chain.Source {
 	where := ""
 	if len(chains) > 0 {
 		q := make([]string, len(chains))
@@ -64,7 +64,7 @@ func (s *Store) Source(ctx context.Context, chains ...string) verify.Source {
 		}
 		return false, err
 	}
-	return func(_ context.Context, b *verify.Batch) (bool, error) {
+	return func(_ context.Context, b *chain.Batch) (bool, error) {
 		if done {
 			return false, nil
 		}
@@ -83,7 +83,7 @@ func (s *Store) Source(ctx context.Context, chains ...string) verify.Source {
 			}
 		}
 		for len(b.Cands) < max(cap(b.Cands), 512) {
-			var c verify.Candidate
+			var c chain.Candidate
 			var ok bool
 			var err error
 			if m != nil {
@@ -99,14 +99,14 @@ func (s *Store) Source(ctx context.Context, chains ...string) verify.Source {
 				return false, nil
 			}
 			row++
-			c.Pos = verify.Position{Row: row}
+			c.Pos = chain.Position{Row: row}
 			b.Cands = append(b.Cands, c)
 		}
 		return true, nil
 	}
 }
 
-func scanOrdered(rows driver.Rows, c *verify.Candidate) (bool, error) {
+func scanOrdered(rows driver.Rows, c *chain.Candidate) (bool, error) {
 	if !rows.Next() {
 		return false, rows.Err()
 	}
@@ -230,7 +230,7 @@ type partStream struct {
 	got   uint64
 	rows  driver.Rows
 	index int
-	cur   verify.Candidate
+	cur   chain.Candidate
 }
 
 // advance reads the next row into cur; false at the end of the part.
@@ -245,7 +245,7 @@ func (p *partStream) advance() (bool, error) {
 		return false, nil
 	}
 	prevChain, prevSeq := p.cur.Chain, p.cur.Seq
-	p.cur = verify.Candidate{}
+	p.cur = chain.Candidate{}
 	if err := p.rows.Scan(&p.cur.Chain, &p.cur.Seq, &p.cur.Prev, &p.cur.Hash, &p.cur.Event); err != nil {
 		return false, err
 	}
@@ -264,7 +264,7 @@ type merger struct {
 	h   partHeap
 }
 
-func (m *merger) next(c *verify.Candidate) (bool, error) {
+func (m *merger) next(c *chain.Candidate) (bool, error) {
 	if len(m.h) == 0 {
 		return false, nil
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/services/auditor/auditortest"
 	"github.com/runtimetruth/runtimetruth/services/auditor/chstore"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
@@ -20,7 +21,7 @@ import (
 // spread seals n fixture events (the catalog mix, a malformed message
 // every 50) whose event and store times are ten minutes apart, so the
 // dashboards see several hours.
-func spread(t *testing.T, h link.Hasher, n int) []link.Record {
+func spread(t *testing.T, h chain.Hasher, n int) []link.Record {
 	t.Helper()
 	heads := map[string]link.Head{}
 	seqs := map[string]uint64{}
@@ -41,7 +42,7 @@ func spread(t *testing.T, h link.Hasher, n int) []link.Record {
 		msg := &link.Message{Stream: stream, Seq: seqs[stream], Subject: m.Subject, Header: m.Header, Data: m.Data,
 			Stored: at.Add(time.Second), Deliveries: 1, Consumer: "auditor"}
 		name := link.ChainName(msg.Stream, msg.Subject)
-		r, err := h.Seal(name, heads[name], link.Entry(msg, events.Source("auditor", "fixture")))
+		r, err := link.Seal(h, name, heads[name], link.Entry(msg, events.Source("auditor", "fixture")))
 		require.NoError(t, err)
 		heads[name] = r.Head()
 		out = append(out, r)
@@ -67,7 +68,7 @@ func hour(t time.Time) time.Time { return t.UTC().Truncate(time.Hour) }
 // records say.
 func TestViewsFromRealData(t *testing.T) {
 	s, _ := open(t)
-	recs := spread(t, link.NewHasher(key), 400)
+	recs := spread(t, chain.NewHasher(key), 400)
 	write(t, s, recs, 64)
 
 	type typeKey struct {

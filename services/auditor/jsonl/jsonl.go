@@ -1,12 +1,12 @@
 // Package jsonl is the audit chain's file sink: one link per line
-// (pkg/evidence/chain's format), appended in batches, each batch written
+// (pkg/evidence/chain's line format), appended in batches, each batch written
 // with one write and made durable with one fsync before Write returns.
 //
 // The active file is Path; when it reaches MaxBytes it is renamed to
 // Path.000001 (then .000002, …) and a new Path is started. Chains run on
 // across files: the first link of a chain in a new file has the previous
 // file's last hash of that chain as prev, so the rotated files read in
-// order (Files) verify as one sequence.
+// order (Files, read by Source) verify as one sequence.
 //
 // Open verifies every file before anything is appended, so a tampered log
 // is refused (ErrBroken) rather than extended, and it drops a torn last
@@ -18,7 +18,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -30,10 +29,8 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/runtimetruth/runtimetruth/pkg/evidence/canonjson"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
-	"github.com/runtimetruth/runtimetruth/services/auditor/verify"
 
 	"github.com/runtimetruth/runtimetruth/pkg/platform/regfile"
 )
@@ -54,7 +51,7 @@ type Options struct {
 	// (0: never).
 	MaxBytes int64
 	// Hasher checks the existing links (with the chain's key, if keyed).
-	Hasher link.Hasher
+	Hasher chain.Hasher
 }
 
 // Sink appends links to the JSONL file set.
@@ -112,7 +109,7 @@ func (s *Sink) open(ctx context.Context) error {
 		}
 	}
 	s.next = max(s.next, 1)
-	rep, err := verify.RunVisit(ctx, s.opts.Hasher, nil, verify.Files(files), func(c *verify.Candidate) {
+	rep, err := chain.RunVisit(ctx, s.opts.Hasher, nil, Source(files), func(c *chain.Candidate) {
 		stream, sseq, _ := link.Position(c.Event)
 		s.heads[c.Chain] = link.Head{Seq: c.Seq, Hash: c.Hash, Stream: stream, StreamSeq: sseq}
 	})
@@ -265,7 +262,7 @@ func (s *Sink) Links(ctx context.Context, chainName string, after uint64, fn fun
 	if err != nil {
 		return err
 	}
-	prefix := append(canonjson.AppendString([]byte(`{"chain":`), chainName), `,"event":`...)
+	prefix := chain.LineStart(nil, chainName)
 	for _, path := range files {
 		if err := scan(ctx, path, prefix, after, fn); err != nil {
 			return err
@@ -452,7 +449,7 @@ func (s *Sink) EventIDs(ctx context.Context, fn func(chain, id string) error) er
 	}
 	for _, path := range files {
 		if err := scanIDs(ctx, path, func(chainName string, id []byte) error {
-			return fn(chainName, link.UnquoteID(id))
+			return fn(chainName, chain.UnquoteID(id))
 		}); err != nil {
 			return err
 		}
@@ -476,7 +473,7 @@ func (s *Sink) Linked(ctx context.Context, chainName string, ids []string) (map[
 	for _, path := range files {
 		if err := scanIDs(ctx, path, func(c string, raw []byte) error {
 			if c == chainName {
-				if id := link.UnquoteID(raw); want[id] {
+				if id := chain.UnquoteID(raw); want[id] {
 					out[id] = true
 				}
 			}
@@ -488,7 +485,7 @@ func (s *Sink) Linked(ctx context.Context, chainName string, ids []string) (map[
 	return out, nil
 }
 
-// scanIDs calls fn with the chain and raw event id (link.EventID) of every
+// scanIDs calls fn with the chain and raw event id (chain.EventID) of every
 // link of a file that records a message.
 func scanIDs(ctx context.Context, path string, fn func(chainName string, id []byte) error) error {
 	f, err := regfile.Open(path)
@@ -498,29 +495,19 @@ func scanIDs(ctx context.Context, path string, fn func(chainName string, id []by
 	defer func() { _ = f.Close() }()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 256<<10), chain.MaxLinkSize+1)
-	var name string
-	var last []byte // the chain name as written, for reuse
 	for n := 0; sc.Scan(); n++ {
-		ln := sc.Bytes()
-		raw, event, ok := lineParts(ln)
+		l, ok := chain.SplitLine(sc.Bytes())
 		if !ok {
-			r, err := link.Parse(ln) // not in the canonical layout: parse it
-			if err != nil {
+			// Not in the canonical layout: parse it.
+			if l, err = chain.ParseLink(sc.Bytes()); err != nil {
 				return fmt.Errorf("read audit log %s: %w", path, err)
 			}
-			raw, event = []byte(canonjson.AppendString(nil, r.Chain)), r.Event
 		}
-		id, message, ok := link.EventID(event)
+		id, message, ok := chain.EventID(l.Event)
 		if !ok || !message {
 			continue
 		}
-		if !bytes.Equal(raw, last) {
-			last = append(last[:0], raw...)
-			if err := json.Unmarshal(raw, &name); err != nil {
-				return fmt.Errorf("read audit log %s: chain name: %w", path, err)
-			}
-		}
-		if err := fn(name, id); err != nil {
+		if err := fn(l.Chain, id); err != nil {
 			return err
 		}
 		if n%4096 == 0 {
@@ -535,28 +522,38 @@ func scanIDs(ctx context.Context, path string, fn func(chainName string, id []by
 	return nil
 }
 
-// lineParts splits a link line in the canonical layout,
-// {"chain":"…","event":{…},"hash":…}, into the chain name as a JSON
-// string and the event.
-func lineParts(ln []byte) (chainName, event []byte, ok bool) {
-	const head = `{"chain":"`
-	if !bytes.HasPrefix(ln, []byte(head)) {
-		return nil, nil, false
-	}
-	i := len(head)
-	for ; i < len(ln) && ln[i] != '"'; i++ {
-		if ln[i] == '\\' {
-			i++
+// Source returns a chain.Source reading the JSONL files in order (Files
+// lists them), as one sequence of links (rotated files continue their
+// chains).
+func Source(paths []string) chain.Source {
+	i := 0
+	var f *os.File
+	var cur chain.Source
+	return func(ctx context.Context, b *chain.Batch) (bool, error) {
+		for {
+			if cur == nil {
+				if i == len(paths) {
+					return false, nil
+				}
+				var err error
+				if f, err = regfile.Open(paths[i]); err != nil {
+					return false, fmt.Errorf("open audit log: %w", err)
+				}
+				cur = chain.Lines(f, paths[i])
+				i++
+			}
+			more, err := cur(ctx, b)
+			if err != nil || more {
+				if err != nil {
+					_ = f.Close()
+				}
+				return true, err
+			}
+			_ = f.Close()
+			cur = nil
+			if len(b.Cands) > 0 {
+				return true, nil
+			}
 		}
 	}
-	const ev = `,"event":`
-	if i >= len(ln) || !bytes.HasPrefix(ln[i+1:], []byte(ev)) {
-		return nil, nil, false
-	}
-	end := bytes.LastIndex(ln, []byte(`,"hash":"`))
-	start := i + 1 + len(ev)
-	if end < start {
-		return nil, nil, false
-	}
-	return ln[len(head)-1 : i+1], ln[start:end], true
 }

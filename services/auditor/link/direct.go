@@ -10,6 +10,7 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/canonjson"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 )
 
 // prepareDirect is Prepare's non-strict path for a message Entry accepts
@@ -30,7 +31,7 @@ func prepareDirect(chainName string, m *Message) (Prepared, bool) {
 	*buf = b
 	// The event goes where its link line will be, so that sealing it
 	// (once) needs no second copy.
-	ln := lineHead(make([]byte, 0, len(b)+len(chainName)+lineRoom), chainName)
+	ln := chain.LineStart(make([]byte, 0, len(b)+len(chainName)+chain.LineRoom), chainName)
 	ln = append(ln, b...)
 	p.Bytes = ln[len(ln)-len(b) : len(ln) : len(ln)]
 	p.line, p.claimed = ln, new(atomic.Bool)

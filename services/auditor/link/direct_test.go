@@ -16,6 +16,7 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/canonjson"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/jsontree"
 	"github.com/runtimetruth/runtimetruth/services/auditor/auditortest"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
@@ -212,20 +213,20 @@ func FuzzHostOf(f *testing.F) {
 	})
 }
 
-func TestSealPreparedTwice(t *testing.T) {
+func TestPreparedSealTwice(t *testing.T) {
 	m := messages(t)["payload 0"]
-	h := link.NewHasher(nil)
+	h := chain.NewHasher(nil)
 	p := link.Prepare(m, "/auditor/t", false)
-	first := h.SealPrepared(p, link.Head{})
+	first := p.Seal(h, link.Head{})
 	line := string(first.Line)
-	second := h.SealPrepared(p, first.Head())
+	second := p.Seal(h, first.Head())
 	assert.Equal(t, line, string(first.Line), "the second seal must not write over the first")
 	assert.Equal(t, string(p.Bytes), string(second.Event))
 	for _, r := range []struct {
 		rec  link.Record
 		head link.Head
 	}{{first, link.Head{}}, {second, first.Head()}} {
-		want, err := h.Seal(r.rec.Chain, r.head, link.Entry(m, "/auditor/t"))
+		want, err := link.Seal(h, r.rec.Chain, r.head, link.Entry(m, "/auditor/t"))
 		require.NoError(t, err)
 		assert.Equal(t, string(want.Line), string(r.rec.Line))
 		assert.Equal(t, string(want.Event), string(r.rec.Event))

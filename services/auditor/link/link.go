@@ -1,7 +1,7 @@
-// Package link is one link of the audit chain as every sink stores it: a
-// pkg/evidence/chain link whose event is a JetStream message in canonical
-// form, sealed with the previous link's hash, plus the columns the sinks
-// index (type, subject, host, target, ...).
+// Package link maps a JetStream message to its link of the audit chain as
+// every sink stores it: a pkg/evidence/chain link whose event is the
+// message in canonical form, sealed with the previous link's hash, plus
+// the columns the sinks index (type, subject, host, target, ...).
 //
 // The event of a link is one JSON object:
 //
@@ -32,20 +32,16 @@
 // data built by the auditor, the data naming the reason and the message's
 // size and SHA-256), with "rejected": true.
 //
-// The hash is the chain package's: over the RFC 8785 form of
-// {"chain","event","prev","seq"}, plain SHA-256 or, with a key, HMAC-SHA-256.
-// Hasher computes it from the canonical bytes directly, without a second
-// canonicalization; tests hold it equal to chain.Hasher.
+// The link, its hash and line, the verifier and checkpoints are
+// pkg/evidence/chain's; this package only maps a message to the event of
+// its link (Prepare, then Prepared.Seal with a chain.Hasher) and reads the
+// columns sinks index back from a link (MetaOf, Position).
 package link
 
 import (
 	"bytes"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -95,17 +91,10 @@ type Meta struct {
 	Reason   string
 }
 
-// Record is one sealed link. Its Link.Event (the parsed tree) may be
-// empty: sinks use the canonical bytes (Line, Event), Prepare builds no
-// tree for an event it writes directly, and the auditor's writer drops
-// the tree once sealed.
+// Record is one sealed link and what sinks index of its event.
 type Record struct {
 	chain.Link
-	// Line is the link as one canonical JSON line, without the newline.
-	Line []byte
-	// Event is the canonical JSON of the event (a slice of Line).
-	Event []byte
-	Meta  Meta
+	Meta Meta
 }
 
 // Head returns the chain head this record makes.
@@ -113,126 +102,8 @@ func (r Record) Head() Head {
 	return Head{Seq: r.Seq, Hash: r.Hash, Stream: r.Meta.Stream, StreamSeq: r.Meta.StreamSeq}
 }
 
-// Hasher seals and checks links, plain or keyed; it is chain.Hasher
-// computed over the canonical bytes directly.
-type Hasher struct {
-	key   []byte
-	chain chain.Hasher
-	// macs holds *mac states from New for reuse by Sum (nil in a zero
-	// Hasher, which makes a new one every time): a keyed state costs
-	// allocations to set up.
-	macs *sync.Pool
-}
-
-// mac is a hash from New and room for its sum.
-type mac struct {
-	hash.Hash
-	sum [sha256.Size]byte
-}
-
-// NewHasher returns a hasher; a non-empty key makes links HMAC-SHA-256.
-func NewHasher(key []byte) Hasher {
-	k := append([]byte(nil), key...)
-	h := Hasher{key: k, chain: chain.NewHasher(k)}
-	h.macs = &sync.Pool{New: func() any { return &mac{Hash: h.New()} }}
-	return h
-}
-
-// Keyed reports whether links carry an HMAC.
-func (h Hasher) Keyed() bool { return len(h.key) > 0 }
-
-// Chain returns the equivalent chain.Hasher.
-func (h Hasher) Chain() chain.Hasher { return h.chain }
-
-// Prefix is the hash prefix of the links h makes: "sha256:" or
-// "hmac-sha256:".
-func (h Hasher) Prefix() string {
-	if h.Keyed() {
-		return "hmac-sha256:"
-	}
-	return "sha256:"
-}
-
-// New returns a hash.Hash computing link hashes (HMAC-SHA-256 with the key,
-// else SHA-256); Format turns its sum into a link hash.
-func (h Hasher) New() hash.Hash {
-	if h.Keyed() {
-		return hmac.New(sha256.New, h.key)
-	}
-	return sha256.New()
-}
-
-// Format renders a sum of a hash from New as a link hash.
-func (h Hasher) Format(sum []byte) string {
-	var buf [96]byte
-	return string(hex.AppendEncode(append(buf[:0], h.Prefix()...), sum))
-}
-
-// Body appends the canonical bytes the hash covers,
-// {"chain":…,"event":…,"prev":…,"seq":…}, to dst; event must be
-// canonical JSON.
-func Body(dst []byte, chainName string, seq uint64, prev string, event []byte) []byte {
-	dst = append(dst, `{"chain":`...)
-	dst = canonjson.AppendString(dst, chainName)
-	dst = append(dst, `,"event":`...)
-	dst = append(dst, event...)
-	dst = append(dst, `,"prev":`...)
-	dst = canonjson.AppendString(dst, prev)
-	dst = append(dst, `,"seq":`...)
-	dst = strconv.AppendUint(dst, seq, 10)
-	return append(dst, '}')
-}
-
-// line appends the link line: Body with the hash member between event and
-// prev (the keys sorted), and returns it with the offsets of the event.
-func line(dst []byte, chainName string, seq uint64, prev, hashValue string, event []byte) ([]byte, int, int) {
-	dst = lineHead(dst, chainName)
-	start := len(dst)
-	dst = append(dst, event...)
-	end := len(dst)
-	return lineTail(dst, seq, prev, hashValue), start, end
-}
-
-// lineHead appends what precedes the event in a link line.
-func lineHead(dst []byte, chainName string) []byte {
-	dst = append(dst, `{"chain":`...)
-	dst = canonjson.AppendString(dst, chainName)
-	return append(dst, `,"event":`...)
-}
-
-// lineTail appends what follows the event in a link line.
-func lineTail(dst []byte, seq uint64, prev, hashValue string) []byte {
-	dst = append(dst, `,"hash":`...)
-	dst = canonjson.AppendString(dst, hashValue)
-	dst = append(dst, `,"prev":`...)
-	dst = canonjson.AppendString(dst, prev)
-	dst = append(dst, `,"seq":`...)
-	dst = strconv.AppendUint(dst, seq, 10)
-	return append(dst, '}')
-}
-
-// lineRoom is the room a link line needs besides its event and chain name
-// (the prefixes of hash and prev and a sequence number, with some to
-// spare); a longer one is grown as needed.
-const lineRoom = 260
-
-// Sum returns the hash of a link from its parts; event must be canonical
-// JSON.
-func (h Hasher) Sum(chainName string, seq uint64, prev string, event []byte) string {
-	var m *mac
-	if h.macs != nil {
-		m = h.macs.Get().(*mac)
-		defer h.macs.Put(m)
-		m.Reset()
-	} else {
-		m = &mac{Hash: h.New()}
-	}
-	buf := getBuffer()
-	*buf = Body((*buf)[:0], chainName, seq, prev, event)
-	m.Write(*buf)
-	putBuffer(buf)
-	return h.Format(m.Sum(m.sum[:0]))
-}
+// chainHead is the head of h in pkg/evidence/chain's terms.
+func (h Head) chainHead() chain.Head { return chain.Head{Seq: h.Seq, Hash: h.Hash} }
 
 // Prepared is an event ready to be sealed into its chain: the costly
 // part of sealing (checking, canonical form), independent of the chain's
@@ -246,9 +117,10 @@ type Prepared struct {
 	// Bytes is the event's canonical JSON.
 	Bytes []byte
 	Meta  Meta
-	// line, when set, is the start of the link line, ending with Bytes,
-	// with room for the rest: the first SealPrepared of p (the one that
-	// sets claimed) completes it in place rather than copying the event.
+	// line, when set, is the start of the link line (chain.LineStart),
+	// ending with Bytes, with room for the rest: the first Seal of p (the
+	// one that sets claimed) completes it in place rather than copying
+	// the event.
 	line    []byte
 	claimed *atomic.Bool
 }
@@ -327,34 +199,18 @@ func canonical(ev jsontree.Value) ([]byte, error) {
 	return bytes.Clone(out), nil
 }
 
-// SealPrepared makes the link of p that follows head (the zero Head for a
-// new chain).
-func (h Hasher) SealPrepared(p Prepared, head Head) Record {
-	seq, prev := head.Seq+1, head.Hash
-	if head.Seq == 0 {
-		prev = chain.Genesis
-	}
-	sum := h.Sum(p.Chain, seq, prev, p.Bytes)
-	var ln []byte
-	var start, end int
+// Seal makes the link of p that follows head (the zero Head for a new
+// chain).
+func (p Prepared) Seal(h chain.Hasher, head Head) Record {
 	if p.line != nil && p.claimed.CompareAndSwap(false, true) {
-		end = len(p.line)
-		start = end - len(p.Bytes)
-		ln = lineTail(p.line, seq, prev, sum)
-	} else {
-		ln, start, end = line(make([]byte, 0, len(p.Bytes)+len(p.Chain)+lineRoom), p.Chain, seq, prev, sum, p.Bytes)
+		return Record{Link: h.SealLine(p.line, p.Chain, len(p.Bytes), head.chainHead()), Meta: p.Meta}
 	}
-	return Record{
-		Link:  chain.Link{Chain: p.Chain, Seq: seq, Prev: prev, Hash: sum, Event: p.Event},
-		Line:  ln,
-		Event: ln[start:end:end],
-		Meta:  p.Meta,
-	}
+	return Record{Link: h.Seal(p.Chain, head.chainHead(), p.Bytes), Meta: p.Meta}
 }
 
 // Seal makes the link that follows head (the zero Head for a new chain)
 // in chainName for the event ev.
-func (h Hasher) Seal(chainName string, head Head, ev jsontree.Value) (Record, error) {
+func Seal(h chain.Hasher, chainName string, head Head, ev jsontree.Value) (Record, error) {
 	if chainName == "" {
 		return Record{}, fmt.Errorf("%w: empty chain name", ErrRecord)
 	}
@@ -362,7 +218,7 @@ func (h Hasher) Seal(chainName string, head Head, ev jsontree.Value) (Record, er
 	if err != nil {
 		return Record{}, err
 	}
-	return h.SealPrepared(p, head), nil
+	return p.Seal(h, head), nil
 }
 
 // Parse reads a link line (strictly, as chain.ParseLink) into a record; it
@@ -372,21 +228,12 @@ func Parse(ln []byte) (Record, error) {
 	if err != nil {
 		return Record{}, err
 	}
-	return FromLink(l)
-}
-
-// FromLink completes a parsed link into a record: canonical bytes and meta.
-func FromLink(l chain.Link) (Record, error) {
-	event, err := canonjson.Marshal(l.Event)
+	ev, err := jsontree.Parse(l.Event)
 	if err != nil {
 		return Record{}, fmt.Errorf("%w: event: %w", ErrRecord, err)
 	}
-	meta, err := MetaOf(l.Event)
-	if err != nil {
-		return Record{}, err
-	}
-	ln, start, end := line(make([]byte, 0, len(event)+len(l.Chain)+lineRoom), l.Chain, l.Seq, l.Prev, l.Hash, event)
-	return Record{Link: l, Line: ln, Event: ln[start:end:end], Meta: meta}, nil
+	meta, err := MetaOf(ev)
+	return Record{Link: l, Meta: meta}, err
 }
 
 // FromRow rebuilds a record from stored columns (a database row).
@@ -395,7 +242,12 @@ func FromRow(chainName string, seq uint64, prev, hashValue string, event []byte)
 	if err != nil {
 		return Record{}, fmt.Errorf("%w: chain %q seq %d: event: %w", ErrRecord, chainName, seq, err)
 	}
-	return FromLink(chain.Link{Chain: chainName, Seq: seq, Prev: prev, Hash: hashValue, Event: ev})
+	l, err := chain.NewLink(chainName, seq, prev, hashValue, ev)
+	if err != nil {
+		return Record{}, err
+	}
+	meta, err := MetaOf(ev)
+	return Record{Link: l, Meta: meta}, err
 }
 
 // MetaOf extracts the indexed columns from a link's event.

@@ -2,12 +2,14 @@ package link_test
 
 import (
 	"bytes"
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/canonjson"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/services/auditor/auditortest"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
@@ -16,7 +18,7 @@ import (
 var hosts = []string{"web-01.example.com", "db 02"}
 
 // seal builds a chain of n fixture links per hasher.
-func seal(t *testing.T, h link.Hasher, n int) []link.Record {
+func seal(t *testing.T, h chain.Hasher, n int) []link.Record {
 	t.Helper()
 	heads := map[string]link.Head{}
 	var out []link.Record
@@ -27,7 +29,7 @@ func seal(t *testing.T, h link.Hasher, n int) []link.Record {
 		}
 		msg := auditortest.Message(t, auditortest.StreamOf(m.Subject), uint64(i+1), m)
 		name := link.ChainName(msg.Stream, msg.Subject)
-		r, err := h.Seal(name, heads[name], link.Entry(msg, events.Source("auditor", "test")))
+		r, err := link.Seal(h, name, heads[name], link.Entry(msg, events.Source("auditor", "test")))
 		require.NoError(t, err)
 		heads[name] = r.Head()
 		out = append(out, r)
@@ -37,22 +39,25 @@ func seal(t *testing.T, h link.Hasher, n int) []link.Record {
 
 func TestSealMatchesTheChainPackage(t *testing.T) {
 	for _, key := range [][]byte{nil, []byte("0123456789abcdef0123456789abcdef")} {
-		h := link.NewHasher(key)
+		h := chain.NewHasher(key)
 		var file bytes.Buffer
 		for _, r := range seal(t, h, 40) {
-			want, err := h.Chain().Sum(r.Chain, r.Seq, r.Prev, r.Link.Event)
+			// The hash and line of the event's canonical form, made
+			// from its tree by canonjson.
+			canon, err := canonjson.Marshal(auditortest.Tree(t, r))
 			require.NoError(t, err)
-			assert.Equal(t, want, r.Hash)
-			line, err := r.Marshal()
+			assert.Equal(t, string(canon), string(r.Event))
+			assert.Equal(t, h.Sum(r.Chain, r.Seq, r.Prev, canon), r.Hash)
+			l, err := chain.NewLink(r.Chain, r.Seq, r.Prev, r.Hash, auditortest.Tree(t, r))
 			require.NoError(t, err)
-			assert.Equal(t, string(line), string(r.Line))
+			assert.Equal(t, string(l.Line), string(r.Line))
 			back, err := link.Parse(r.Line)
 			require.NoError(t, err)
 			assert.Equal(t, r.Meta, back.Meta)
 			assert.Equal(t, string(r.Event), string(back.Event))
 			file.Write(append(r.Line, '\n'))
 		}
-		rep, err := chain.Verify(&file, h.Chain(), nil)
+		rep, err := chain.Run(context.Background(), h, nil, chain.Lines(&file, ""))
 		require.NoError(t, err)
 		assert.Nil(t, rep.Broken)
 		assert.Equal(t, 40, rep.Links)
@@ -60,7 +65,7 @@ func TestSealMatchesTheChainPackage(t *testing.T) {
 }
 
 func TestMeta(t *testing.T) {
-	recs := seal(t, link.NewHasher(nil), 8)
+	recs := seal(t, chain.NewHasher(nil), 8)
 	drift := recs[0].Meta
 	assert.Equal(t, "VERDICTS", drift.Stream)
 	assert.Equal(t, events.TypeVerdictDrift, drift.Type)
@@ -95,7 +100,7 @@ func TestChainName(t *testing.T) {
 }
 
 // BenchmarkSeal measures sealing one message as the auditor's writer does
-// (Prepare, then SealPrepared), keyed.
+// (Prepare, then Prepared.Seal), keyed.
 func BenchmarkSeal(b *testing.B) {
 	hosts := []string{"h1", "h2", "h3"}
 	var msgs []*link.Message
@@ -103,13 +108,13 @@ func BenchmarkSeal(b *testing.B) {
 		m := auditortest.Msg(b, auditortest.Payload(b, hosts, i), i)
 		msgs = append(msgs, auditortest.Message(b, auditortest.StreamOf(m.Subject), uint64(i+1), m))
 	}
-	h := link.NewHasher([]byte("0123456789abcdef0123456789abcdef"))
+	h := chain.NewHasher([]byte("0123456789abcdef0123456789abcdef"))
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
 		m := msgs[i%len(msgs)]
 		i++
-		h.SealPrepared(link.Prepare(m, "/auditor/b", false), link.Head{})
+		link.Prepare(m, "/auditor/b", false).Seal(h, link.Head{})
 	}
 }
 

@@ -22,9 +22,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/services/auditor/auditortest"
-	"github.com/runtimetruth/runtimetruth/services/auditor/checkpoint"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
 	"github.com/runtimetruth/runtimetruth/services/auditor/syslog"
 )
@@ -147,7 +147,7 @@ func key(t *testing.T, m string) string {
 	p, err := auditortest.ParseSyslog(m)
 	require.NoError(t, err, m)
 	if p.MsgID == "checkpoint" {
-		c, ok, err := checkpoint.Parse([]byte(m))
+		c, ok, err := chain.ParseCheckpoint([]byte(m))
 		require.NoError(t, err)
 		require.True(t, ok)
 		return "cp " + c.Chain + "#" + strconv.FormatUint(c.Seq, 10)
@@ -158,9 +158,9 @@ func key(t *testing.T, m string) string {
 
 func linkKey(r link.Record) string { return "link " + r.Chain + "#" + strconv.FormatUint(r.Seq, 10) }
 
-func signed(r link.Record) checkpoint.Checkpoint {
+func signed(r link.Record) chain.Checkpoint {
 	k := ed25519.NewKeyFromSeed(make([]byte, 32))
-	return checkpoint.Sign(checkpoint.Checkpoint{Chain: r.Chain, Seq: r.Seq, Head: r.Hash, Time: time.Now(), Auditor: "/auditor/t"}, k)
+	return chain.Checkpoint{Chain: r.Chain, Seq: r.Seq, Head: r.Hash, Time: time.Now(), Auditor: "/auditor/t"}.Sign(k)
 }
 
 // TestReconnectResendsUnread: the receiver accepts, reads nothing, and
@@ -182,7 +182,7 @@ func TestReconnectResendsUnread(t *testing.T) {
 			for i, part := range [][]link.Record{recs[:10], recs[10:20]} {
 				require.NoError(t, s.Write(ctx, part), "batch %d", i)
 				cp := signed(part[len(part)-1])
-				require.NoError(t, s.SendCheckpoints(ctx, []checkpoint.Checkpoint{cp}), "checkpoint %d", i)
+				require.NoError(t, s.SendCheckpoints(ctx, []chain.Checkpoint{cp}), "checkpoint %d", i)
 				for _, r := range part {
 					want = append(want, linkKey(r))
 				}

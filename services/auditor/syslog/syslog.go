@@ -66,7 +66,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
-	"github.com/runtimetruth/runtimetruth/services/auditor/checkpoint"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
 
 	"github.com/runtimetruth/runtimetruth/pkg/platform/regfile"
@@ -255,7 +255,7 @@ func (s *Sink) Write(ctx context.Context, recs []link.Record) error {
 }
 
 // SendCheckpoints sends one message per checkpoint.
-func (s *Sink) SendCheckpoints(ctx context.Context, cps []checkpoint.Checkpoint) error {
+func (s *Sink) SendCheckpoints(ctx context.Context, cps []chain.Checkpoint) error {
 	msgs := make([][]byte, len(cps))
 	for i, c := range cps {
 		msgs[i] = s.header(SevNotice, c.Time, "checkpoint", c.SD(s.pen),
@@ -490,7 +490,7 @@ func (s *Sink) Format(r link.Record) []byte {
 	var sd strings.Builder
 	sd.WriteString("[" + s.opts.SDID)
 	for _, p := range params {
-		sd.WriteString(" " + p[0] + `="` + checkpoint.EscapeParam(strings.ToValidUTF8(p[1], "\uFFFD")) + `"`)
+		sd.WriteString(" " + p[0] + `="` + chain.EscapeParam(strings.ToValidUTF8(p[1], "\uFFFD")) + `"`)
 	}
 	sd.WriteString("]")
 	msg := MsgID(m)

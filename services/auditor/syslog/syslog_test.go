@@ -17,9 +17,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/services/auditor/auditortest"
-	"github.com/runtimetruth/runtimetruth/services/auditor/checkpoint"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
 	"github.com/runtimetruth/runtimetruth/services/auditor/syslog"
 )
@@ -28,7 +28,7 @@ var hosts = []string{"web-01.example.com", `odd "host" \ with ]`}
 
 func records(t *testing.T, n int) []link.Record {
 	t.Helper()
-	return auditortest.Records(t, link.NewHasher(nil), n, hosts)
+	return auditortest.Records(t, chain.NewHasher(nil), n, hosts)
 }
 
 // TestFormatConforms parses every message strictly and checks its fields,
@@ -94,9 +94,9 @@ func TestRsyslog(t *testing.T) {
 				require.NoError(t, s.Write(context.Background(), recs[i:min(i+25, len(recs))]))
 			}
 			key := ed25519.NewKeyFromSeed(make([]byte, 32))
-			cp := checkpoint.Sign(checkpoint.Checkpoint{Chain: recs[0].Chain, Seq: recs[0].Seq, Head: recs[0].Hash,
-				Time: time.Now(), Auditor: "/auditor/t"}, key)
-			require.NoError(t, s.SendCheckpoints(context.Background(), []checkpoint.Checkpoint{cp}))
+			cp := chain.Checkpoint{Chain: recs[0].Chain, Seq: recs[0].Seq, Head: recs[0].Hash,
+				Time: time.Now(), Auditor: "/auditor/t"}.Sign(key)
+			require.NoError(t, s.SendCheckpoints(context.Background(), []chain.Checkpoint{cp}))
 			var lines []string
 			natstest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
 				lines = auditortest.SyslogLines(t, rs.File, host)
@@ -110,7 +110,7 @@ func TestRsyslog(t *testing.T) {
 				m, err := auditortest.ParseSyslog(ln)
 				require.NoError(t, err, ln)
 				if m.MsgID == "checkpoint" {
-					c, ok, err := checkpoint.Parse([]byte(ln))
+					c, ok, err := chain.ParseCheckpoint([]byte(ln))
 					require.NoError(t, err)
 					require.True(t, ok)
 					require.NoError(t, c.Verify(key.Public().(ed25519.PublicKey)), "the checkpoint survives the trip")

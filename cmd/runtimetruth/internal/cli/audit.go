@@ -21,11 +21,10 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/platform/regfile"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/auditor"
-	"github.com/runtimetruth/runtimetruth/services/auditor/checkpoint"
 	"github.com/runtimetruth/runtimetruth/services/auditor/chstore"
 	"github.com/runtimetruth/runtimetruth/services/auditor/jsonl"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
-	"github.com/runtimetruth/runtimetruth/services/auditor/verify"
+	"github.com/runtimetruth/runtimetruth/services/auditor/signatures"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
 )
 
@@ -178,33 +177,37 @@ or a bad signature, 1 error (usage errors included).`,
 			if err != nil {
 				return err
 			}
-			h := link.NewHasher(key)
+			h := chain.NewHasher(key)
 			rep := auditReport{ReportSchemaVersion: 1, Chains: map[string]auditHead{}}
 			var cps []chain.Checkpoint
 			if cpFile != "" {
 				var pub ed25519.PublicKey
 				if cpKeyFile != "" {
-					if pub, err = checkpoint.LoadPublicKey(cpKeyFile); err != nil {
+					if pub, err = auditor.LoadCheckpointPublicKey(cpKeyFile); err != nil {
 						return err
 					}
 					rep.SignaturesChecked = true
 				}
-				found, err := checkpoint.ReadFile(cpFile, pub)
+				found, err := auditor.ReadCheckpoints(cpFile, pub)
 				if err != nil {
 					return err
 				}
-				cps = checkpoint.ForChain(found)
+				cps = found
 				rep.Checkpoints = len(cps)
 			} else if cpKeyFile != "" {
 				return errors.New("--checkpoint-key needs --checkpoints")
 			}
 			ctx := c.Context()
-			opts := verify.Options{Checkpoints: cps, EventIDs: true}
-			if opts.Evidence, err = reg.evidence(ctx); err != nil {
+			opts := chain.Options{Checkpoints: cps, EventIDs: true}
+			sigs, err := reg.evidence(ctx)
+			if err != nil {
 				return err
 			}
+			if sigs != nil {
+				opts.Inspector = sigs
+			}
 			start := time.Now()
-			var vr verify.Report
+			var vr chain.Report
 			if src.jsonl != "" {
 				rep.Source = "jsonl"
 				files, err := jsonl.Files(src.jsonl)
@@ -215,7 +218,7 @@ or a bad signature, 1 error (usage errors included).`,
 					return fmt.Errorf("no audit log at %s", src.jsonl)
 				}
 				rep.Files = files
-				if vr, err = verify.RunWith(ctx, h, verify.Files(files), opts); err != nil {
+				if vr, err = chain.RunWith(ctx, h, jsonl.Source(files), opts); err != nil {
 					return err
 				}
 			} else {
@@ -225,7 +228,7 @@ or a bad signature, 1 error (usage errors included).`,
 					return err
 				}
 				defer func() { _ = s.Close() }()
-				if vr, err = verify.RunWith(ctx, h, s.Source(ctx), opts); err != nil {
+				if vr, err = chain.RunWith(ctx, h, s.Source(ctx), opts); err != nil {
 					return err
 				}
 			}
@@ -239,7 +242,7 @@ or a bad signature, 1 error (usage errors included).`,
 			}
 			rep.Status = "intact"
 			if b := vr.Broken; b != nil {
-				if b.Reason == verify.KeyRequired {
+				if b.Reason == chain.KeyRequired {
 					return fmt.Errorf("%s: the chain is keyed (HMAC); give its key with --key", b.Error())
 				}
 				rep.Status = "broken"
@@ -252,7 +255,11 @@ or a bad signature, 1 error (usage errors included).`,
 					rep.Status = "duplicate_id"
 				}
 			}
-			if ev := vr.Evidence; ev != nil {
+			var evr *signatures.EvidenceReport
+			if sigs != nil {
+				evr = sigs.Report()
+			}
+			if ev := evr; ev != nil {
 				rep.Evidence = &auditEvidence{Registry: reg.name(), Required: reg.require, Signed: ev.Signed, Unsigned: ev.Unsigned, Other: ev.Other}
 				if b := ev.Bad; b != nil {
 					rep.Evidence.Bad = &struct {
@@ -275,7 +282,7 @@ or a bad signature, 1 error (usage errors included).`,
 				if err := enc.Encode(rep); err != nil {
 					return err
 				}
-			} else if err := renderAudit(c.OutOrStdout(), rep, vr, heads, cpFile != "" && cpKeyFile == ""); err != nil {
+			} else if err := renderAudit(c.OutOrStdout(), rep, vr, evr, heads, cpFile != "" && cpKeyFile == ""); err != nil {
 				return err
 			}
 			if rep.Status != "intact" {
@@ -294,7 +301,7 @@ or a bad signature, 1 error (usage errors included).`,
 	return c
 }
 
-func renderAudit(w io.Writer, rep auditReport, vr verify.Report, heads, unsigned bool) error {
+func renderAudit(w io.Writer, rep auditReport, vr chain.Report, evr *signatures.EvidenceReport, heads, unsigned bool) error {
 	bw := bufio.NewWriter(w)
 	where := rep.Source
 	if len(rep.Files) > 0 {
@@ -306,7 +313,7 @@ func renderAudit(w io.Writer, rep auditReport, vr verify.Report, heads, unsigned
 	if b := vr.Broken; b != nil {
 		_, _ = fmt.Fprintf(bw, "✗  audit chain BROKEN: %s\n", b.Error())
 		_, _ = fmt.Fprintf(bw, "   %d links verified before it (%s)\n", vr.Links, where)
-	} else if vr.Duplicate != nil || (vr.Evidence != nil && vr.Evidence.Bad != nil) {
+	} else if vr.Duplicate != nil || (evr != nil && evr.Bad != nil) {
 		_, _ = fmt.Fprintf(bw, "✗  audit chain verifies (%d links in %d chains, %s) but:\n", vr.Links, len(vr.Chains), where)
 	} else {
 		_, _ = fmt.Fprintf(bw, "✓  audit chain intact: %d links in %d chains (%s", vr.Links, len(vr.Chains), where)
@@ -322,7 +329,7 @@ func renderAudit(w io.Writer, rep auditReport, vr verify.Report, heads, unsigned
 		}
 		_, _ = fmt.Fprintln(bw)
 	}
-	if ev := vr.Evidence; ev != nil {
+	if ev := evr; ev != nil {
 		if b := ev.Bad; b != nil {
 			_, _ = fmt.Fprintf(bw, "✗  evidence signature BAD: %s\n", printable(b.Error()))
 		}
@@ -718,7 +725,7 @@ func (r *registryFlags) name() string {
 const maxHostsFile = 64 << 20
 
 // evidence is the signature check the flags ask for, nil for none.
-func (r *registryFlags) evidence(ctx context.Context) (*verify.Evidence, error) {
+func (r *registryFlags) evidence(ctx context.Context) (*signatures.Evidence, error) {
 	var recs []events.HostRecord
 	switch {
 	case r.bucket && r.file != "":
@@ -749,5 +756,5 @@ func (r *registryFlags) evidence(ctx context.Context) (*verify.Evidence, error) 
 	default:
 		return nil, nil
 	}
-	return &verify.Evidence{Registry: verify.NewHosts(recs), Require: r.require}, nil
+	return &signatures.Evidence{Registry: signatures.NewHosts(recs), Require: r.require}, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/auditor/chstore"
@@ -24,7 +25,7 @@ import (
 )
 
 // writeRecords writes records to a new JSONL log and returns its path.
-func writeRecords(t *testing.T, h link.Hasher, recs []link.Record) string {
+func writeRecords(t *testing.T, h chain.Hasher, recs []link.Record) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
 	s, err := jsonl.Open(context.Background(), jsonl.Options{Path: path, Hasher: h})
@@ -40,7 +41,7 @@ func writeRecords(t *testing.T, h link.Hasher, recs []link.Record) string {
 // both links, for --jsonl and --clickhouse.
 func TestAuditVerifyDuplicateID(t *testing.T) {
 	ctx := context.Background()
-	h := link.NewHasher(nil)
+	h := chain.NewHasher(nil)
 	heads := map[string]link.Head{}
 	recs := auditRecords(t, h, 0, 12, heads)
 	again := auditRecords(t, h, 3, 1, heads)[0] // event 3 once more, at its chain's next seq
@@ -86,7 +87,7 @@ func TestAuditVerifyDuplicateID(t *testing.T) {
 
 // signedRecords seals evidence events of host, signed with key (odd ones
 // unsigned when mixed), as the auditor records them.
-func signedRecords(t *testing.T, h link.Hasher, host string, key ed25519.PrivateKey, n int, mixed bool, edit func(i int, data []byte) []byte) []link.Record {
+func signedRecords(t *testing.T, h chain.Hasher, host string, key ed25519.PrivateKey, n int, mixed bool, edit func(i int, data []byte) []byte) []link.Record {
 	t.Helper()
 	heads := map[string]link.Head{}
 	var out []link.Record
@@ -107,7 +108,7 @@ func signedRecords(t *testing.T, h link.Hasher, host string, key ed25519.Private
 		}
 		msg := &link.Message{Stream: "EVIDENCE", Seq: uint64(i + 1), Subject: m.Subject, Header: m.Header, Data: data, Stored: at.Add(time.Duration(i) * time.Second)}
 		name := link.ChainName(msg.Stream, msg.Subject)
-		r, err := h.Seal(name, heads[name], link.Entry(msg, "/auditor/t"))
+		r, err := link.Seal(h, name, heads[name], link.Entry(msg, "/auditor/t"))
 		require.NoError(t, err)
 		require.False(t, r.Meta.Rejected, "a valid event")
 		heads[name] = r.Head()
@@ -134,7 +135,7 @@ func hostsFile(t *testing.T, recs ...events.HostRecord) string {
 // and, with --require-signatures, an unsigned collector event.
 func TestAuditVerifyEvidenceSignatures(t *testing.T) {
 	ctx := context.Background()
-	h := link.NewHasher(nil)
+	h := chain.NewHasher(nil)
 	_, key, err := ed25519.GenerateKey(nil)
 	require.NoError(t, err)
 	keyID := events.KeyID(key.Public().(ed25519.PublicKey))

@@ -21,8 +21,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/services/auditor/auditortest"
-	"github.com/runtimetruth/runtimetruth/services/auditor/checkpoint"
 	"github.com/runtimetruth/runtimetruth/services/auditor/chstore"
 	"github.com/runtimetruth/runtimetruth/services/auditor/jsonl"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
@@ -67,7 +67,7 @@ func (s *syncBuffer) String() string {
 
 // auditRecords seals n events (verdicts and baseline changes of two hosts)
 // as the auditor records stream messages.
-func auditRecords(t *testing.T, h link.Hasher, from, n int, heads map[string]link.Head) []link.Record {
+func auditRecords(t *testing.T, h chain.Hasher, from, n int, heads map[string]link.Head) []link.Record {
 	t.Helper()
 	var out []link.Record
 	for i := from; i < from+n; i++ {
@@ -86,7 +86,7 @@ func auditRecords(t *testing.T, h link.Hasher, from, n int, heads map[string]lin
 		msg := &link.Message{Stream: stream, Seq: uint64(i + 1), Subject: m.Subject, Header: m.Header, Data: m.Data,
 			Stored: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Second)}
 		name := link.ChainName(stream, m.Subject)
-		r, err := h.Seal(name, heads[name], link.Entry(msg, "/auditor/t"))
+		r, err := link.Seal(h, name, heads[name], link.Entry(msg, "/auditor/t"))
 		require.NoError(t, err)
 		heads[name] = r.Head()
 		out = append(out, r)
@@ -95,7 +95,7 @@ func auditRecords(t *testing.T, h link.Hasher, from, n int, heads map[string]lin
 }
 
 // writeLog writes n links to a rotated JSONL log and returns its path.
-func writeLog(t *testing.T, h link.Hasher, n int) (string, []link.Record) {
+func writeLog(t *testing.T, h chain.Hasher, n int) (string, []link.Record) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "audit", "audit.jsonl")
 	s, err := jsonl.Open(context.Background(), jsonl.Options{Path: path, MaxBytes: 8 << 10, Hasher: h})
@@ -110,7 +110,7 @@ func writeLog(t *testing.T, h link.Hasher, n int) (string, []link.Record) {
 
 func TestAuditVerifyJSONL(t *testing.T) {
 	ctx := context.Background()
-	path, recs := writeLog(t, link.NewHasher(nil), 60)
+	path, recs := writeLog(t, chain.NewHasher(nil), 60)
 	files, err := jsonl.Files(path)
 	require.NoError(t, err)
 	require.Greater(t, len(files), 2, "rotated")
@@ -149,7 +149,7 @@ func TestAuditVerifyKeyAndCheckpoints(t *testing.T) {
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "hmac.key")
 	require.NoError(t, os.WriteFile(keyFile, []byte("a key of sixteen bytes or more\n"), 0o600))
-	h := link.NewHasher([]byte("a key of sixteen bytes or more"))
+	h := chain.NewHasher([]byte("a key of sixteen bytes or more"))
 	path, recs := writeLog(t, h, 40)
 
 	code, _, errs := runAudit(ctx, "verify", "--jsonl", path)
@@ -162,9 +162,9 @@ func TestAuditVerifyKeyAndCheckpoints(t *testing.T) {
 	_, k, err := ed25519.GenerateKey(nil)
 	require.NoError(t, err)
 	pub := filepath.Join(dir, "pub.pem")
-	require.NoError(t, os.WriteFile(pub, checkpoint.MarshalPublicKey(k.Public().(ed25519.PublicKey)), 0o600))
+	require.NoError(t, os.WriteFile(pub, chain.MarshalPublicKey(k.Public().(ed25519.PublicKey)), 0o600))
 	last := recs[len(recs)-1]
-	cp := checkpoint.Sign(checkpoint.Checkpoint{Chain: last.Chain, Seq: last.Seq, Head: last.Hash, Time: time.Now(), Auditor: "/auditor/t"}, k)
+	cp := chain.Checkpoint{Chain: last.Chain, Seq: last.Seq, Head: last.Hash, Time: time.Now(), Auditor: "/auditor/t"}.Sign(k)
 	cpFile := filepath.Join(dir, "messages.log")
 	require.NoError(t, os.WriteFile(cpFile, []byte("<13>1 - h runtimetruth-auditor 1 checkpoint "+cp.SD("32473")+" checkpoint\n"), 0o600))
 	code, out, errs = runAudit(ctx, "verify", "--jsonl", path, "--key", keyFile, "--checkpoints", cpFile, "--checkpoint-key", pub)
@@ -182,7 +182,7 @@ func TestAuditVerifyKeyAndCheckpoints(t *testing.T) {
 	// A checkpoint signed by someone else is an error, not a verdict.
 	_, other, err := ed25519.GenerateKey(nil)
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(pub, checkpoint.MarshalPublicKey(other.Public().(ed25519.PublicKey)), 0o600))
+	require.NoError(t, os.WriteFile(pub, chain.MarshalPublicKey(other.Public().(ed25519.PublicKey)), 0o600))
 	code, _, errs = runAudit(ctx, "verify", "--jsonl", path, "--key", keyFile, "--checkpoints", cpFile, "--checkpoint-key", pub)
 	require.Equal(t, ExitError, code)
 	assert.Contains(t, errs, "signature")
@@ -204,7 +204,7 @@ func TestAuditUsage(t *testing.T) {
 }
 
 func TestAuditTailJSONL(t *testing.T) {
-	h := link.NewHasher(nil)
+	h := chain.NewHasher(nil)
 	path, recs := writeLog(t, h, 30)
 	code, out, errs := runAudit(context.Background(), "tail", "--jsonl", path, "-n", "3", "--follow=false")
 	require.Equal(t, ExitPass, code, errs)
@@ -281,7 +281,7 @@ func TestAuditClickHouse(t *testing.T) {
 	defer func() { _ = s.Close() }()
 	_, err = s.Migrate(ctx)
 	require.NoError(t, err)
-	recs := auditRecords(t, link.NewHasher(nil), 0, 50, map[string]link.Head{})
+	recs := auditRecords(t, chain.NewHasher(nil), 0, 50, map[string]link.Head{})
 	require.NoError(t, s.Write(ctx, recs))
 
 	code, out, errs := runAudit(ctx, "verify", "--clickhouse", dsn)
@@ -309,7 +309,7 @@ func TestAuditClickHouse(t *testing.T) {
 	}
 	// The last link printed: tail has read the heads it follows from.
 	require.Eventually(t, func() bool { return strings.Count(buf.String(), "\n") == 1 }, 10*time.Second, 10*time.Millisecond)
-	more := auditRecords(t, link.NewHasher(nil), 50, 20, heads)
+	more := auditRecords(t, chain.NewHasher(nil), 50, 20, heads)
 	require.NoError(t, s.Write(ctx, more[:10]))
 	require.NoError(t, s.Write(ctx, more[10:]))
 	require.Eventually(t, func() bool { return strings.Count(buf.String(), "\n") >= 1+len(more) }, 10*time.Second, 10*time.Millisecond)
@@ -371,7 +371,7 @@ func TestAuditVerifyTamperedClickHouse(t *testing.T) {
 			defer func() { _ = s.Close() }()
 			_, err = s.Migrate(ctx)
 			require.NoError(t, err)
-			recs := auditRecords(t, link.NewHasher(nil), 0, 60, map[string]link.Head{})
+			recs := auditRecords(t, chain.NewHasher(nil), 0, 60, map[string]link.Head{})
 			require.NoError(t, s.Write(ctx, recs))
 			byseq := map[uint64]link.Record{}
 			for _, r := range recs {
@@ -417,11 +417,11 @@ func TestAuditVerifyTamperedJSONL(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "audit.jsonl")
-			s, err := jsonl.Open(context.Background(), jsonl.Options{Path: path, Hasher: link.NewHasher(nil)})
+			s, err := jsonl.Open(context.Background(), jsonl.Options{Path: path, Hasher: chain.NewHasher(nil)})
 			require.NoError(t, err)
 			// One chain: web-01's verdicts.
 			var one []link.Record
-			for _, r := range auditRecords(t, link.NewHasher(nil), 0, 30, map[string]link.Head{}) {
+			for _, r := range auditRecords(t, chain.NewHasher(nil), 0, 30, map[string]link.Head{}) {
 				if r.Chain == "VERDICTS/web-01" {
 					one = append(one, r)
 				}
@@ -444,7 +444,7 @@ func TestAuditVerifyTamperedJSONL(t *testing.T) {
 // (verdict.*.v1 links were written before the report matched
 // RuntimeTruth's), with control characters escaped.
 func TestAuditTailSummarizesVerdicts(t *testing.T) {
-	h := link.NewHasher(nil)
+	h := chain.NewHasher(nil)
 	target := events.Target{Kind: "systemd.unit", Identifier: "agent.service"}
 	drift := auditortest.Drift("web-01", target, "e-1", 1)
 	failed := events.Verdict{Status: events.StatusError, Host: "web-01", Target: target, EvidenceID: "e-2",
@@ -464,7 +464,7 @@ func TestAuditTailSummarizesVerdicts(t *testing.T) {
 		msg := &link.Message{Stream: "VERDICTS", Seq: uint64(i + 1), Subject: m.Subject, Header: m.Header, Data: m.Data,
 			Stored: time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC)}
 		name := link.ChainName("VERDICTS", m.Subject)
-		r, err := h.Seal(name, heads[name], link.Entry(msg, "/auditor/t"))
+		r, err := link.Seal(h, name, heads[name], link.Entry(msg, "/auditor/t"))
 		require.NoError(t, err)
 		heads[name] = r.Head()
 		recs = append(recs, r)

@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,7 +44,7 @@ func auditLinks(t *testing.T, state string) int {
 		return 0
 	}
 	require.NoError(t, err)
-	rep, err := chain.Verify(bytes.NewReader(data), chain.NewHasher(nil), nil)
+	rep, err := chain.Run(context.Background(), chain.NewHasher(nil), nil, chain.Lines(bytes.NewReader(data), ""))
 	require.NoError(t, err)
 	require.Nil(t, rep.Broken)
 	return rep.Links

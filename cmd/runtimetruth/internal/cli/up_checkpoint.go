@@ -10,11 +10,10 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/regfile"
-	"github.com/runtimetruth/runtimetruth/services/auditor/checkpoint"
+	"github.com/runtimetruth/runtimetruth/services/auditor"
 	"github.com/runtimetruth/runtimetruth/services/auditor/jsonl"
-	"github.com/runtimetruth/runtimetruth/services/auditor/link"
-	"github.com/runtimetruth/runtimetruth/services/auditor/verify"
 )
 
 // up signs its checkpoints. Its embedded auditor appends to a JSONL log
@@ -59,7 +58,7 @@ func prepareUpAudit(ctx context.Context, logPath, cpPath string) (string, error)
 // signed its checkpoints: those checkpoints, unsigned, are moved aside to
 // cpPath.unsigned and the log is checked against them once).
 func upKey(keyFile, cpPath string) (ed25519.PrivateKey, error) {
-	key, err := checkpoint.LoadPrivateKey(keyFile)
+	key, err := auditor.LoadCheckpointKey(keyFile)
 	if err == nil {
 		return key, nil
 	}
@@ -89,7 +88,7 @@ func upKey(keyFile, cpPath string) (ed25519.PrivateKey, error) {
 	if err := os.MkdirAll(filepath.Dir(keyFile), 0o700); err != nil {
 		return nil, fmt.Errorf("checkpoint key: %w", err)
 	}
-	if err := regfile.WriteAtomic(keyFile, checkpoint.MarshalPrivateKey(key), 0o600); err != nil {
+	if err := regfile.WriteAtomic(keyFile, chain.MarshalPrivateKey(key), 0o600); err != nil {
 		return nil, fmt.Errorf("checkpoint key: %w", err)
 	}
 	return key, nil
@@ -97,8 +96,8 @@ func upKey(keyFile, cpPath string) (ed25519.PrivateKey, error) {
 
 // readCheckpoints reads the checkpoints at path, signed or not; none when
 // the file does not exist.
-func readCheckpoints(path string) ([]checkpoint.Checkpoint, error) {
-	cps, err := checkpoint.ReadFile(path, nil)
+func readCheckpoints(path string) ([]chain.Checkpoint, error) {
+	cps, err := auditor.ReadCheckpoints(path, nil)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -112,11 +111,11 @@ func checkUpLog(ctx context.Context, logPath, cpPath string, pub ed25519.PublicK
 	way := fmt.Sprintf("keep %s, %s and %s for investigation, and start over with a new data directory (--data-dir), "+
 		"or move them aside to start a new audit log here", logPath, cpPath, keyFile)
 	if _, err := os.Stat(cpPath); err == nil {
-		if _, err := checkpoint.ReadFile(cpPath, pub); err != nil {
+		if _, err := auditor.ReadCheckpoints(cpPath, pub); err != nil {
 			return fmt.Errorf("%w: %w (up signs every checkpoint with %s): %s", ErrUpLogChanged, err, keyFile, way)
 		}
 	}
-	var cps []checkpoint.Checkpoint
+	var cps []chain.Checkpoint
 	for _, p := range []string{cpPath + ".unsigned", cpPath} {
 		c, err := readCheckpoints(p)
 		if err != nil {
@@ -131,7 +130,7 @@ func checkUpLog(ctx context.Context, logPath, cpPath string, pub ed25519.PublicK
 	if len(files) == 0 && len(cps) == 0 {
 		return nil
 	}
-	rep, err := verify.Run(ctx, link.NewHasher(nil), checkpoint.ForChain(cps), verify.Files(files))
+	rep, err := chain.Run(ctx, chain.NewHasher(nil), cps, jsonl.Source(files))
 	if err != nil {
 		return fmt.Errorf("check the audit log %s: %w", logPath, err)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/ed25519"
 	"errors"
+	"github.com/runtimetruth/runtimetruth/services/auditor"
+	"github.com/runtimetruth/runtimetruth/services/auditor/auditortest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/runtimetruth/runtimetruth/services/auditor/checkpoint"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/services/auditor/jsonl"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
 )
@@ -34,7 +36,7 @@ func (u upAudit) write(t *testing.T, recs []link.Record, key ed25519.PrivateKey)
 	for _, f := range []string{u.log, u.log + ".lock", u.cps} {
 		_ = os.Remove(f)
 	}
-	s, err := jsonl.Open(context.Background(), jsonl.Options{Path: u.log, Hasher: link.NewHasher(nil)})
+	s, err := jsonl.Open(context.Background(), jsonl.Options{Path: u.log, Hasher: chain.NewHasher(nil)})
 	require.NoError(t, err)
 	require.NoError(t, s.Write(context.Background(), recs))
 	heads, err := s.Heads(context.Background())
@@ -42,7 +44,7 @@ func (u upAudit) write(t *testing.T, recs []link.Record, key ed25519.PrivateKey)
 	require.NoError(t, s.Close())
 	var b strings.Builder
 	for c, h := range heads {
-		cp := checkpoint.Sign(checkpoint.Checkpoint{Chain: c, Seq: h.Seq, Head: h.Hash, Time: time.Now(), Auditor: "/auditor/up"}, key)
+		cp := chain.Checkpoint{Chain: c, Seq: h.Seq, Head: h.Hash, Time: time.Now(), Auditor: "/auditor/up"}.Sign(key)
 		b.Write(cp.JSON())
 		b.WriteByte('\n')
 	}
@@ -53,14 +55,14 @@ func (u upAudit) write(t *testing.T, recs []link.Record, key ed25519.PrivateKey)
 // chain recomputed, as someone without the HMAC key (up has none) can.
 func rewrite(t *testing.T, recs []link.Record, drop int) []link.Record {
 	t.Helper()
-	h := link.NewHasher(nil)
+	h := chain.NewHasher(nil)
 	heads := map[string]link.Head{}
 	var out []link.Record
 	for i, r := range recs {
 		if i == drop {
 			continue
 		}
-		n, err := h.Seal(r.Chain, heads[r.Chain], r.Link.Event)
+		n, err := link.Seal(h, r.Chain, heads[r.Chain], auditortest.Tree(t, r))
 		require.NoError(t, err)
 		heads[r.Chain] = n.Head()
 		out = append(out, n)
@@ -82,14 +84,14 @@ func TestUpRefusesAChangedLog(t *testing.T) {
 	st, err := os.Stat(keyFile)
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
-	key, err := checkpoint.LoadPrivateKey(keyFile)
+	key, err := auditor.LoadCheckpointKey(keyFile)
 	require.NoError(t, err)
 
-	recs := auditRecords(t, link.NewHasher(nil), 0, 30, map[string]link.Head{})
+	recs := auditRecords(t, chain.NewHasher(nil), 0, 30, map[string]link.Head{})
 	u.write(t, recs, key)
 	_, err = prepareUpAudit(ctx, u.log, u.cps)
 	require.NoError(t, err, "up resumes over its own log")
-	again, err := checkpoint.LoadPrivateKey(keyFile)
+	again, err := auditor.LoadCheckpointKey(keyFile)
 	require.NoError(t, err)
 	assert.True(t, key.Equal(again), "the same key")
 	code, _, errs := runAudit(ctx, "verify", "--jsonl", u.log, "--checkpoints", u.cps, "--checkpoint-key", u.key)
@@ -148,7 +150,7 @@ func TestUpRefusesAChangedLog(t *testing.T) {
 func TestUpSignsUnsignedCheckpointsFromNowOn(t *testing.T) {
 	ctx := context.Background()
 	u := newUpAudit(t)
-	recs := auditRecords(t, link.NewHasher(nil), 0, 10, map[string]link.Head{})
+	recs := auditRecords(t, chain.NewHasher(nil), 0, 10, map[string]link.Head{})
 	u.write(t, recs, nil)
 	_, err := prepareUpAudit(ctx, u.log, u.cps)
 	require.NoError(t, err)

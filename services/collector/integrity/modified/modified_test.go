@@ -2,6 +2,7 @@ package modified_test
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -47,7 +48,7 @@ func links(t *testing.T, store *integrity.Store) int {
 		return 0
 	}
 	require.NoError(t, err)
-	rep, err := chain.Verify(bytes.NewReader(data), chain.NewHasher(nil), nil)
+	rep, err := chain.Run(context.Background(), chain.NewHasher(nil), nil, chain.Lines(bytes.NewReader(data), ""))
 	require.NoError(t, err)
 	require.Nil(t, rep.Broken)
 	return rep.Links

@@ -1,4 +1,9 @@
-package verify
+// Package signatures re-checks the evidence signatures audit links carry
+// against the host registry, beside the chain's verification: Evidence is
+// a chain.Inspector (chain.Options.Inspector) that, for each link of a
+// signed event, checks the DSSE envelope, the claim against what the link
+// records, and the key's enrolment (Registry, Hosts).
+package signatures
 
 import (
 	"errors"
@@ -6,6 +11,7 @@ import (
 	"time"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/jsontree"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
 )
@@ -69,7 +75,8 @@ var signedTypes = map[string]bool{
 	events.TypeCollectionFailed:  true,
 }
 
-// Evidence checks the evidence signatures links carry (Options.Evidence):
+// Evidence checks the evidence signatures links carry, as the
+// chain.Inspector of a verification (chain.Options.Inspector):
 // for each link whose event has one (the rtsignature attribute), the DSSE
 // envelope verifies with the key its key id names, the claim says what the
 // link records (id, type, source, subject, time, the data's host and
@@ -107,17 +114,17 @@ type BadSignature struct {
 	Seq    uint64
 	ID     string
 	Reason string
-	Pos    Position
+	Pos    chain.Position
 }
 
 func (b *BadSignature) Error() string {
 	return fmt.Sprintf("chain %q seq %d: event %q: %s", b.Chain, b.Seq, b.ID, b.Reason)
 }
 
-// Outcomes of Evidence.check (Candidate.evState).
+// Kinds of the findings of Evidence.Inspect (0 is chain's "not
+// inspected").
 const (
-	evUnchecked uint8 = iota
-	evSigned
+	evSigned uint8 = iota + 1
 	evUnsigned
 	evOther
 	evBad
@@ -126,9 +133,11 @@ const (
 // errUnsigned is the reason of an unsigned link under Require.
 var errUnsigned = errors.New("unsigned (a signature is required)")
 
-// check checks c's event; it runs on the hashing goroutines.
-func (e *Evidence) check(c *Candidate) {
-	c.evState, c.evErr = e.classify(c.Event)
+// Inspect implements chain.Inspector: it checks a link's event, on the
+// hashing goroutines.
+func (e *Evidence) Inspect(event []byte) chain.Finding {
+	kind, err := e.classify(event)
+	return chain.Finding{Kind: kind, Err: err}
 }
 
 func (e *Evidence) classify(event []byte) (uint8, error) {
@@ -181,12 +190,10 @@ func (e *Evidence) classify(event []byte) (uint8, error) {
 	return evSigned, nil
 }
 
-// tally counts a link that verified; the first bad one is kept.
-func (e *Evidence) tally(c *Candidate) {
-	if c.evState == evUnchecked {
-		e.check(c)
-	}
-	switch c.evState {
+// Tally implements chain.Inspector: it counts a link that verified; the
+// first bad one is kept.
+func (e *Evidence) Tally(c *chain.Candidate, f chain.Finding) {
+	switch f.Kind {
 	case evSigned:
 		e.signed++
 	case evUnsigned:
@@ -194,17 +201,18 @@ func (e *Evidence) tally(c *Candidate) {
 	case evOther:
 		e.other++
 	case evBad:
-		if errors.Is(c.evErr, errUnsigned) {
+		if errors.Is(f.Err, errUnsigned) {
 			e.unsigned++
 		}
 		if e.bad == nil {
-			id, _, _ := link.EventID(c.Event)
-			e.bad = &BadSignature{Chain: c.Chain, Seq: c.Seq, ID: link.UnquoteID(id), Reason: c.evErr.Error(), Pos: c.Pos}
+			id, _, _ := chain.EventID(c.Event)
+			e.bad = &BadSignature{Chain: c.Chain, Seq: c.Seq, ID: chain.UnquoteID(id), Reason: f.Err.Error(), Pos: c.Pos}
 		}
 	}
 }
 
-func (e *Evidence) report() *EvidenceReport {
+// Report returns what e found of the links it tallied.
+func (e *Evidence) Report() *EvidenceReport {
 	return &EvidenceReport{Signed: e.signed, Unsigned: e.unsigned, Other: e.other, Bad: e.bad}
 }
 

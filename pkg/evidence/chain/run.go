@@ -1,4 +1,4 @@
-package verify
+package chain
 
 import (
 	"bytes"
@@ -6,13 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"sync"
-
-	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
-	"github.com/runtimetruth/runtimetruth/pkg/platform/regfile"
-	"github.com/runtimetruth/runtimetruth/services/auditor/link"
 )
 
 // batchSize is how many links one hashing task covers.
@@ -34,39 +29,55 @@ type Batch struct {
 // Run verifies the links a source yields, in order, hashing them on
 // several goroutines while the source reads on. It returns the report,
 // or the source's error.
-func Run(ctx context.Context, h link.Hasher, checkpoints []chain.Checkpoint, src Source) (Report, error) {
+func Run(ctx context.Context, h Hasher, checkpoints []Checkpoint, src Source) (Report, error) {
 	return RunWith(ctx, h, src, Options{Checkpoints: checkpoints})
 }
 
 // RunVisit is Run calling visit, when not nil, with every link that
 // verified, in order.
-func RunVisit(ctx context.Context, h link.Hasher, checkpoints []chain.Checkpoint, src Source, visit func(*Candidate)) (Report, error) {
+func RunVisit(ctx context.Context, h Hasher, checkpoints []Checkpoint, src Source, visit func(*Candidate)) (Report, error) {
 	return RunWith(ctx, h, src, Options{Checkpoints: checkpoints, Visit: visit})
 }
 
 // Options are what RunWith checks besides the chains.
 type Options struct {
 	// Checkpoints are checked against the chains at the end.
-	Checkpoints []chain.Checkpoint
+	Checkpoints []Checkpoint
 	// Visit, when not nil, is called with every link that verified, in
 	// order.
 	Visit func(*Candidate)
 	// EventIDs reports an event id linked twice in a chain
 	// (Report.Duplicate).
 	EventIDs bool
-	// Evidence, when not nil, checks the evidence signature of every link
-	// that carries one (Report.Evidence).
-	Evidence *Evidence
+	// Inspector, when not nil, checks something of every link's event
+	// beside the chain (the auditor's evidence signatures).
+	Inspector Inspector
+}
+
+// An Inspector checks the events of the links beside the hashing: Inspect
+// runs on the hashing goroutines, in no order, with the event as stored
+// (canonical JSON, or not when the link is not), and Tally in order with
+// every link that verified and what Inspect found of it.
+type Inspector interface {
+	Inspect(event []byte) Finding
+	Tally(c *Candidate, f Finding)
+}
+
+// Finding is what an Inspector found of a link: a kind of its own (never
+// 0, which stands for "not inspected") and an error.
+type Finding struct {
+	Kind uint8
+	Err  error
 }
 
 // RunWith verifies the links a source yields, in order, hashing them
-// (and checking their ids and signatures, as opts says) on several
+// (and checking their ids and events, as opts says) on several
 // goroutines while the source reads on. It returns the report, or the
 // source's error.
-func RunWith(ctx context.Context, h link.Hasher, src Source, opts Options) (Report, error) {
+func RunWith(ctx context.Context, h Hasher, src Source, opts Options) (Report, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	v := New(h, opts.Checkpoints)
+	v := NewVerifier(h, opts.Checkpoints)
 	if opts.EventIDs {
 		v.EventIDs()
 	}
@@ -96,8 +107,8 @@ func RunWith(ctx context.Context, h link.Hasher, src Source, opts Options) (Repo
 					if opts.EventIDs {
 						d.ID(c, seed)
 					}
-					if opts.Evidence != nil {
-						opts.Evidence.check(c)
+					if opts.Inspector != nil {
+						c.finding = opts.Inspector.Inspect(c.Event)
 					}
 				}
 				close(p.done)
@@ -134,12 +145,6 @@ func RunWith(ctx context.Context, h link.Hasher, src Source, opts Options) (Repo
 		}
 	}()
 	defer wg.Wait()
-	finish := func(r Report) Report {
-		if opts.Evidence != nil {
-			r.Evidence = opts.Evidence.report()
-		}
-		return r
-	}
 	for p := range ordered {
 		<-p.done
 		for i := range p.b.Cands {
@@ -149,10 +154,13 @@ func RunWith(ctx context.Context, h link.Hasher, src Source, opts Options) (Repo
 				drain(ordered)
 				r := v.Finish()
 				r.Broken = b
-				return finish(r), nil
+				return r, nil
 			}
-			if opts.Evidence != nil {
-				opts.Evidence.tally(c)
+			if opts.Inspector != nil {
+				if c.finding.Kind == 0 {
+					c.finding = opts.Inspector.Inspect(c.Event) // a line Check parsed
+				}
+				opts.Inspector.Tally(c, c.finding)
 			}
 			if opts.Visit != nil {
 				opts.Visit(c)
@@ -165,7 +173,7 @@ func RunWith(ctx context.Context, h link.Hasher, src Source, opts Options) (Repo
 	if err := ctx.Err(); err != nil {
 		return Report{}, err
 	}
-	return finish(v.Finish()), nil
+	return v.Finish(), nil
 }
 
 type pending struct {
@@ -200,9 +208,9 @@ func Lines(r io.Reader, name string) Source {
 				carry = carry[i+1:]
 				continue
 			}
-			if len(carry) > chain.MaxLinkSize {
+			if len(carry) > MaxLinkSize {
 				b.Cands = append(b.Cands, Candidate{Pos: Position{File: name, Line: line + 1},
-					Err: fmt.Errorf("%w: longer than %d bytes", chain.ErrLink, chain.MaxLinkSize)})
+					Err: fmt.Errorf("%w: longer than %d bytes", ErrLink, MaxLinkSize)})
 				return false, nil
 			}
 			if eof {
@@ -227,40 +235,5 @@ func Lines(r io.Reader, name string) Source {
 			}
 		}
 		return true, ctx.Err()
-	}
-}
-
-// Files returns a Source reading the JSONL files in order, as one
-// sequence of links (rotated files continue their chains).
-func Files(paths []string) Source {
-	i := 0
-	var f *os.File
-	var cur Source
-	return func(ctx context.Context, b *Batch) (bool, error) {
-		for {
-			if cur == nil {
-				if i == len(paths) {
-					return false, nil
-				}
-				var err error
-				if f, err = regfile.Open(paths[i]); err != nil {
-					return false, fmt.Errorf("open audit log: %w", err)
-				}
-				cur = Lines(f, paths[i])
-				i++
-			}
-			more, err := cur(ctx, b)
-			if err != nil || more {
-				if err != nil {
-					_ = f.Close()
-				}
-				return true, err
-			}
-			_ = f.Close()
-			cur = nil
-			if len(b.Cands) > 0 {
-				return true, nil
-			}
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package verify_test
+package link_test
 
 import (
 	"bytes"
@@ -10,16 +10,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/canonjson"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/services/auditor/auditortest"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
-	"github.com/runtimetruth/runtimetruth/services/auditor/verify"
 )
 
 var key = []byte("0123456789abcdef0123456789abcdef")
 
 // build seals n fixture events into two interleaved chains.
-func build(t testing.TB, h link.Hasher, n int) []link.Record {
+func build(t testing.TB, h chain.Hasher, n int) []link.Record {
 	t.Helper()
 	heads := map[string]link.Head{}
 	out := make([]link.Record, 0, n)
@@ -28,7 +28,7 @@ func build(t testing.TB, h link.Hasher, n int) []link.Record {
 		m := auditortest.Msg(t, auditortest.Modified(host, i), i)
 		msg := auditortest.Message(t, "EVIDENCE", uint64(i+1), m)
 		name := link.ChainName(msg.Stream, msg.Subject)
-		r, err := h.Seal(name, heads[name], link.Entry(msg, events.Source("auditor", "t")))
+		r, err := link.Seal(h, name, heads[name], link.Entry(msg, events.Source("auditor", "t")))
 		require.NoError(t, err)
 		heads[name] = r.Head()
 		out = append(out, r)
@@ -44,28 +44,56 @@ func lines(recs []link.Record) [][]byte {
 	return out
 }
 
-func runLines(t *testing.T, h link.Hasher, cps []chain.Checkpoint, ls [][]byte) verify.Report {
+func runLines(t *testing.T, h chain.Hasher, cps []chain.Checkpoint, ls [][]byte) chain.Report {
 	t.Helper()
 	var buf bytes.Buffer
 	for _, l := range ls {
 		buf.Write(l)
 		buf.WriteByte('\n')
 	}
-	rep, err := verify.Run(context.Background(), h, cps, verify.Lines(bytes.NewReader(buf.Bytes()), "audit.jsonl"))
+	rep, err := chain.Run(context.Background(), h, cps, chain.Lines(bytes.NewReader(buf.Bytes()), "audit.jsonl"))
 	require.NoError(t, err)
-	// pkg/evidence/chain agrees on whether the file is intact.
-	crep, err := chain.Verify(bytes.NewReader(buf.Bytes()), h.Chain(), cps)
-	require.NoError(t, err)
-	assert.Equal(t, crep.Broken == nil, rep.Broken == nil, "chain.Verify: %v", crep.Broken)
+	// The schema's reading of the file (intact) agrees.
+	assert.Equal(t, intact(h, cps, ls), rep.Broken == nil, "the file by its schema")
 	return rep
 }
 
-func reseal(t *testing.T, h link.Hasher, recs []link.Record) [][]byte {
+// intact is the link format read literally, the reference for the
+// verifier: every line a link (chain.ParseLink) whose hash is that of its
+// canonical parts, each chain numbered from 1 with prev the hash before
+// it, and every checkpoint's link present with its hash.
+func intact(h chain.Hasher, cps []chain.Checkpoint, ls [][]byte) bool {
+	heads := map[string]chain.Head{}
+	hashes := map[string]map[uint64]string{}
+	for _, ln := range ls {
+		l, err := chain.ParseLink(ln)
+		if err != nil || h.Sum(l.Chain, l.Seq, l.Prev, l.Event) != l.Hash {
+			return false
+		}
+		hd := heads[l.Chain]
+		if l.Seq != hd.Seq+1 || (hd.Seq == 0 && l.Prev != chain.Genesis) || (hd.Seq > 0 && l.Prev != hd.Hash) {
+			return false
+		}
+		heads[l.Chain] = l.Head()
+		if hashes[l.Chain] == nil {
+			hashes[l.Chain] = map[uint64]string{}
+		}
+		hashes[l.Chain][l.Seq] = l.Hash
+	}
+	for _, cp := range cps {
+		if hashes[cp.Chain][cp.Seq] != cp.Head {
+			return false
+		}
+	}
+	return true
+}
+
+func reseal(t *testing.T, h chain.Hasher, recs []link.Record) [][]byte {
 	t.Helper()
 	heads := map[string]link.Head{}
 	var out [][]byte
 	for _, r := range recs {
-		n, err := h.Seal(r.Chain, heads[r.Chain], r.Link.Event)
+		n, err := link.Seal(h, r.Chain, heads[r.Chain], auditortest.Tree(t, r))
 		require.NoError(t, err)
 		heads[r.Chain] = n.Head()
 		out = append(out, n.Line)
@@ -74,13 +102,13 @@ func reseal(t *testing.T, h link.Hasher, recs []link.Record) [][]byte {
 }
 
 func TestTamperedLines(t *testing.T) {
-	plain := link.NewHasher(nil)
-	keyed := link.NewHasher(key)
+	plain := chain.NewHasher(nil)
+	keyed := chain.NewHasher(key)
 	const n = 40
 	for _, tc := range []struct {
 		name   string
-		hasher link.Hasher // for verifying; the chain is built with built
-		built  link.Hasher
+		hasher chain.Hasher // for verifying; the chain is built with built
+		built  chain.Hasher
 		cps    func(recs []link.Record) []chain.Checkpoint
 		tamper func(t *testing.T, recs []link.Record, ls [][]byte) [][]byte
 		reason chain.Reason
@@ -110,7 +138,7 @@ func TestTamperedLines(t *testing.T) {
 		{name: "inserted", line: 12, seq: 6, reason: chain.Changed, tamper: func(t *testing.T, recs []link.Record, ls [][]byte) [][]byte {
 			// A forged link at seq 6 of chain a, hashed correctly but not
 			// the chain's (it commits to seq 5, then the real seq 6 follows).
-			f, err := plain.Seal(recs[8].Chain, recs[8].Head(), recs[30].Link.Event)
+			f, err := link.Seal(plain, recs[8].Chain, recs[8].Head(), auditortest.Tree(t, recs[30]))
 			require.NoError(t, err)
 			return append(ls[:10], append([][]byte{f.Line}, ls[10:]...)...)
 		}},
@@ -128,16 +156,20 @@ func TestTamperedLines(t *testing.T) {
 				return []chain.Checkpoint{{Chain: recs[38].Chain, Seq: recs[38].Seq, Head: recs[38].Hash}}
 			},
 			tamper: func(t *testing.T, recs []link.Record, _ [][]byte) [][]byte {
-				recs[10].Link.Event.Members[0].Value.Members[0].Value.Text = "forged"
+				ev := auditortest.Tree(t, recs[10])
+				ev.Members[0].Value.Members[0].Value.Text = "forged"
+				var err error
+				recs[10].Event, err = canonjson.Marshal(ev)
+				require.NoError(t, err)
 				return reseal(t, plain, recs)
 			}},
 		{name: "keyed chain rewritten without the key", hasher: keyed, built: keyed, line: 1, seq: 1, reason: chain.Changed,
 			tamper: func(t *testing.T, recs []link.Record, _ [][]byte) [][]byte { return reseal(t, plain, recs) }},
 		{name: "keyed chain rewritten with another key", hasher: keyed, built: keyed, line: 1, seq: 1, reason: chain.Changed,
 			tamper: func(t *testing.T, recs []link.Record, _ [][]byte) [][]byte {
-				return reseal(t, link.NewHasher([]byte("another key of 32 bytes........")), recs)
+				return reseal(t, chain.NewHasher([]byte("another key of 32 bytes........")), recs)
 			}},
-		{name: "keyed chain without the key", built: keyed, line: 1, seq: 1, reason: verify.KeyRequired},
+		{name: "keyed chain without the key", built: keyed, line: 1, seq: 1, reason: chain.KeyRequired},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			built := tc.built
@@ -178,23 +210,23 @@ func TestTamperedLines(t *testing.T) {
 }
 
 // rows feeds records as database rows, ordered by chain and seq.
-func rows(recs []link.Record) verify.Source {
+func rows(recs []link.Record) chain.Source {
 	done := false
-	return func(_ context.Context, b *verify.Batch) (bool, error) {
+	return func(_ context.Context, b *chain.Batch) (bool, error) {
 		if done {
 			return false, nil
 		}
 		done = true
 		for i, r := range recs {
-			b.Cands = append(b.Cands, verify.Candidate{Chain: r.Chain, Seq: r.Seq, Prev: r.Prev, Hash: r.Hash,
-				Event: r.Event, Pos: verify.Position{Row: i + 1}})
+			b.Cands = append(b.Cands, chain.Candidate{Chain: r.Chain, Seq: r.Seq, Prev: r.Prev, Hash: r.Hash,
+				Event: r.Event, Pos: chain.Position{Row: i + 1}})
 		}
 		return false, nil
 	}
 }
 
 func TestTamperedRows(t *testing.T) {
-	h := link.NewHasher(key)
+	h := chain.NewHasher(key)
 	byChain := func() []link.Record {
 		recs := build(t, h, 40)
 		var a, b []link.Record
@@ -207,7 +239,7 @@ func TestTamperedRows(t *testing.T) {
 		}
 		return append(a, b...)
 	}
-	rep, err := verify.Run(context.Background(), h, nil, rows(byChain()))
+	rep, err := chain.Run(context.Background(), h, nil, rows(byChain()))
 	require.NoError(t, err)
 	require.Nil(t, rep.Broken)
 	assert.Equal(t, 40, rep.Links)
@@ -216,7 +248,7 @@ func TestTamperedRows(t *testing.T) {
 	recs := byChain()
 	recs[4].Seq, recs[5].Seq = recs[5].Seq, recs[4].Seq
 	recs[4], recs[5] = recs[5], recs[4]
-	rep, err = verify.Run(context.Background(), h, nil, rows(recs))
+	rep, err = chain.Run(context.Background(), h, nil, rows(recs))
 	require.NoError(t, err)
 	require.NotNil(t, rep.Broken)
 	assert.Equal(t, chain.Reordered, rep.Broken.Reason, rep.Broken.Error())
@@ -226,7 +258,7 @@ func TestTamperedRows(t *testing.T) {
 	// A row inserted twice.
 	recs = byChain()
 	recs = append(recs[:8], append([]link.Record{recs[7]}, recs[8:]...)...)
-	rep, err = verify.Run(context.Background(), h, nil, rows(recs))
+	rep, err = chain.Run(context.Background(), h, nil, rows(recs))
 	require.NoError(t, err)
 	require.NotNil(t, rep.Broken)
 	assert.Equal(t, chain.Duplicated, rep.Broken.Reason, rep.Broken.Error())

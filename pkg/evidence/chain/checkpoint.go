@@ -1,24 +1,4 @@
-// Package checkpoint is the auditor's signed high-water marks: a
-// checkpoint asserts that a chain's link seq has hash head, signed with
-// the auditor's Ed25519 key. Kept outside the database (in a SIEM through
-// syslog, or a file), checkpoints make truncation and a full rewrite of a
-// chain detectable: `runtimetruth audit verify --checkpoints` checks the
-// chain against them (pkg/evidence/chain's Truncated and Rewritten).
-//
-// The signature covers the RFC 8785 form of
-// {"auditor","chain","head","seq","time"}. A checkpoint travels as a JSON
-// line,
-//
-//	{"auditor":"/auditor/a1","chain":"VERDICTS/web-01","head":"sha256:…","key":"<key id>","seq":42,"sig":"<base64>","time":"…"}
-//
-// or as an RFC 5424 structured-data element,
-//
-//	[rtcheckpoint@32473 chain="…" seq="42" head="sha256:…" time="…" auditor="…" key="…" sig="…"]
-//
-// and ReadFile finds both in any text file (a syslog receiver's log
-// included). The key id is the first 16 hex digits of the SHA-256 of the
-// public key's PKIX DER form.
-package checkpoint
+package chain
 
 import (
 	"bufio"
@@ -32,18 +12,16 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/canonjson"
-	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/jsontree"
-
-	"github.com/runtimetruth/runtimetruth/pkg/platform/regfile"
 )
 
-// Errors.
+// Errors of checkpoints and their keys.
 var (
 	// ErrSignature: a checkpoint is unsigned, signed by another key, or its
 	// signature does not verify.
@@ -52,11 +30,12 @@ var (
 	ErrKey = errors.New("not an Ed25519 key")
 )
 
-// SDName is the structured-data name of a checkpoint element (the
-// SD-ID is SDName@<private enterprise number>).
-const SDName = "rtcheckpoint"
+// CheckpointSD is the structured-data name of a checkpoint element (the
+// SD-ID is CheckpointSD@<private enterprise number>).
+const CheckpointSD = "rtcheckpoint"
 
-// Checkpoint is one signed assertion about a chain.
+// Checkpoint is one signed assertion about a chain: its link Seq has hash
+// Head.
 type Checkpoint struct {
 	Chain string `json:"chain"`
 	Seq   uint64 `json:"seq"`
@@ -84,8 +63,8 @@ func (c Checkpoint) signed() []byte {
 	return b
 }
 
-// Sign signs c with key (nil leaves it unsigned).
-func Sign(c Checkpoint, key ed25519.PrivateKey) Checkpoint {
+// Sign returns c signed with key (nil leaves it unsigned).
+func (c Checkpoint) Sign(key ed25519.PrivateKey) Checkpoint {
 	c.Time = c.Time.UTC()
 	c.Key, c.Sig = "", ""
 	if key != nil {
@@ -118,10 +97,10 @@ func (c Checkpoint) JSON() []byte {
 }
 
 // SD renders c as an RFC 5424 structured-data element with the SD-ID
-// SDName@pen.
+// CheckpointSD@pen.
 func (c Checkpoint) SD(pen string) string {
 	var b strings.Builder
-	b.WriteString("[" + SDName + "@" + pen)
+	b.WriteString("[" + CheckpointSD + "@" + pen)
 	for _, p := range [][2]string{
 		{"chain", c.Chain}, {"seq", strconv.FormatUint(c.Seq, 10)}, {"head", c.Head},
 		{"time", c.Time.UTC().Format(time.RFC3339Nano)}, {"auditor", c.Auditor}, {"key", c.Key}, {"sig", c.Sig},
@@ -147,10 +126,10 @@ func EscapeParam(s string) string {
 	return b.String()
 }
 
-// Parse finds a checkpoint in one line: a JSON checkpoint line or a
-// syslog message carrying a checkpoint element. ok is false for a line
-// without one.
-func Parse(line []byte) (c Checkpoint, ok bool, err error) {
+// ParseCheckpoint finds a checkpoint in one line: a JSON checkpoint line
+// or a syslog message carrying a checkpoint element. ok is false for a
+// line without one.
+func ParseCheckpoint(line []byte) (c Checkpoint, ok bool, err error) {
 	line = bytes.TrimSpace(line)
 	if bytes.HasPrefix(line, []byte("{")) {
 		dec := json.NewDecoder(bytes.NewReader(line))
@@ -160,7 +139,7 @@ func Parse(line []byte) (c Checkpoint, ok bool, err error) {
 		}
 		return c, true, c.check()
 	}
-	i := bytes.Index(line, []byte("["+SDName+"@"))
+	i := bytes.Index(line, []byte("["+CheckpointSD+"@"))
 	if i < 0 {
 		return Checkpoint{}, false, nil
 	}
@@ -221,49 +200,35 @@ func sdParams(b []byte) (map[string]string, error) {
 	return out, nil
 }
 
-// ReadFile reads every checkpoint in a file of JSON checkpoint lines or
-// syslog messages, checking each signature against pub when pub is not
-// nil; it keeps, per chain, every checkpoint (all are checked against the
-// chain).
-func ReadFile(path string, pub ed25519.PublicKey) ([]Checkpoint, error) {
-	f, err := regfile.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("checkpoints: %w", err)
-	}
-	defer func() { _ = f.Close() }()
+// ReadCheckpoints reads every checkpoint in r, JSON checkpoint lines or
+// syslog messages (name names r in errors), checking each signature
+// against pub when pub is not nil; it keeps, per chain, every checkpoint
+// (all are checked against the chain).
+func ReadCheckpoints(r io.Reader, name string, pub ed25519.PublicKey) ([]Checkpoint, error) {
 	var out []Checkpoint
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	n := 0
 	for sc.Scan() {
 		n++
-		c, ok, err := Parse(sc.Bytes())
+		c, ok, err := ParseCheckpoint(sc.Bytes())
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, n, err)
+			return nil, fmt.Errorf("%s:%d: %w", name, n, err)
 		}
 		if !ok {
 			continue
 		}
 		if pub != nil {
 			if err := c.Verify(pub); err != nil {
-				return nil, fmt.Errorf("%s:%d: %w", path, n, err)
+				return nil, fmt.Errorf("%s:%d: %w", name, n, err)
 			}
 		}
 		out = append(out, c)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("checkpoints %s: %w", path, err)
+		return nil, fmt.Errorf("checkpoints %s: %w", name, err)
 	}
 	return out, nil
-}
-
-// ForChain converts checkpoints for pkg/evidence/chain and the verifier.
-func ForChain(cps []Checkpoint) []chain.Checkpoint {
-	out := make([]chain.Checkpoint, len(cps))
-	for i, c := range cps {
-		out[i] = chain.Checkpoint{Chain: c.Chain, Seq: c.Seq, Head: c.Head}
-	}
-	return out
 }
 
 // KeyID names a public key: 16 hex digits of the SHA-256 of its PKIX DER.
@@ -276,44 +241,36 @@ func KeyID(pub ed25519.PublicKey) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// maxKeyFile bounds a key file (regular files only).
-const maxKeyFile = 64 << 10
+// MaxKeyFile bounds a checkpoint key file.
+const MaxKeyFile = 64 << 10
 
-// LoadPrivateKey reads a PEM PKCS #8 Ed25519 private key (openssl genpkey
-// -algorithm ed25519).
-func LoadPrivateKey(path string) (ed25519.PrivateKey, error) {
-	b, err := regfile.Read(path, maxKeyFile)
-	if err != nil {
-		return nil, fmt.Errorf("checkpoint key: %w", err)
-	}
+// ParsePrivateKey reads a PEM PKCS #8 Ed25519 private key (openssl
+// genpkey -algorithm ed25519) from b, the file name.
+func ParsePrivateKey(b []byte, name string) (ed25519.PrivateKey, error) {
 	blk, _ := pem.Decode(b)
 	if blk == nil || blk.Type != "PRIVATE KEY" {
-		return nil, fmt.Errorf("checkpoint key %s: %w: want a PEM PRIVATE KEY block", path, ErrKey)
+		return nil, fmt.Errorf("checkpoint key %s: %w: want a PEM PRIVATE KEY block", name, ErrKey)
 	}
 	k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint key %s: %w", path, err)
+		return nil, fmt.Errorf("checkpoint key %s: %w", name, err)
 	}
 	ek, ok := k.(ed25519.PrivateKey)
 	if !ok {
-		return nil, fmt.Errorf("checkpoint key %s: %w", path, ErrKey)
+		return nil, fmt.Errorf("checkpoint key %s: %w", name, ErrKey)
 	}
 	return ek, nil
 }
 
-// LoadPublicKey reads a PEM PKIX Ed25519 public key, or the public half of
-// a private key file.
-func LoadPublicKey(path string) (ed25519.PublicKey, error) {
-	b, err := regfile.Read(path, maxKeyFile)
-	if err != nil {
-		return nil, fmt.Errorf("checkpoint public key: %w", err)
-	}
+// ParsePublicKey reads a PEM PKIX Ed25519 public key, or the public half
+// of a private key, from b, the file name.
+func ParsePublicKey(b []byte, name string) (ed25519.PublicKey, error) {
 	blk, _ := pem.Decode(b)
 	if blk == nil {
-		return nil, fmt.Errorf("checkpoint public key %s: %w: no PEM block", path, ErrKey)
+		return nil, fmt.Errorf("checkpoint public key %s: %w: no PEM block", name, ErrKey)
 	}
 	if blk.Type == "PRIVATE KEY" {
-		k, err := LoadPrivateKey(path)
+		k, err := ParsePrivateKey(b, name)
 		if err != nil {
 			return nil, err
 		}
@@ -321,11 +278,11 @@ func LoadPublicKey(path string) (ed25519.PublicKey, error) {
 	}
 	k, err := x509.ParsePKIXPublicKey(blk.Bytes)
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint public key %s: %w", path, err)
+		return nil, fmt.Errorf("checkpoint public key %s: %w", name, err)
 	}
 	ek, ok := k.(ed25519.PublicKey)
 	if !ok {
-		return nil, fmt.Errorf("checkpoint public key %s: %w", path, ErrKey)
+		return nil, fmt.Errorf("checkpoint public key %s: %w", name, ErrKey)
 	}
 	return ek, nil
 }
