@@ -16,11 +16,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry/telemetrytest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/auditor"
 	"github.com/runtimetruth/runtimetruth/services/auditor/auditortest"
@@ -76,20 +75,18 @@ func (e *env) config() auditor.Config {
 	return cfg
 }
 
-// readers holds the ManualReader of each auditor newAuditor made.
-var readers sync.Map // *auditor.Auditor → *sdkmetric.ManualReader
+// recorders holds the telemetry of each auditor newAuditor made.
+var recorders sync.Map // *auditor.Auditor → *telemetrytest.Recorder
 
-// newAuditor is auditor.New with a meter provider whose ManualReader
-// counted reads.
+// newAuditor is auditor.New reporting to a telemetrytest Recorder, whose
+// counters counted reads.
 func newAuditor(t testing.TB, cfg auditor.Config, set auditor.Settings) (*auditor.Auditor, error) {
 	t.Helper()
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-	set.Telemetry.MeterProvider = mp
+	rec := telemetrytest.New(t)
+	set.Telemetry.MeterProvider = rec.Providers.MeterProvider
 	a, err := auditor.New(cfg, set)
 	if err == nil {
-		readers.Store(a, reader)
+		recorders.Store(a, rec)
 	}
 	return a, err
 }
@@ -98,36 +95,9 @@ func newAuditor(t testing.TB, cfg auditor.Config, set auditor.Settings) (*audito
 // whose attributes include attrs.
 func counted(t testing.TB, a *auditor.Auditor, name string, attrs ...attribute.KeyValue) int64 {
 	t.Helper()
-	r, ok := readers.Load(a)
+	rec, ok := recorders.Load(a)
 	require.True(t, ok, "the auditor was not made by newAuditor")
-	return sum(t, r.(*sdkmetric.ManualReader), name, attrs...)
-}
-
-// sum is the sum of r's int64 counter name over the data points whose
-// attributes include attrs.
-func sum(t testing.TB, r *sdkmetric.ManualReader, name string, attrs ...attribute.KeyValue) int64 {
-	t.Helper()
-	var rm metricdata.ResourceMetrics
-	require.NoError(t, r.Collect(context.Background(), &rm))
-	var n int64
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			s, ok := m.Data.(metricdata.Sum[int64])
-			if !ok || m.Name != name {
-				continue
-			}
-		points:
-			for _, dp := range s.DataPoints {
-				for _, kv := range attrs {
-					if v, ok := dp.Attributes.Value(kv.Key); !ok || v != kv.Value {
-						continue points
-					}
-				}
-				n += dp.Value
-			}
-		}
-	}
-	return n
+	return rec.(*telemetrytest.Recorder).Sum(t, name, attrs...)
 }
 
 func start(t *testing.T, cfg auditor.Config, prep ...func(*auditor.Auditor)) *auditor.Auditor {
