@@ -104,13 +104,22 @@ func decodePayload(s *Spec, e event.Event) (Payload, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.Type() != s.Current() {
-		return nil, invalid(ReasonInvalidPayload, "type", "the payload is a %s event, not %s", p.Type(), e.Type())
-	}
-	if want := p.Subject(); e.Subject() != want {
-		return nil, invalid(ReasonSubjectMismatch, "subject", "%q, but the payload's subject is %q", e.Subject(), want)
+	if err := checkDecoded(s, e, p); err != nil {
+		return nil, err
 	}
 	return p, nil
+}
+
+// checkDecoded checks that p, decoded from e's data, implies e's type and
+// subject attribute.
+func checkDecoded(s *Spec, e event.Event, p Payload) error {
+	if p.Type() != s.Current() {
+		return invalid(ReasonInvalidPayload, "type", "the payload is a %s event, not %s", p.Type(), e.Type())
+	}
+	if want := p.Subject(); e.Subject() != want {
+		return invalid(ReasonSubjectMismatch, "subject", "%q, but the payload's subject is %q", e.Subject(), want)
+	}
+	return nil
 }
 
 // decodeInto decodes data into p: validateData, then encoding/json with
@@ -138,11 +147,7 @@ func validateData(s *Spec, data []byte) error {
 	}
 	tree, err := jsontree.Parse(data)
 	if err != nil {
-		reason := ReasonMalformedJSON
-		if se, ok := errors.AsType[*jsontree.SyntaxError](err); ok && strings.HasPrefix(se.Msg, "duplicate object key") {
-			reason = ReasonDuplicateKey
-		}
-		return &Error{Reason: reason, Field: "data", Err: err}
+		return syntaxError(err)
 	}
 	schemas, err := compiledSchemas()
 	if err != nil {

@@ -6,28 +6,16 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
 
-	"github.com/runtimetruth/runtimetruth/pkg/evidence/jsontree"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 )
 
-// Hooks for the external tests of the typed evidence decoder.
+// Hooks for the external tests of the evidence decoder.
 
-// DecodeEvidenceTyped is the typed decoder ReadEvidence runs;
-// DecodeEvidenceTree its path for any document, FastEvidence its path for
-// the common ones.
-var (
-	DecodeEvidenceTyped = decodeEvidence
-	DecodeEvidenceTree  = decodeEvidenceTree
-	FastEvidence        = fastEvidence
-)
-
-// CheckEvidenceSchemaTyped runs the typed mirror of the evidence.collected
-// schema; data must parse.
-func CheckEvidenceSchemaTyped(data []byte) (parsed bool, err error) {
-	tree, err := jsontree.Parse(data)
-	if err != nil {
-		return false, err
-	}
-	return true, checkEvidenceSchema(tree)
+// DecodeEvidence is the evidence.collected decoder ReadEvidence runs: the
+// payload (its Snapshot canonical) and the snapshot.
+func DecodeEvidence(data []byte) (EvidenceCollected, *snapshot.Snapshot, error) {
+	p, s, _, err := decodeEvidence(data)
+	return p, s, err
 }
 
 // CheckEvidenceSchemaCompiled runs the JSON Schema itself.
@@ -35,8 +23,9 @@ func CheckEvidenceSchemaCompiled(data []byte) error {
 	return validateData(byType[TypeEvidenceCollected], data)
 }
 
-// DecodeEvidenceSchemaPath decodes as Decode does: the JSON Schema, then
-// encoding/json, then Validate.
+// DecodeEvidenceSchemaPath decodes as the schema specifies: the JSON
+// Schema, then encoding/json, then Validate (decodeInto, which decodes
+// the other payload types).
 func DecodeEvidenceSchemaPath(data []byte) (EvidenceCollected, error) {
 	var p EvidenceCollected
 	err := decodeInto(byType[TypeEvidenceCollected], data, &p)

@@ -14,9 +14,8 @@ import (
 
 // fastEnvelope decodes a DSSE envelope as decodeEnvelope does.
 func fastEnvelope(raw []byte) (dsseEnvelope, bool) {
-	d := fastDecs.Get().(*fastDec)
+	d := newJSONReader(raw)
 	defer d.release()
-	d.b, d.s = raw, string(raw)
 	var env dsseEnvelope
 	seen := 0
 	ok := d.object(func(key string) bool {
@@ -46,7 +45,7 @@ func fastEnvelope(raw []byte) (dsseEnvelope, bool) {
 }
 
 // signatures reads a non-empty array of {keyid, sig}.
-func (d *fastDec) signatures() ([]dsseSignature, bool) {
+func (d *jsonReader) signatures() ([]dsseSignature, bool) {
 	if !d.byte('[') {
 		return nil, false
 	}
@@ -86,7 +85,7 @@ func (d *fastDec) signatures() ([]dsseSignature, bool) {
 
 // base64 reads a string of standard base64, as encoding/json decodes a
 // []byte.
-func (d *fastDec) base64() ([]byte, bool) {
+func (d *jsonReader) base64() ([]byte, bool) {
 	v, ok := d.str()
 	if !ok {
 		return nil, false
@@ -97,9 +96,8 @@ func (d *fastDec) base64() ([]byte, bool) {
 
 // fastClaim decodes a claim as Claim does, without unknown members.
 func fastClaim(b []byte) (Claim, bool) {
-	d := fastDecs.Get().(*fastDec)
+	d := newJSONReader(b)
 	defer d.release()
-	d.b, d.s = b, string(b)
 	var c Claim
 	seen := 0
 	ok := d.object(func(key string) bool {
@@ -147,31 +145,4 @@ func fastClaim(b []byte) (Claim, bool) {
 		return Claim{}, false
 	}
 	return c, true
-}
-
-// uint64 reads a plain unsigned integer literal (0|[1-9][0-9]*) that
-// fits in a uint64, without a fraction or exponent.
-func (d *fastDec) uint64() (uint64, bool) {
-	d.ws()
-	start := d.i
-	var v uint64
-	for d.i < len(d.b) && '0' <= d.b[d.i] && d.b[d.i] <= '9' {
-		c := uint64(d.b[d.i] - '0')
-		if v > (1<<64-1-c)/10 {
-			return 0, false
-		}
-		v = v*10 + c
-		d.i++
-	}
-	n := d.i - start
-	if n == 0 || (n > 1 && d.b[start] == '0') {
-		return 0, false
-	}
-	if d.i < len(d.b) {
-		switch d.b[d.i] {
-		case '.', 'e', 'E':
-			return 0, false
-		}
-	}
-	return v, true
 }
