@@ -110,8 +110,8 @@ func (d *jsonReader) pointer() string {
 }
 
 func (d *jsonReader) push(key string) { d.path = append(d.path, pathToken{key: key, index: -1}) }
-func (d *jsonReader) pushIndex(i int)  { d.path = append(d.path, pathToken{index: i}) }
-func (d *jsonReader) pop()             { d.path = d.path[:len(d.path)-1] }
+func (d *jsonReader) pushIndex(i int) { d.path = append(d.path, pathToken{index: i}) }
+func (d *jsonReader) pop()            { d.path = d.path[:len(d.path)-1] }
 
 func (d *jsonReader) ws() {
 	if d.i < len(d.b) && d.b[d.i] > ' ' { // no white space: the common case
