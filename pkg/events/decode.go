@@ -28,7 +28,7 @@ import (
 // type fails with ReasonUnexpectedType. Every error is an *Error.
 func Decode[T Payload](e event.Event) (T, error) {
 	var zero T
-	if _, err := attributes(e); err != nil {
+	if err := checkEvent(e); err != nil {
 		return zero, err
 	}
 	s := byType[e.Type()]
@@ -45,7 +45,7 @@ func Decode[T Payload](e event.Event) (T, error) {
 // DecodePayload is Decode for any catalog type: the payload is one of the
 // payload types, by value (EvidenceCollected, Verdict, ...).
 func DecodePayload(e event.Event) (Payload, error) {
-	if _, err := attributes(e); err != nil {
+	if err := checkEvent(e); err != nil {
 		return nil, err
 	}
 	return decodePayload(byType[e.Type()], e)

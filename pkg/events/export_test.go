@@ -3,9 +3,6 @@ package events
 import (
 	"crypto/sha256"
 
-	"github.com/cloudevents/sdk-go/v2/event"
-	"github.com/nats-io/nats.go"
-
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 )
 
@@ -32,16 +29,14 @@ func DecodeEvidenceSchemaPath(data []byte) (EvidenceCollected, error) {
 	return p, err
 }
 
-// Hooks for the tests holding the direct paths to the general ones.
+// Hooks for the tests holding the codec to its reference.
 var (
-	// FromNATSGeneral is FromNATS through the sdk-go setters alone.
-	FromNATSGeneral = fromNATS
+	// FromNATSReference is FromNATS through the sdk-go setters alone.
+	FromNATSReference = fromNATSReference
 	// MarshalVerdict is NewVerdictMsg's encoding of a verdict.
 	MarshalVerdict = marshalVerdict
 	// MarshalPayload is New's encoding of a payload.
 	MarshalPayload = marshal
-	// TraceparentOK is the direct traceparent check.
-	TraceparentOK = traceparentOK
 	// ValidTraceparent is the full check, with its errors.
 	ValidTraceparent = validTraceparent
 )
@@ -63,15 +58,6 @@ func DigestEquals(digest string, data []byte) bool {
 	return digestEquals(digest, &sum)
 }
 
-// NewMsgGeneral is NewMsg through New and ToNATS alone.
-func NewMsgGeneral(source string, p Payload, opts ...Option) (*nats.Msg, event.Event, error) {
-	e, err := New(source, p, opts...)
-	if err != nil {
-		return nil, event.Event{}, err
-	}
-	m, err := ToNATS(p.NATSSubject(), e)
-	if err != nil {
-		return nil, event.Event{}, err
-	}
-	return m, e, nil
-}
+// NewMsgReference is NewMsg through the sdk-go setters alone (New, then
+// ToNATS, as the codec built them before it wrote the headers directly).
+var NewMsgReference = newMsgReference

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/cloudevents/sdk-go/v2/types"
@@ -139,33 +140,39 @@ type dsseSignature struct {
 	Sig   []byte `json:"sig"`
 }
 
-// sign sets e's ExtSignature: a claim of e (its data set) about p, with
-// the signer's next sequence number.
-func (s *Signer) sign(e *event.Event, p Payload) error {
+// sign sets a's Signature: a claim of the event of these attributes and
+// data about p, with the signer's next sequence number.
+func (s *Signer) sign(a *Attributes, data []byte, p Payload) error {
 	seq, err := s.next()
 	if err != nil {
-		return fmt.Errorf("sign %s: sequence: %w", e.Type(), err)
+		return fmt.Errorf("sign %s: sequence: %w", a.Type, err)
 	}
-	c := claimOf(e, p)
+	c := newClaim(a.ID, a.Type, a.Source, a.Subject, a.Time, data, p)
 	c.Seq = seq
 	claim, err := json.Marshal(c)
 	if err != nil {
-		return fmt.Errorf("sign %s: %w", e.Type(), err)
+		return fmt.Errorf("sign %s: %w", a.Type, err)
 	}
 	env, err := json.Marshal(dsseEnvelope{PayloadType: ClaimPayloadType, Payload: claim,
 		Signatures: []dsseSignature{{KeyID: s.keyID, Sig: ed25519.Sign(s.key, PAE(ClaimPayloadType, claim))}}})
 	if err != nil {
-		return fmt.Errorf("sign %s: %w", e.Type(), err)
+		return fmt.Errorf("sign %s: %w", a.Type, err)
 	}
-	e.SetExtension(ExtSignature, string(env))
+	a.Signature = string(env)
 	return nil
 }
 
 // claimOf is the claim of event e (its data set) about p, without Seq.
 func claimOf(e *event.Event, p Payload) Claim {
-	sum := sha256.Sum256(e.Data())
-	c := Claim{ID: e.ID(), Type: e.Type(), Source: e.Source(), Subject: e.Subject(),
-		Time: types.FormatTime(e.Time()), PayloadSHA256: hex.EncodeToString(sum[:])}
+	return newClaim(e.ID(), e.Type(), e.Source(), e.Subject(), e.Time(), e.Data(), p)
+}
+
+// newClaim is the claim of the event of these attributes and data about
+// p, without Seq.
+func newClaim(id, typ, source, subject string, t time.Time, data []byte, p Payload) Claim {
+	sum := sha256.Sum256(data)
+	c := Claim{ID: id, Type: typ, Source: source, Subject: subject,
+		Time: types.FormatTime(t), PayloadSHA256: hex.EncodeToString(sum[:])}
 	c.Host, c.Target = claimedAbout(p)
 	return c
 }
