@@ -52,7 +52,7 @@ func WithTraceContext(traceparent, tracestate string) Option {
 // New checks the event as FromNATS and Decode will, so what it returns
 // encodes and decodes.
 func New(source string, p Payload, opts ...Option) (event.Event, error) {
-	a, src, data, err := newAttributes(source, p, nil, checkSchema, opts...)
+	a, src, data, err := newAttributes(source, p, nil, nil, opts...)
 	if err != nil {
 		return event.Event{}, err
 	}
@@ -62,15 +62,15 @@ func New(source string, p Payload, opts ...Option) (event.Event, error) {
 // NewMsg builds the event carrying p (New) and its message to
 // p.NATSSubject() (ToNATS).
 func NewMsg(source string, p Payload, opts ...Option) (*nats.Msg, event.Event, error) {
-	return newMsg(source, p, nil, checkSchema, opts...)
+	return newMsg(source, p, nil, nil, opts...)
 }
 
 // checkSchema checks encoded data against its type's JSON Schema.
 func checkSchema(s *Spec, _ Payload, data []byte) error { return validateData(s, data) }
 
-// newMsg is NewMsg with the encoding and the check of the data given (see
-// prepareEvent).
-func newMsg(source string, p Payload, enc func() ([]byte, error), check func(s *Spec, p Payload, data []byte) error, opts ...Option) (*nats.Msg, event.Event, error) {
+// newMsg is NewMsg with the encoding and the check of the data given, or
+// the payload type's (see prepareEvent).
+func newMsg(source string, p Payload, enc func(Payload) ([]byte, error), check func(s *Spec, p Payload, data []byte) error, opts ...Option) (*nats.Msg, event.Event, error) {
 	a, src, data, err := newAttributes(source, p, enc, check, opts...)
 	if err != nil {
 		return nil, event.Event{}, err
@@ -85,7 +85,7 @@ func newMsg(source string, p Payload, enc func() ([]byte, error), check func(s *
 // newAttributes does New's work up to the event: the attributes of the
 // event carrying p, checked as FromNATS checks them (and signed), the
 // parsed source and the data.
-func newAttributes(source string, p Payload, enc func() ([]byte, error), check func(s *Spec, p Payload, data []byte) error, opts ...Option) (Attributes, url.URL, []byte, error) {
+func newAttributes(source string, p Payload, enc func(Payload) ([]byte, error), check func(s *Spec, p Payload, data []byte) error, opts ...Option) (Attributes, url.URL, []byte, error) {
 	o, s, data, err := prepareEvent(p, enc, check, opts...)
 	if err != nil {
 		return Attributes{}, url.URL{}, nil, err
@@ -115,9 +115,10 @@ func newAttributes(source string, p Payload, enc func() ([]byte, error), check f
 }
 
 // prepareEvent does New's work up to the data: the options with their
-// defaults, the payload's type and Validate, the data (enc, or marshal
-// when enc is nil or fails) and check.
-func prepareEvent(p Payload, enc func() ([]byte, error), check func(s *Spec, p Payload, data []byte) error, opts ...Option) (options, *Spec, []byte, error) {
+// defaults, the payload's type and Validate, the data encoded (by enc, or
+// the type's encoder when nil) and checked (by check, or the type's check
+// when nil: its JSON Schema, or what stands for it).
+func prepareEvent(p Payload, enc func(Payload) ([]byte, error), check func(s *Spec, p Payload, data []byte) error, opts ...Option) (options, *Spec, []byte, error) {
 	o := options{}
 	for _, opt := range opts {
 		opt(&o)
@@ -145,15 +146,15 @@ func prepareEvent(p Payload, enc func() ([]byte, error), check func(s *Spec, p P
 	if err := p.Validate(); err != nil {
 		return o, nil, nil, payloadError(err)
 	}
-	var data []byte
-	var err error
-	if enc != nil {
-		data, err = enc()
+	if enc == nil {
+		enc = s.encode
 	}
-	if enc == nil || err != nil {
-		if data, err = marshal(p); err != nil {
-			return o, nil, nil, fmt.Errorf("encode %s: %w", s.Type, err)
-		}
+	if check == nil {
+		check = s.check
+	}
+	data, err := enc(p)
+	if err != nil {
+		return o, nil, nil, fmt.Errorf("encode %s: %w", s.Type, err)
 	}
 	if err := check(s, p, data); err != nil {
 		return o, nil, nil, err

@@ -33,9 +33,10 @@ func DecodeEvidenceSchemaPath(data []byte) (EvidenceCollected, error) {
 var (
 	// FromNATSReference is FromNATS through the sdk-go setters alone.
 	FromNATSReference = fromNATSReference
-	// MarshalVerdict is NewVerdictMsg's encoding of a verdict.
+	// MarshalVerdict is NewMsg's encoding of a verdict.
 	MarshalVerdict = marshalVerdict
-	// MarshalPayload is New's encoding of a payload.
+	// MarshalPayload is encoding/json's encoding of a payload (HTML
+	// escaping off), New's for every type without its own encoder.
 	MarshalPayload = marshal
 	// ValidTraceparent is the full check, with its errors.
 	ValidTraceparent = validTraceparent

@@ -16,10 +16,11 @@ import (
 // ParseAttributes, New, NewMsg and ToNATS to it (the same event, message
 // and error), differentially (FuzzFromNATSIsReference).
 
-// newMsgReference is NewMsg through the reference: New on the sdk-go
+// newMsgReference is NewMsg through the reference: the data by
+// encoding/json and checked by the JSON Schema, New on the sdk-go
 // setters, then toNATSReference.
 func newMsgReference(source string, p Payload, opts ...Option) (*nats.Msg, event.Event, error) {
-	o, s, data, err := prepareEvent(p, nil, checkSchema, opts...)
+	o, s, data, err := prepareEvent(p, marshal, checkSchema, opts...)
 	if err != nil {
 		return nil, event.Event{}, err
 	}

@@ -135,7 +135,7 @@ func (o *Observation) marshal() ([]byte, error) {
 }
 
 // marshalVerdictRecord encodes r as json.Marshal does, given the verdict
-// as its event carries it (events.NewVerdictMsg's data: r.Verdict as
+// as its event carries it (events.NewMsg's data: r.Verdict as
 // encoding/json writes it with HTML escaping off).
 func marshalVerdictRecord(r *VerdictRecord, verdict []byte) ([]byte, error) {
 	b := make([]byte, 0, 192+len(verdict))
