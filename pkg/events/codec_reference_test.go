@@ -184,18 +184,3 @@ func TestNewMsgIsReference(t *testing.T) {
 		}
 	}
 }
-
-func TestMarshalVerdictIsMarshal(t *testing.T) {
-	for _, v := range verdictVariants(t) {
-		want, wantErr := events.MarshalPayload(v)
-		got := events.MarshalVerdict(v)
-		require.NoError(t, wantErr)
-		require.Equal(t, string(want), string(got))
-	}
-	v := fixtures(t)["verdict.error.v2.golden.json"].(events.Verdict)
-	v.Error = "<&> \"quoted\" \u2028 \x01 \xff"
-	want, err := events.MarshalPayload(v)
-	require.NoError(t, err)
-	got := events.MarshalVerdict(v)
-	require.Equal(t, string(want), string(got))
-}

@@ -195,3 +195,20 @@ func TestNewMsgOfVerdictIsReference(t *testing.T) {
 	require.Greater(t, accepted, 20)
 	require.Greater(t, reasons[events.ReasonSchema], 5, "the report rules are reached")
 }
+
+// The verdict encoder writes what encoding/json writes (HTML escaping
+// off).
+func TestMarshalVerdictIsMarshal(t *testing.T) {
+	for _, v := range verdictVariants(t) {
+		want, wantErr := events.MarshalPayload(v)
+		got := events.MarshalVerdict(v)
+		require.NoError(t, wantErr)
+		require.Equal(t, string(want), string(got))
+	}
+	v := fixtures(t)["verdict.error.v2.golden.json"].(events.Verdict)
+	v.Error = "<&> \"quoted\" \u2028 \x01 \xff"
+	want, err := events.MarshalPayload(v)
+	require.NoError(t, err)
+	got := events.MarshalVerdict(v)
+	require.Equal(t, string(want), string(got))
+}
