@@ -13,7 +13,7 @@ import (
 )
 
 // The codec benchmarks measure encoding (NewMsg: Validate, the data and
-// its check, headers) and strict decoding (FromNATS, then DecodePayload:
+// its check, headers) and strict decoding (FromNATS, then Decode[Payload]:
 // the payload type's decoder) of one payload, against a naive reference:
 // encoding/json Marshal into a message with the same headers, then
 // Unmarshal into a map, without any check.
@@ -117,7 +117,7 @@ func benchCodec(b *testing.B, p events.Payload) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := events.DecodePayload(e); err != nil {
+			if _, err := events.Decode[events.Payload](e); err != nil {
 				b.Fatal(err)
 			}
 		}

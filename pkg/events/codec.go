@@ -286,7 +286,7 @@ func attributesOf(e event.Event) Attributes {
 // within MaxDataSize, headers within MaxHeaderSize. Headers without the
 // "ce-" prefix are otherwise ignored. The event keeps data (not a copy).
 //
-// The payload is not read: Decode or DecodePayload does that. Every error
+// The payload is not read: Decode does that. Every error
 // is an *Error (errors.Is(err, ErrInvalid)), for the first problem in the
 // order of the checks above, headers taken in sorted order.
 //

@@ -25,14 +25,22 @@ import (
 // the data must be one JSON object without duplicate keys that matches the
 // type's JSON Schema (so no unknown field), then pass T's Validate; the
 // payload must imply e's type and subject attribute. An event of another
-// type fails with ReasonUnexpectedType. Every error is an *Error.
+// type fails with ReasonUnexpectedType. Decode[Payload] decodes any
+// catalog type: the payload is one of the payload types, by value
+// (EvidenceCollected, Verdict, ...). Every error is an *Error.
 func Decode[T Payload](e event.Event) (T, error) {
-	var zero T
 	if err := checkEvent(e); err != nil {
+		var zero T
 		return zero, err
 	}
+	return decodeAs[T](e)
+}
+
+// decodeAs is Decode of an event checkEvent (or FromNATS) accepted.
+func decodeAs[T Payload](e event.Event) (T, error) {
+	var zero T
 	s := byType[e.Type()]
-	if want := reflect.TypeFor[T](); s.goType != want {
+	if want := reflect.TypeFor[T](); want != anyPayload && s.goType != want {
 		return zero, invalid(ReasonUnexpectedType, "type", "%s carries %s, not %s", s.Type, s.Payload, want.Name())
 	}
 	p, err := decodePayload(s, e)
@@ -42,14 +50,8 @@ func Decode[T Payload](e event.Event) (T, error) {
 	return p.(T), nil
 }
 
-// DecodePayload is Decode for any catalog type: the payload is one of the
-// payload types, by value (EvidenceCollected, Verdict, ...).
-func DecodePayload(e event.Event) (Payload, error) {
-	if err := checkEvent(e); err != nil {
-		return nil, err
-	}
-	return decodePayload(byType[e.Type()], e)
-}
+// anyPayload is Decode[Payload]'s T.
+var anyPayload = reflect.TypeFor[Payload]()
 
 // Msg is a received message; jetstream.Msg has this method set.
 type Msg interface {
@@ -60,34 +62,19 @@ type Msg interface {
 
 // Read decodes a received message as an event carrying T (FromNATS, then
 // Decode), and checks that it arrived on the subject the payload implies.
+// Read[Payload] reads any catalog type.
 func Read[T Payload](m Msg) (event.Event, T, error) {
 	var zero T
 	e, err := FromNATS(m.Headers(), m.Data())
 	if err != nil {
 		return event.Event{}, zero, err
 	}
-	p, err := Decode[T](e)
+	p, err := decodeAs[T](e)
 	if err != nil {
 		return event.Event{}, zero, err
 	}
 	if err := checkNATSSubject(p, m.Subject()); err != nil {
 		return event.Event{}, zero, err
-	}
-	return e, p, nil
-}
-
-// ReadAny is Read for any catalog type.
-func ReadAny(m Msg) (event.Event, Payload, error) {
-	e, err := FromNATS(m.Headers(), m.Data())
-	if err != nil {
-		return event.Event{}, nil, err
-	}
-	p, err := DecodePayload(e)
-	if err != nil {
-		return event.Event{}, nil, err
-	}
-	if err := checkNATSSubject(p, m.Subject()); err != nil {
-		return event.Event{}, nil, err
 	}
 	return e, p, nil
 }

@@ -28,8 +28,9 @@
 // package, used directly.
 //
 // New and NewMsg build events; ToNATS and FromNATS encode and decode the
-// envelope; Decode, DecodePayload, Read and ReadAny decode the payload,
-// ReadEvidence evidence with its snapshot. Each contract has one decoder
+// envelope (ParseAttributes the same without building the event);
+// Decode decodes the payload (Decode[Payload] of any type), Read a message
+// (Read[Payload] of any type), ReadEvidence evidence with its snapshot. Each contract has one decoder
 // and one encoder: the JSON Schemas (and the sdk-go event) specify them,
 // and the tests hold them to it, differentially.
 // Decoding is strict: a required attribute missing, a specversion other

@@ -137,7 +137,7 @@ func streamEvents(ctx context.Context, t testing.TB, js jetstream.JetStream, str
 		require.NoError(t, err)
 		e, err := events.FromNATS(raw.Header, raw.Data)
 		require.NoError(t, err)
-		p, err := events.DecodePayload(e)
+		p, err := events.Decode[events.Payload](e)
 		require.NoError(t, err)
 		require.Equal(t, p.NATSSubject(), raw.Subject)
 		out = append(out, published{Seq: seq, Subject: raw.Subject, ID: e.ID(), Type: e.Type(), Source: e.Source(), Payload: p})
