@@ -1,7 +1,6 @@
 package events
 
 import (
-	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -72,14 +71,15 @@ func AppendJSONString(dst []byte, s string) []byte {
 // jsonReader reads JSON from b in one pass, strictly, straight into the
 // types of a payload (the evidence decoder, the signature envelope and
 // claim). Its methods return false on the first problem: malformed JSON
-// (errSyntax, for jsontree.Parse to name), or a rule of the caller's,
-// recorded in err. The strings it returns are cut from s, one copy of b,
+// (err nil: jsontree.Parse names it), or a rule of the caller's, recorded
+// in err. The strings it returns are cut from s, one copy of b,
 // rather than copied one by one.
 type jsonReader struct {
 	b []byte
 	s string // b as a string
 	i int
-	// err is why the reader stopped, when a rule did (nil: the syntax).
+	// err is why the reader stopped, when a rule did (nil: malformed
+	// JSON).
 	err error
 	// path is where the reader is, for an error's JSON pointer.
 	path []pathToken
@@ -107,10 +107,6 @@ type dataField struct {
 	key string
 	v   snapshot.Value
 }
-
-// errSyntax marks a document the reader found malformed; the error
-// reported is jsontree.Parse's.
-var errSyntax = errors.New("malformed JSON")
 
 // jsonReaders holds readers between uses, with their scratch space.
 var jsonReaders = sync.Pool{New: func() any { return new(jsonReader) }}
