@@ -20,8 +20,8 @@ import (
 // JSON Schema run).
 
 // marshalVerdict encodes v as marshal does, without reflection
-// (appendVerdict).
-func marshalVerdict(v Verdict) []byte { return appendVerdict(make([]byte, 0, 512), v) }
+// (AppendJSON).
+func marshalVerdict(v Verdict) []byte { return v.AppendJSON(make([]byte, 0, 512)) }
 
 // checkVerdictReport is validateData for a verdict that passed Validate.
 func checkVerdictReport(s *Spec, p Payload, data []byte) error {
@@ -41,8 +41,11 @@ func checkVerdictReport(s *Spec, p Payload, data []byte) error {
 	return nil
 }
 
-// appendVerdict appends v as marshal writes it.
-func appendVerdict(dst []byte, v Verdict) []byte {
+// AppendJSON appends v as its event's data carries it: as encoding/json
+// writes it with HTML escaping off (passed through json.HTMLEscape, the
+// bytes are json.Marshal's). It is the one encoder of a verdict, for
+// records that hold one (the verifier's).
+func (v Verdict) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `{"status":`...)
 	dst = AppendJSONString(dst, string(v.Status))
 	dst = append(dst, `,"host":`...)
