@@ -305,7 +305,7 @@ func decodeEnvelope(raw []byte) (dsseEnvelope, error) {
 			bit = 4
 			env.Signatures, ok = d.signatures()
 		default:
-			return d.fail(fmt.Errorf("unknown member %q", key))
+			return d.fail(errUnknownMember(key))
 		}
 		return ok && d.once(&seen, bit, key)
 	})
@@ -338,7 +338,7 @@ func (d *jsonReader) signatures() ([]dsseSignature, bool) {
 				bit = 2
 				s.Sig, ok = d.base64()
 			default:
-				return d.fail(fmt.Errorf("unknown member %q", key))
+				return d.fail(errUnknownMember(key))
 			}
 			return ok && d.once(&seen, bit, key)
 		})
@@ -410,7 +410,7 @@ func decodeClaim(b []byte) (Claim, error) {
 			bit = 1 << 8
 			c.PayloadSHA256, ok = d.str()
 		default:
-			return d.fail(fmt.Errorf("unknown member %q", key))
+			return d.fail(errUnknownMember(key))
 		}
 		return ok && d.once(&seen, bit, key)
 	})
@@ -435,12 +435,17 @@ func (d *jsonReader) claimTarget() (Target, bool) {
 			bit = 2
 			t.Identifier, ok = d.str()
 		default:
-			return d.fail(fmt.Errorf("unknown member %q", key))
+			return d.fail(errUnknownMember(key))
 		}
 		return ok && d.once(&seen, bit, key)
 	})
 	return t, ok
 }
+
+// errUnknownMember is the error of a member the envelope or claim does
+// not have, in encoding/json's words (DisallowUnknownFields), as it was
+// reported before.
+func errUnknownMember(key string) error { return fmt.Errorf("json: unknown field %q", key) }
 
 // once notes member key (bit of seen) read, false when it was before.
 func (d *jsonReader) once(seen *int, bit int, key string) bool {
