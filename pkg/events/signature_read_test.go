@@ -32,10 +32,10 @@ func signedEnvelope(t testing.TB) (string, []byte) {
 // same result.
 func checkBothWays(t *testing.T, env string, claim []byte) {
 	t.Helper()
-	fast, general, ok, err := events.EnvelopeBothWays(env)
+	got, reference, ok, err := events.EnvelopeBothWays(env)
 	if ok {
 		require.NoError(t, err, "the decoder took an envelope encoding/json refuses: %q", env)
-		require.Equal(t, string(general), string(fast), "envelope %q", env)
+		require.Equal(t, string(reference), string(got), "envelope %q", env)
 	}
 	fc, gc, ok, err := events.ClaimBothWays(claim)
 	if ok {
