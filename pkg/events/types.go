@@ -129,8 +129,8 @@ func spec[T Payload](typ, subjectTemplate, subjectAttr, schemaName string) Spec 
 }
 
 var catalog = []Spec{
-	decodedBy(spec[EvidenceCollected](TypeEvidenceCollected, "rt.evidence.<host>.<target-kind>",
-		"the snapshot's target, <kind>:<identifier>", "evidence.collected"), decodeEvidencePayload),
+	evidenceSpec(spec[EvidenceCollected](TypeEvidenceCollected, "rt.evidence.<host>.<target-kind>",
+		"the snapshot's target, <kind>:<identifier>", "evidence.collected")),
 	spec[RunnableModified](TypeRunnableModified, "rt.integrity.<host>",
 		"the package as a purl, pkg:pypi/<name>@<version> or pkg:npm/<name>@<version>", "runnable.modified"),
 	verdictSpec(TypeVerdictPass, "rt.verdict.<host>.pass", "the target, <kind>:<identifier>", "verdict"),
@@ -159,11 +159,16 @@ func verdictSpec(typ, subjectTemplate, subjectAttr, schemaName string) Spec {
 	return s
 }
 
-// decodedBy gives s its own decoder of the data, in place of the JSON
-// Schema, encoding/json and Validate (decodeInto), which the tests hold
-// it to.
-func decodedBy(s Spec, decode func(s *Spec, data []byte) (Payload, error)) Spec {
-	s.decode = decode
+// evidenceSpec gives the evidence.collected spec its own decoder
+// (evidence.go) in place of the JSON Schema, encoding/json and Validate
+// (decodeInto), which the tests hold it to; it checks the data New sends
+// too, so that the encoder refuses what the decoder refuses.
+func evidenceSpec(s Spec) Spec {
+	s.decode = decodeEvidencePayload
+	s.check = func(_ *Spec, _ Payload, data []byte) error {
+		_, _, _, err := decodeEvidence(data)
+		return err
+	}
 	return s
 }
 
