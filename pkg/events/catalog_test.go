@@ -102,7 +102,7 @@ func TestGoldenExamples(t *testing.T) {
 			require.NoError(t, sch.Validate(doc), "golden example against %s", s.Schema)
 
 			e := rawEvent(t, s.Type, p.Subject(), compact(t, raw))
-			got, err := events.DecodePayload(e)
+			got, err := events.Decode[events.Payload](e)
 			require.NoError(t, err)
 			if s.SupersededBy != "" {
 				// A superseded type's example (as it was written) decodes

@@ -76,7 +76,7 @@ func TestAttributesRoundTrip(t *testing.T) {
 			require.NoError(t, err)
 			assertSameEvent(t, e, got)
 
-			decoded, err := events.DecodePayload(got)
+			decoded, err := events.Decode[events.Payload](got)
 			require.NoError(t, err)
 			assert.Equal(t, indent(t, p), indent(t, decoded))
 
@@ -385,7 +385,7 @@ func TestOversized(t *testing.T) {
 		m2, err := events.ToNATS(m.Subject, got)
 		require.NoError(t, err)
 		assert.LessOrEqual(t, len(m2.Data)+headerBlockSize(m2.Header), events.MaxEventSize)
-		_, err = events.DecodePayload(got)
+		_, err = events.Decode[events.Payload](got)
 		requireReason(t, err, events.ReasonMalformedJSON, "data")
 	})
 	t.Run("data over the limit", func(t *testing.T) {
@@ -487,7 +487,7 @@ func TestPayloadIsStrict(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := rawEvent(t, tc.typ, tc.subject, []byte(tc.data))
-			_, err := events.DecodePayload(e)
+			_, err := events.Decode[events.Payload](e)
 			requireReason(t, err, tc.reason, tc.field)
 		})
 	}
@@ -537,7 +537,7 @@ func TestZeroValuesDoNotPanic(t *testing.T) {
 	requireReason(t, err, events.ReasonMissingAttribute, "specversion")
 	_, err = events.Decode[events.Verdict](e)
 	assert.ErrorIs(t, err, events.ErrInvalid)
-	_, err = events.DecodePayload(e)
+	_, err = events.Decode[events.Payload](e)
 	assert.ErrorIs(t, err, events.ErrInvalid)
 	_, err = events.FromNATS(nil, nil)
 	requireReason(t, err, events.ReasonMissingAttribute, "specversion")
@@ -554,9 +554,9 @@ func TestReadChecksTheNATSSubject(t *testing.T) {
 	moved := natsMsg{&nats.Msg{Subject: "rt.verdict.other.drift", Header: m.Header, Data: m.Data}}
 	_, _, err = events.Read[events.Verdict](moved)
 	requireReason(t, err, events.ReasonSubjectMismatch, "nats subject")
-	_, _, err = events.ReadAny(moved)
+	_, _, err = events.Read[events.Payload](moved)
 	requireReason(t, err, events.ReasonSubjectMismatch, "nats subject")
-	_, p, err := events.ReadAny(natsMsg{m})
+	_, p, err := events.Read[events.Payload](natsMsg{m})
 	require.NoError(t, err)
 	assert.IsType(t, events.Verdict{}, p)
 }

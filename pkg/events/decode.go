@@ -25,14 +25,22 @@ import (
 // the data must be one JSON object without duplicate keys that matches the
 // type's JSON Schema (so no unknown field), then pass T's Validate; the
 // payload must imply e's type and subject attribute. An event of another
-// type fails with ReasonUnexpectedType. Every error is an *Error.
+// type fails with ReasonUnexpectedType. Decode[Payload] decodes any
+// catalog type: the payload is one of the payload types, by value
+// (EvidenceCollected, Verdict, ...). Every error is an *Error.
 func Decode[T Payload](e event.Event) (T, error) {
-	var zero T
-	if _, err := attributes(e); err != nil {
+	if err := checkEvent(e); err != nil {
+		var zero T
 		return zero, err
 	}
+	return decodeAs[T](e)
+}
+
+// decodeAs is Decode of an event checkEvent (or FromNATS) accepted.
+func decodeAs[T Payload](e event.Event) (T, error) {
+	var zero T
 	s := byType[e.Type()]
-	if want := reflect.TypeFor[T](); s.goType != want {
+	if want := reflect.TypeFor[T](); want != anyPayload && s.goType != want {
 		return zero, invalid(ReasonUnexpectedType, "type", "%s carries %s, not %s", s.Type, s.Payload, want.Name())
 	}
 	p, err := decodePayload(s, e)
@@ -42,14 +50,8 @@ func Decode[T Payload](e event.Event) (T, error) {
 	return p.(T), nil
 }
 
-// DecodePayload is Decode for any catalog type: the payload is one of the
-// payload types, by value (EvidenceCollected, Verdict, ...).
-func DecodePayload(e event.Event) (Payload, error) {
-	if _, err := attributes(e); err != nil {
-		return nil, err
-	}
-	return decodePayload(byType[e.Type()], e)
-}
+// anyPayload is Decode[Payload]'s T.
+var anyPayload = reflect.TypeFor[Payload]()
 
 // Msg is a received message; jetstream.Msg has this method set.
 type Msg interface {
@@ -60,34 +62,19 @@ type Msg interface {
 
 // Read decodes a received message as an event carrying T (FromNATS, then
 // Decode), and checks that it arrived on the subject the payload implies.
+// Read[Payload] reads any catalog type.
 func Read[T Payload](m Msg) (event.Event, T, error) {
 	var zero T
 	e, err := FromNATS(m.Headers(), m.Data())
 	if err != nil {
 		return event.Event{}, zero, err
 	}
-	p, err := Decode[T](e)
+	p, err := decodeAs[T](e)
 	if err != nil {
 		return event.Event{}, zero, err
 	}
 	if err := checkNATSSubject(p, m.Subject()); err != nil {
 		return event.Event{}, zero, err
-	}
-	return e, p, nil
-}
-
-// ReadAny is Read for any catalog type.
-func ReadAny(m Msg) (event.Event, Payload, error) {
-	e, err := FromNATS(m.Headers(), m.Data())
-	if err != nil {
-		return event.Event{}, nil, err
-	}
-	p, err := DecodePayload(e)
-	if err != nil {
-		return event.Event{}, nil, err
-	}
-	if err := checkNATSSubject(p, m.Subject()); err != nil {
-		return event.Event{}, nil, err
 	}
 	return e, p, nil
 }
@@ -104,13 +91,22 @@ func decodePayload(s *Spec, e event.Event) (Payload, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.Type() != s.Current() {
-		return nil, invalid(ReasonInvalidPayload, "type", "the payload is a %s event, not %s", p.Type(), e.Type())
-	}
-	if want := p.Subject(); e.Subject() != want {
-		return nil, invalid(ReasonSubjectMismatch, "subject", "%q, but the payload's subject is %q", e.Subject(), want)
+	if err := checkDecoded(s, e, p); err != nil {
+		return nil, err
 	}
 	return p, nil
+}
+
+// checkDecoded checks that p, decoded from e's data, implies e's type and
+// subject attribute.
+func checkDecoded(s *Spec, e event.Event, p Payload) error {
+	if p.Type() != s.Current() {
+		return invalid(ReasonInvalidPayload, "type", "the payload is a %s event, not %s", p.Type(), e.Type())
+	}
+	if want := p.Subject(); e.Subject() != want {
+		return invalid(ReasonSubjectMismatch, "subject", "%q, but the payload's subject is %q", e.Subject(), want)
+	}
+	return nil
 }
 
 // decodeInto decodes data into p: validateData, then encoding/json with
@@ -138,11 +134,7 @@ func validateData(s *Spec, data []byte) error {
 	}
 	tree, err := jsontree.Parse(data)
 	if err != nil {
-		reason := ReasonMalformedJSON
-		if se, ok := errors.AsType[*jsontree.SyntaxError](err); ok && strings.HasPrefix(se.Msg, "duplicate object key") {
-			reason = ReasonDuplicateKey
-		}
-		return &Error{Reason: reason, Field: "data", Err: err}
+		return syntaxError(err)
 	}
 	schemas, err := compiledSchemas()
 	if err != nil {

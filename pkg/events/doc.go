@@ -28,7 +28,11 @@
 // package, used directly.
 //
 // New and NewMsg build events; ToNATS and FromNATS encode and decode the
-// envelope; Decode, DecodePayload, Read and ReadAny decode the payload.
+// envelope (ParseAttributes the same without building the event);
+// Decode decodes the payload (Decode[Payload] of any type), Read a message
+// (Read[Payload] of any type), ReadEvidence evidence with its snapshot. Each contract has one decoder
+// and one encoder: the JSON Schemas (and the sdk-go event) specify them,
+// and the tests hold them to it, differentially.
 // Decoding is strict: a required attribute missing, a specversion other
 // than 1.0, a type not in the catalog, an extension other than trace
 // context and the signature, a malformed header value, an oversized event (see the limits),

@@ -1,7 +1,6 @@
 package events
 
 import (
-	"bytes"
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
@@ -72,21 +71,6 @@ func parseEnvelope(raw []byte, payloadType string) (dsseEnvelope, error) {
 		return dsseEnvelope{}, fmt.Errorf("%w: the envelope is not DSSE JSON: %w", ErrBadSignature, err)
 	}
 	if err := checkEnvelope(env, payloadType); err != nil {
-		return dsseEnvelope{}, err
-	}
-	return env, nil
-}
-
-// decodeEnvelope decodes exactly one DSSE envelope, strictly: no field
-// the envelope does not have.
-func decodeEnvelope(raw []byte) (dsseEnvelope, error) {
-	if env, ok := fastEnvelope(raw); ok {
-		return env, nil
-	}
-	var env dsseEnvelope
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := decodeOne(dec, &env); err != nil {
 		return dsseEnvelope{}, err
 	}
 	return env, nil

@@ -3,30 +3,41 @@ package events
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 )
 
-// Hooks for the tests holding the direct paths of signature reading to
-// encoding/json's.
+// Hooks for the tests holding signature reading to encoding/json's strict
+// decoding (unknown fields disallowed), the reference.
 
-// EnvelopeBothWays decodes a signature envelope by the direct path
-// (fastOK: it took the document) and by encoding/json's strict decoding,
-// and returns both results as JSON.
-func EnvelopeBothWays(v string) (fast, general []byte, fastOK bool, generalErr error) {
-	f, fastOK := fastEnvelope([]byte(v))
-	fast, _ = json.Marshal(f)
+// EnvelopeBothWays decodes a signature envelope by the decoder (ok: it
+// took the document) and by the reference, and returns both results as
+// JSON.
+func EnvelopeBothWays(v string) (got, reference []byte, ok bool, referenceErr error) {
+	f, err := decodeEnvelope([]byte(v))
+	got, _ = json.Marshal(f)
 	var g dsseEnvelope
-	dec := json.NewDecoder(bytes.NewReader([]byte(v)))
-	dec.DisallowUnknownFields()
-	generalErr = decodeOne(dec, &g)
-	general, _ = json.Marshal(g)
-	return fast, general, fastOK, generalErr
+	referenceErr = decodeReference([]byte(v), &g)
+	reference, _ = json.Marshal(g)
+	return got, reference, err == nil, referenceErr
 }
 
 // ClaimBothWays does the same for a claim.
-func ClaimBothWays(b []byte) (fast, general Claim, fastOK bool, generalErr error) {
-	fast, fastOK = fastClaim(b)
+func ClaimBothWays(b []byte) (got, reference Claim, ok bool, referenceErr error) {
+	got, err := decodeClaim(b)
+	referenceErr = decodeReference(b, &reference)
+	return got, reference, err == nil, referenceErr
+}
+
+// decodeReference decodes exactly one JSON value into v by encoding/json,
+// unknown fields disallowed.
+func decodeReference(b []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	generalErr = decodeOne(dec, &general)
-	return fast, general, fastOK, generalErr
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("data after the JSON value")
+	}
+	return nil
 }

@@ -3,31 +3,16 @@ package events
 import (
 	"crypto/sha256"
 
-	"github.com/cloudevents/sdk-go/v2/event"
-	"github.com/nats-io/nats.go"
-
-	"github.com/runtimetruth/runtimetruth/pkg/evidence/jsontree"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 )
 
-// Hooks for the external tests of the typed evidence decoder.
+// Hooks for the external tests of the evidence decoder.
 
-// DecodeEvidenceTyped is the typed decoder ReadEvidence runs;
-// DecodeEvidenceTree its path for any document, FastEvidence its path for
-// the common ones.
-var (
-	DecodeEvidenceTyped = decodeEvidence
-	DecodeEvidenceTree  = decodeEvidenceTree
-	FastEvidence        = fastEvidence
-)
-
-// CheckEvidenceSchemaTyped runs the typed mirror of the evidence.collected
-// schema; data must parse.
-func CheckEvidenceSchemaTyped(data []byte) (parsed bool, err error) {
-	tree, err := jsontree.Parse(data)
-	if err != nil {
-		return false, err
-	}
-	return true, checkEvidenceSchema(tree)
+// DecodeEvidence is the evidence.collected decoder ReadEvidence runs: the
+// payload (its Snapshot canonical) and the snapshot.
+func DecodeEvidence(data []byte) (EvidenceCollected, *snapshot.Snapshot, error) {
+	p, s, _, err := decodeEvidence(data)
+	return p, s, err
 }
 
 // CheckEvidenceSchemaCompiled runs the JSON Schema itself.
@@ -35,24 +20,24 @@ func CheckEvidenceSchemaCompiled(data []byte) error {
 	return validateData(byType[TypeEvidenceCollected], data)
 }
 
-// DecodeEvidenceSchemaPath decodes as Decode does: the JSON Schema, then
-// encoding/json, then Validate.
+// DecodeEvidenceSchemaPath decodes as the schema specifies: the JSON
+// Schema, then encoding/json, then Validate (decodeInto, which decodes
+// the other payload types).
 func DecodeEvidenceSchemaPath(data []byte) (EvidenceCollected, error) {
 	var p EvidenceCollected
 	err := decodeInto(byType[TypeEvidenceCollected], data, &p)
 	return p, err
 }
 
-// Hooks for the tests holding the direct paths to the general ones.
+// Hooks for the tests holding the codec to its reference.
 var (
-	// FromNATSGeneral is FromNATS through the sdk-go setters alone.
-	FromNATSGeneral = fromNATS
-	// MarshalVerdict is NewVerdictMsg's encoding of a verdict.
+	// FromNATSReference is FromNATS through the sdk-go setters alone.
+	FromNATSReference = fromNATSReference
+	// MarshalVerdict is NewMsg's encoding of a verdict.
 	MarshalVerdict = marshalVerdict
-	// MarshalPayload is New's encoding of a payload.
+	// MarshalPayload is encoding/json's encoding of a payload (HTML
+	// escaping off), New's for every type without its own encoder.
 	MarshalPayload = marshal
-	// TraceparentOK is the direct traceparent check.
-	TraceparentOK = traceparentOK
 	// ValidTraceparent is the full check, with its errors.
 	ValidTraceparent = validTraceparent
 )
@@ -74,15 +59,6 @@ func DigestEquals(digest string, data []byte) bool {
 	return digestEquals(digest, &sum)
 }
 
-// NewMsgGeneral is NewMsg through New and ToNATS alone.
-func NewMsgGeneral(source string, p Payload, opts ...Option) (*nats.Msg, event.Event, error) {
-	e, err := New(source, p, opts...)
-	if err != nil {
-		return nil, event.Event{}, err
-	}
-	m, err := ToNATS(p.NATSSubject(), e)
-	if err != nil {
-		return nil, event.Event{}, err
-	}
-	return m, e, nil
-}
+// NewMsgReference is NewMsg through the sdk-go setters alone (New, then
+// ToNATS, as the codec built them before it wrote the headers directly).
+var NewMsgReference = newMsgReference

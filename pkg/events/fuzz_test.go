@@ -68,7 +68,7 @@ func FuzzFromNATS(f *testing.F) {
 		require.NoError(t, err)
 		require.Equal(t, m.Header, m2.Header)
 
-		p, err := events.DecodePayload(e)
+		p, err := events.Decode[events.Payload](e)
 		if err != nil {
 			assert.ErrorIs(t, err, events.ErrInvalid)
 			return
@@ -80,7 +80,7 @@ func FuzzFromNATS(f *testing.F) {
 		}
 		rebuilt, err := events.New(e.Source(), p, opts...)
 		require.NoError(t, err, "an accepted payload must build an event")
-		p2, err := events.DecodePayload(rebuilt)
+		p2, err := events.Decode[events.Payload](rebuilt)
 		require.NoError(t, err)
 		assert.Equal(t, indent(t, p), indent(t, p2))
 	})

@@ -10,9 +10,12 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/cloudevents/sdk-go/v2/types"
+
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/jsontree"
 )
 
 // Signed evidence. A collector signs every event it publishes with its
@@ -139,33 +142,39 @@ type dsseSignature struct {
 	Sig   []byte `json:"sig"`
 }
 
-// sign sets e's ExtSignature: a claim of e (its data set) about p, with
-// the signer's next sequence number.
-func (s *Signer) sign(e *event.Event, p Payload) error {
+// sign sets a's Signature: a claim of the event of these attributes and
+// data about p, with the signer's next sequence number.
+func (s *Signer) sign(a *Attributes, data []byte, p Payload) error {
 	seq, err := s.next()
 	if err != nil {
-		return fmt.Errorf("sign %s: sequence: %w", e.Type(), err)
+		return fmt.Errorf("sign %s: sequence: %w", a.Type, err)
 	}
-	c := claimOf(e, p)
+	c := newClaim(a.ID, a.Type, a.Source, a.Subject, a.Time, data, p)
 	c.Seq = seq
 	claim, err := json.Marshal(c)
 	if err != nil {
-		return fmt.Errorf("sign %s: %w", e.Type(), err)
+		return fmt.Errorf("sign %s: %w", a.Type, err)
 	}
 	env, err := json.Marshal(dsseEnvelope{PayloadType: ClaimPayloadType, Payload: claim,
 		Signatures: []dsseSignature{{KeyID: s.keyID, Sig: ed25519.Sign(s.key, PAE(ClaimPayloadType, claim))}}})
 	if err != nil {
-		return fmt.Errorf("sign %s: %w", e.Type(), err)
+		return fmt.Errorf("sign %s: %w", a.Type, err)
 	}
-	e.SetExtension(ExtSignature, string(env))
+	a.Signature = string(env)
 	return nil
 }
 
 // claimOf is the claim of event e (its data set) about p, without Seq.
 func claimOf(e *event.Event, p Payload) Claim {
-	sum := sha256.Sum256(e.Data())
-	c := Claim{ID: e.ID(), Type: e.Type(), Source: e.Source(), Subject: e.Subject(),
-		Time: types.FormatTime(e.Time()), PayloadSHA256: hex.EncodeToString(sum[:])}
+	return newClaim(e.ID(), e.Type(), e.Source(), e.Subject(), e.Time(), e.Data(), p)
+}
+
+// newClaim is the claim of the event of these attributes and data about
+// p, without Seq.
+func newClaim(id, typ, source, subject string, t time.Time, data []byte, p Payload) Claim {
+	sum := sha256.Sum256(data)
+	c := Claim{ID: id, Type: typ, Source: source, Subject: subject,
+		Time: types.FormatTime(t), PayloadSHA256: hex.EncodeToString(sum[:])}
 	c.Host, c.Target = claimedAbout(p)
 	return c
 }
@@ -255,17 +264,6 @@ func envelopeOf(e event.Event) (dsseEnvelope, error) {
 	return parseEnvelope([]byte(v), ClaimPayloadType)
 }
 
-// decodeOne decodes exactly one JSON value into v.
-func decodeOne(dec *json.Decoder, v any) error {
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("data after the JSON value")
-	}
-	return nil
-}
-
 // validSignature checks the extension's value as the codec carries it:
 // printable ASCII (compact JSON of base64 and ids) of at most
 // MaxSignatureSize bytes. The signature itself is the verifier's to check.
@@ -279,4 +277,194 @@ func validSignature(v string) error {
 		}
 	}
 	return nil
+}
+
+// The envelope and the claim are read in one pass (jsonReader), strictly:
+// one well-formed JSON object, the members under their exact names, each
+// at most once (one left out reads as its zero value), nothing else; the
+// tests hold what this reading takes to what encoding/json's strict
+// decoding (unknown fields disallowed) reads of it.
+
+// decodeEnvelope decodes exactly one DSSE envelope.
+func decodeEnvelope(raw []byte) (dsseEnvelope, error) {
+	d := newJSONReader(raw)
+	defer d.release()
+	var env dsseEnvelope
+	seen := 0
+	ok := d.object(func(key string) bool {
+		var bit int
+		var ok bool
+		switch key {
+		case "payloadType":
+			bit = 1
+			env.PayloadType, ok = d.str()
+		case "payload":
+			bit = 2
+			env.Payload, ok = d.base64()
+		case "signatures":
+			bit = 4
+			env.Signatures, ok = d.signatures()
+		default:
+			return d.fail(errUnknownMember(key))
+		}
+		return ok && d.once(&seen, bit, key)
+	})
+	if !ok || !d.end() {
+		return dsseEnvelope{}, d.error()
+	}
+	return env, nil
+}
+
+// signatures reads an array of {keyid, sig}.
+func (d *jsonReader) signatures() ([]dsseSignature, bool) {
+	if !d.byte('[') {
+		return nil, false
+	}
+	out := []dsseSignature{}
+	if d.byte(']') {
+		return out, true
+	}
+	for {
+		var s dsseSignature
+		seen := 0
+		ok := d.object(func(key string) bool {
+			var bit int
+			var ok bool
+			switch key {
+			case "keyid":
+				bit = 1
+				s.KeyID, ok = d.str()
+			case "sig":
+				bit = 2
+				s.Sig, ok = d.base64()
+			default:
+				return d.fail(errUnknownMember(key))
+			}
+			return ok && d.once(&seen, bit, key)
+		})
+		if !ok {
+			return nil, false
+		}
+		out = append(out, s)
+		if d.byte(']') {
+			return out, true
+		}
+		if !d.byte(',') {
+			return nil, false
+		}
+	}
+}
+
+// base64 reads a string of standard base64, as encoding/json decodes a
+// []byte.
+func (d *jsonReader) base64() ([]byte, bool) {
+	v, ok := d.str()
+	if !ok {
+		return nil, false
+	}
+	b, err := base64.StdEncoding.DecodeString(v)
+	if err != nil {
+		return nil, d.fail(err)
+	}
+	return b, true
+}
+
+// decodeClaim decodes exactly one claim.
+func decodeClaim(b []byte) (Claim, error) {
+	d := newJSONReader(b)
+	defer d.release()
+	var c Claim
+	seen := 0
+	ok := d.object(func(key string) bool {
+		var bit int
+		var ok bool
+		switch key {
+		case "id":
+			bit = 1 << 0
+			c.ID, ok = d.str()
+		case "type":
+			bit = 1 << 1
+			c.Type, ok = d.str()
+		case "source":
+			bit = 1 << 2
+			c.Source, ok = d.str()
+		case "subject":
+			bit = 1 << 3
+			c.Subject, ok = d.str()
+		case "time":
+			bit = 1 << 4
+			c.Time, ok = d.str()
+		case "host":
+			bit = 1 << 5
+			c.Host, ok = d.str()
+		case "target":
+			bit = 1 << 6
+			var t Target
+			if t, ok = d.claimTarget(); ok {
+				c.Target = &t
+			}
+		case "seq":
+			bit = 1 << 7
+			c.Seq, ok = d.uint64()
+		case "payload_sha256":
+			bit = 1 << 8
+			c.PayloadSHA256, ok = d.str()
+		default:
+			return d.fail(errUnknownMember(key))
+		}
+		return ok && d.once(&seen, bit, key)
+	})
+	if !ok || !d.end() {
+		return Claim{}, d.error()
+	}
+	return c, nil
+}
+
+// claimTarget reads a claim's {kind, identifier}.
+func (d *jsonReader) claimTarget() (Target, bool) {
+	var t Target
+	seen := 0
+	ok := d.object(func(key string) bool {
+		var bit int
+		var ok bool
+		switch key {
+		case "kind":
+			bit = 1
+			t.Kind, ok = d.str()
+		case "identifier":
+			bit = 2
+			t.Identifier, ok = d.str()
+		default:
+			return d.fail(errUnknownMember(key))
+		}
+		return ok && d.once(&seen, bit, key)
+	})
+	return t, ok
+}
+
+// errUnknownMember is the error of a member the envelope or claim does
+// not have, in encoding/json's words (DisallowUnknownFields), as it was
+// reported before.
+func errUnknownMember(key string) error { return fmt.Errorf("json: unknown field %q", key) }
+
+// once notes member key (bit of seen) read, false when it was before.
+func (d *jsonReader) once(seen *int, bit int, key string) bool {
+	if *seen&bit != 0 {
+		return d.fail(fmt.Errorf("member %q given twice", key))
+	}
+	*seen |= bit
+	return true
+}
+
+// error is why the reader stopped: the rule it recorded, or what
+// jsontree.Parse finds malformed, or else a value not of the type the
+// reader wanted.
+func (d *jsonReader) error() error {
+	if d.err != nil {
+		return d.err
+	}
+	if _, err := jsontree.Parse(d.b); err != nil {
+		return err
+	}
+	return fmt.Errorf("a value of another type at byte %d", d.i)
 }

@@ -1,9 +1,7 @@
 package events
 
 import (
-	"bytes"
 	"crypto/ed25519"
-	"encoding/json"
 	"fmt"
 
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -52,14 +50,9 @@ func (s *PendingSignature) Verified(valid bool) (Signature, error) {
 	if !valid {
 		return Signature{}, fmt.Errorf("%w: by key %s", ErrBadSignature, s.KeyID)
 	}
-	got, ok := fastClaim(s.claim)
-	if !ok {
-		got = Claim{}
-		dec := json.NewDecoder(bytes.NewReader(s.claim))
-		dec.DisallowUnknownFields()
-		if err := decodeOne(dec, &got); err != nil {
-			return Signature{}, fmt.Errorf("%w: the claim is not a claim: %w", ErrClaim, err)
-		}
+	got, err := decodeClaim(s.claim)
+	if err != nil {
+		return Signature{}, fmt.Errorf("%w: the claim is not a claim: %w", ErrClaim, err)
 	}
 	want := claimOf(&s.e, s.p)
 	want.Seq = got.Seq

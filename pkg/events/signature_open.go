@@ -1,9 +1,7 @@
 package events
 
 import (
-	"bytes"
 	"crypto/ed25519"
-	"encoding/json"
 	"fmt"
 
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -32,10 +30,8 @@ func OpenSignature(envelope string) (Signature, error) {
 	if !ed25519.Verify(pub, PAE(env.PayloadType, env.Payload), sig.Sig) {
 		return Signature{}, fmt.Errorf("%w: by key %s", ErrBadSignature, sig.KeyID)
 	}
-	var c Claim
-	dec := json.NewDecoder(bytes.NewReader(env.Payload))
-	dec.DisallowUnknownFields()
-	if err := decodeOne(dec, &c); err != nil {
+	c, err := decodeClaim(env.Payload)
+	if err != nil {
 		return Signature{}, fmt.Errorf("%w: the claim is not a claim: %w", ErrClaim, err)
 	}
 	return Signature{KeyID: sig.KeyID, Claim: c}, nil

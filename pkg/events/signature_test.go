@@ -56,7 +56,7 @@ func readSigned(t *testing.T, m *nats.Msg, key func(string) (ed25519.PublicKey, 
 	t.Helper()
 	e, err := events.FromNATS(m.Header, m.Data)
 	require.NoError(t, err)
-	p, err := events.DecodePayload(e)
+	p, err := events.Decode[events.Payload](e)
 	require.NoError(t, err)
 	return events.VerifySignature(e, p, key)
 }

@@ -91,6 +91,11 @@ type Spec struct {
 
 	goType reflect.Type
 	decode func(s *Spec, data []byte) (Payload, error)
+	// encode writes the data of a payload of this type; check checks
+	// it (the JSON Schema, unless the type has its own rules that the
+	// tests hold to the schema).
+	encode func(p Payload) ([]byte, error)
+	check  func(s *Spec, p Payload, data []byte) error
 }
 
 // Golden is the name of the spec's golden example,
@@ -111,6 +116,8 @@ func spec[T Payload](typ, subjectTemplate, subjectAttr, schemaName string) Spec 
 		Schema:      schemaName + "." + version + ".schema.json",
 		SchemaURI:   schemaBase + schemaName + "/" + version + ".json",
 		goType:      reflect.TypeFor[T](),
+		encode:      marshal,
+		check:       checkSchema,
 		decode: func(s *Spec, data []byte) (Payload, error) {
 			var p T
 			if err := decodeInto(s, data, &p); err != nil {
@@ -122,14 +129,14 @@ func spec[T Payload](typ, subjectTemplate, subjectAttr, schemaName string) Spec 
 }
 
 var catalog = []Spec{
-	spec[EvidenceCollected](TypeEvidenceCollected, "rt.evidence.<host>.<target-kind>",
-		"the snapshot's target, <kind>:<identifier>", "evidence.collected"),
+	evidenceSpec(spec[EvidenceCollected](TypeEvidenceCollected, "rt.evidence.<host>.<target-kind>",
+		"the snapshot's target, <kind>:<identifier>", "evidence.collected")),
 	spec[RunnableModified](TypeRunnableModified, "rt.integrity.<host>",
 		"the package as a purl, pkg:pypi/<name>@<version> or pkg:npm/<name>@<version>", "runnable.modified"),
-	spec[Verdict](TypeVerdictPass, "rt.verdict.<host>.pass", "the target, <kind>:<identifier>", "verdict"),
-	spec[Verdict](TypeVerdictDrift, "rt.verdict.<host>.drift", "the target, <kind>:<identifier>", "verdict"),
-	spec[Verdict](TypeVerdictError, "rt.verdict.<host>.error", "the target, <kind>:<identifier>", "verdict"),
-	spec[Verdict](TypeVerdictStale, "rt.verdict.<host>.stale", "the target, <kind>:<identifier>", "verdict"),
+	verdictSpec(TypeVerdictPass, "rt.verdict.<host>.pass", "the target, <kind>:<identifier>", "verdict"),
+	verdictSpec(TypeVerdictDrift, "rt.verdict.<host>.drift", "the target, <kind>:<identifier>", "verdict"),
+	verdictSpec(TypeVerdictError, "rt.verdict.<host>.error", "the target, <kind>:<identifier>", "verdict"),
+	verdictSpec(TypeVerdictStale, "rt.verdict.<host>.stale", "the target, <kind>:<identifier>", "verdict"),
 	spec[BaselineChanged](TypeBaselineChanged, "rt.baseline.<target>",
 		"the target, <kind>:<identifier>", "baseline.changed"),
 	spec[AttestationCreated](TypeAttestationCreated, "rt.attestation.<target>",
@@ -141,6 +148,28 @@ var catalog = []Spec{
 	superseded(spec[Verdict](TypeVerdictPassV1, "rt.verdict.<host>.pass", "the target, <kind>:<identifier>", "verdict"), TypeVerdictPass),
 	superseded(spec[Verdict](TypeVerdictDriftV1, "rt.verdict.<host>.drift", "the target, <kind>:<identifier>", "verdict"), TypeVerdictDrift),
 	superseded(spec[Verdict](TypeVerdictErrorV1, "rt.verdict.<host>.error", "the target, <kind>:<identifier>", "verdict"), TypeVerdictError),
+}
+
+// verdictSpec is the spec of a verdict type that is written: its data
+// written by marshalVerdict and checked by checkVerdictReport.
+func verdictSpec(typ, subjectTemplate, subjectAttr, schemaName string) Spec {
+	s := spec[Verdict](typ, subjectTemplate, subjectAttr, schemaName)
+	s.encode = func(p Payload) ([]byte, error) { return marshalVerdict(p.(Verdict)), nil }
+	s.check = checkVerdictReport
+	return s
+}
+
+// evidenceSpec gives the evidence.collected spec its own decoder
+// (evidence.go) in place of the JSON Schema, encoding/json and Validate
+// (decodeInto), which the tests hold it to; it checks the data New sends
+// too, so that the encoder refuses what the decoder refuses.
+func evidenceSpec(s Spec) Spec {
+	s.decode = decodeEvidencePayload
+	s.check = func(_ *Spec, _ Payload, data []byte) error {
+		_, _, _, err := decodeEvidence(data)
+		return err
+	}
+	return s
 }
 
 // superseded marks s as read, never written: by is the type that replaced it.

@@ -117,7 +117,7 @@ func TestPublishedEventsAreSigned(t *testing.T) {
 	}
 	seen := map[string]uint64{}
 	for _, m := range msgs {
-		e, p, err := events.ReadAny(m)
+		e, p, err := events.Read[events.Payload](m)
 		require.NoError(t, err)
 		sig, err := events.VerifySignature(e, p, key)
 		require.NoError(t, err, e.Type())

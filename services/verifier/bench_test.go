@@ -140,7 +140,7 @@ func (t *verdictTally) check(b *testing.B, mix benchMix) {
 	}
 	e, err := events.FromNATS(m.Header, m.Data)
 	require.NoError(b, err)
-	p, err := events.DecodePayload(e)
+	p, err := events.Decode[events.Payload](e)
 	require.NoError(b, err)
 	if v, ok := p.(events.Verdict); !ok || v.Status != events.StatusDrift || v.Report == nil || len(v.Report.Changes) == 0 {
 		b.Fatalf("a drift verdict without its report of changes: %+v", p)

@@ -171,10 +171,10 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans [
 		id := VerdictID(it.e.ID())
 		// The verdict's trace context is its publish span's, a child of
 		// the span of handling the evidence (PublishAll sets it).
-		vm, ve, err := events.NewVerdictMsg(h.source, verdict, events.WithID(id))
+		vm, ve, err := events.NewMsg(h.source, verdict, events.WithID(id))
 		if err != nil && verdict.Status == events.StatusDrift && events.ReasonOf(err) == events.ReasonTooLarge {
 			verdict = tooLarge(verdict)
-			vm, ve, err = events.NewVerdictMsg(h.source, verdict, events.WithID(id))
+			vm, ve, err = events.NewMsg(h.source, verdict, events.WithID(id))
 		}
 		if err != nil {
 			it.fail(natsbus.Permanent(fmt.Errorf("build verdict: %w", err)))

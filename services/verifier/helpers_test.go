@@ -158,7 +158,7 @@ func streamEvents(ctx context.Context, t testing.TB, js jetstream.JetStream, str
 	for _, raw := range natstest.Stored(ctx, t, js, stream) {
 		e, err := events.FromNATS(raw.Header, raw.Data)
 		require.NoError(t, err)
-		p, err := events.DecodePayload(e)
+		p, err := events.Decode[events.Payload](e)
 		require.NoError(t, err)
 		require.Equal(t, p.NATSSubject(), raw.Subject)
 		out = append(out, published{Seq: raw.Sequence, Subject: raw.Subject, ID: e.ID(), Type: e.Type(), Source: e.Source(), Payload: p})

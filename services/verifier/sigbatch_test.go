@@ -24,7 +24,7 @@ func pendingOf(t *testing.T, m *nats.Msg) *events.PendingSignature {
 	t.Helper()
 	e, err := events.FromNATS(m.Header, m.Data)
 	require.NoError(t, err)
-	p, err := events.DecodePayload(e)
+	p, err := events.Decode[events.Payload](e)
 	require.NoError(t, err)
 	s, err := events.ReadSignature(e, p, events.ParseKeyID)
 	require.NoError(t, err)

@@ -217,7 +217,7 @@ func (s *staleWatch) markStale(ctx context.Context, key string, k *staleKey) err
 		Error: fmt.Sprintf("no authentic evidence since %s (stale after %s)", last.Format(time.RFC3339),
 			s.staleAfter(time.Duration(r.IntervalSeconds)*time.Second)),
 	}
-	vm, ve, err := events.NewVerdictMsg(s.source, v, events.WithID(StaleVerdictID(r.EvidenceID)))
+	vm, ve, err := events.NewMsg(s.source, v, events.WithID(StaleVerdictID(r.EvidenceID)))
 	if err != nil {
 		return fmt.Errorf("build stale verdict of %s on %s: %w", v.Target, v.Host, err)
 	}

@@ -135,8 +135,8 @@ func (o *Observation) marshal() ([]byte, error) {
 }
 
 // marshalVerdictRecord encodes r as json.Marshal does, given the verdict
-// as its event carries it (events.NewVerdictMsg's data: r.Verdict as
-// encoding/json writes it with HTML escaping off).
+// as its event carries it (events.NewMsg's data, Verdict.AppendJSON:
+// r.Verdict as encoding/json writes it with HTML escaping off).
 func marshalVerdictRecord(r *VerdictRecord, verdict []byte) ([]byte, error) {
 	b := make([]byte, 0, 192+len(verdict))
 	b = append(b, `{"id":`...)
@@ -600,7 +600,7 @@ func (b *latestBucket) addHandled(ctx context.Context, key string, cur seen, han
 		return fmt.Errorf("read %s/%s: %w", b.kv.Bucket(), key, err)
 	}
 	r.Handled = handled
-	value, err := json.Marshal(&r)
+	value, err := marshalVerdictRecord(&r, r.Verdict.AppendJSON(nil))
 	if err != nil {
 		return fmt.Errorf("encode %s/%s: %w", b.kv.Bucket(), key, err)
 	}

@@ -3,6 +3,7 @@ package verifier
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -181,4 +182,21 @@ func readRecord(ctx context.Context, t *testing.T, kv jetstream.KeyValue, key st
 	var r VerdictRecord
 	require.NoError(t, json.Unmarshal(e.Value(), &r))
 	return r, e.Revision()
+}
+
+// A verdict record read back and encoded again (addHandled, a record
+// another process wrote) is json.Marshal's bytes, HTML-escaped characters
+// and all.
+func TestVerdictRecordEncodedAgainIsJSONMarshal(t *testing.T) {
+	r := VerdictRecord{
+		ID: "verdict-<1>", Time: time.Unix(1700000000, 5).UTC(), EvidenceID: "e&1", EvidenceSequence: 7,
+		Verdict: events.Verdict{Status: events.StatusError, Host: "web-<01>", Target: events.Target{Kind: "k", Identifier: "a\u2028b"},
+			EvidenceID: "e&1", SnapshotDigest: "sha256:" + strings.Repeat("0", 64), Error: "<&> \"q\" \u2029"},
+		SignedBy: "ed25519:x", SignedSeq: 3, Handled: []string{"a", "b<"}, IntervalSeconds: 60,
+	}
+	got, err := marshalVerdictRecord(&r, r.Verdict.AppendJSON(nil))
+	require.NoError(t, err)
+	want, err := json.Marshal(&r)
+	require.NoError(t, err)
+	assert.Equal(t, string(want), string(got))
 }

@@ -112,7 +112,7 @@ func TestConsumeAndDecodeEveryType(t *testing.T) {
 	got := 0
 	for stream, n := range perStream {
 		for _, m := range fetch(ctx, t, js, stream, topology.ConsumerAuditor, n) {
-			e, p, err := events.ReadAny(m)
+			e, p, err := events.Read[events.Payload](m)
 			require.NoError(t, err)
 			assert.Equal(t, eventstest.Traceparent, events.TraceCarrier(&e).Get("traceparent"))
 			want, ok := sent[e.ID()]

@@ -195,10 +195,10 @@ func dataDigest(data []byte) string {
 }
 
 // EntryStrict is Entry with the payload checked as its consumers check it
-// (events.ReadAny: JSON Schema, payload rules, NATS subject); about twenty
+// (events.Read[events.Payload]: JSON Schema, payload rules, NATS subject); about twenty
 // times the cost.
 func EntryStrict(m *Message, source string) jsontree.Value {
-	e, _, err := events.ReadAny(msg{m})
+	e, _, err := events.Read[events.Payload](msg{m})
 	return entry(m, source, e, err)
 }
 

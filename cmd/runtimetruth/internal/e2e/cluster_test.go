@@ -37,7 +37,7 @@ func storedEvents(ctx context.Context, t *testing.T, js jetstream.JetStream, str
 	for _, raw := range natstest.Stored(ctx, t, js, stream) {
 		e, err := events.FromNATS(raw.Header, raw.Data)
 		require.NoError(t, err)
-		p, err := events.DecodePayload(e)
+		p, err := events.Decode[events.Payload](e)
 		require.NoError(t, err)
 		out = append(out, storedEvent{ID: e.ID(), Type: e.Type(), Payload: p})
 	}

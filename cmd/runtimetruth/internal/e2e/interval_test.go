@@ -42,7 +42,7 @@ func watchBus(t *testing.T, nc *nats.Conn) *busWatch {
 		e, err := events.FromNATS(m.Header, m.Data)
 		if err == nil {
 			var p events.Payload
-			if p, err = events.DecodePayload(e); err == nil {
+			if p, err = events.Decode[events.Payload](e); err == nil {
 				switch p := p.(type) {
 				case events.Verdict:
 					w.verdicts = append(w.verdicts, p)

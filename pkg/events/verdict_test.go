@@ -165,19 +165,20 @@ func verdictVariants(tb testing.TB) []events.Verdict {
 	return out
 }
 
-// NewVerdictMsg gives what NewMsg gives, for every verdict: the same
-// message and event, or an error of the same reason; again when the
-// report was seen before.
-func TestNewVerdictMsgIsNewMsg(t *testing.T) {
+// NewMsg of a verdict (its own encoder and report check) gives what the
+// reference gives (encoding/json, the whole JSON Schema, the sdk-go
+// setters), for every verdict: the same message and event, or an error of
+// the same reason; again when the report was seen before.
+func TestNewMsgOfVerdictIsReference(t *testing.T) {
 	accepted, reasons := 0, map[events.Reason]int{}
 	for i, v := range verdictVariants(t) {
 		opts := []events.Option{events.WithID(fixtureID), events.WithTime(fixtureTime), events.WithTraceContext(fixtureTraceparent, "")}
-		m1, e1, err1 := events.NewMsg(fixtureSource, v, opts...)
+		m1, e1, err1 := events.NewMsgReference(fixtureSource, v, opts...)
 		for range 2 {
-			m2, e2, err2 := events.NewVerdictMsg(fixtureSource, v, opts...)
-			require.Equal(t, err1 == nil, err2 == nil, "variant %d: NewMsg %v, NewVerdictMsg %v: %+v", i, err1, err2, v)
+			m2, e2, err2 := events.NewMsg(fixtureSource, v, opts...)
+			require.Equal(t, err1 == nil, err2 == nil, "variant %d: reference %v, NewMsg %v: %+v", i, err1, err2, v)
 			if err1 != nil {
-				require.Equal(t, events.ReasonOf(err1), events.ReasonOf(err2), "variant %d: NewMsg %v, NewVerdictMsg %v", i, err1, err2)
+				require.Equal(t, events.ReasonOf(err1), events.ReasonOf(err2), "variant %d: reference %v, NewMsg %v", i, err1, err2)
 				continue
 			}
 			require.Equal(t, m1.Subject, m2.Subject)
@@ -193,4 +194,21 @@ func TestNewVerdictMsgIsNewMsg(t *testing.T) {
 	t.Logf("accepted %d, rejected by reason %v", accepted, reasons)
 	require.Greater(t, accepted, 20)
 	require.Greater(t, reasons[events.ReasonSchema], 5, "the report rules are reached")
+}
+
+// The verdict encoder writes what encoding/json writes (HTML escaping
+// off).
+func TestMarshalVerdictIsMarshal(t *testing.T) {
+	for _, v := range verdictVariants(t) {
+		want, wantErr := events.MarshalPayload(v)
+		got := events.MarshalVerdict(v)
+		require.NoError(t, wantErr)
+		require.Equal(t, string(want), string(got))
+	}
+	v := fixtures(t)["verdict.error.v2.golden.json"].(events.Verdict)
+	v.Error = "<&> \"quoted\" \u2028 \x01 \xff"
+	want, err := events.MarshalPayload(v)
+	require.NoError(t, err)
+	got := events.MarshalVerdict(v)
+	require.Equal(t, string(want), string(got))
 }

@@ -50,7 +50,7 @@ func FuzzAppendJSONString(f *testing.F) {
 	f.Fuzz(checkJSONString)
 }
 
-// FuzzMarshalVerdict holds NewVerdictMsg's encoding of a verdict to
+// FuzzMarshalVerdict holds NewMsg's encoding of a verdict to
 // marshal's, with any text in every string of the verdict and its report.
 func FuzzMarshalVerdict(f *testing.F) {
 	for _, s := range jsonStrings {

@@ -2,73 +2,50 @@ package events
 
 import (
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/report"
 )
 
-// The verdict's JSON written directly, byte for byte as marshal (encoding/
-// json, HTML escaping off) writes it, without reflection: a verifier
-// encodes a verdict per snapshot. jsonenc_test.go holds the two to the
-// same bytes.
+// A verdict's data, written directly: a verifier sends a verdict per
+// snapshot. The bytes are the ones encoding/json writes with HTML escaping
+// off (marshal: passed through json.HTMLEscape, they are json.Marshal's),
+// without the reflection; verdict_test.go holds the two to the same bytes
+// (TestMarshalVerdictIsMarshal, FuzzMarshalVerdict). The data is checked
+// without running the whole verdict schema each time: Validate holds every
+// member of the verdict to what the schema requires, and report.Validate
+// the report to the schema's report rules
+// (schemas/verdict.v2.schema.json#/properties/report, with the report
+// schema it refers to; package report's tests hold Validate to that
+// schema, this package's hold NewMsg of a verdict to the reference codec's
+// JSON Schema run).
 
-// AppendJSONString appends s as encoding/json writes a string with HTML
-// escaping off (json.Encoder.SetEscapeHTML(false)), as every string of an
-// event's data is written: '"', '\\' and control characters escaped,
-// invalid UTF-8 replaced by \ufffd, U+2028 and U+2029 escaped. Passing the
-// result through json.HTMLEscape gives what json.Marshal writes.
-func AppendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
+// marshalVerdict encodes v as marshal does, without reflection
+// (AppendJSON).
+func marshalVerdict(v Verdict) []byte { return v.AppendJSON(make([]byte, 0, 512)) }
+
+// checkVerdictReport is validateData for a verdict that passed Validate.
+func checkVerdictReport(s *Spec, p Payload, data []byte) error {
+	if len(data) > MaxDataSize {
+		return invalid(ReasonTooLarge, "data", "%d bytes, over the %d-byte limit", len(data), MaxDataSize)
 	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	v, ok := p.(Verdict)
+	if !ok || s.SchemaURI != schemaBase+"verdict/v2.json" {
+		return validateData(s, data)
+	}
+	if v.Report == nil {
+		return nil
+	}
+	if err := v.Report.Validate(); err != nil {
+		return &Error{Reason: ReasonSchema, Field: "/report", Err: err}
+	}
+	return nil
 }
 
-// appendVerdict appends v as marshal writes it.
-func appendVerdict(dst []byte, v Verdict) []byte {
+// AppendJSON appends v as its event's data carries it: as encoding/json
+// writes it with HTML escaping off (passed through json.HTMLEscape, the
+// bytes are json.Marshal's). It is the one encoder of a verdict, for
+// records that hold one (the verifier's).
+func (v Verdict) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `{"status":`...)
 	dst = AppendJSONString(dst, string(v.Status))
 	dst = append(dst, `,"host":`...)
