@@ -7,14 +7,16 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/sigstore/sigstore-go/pkg/root"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
 )
 
 // Baseline is what Checker needs to know of a baseline that requires an
@@ -46,7 +48,26 @@ type CheckerOptions struct {
 	FailureTTL time.Duration
 	// Now replaces the clock (tests).
 	Now func() time.Time
+	// Telemetry receives MetricChecks; zero fields mean the OpenTelemetry
+	// globals.
+	Telemetry telemetry.Providers
 }
+
+// ScopeName is the instrumentation scope of the package's metrics.
+const ScopeName = "github.com/runtimetruth/runtimetruth/pkg/attestation"
+
+// MetricChecks counts the checks of a Checker by result: "hit" (answered
+// from the cache) or "miss" (verified).
+const MetricChecks = "runtimetruth.attestation.checks"
+
+// AttrResult is MetricChecks' attribute: CheckHit or CheckMiss.
+const AttrResult = attribute.Key("result")
+
+// The results of MetricChecks.
+const (
+	CheckHit  = "hit"
+	CheckMiss = "miss"
+)
 
 // Checker verifies the attestation of a baseline that names a required
 // identity — the verifier service's check before it trusts such a
@@ -61,7 +82,8 @@ type Checker struct {
 	mu    sync.Mutex
 	cache map[[sha256.Size]byte]cached
 
-	hits, misses atomic.Uint64
+	checks    metric.Int64Counter
+	hit, miss metric.MeasurementOption
 }
 
 type cached struct {
@@ -82,7 +104,14 @@ func NewChecker(trusted root.TrustedMaterial, opts CheckerOptions) *Checker {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Checker{trusted: trusted, opts: opts, cache: map[[sha256.Size]byte]cached{}}
+	c := &Checker{trusted: trusted, opts: opts, cache: map[[sha256.Size]byte]cached{},
+		hit:  metric.WithAttributeSet(attribute.NewSet(AttrResult.String(CheckHit))),
+		miss: metric.WithAttributeSet(attribute.NewSet(AttrResult.String(CheckMiss)))}
+	// An instrument that cannot be created is a no-op one; the SDK reports
+	// why through otel.Handle.
+	c.checks, _ = opts.Telemetry.Meter(ScopeName).Int64Counter(MetricChecks, metric.WithUnit("{check}"),
+		metric.WithDescription("Attestation checks, by result: answered from the cache or verified."))
+	return c
 }
 
 // CheckStored reads the attestation stored next to the baseline in the
@@ -115,10 +144,10 @@ func (c *Checker) Check(b Baseline, rec *Record) (*Result, error) {
 	e, ok := c.cache[key]
 	c.mu.Unlock()
 	if ok && (e.until.IsZero() || now.Before(e.until)) {
-		c.hits.Add(1)
+		c.checks.Add(context.Background(), 1, c.hit)
 		return e.res, e.err
 	}
-	c.misses.Add(1)
+	c.checks.Add(context.Background(), 1, c.miss)
 	res, err := c.verify(b, rec)
 	e = cached{res: res, err: err}
 	switch {
@@ -147,9 +176,6 @@ func (c *Checker) verify(b Baseline, rec *Record) (*Result, error) {
 	}
 	return res, nil
 }
-
-// CacheStats returns the cache's hits and misses since NewChecker.
-func (c *Checker) CacheStats() (hits, misses uint64) { return c.hits.Load(), c.misses.Load() }
 
 func cacheKey(b Baseline, rec *Record) [sha256.Size]byte {
 	h := sha256.New()

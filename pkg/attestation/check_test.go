@@ -12,6 +12,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/attestation/attestationtest"
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/statement"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry/telemetrytest"
 )
 
 var checkTarget = events.Target{Kind: "systemd.unit", Identifier: "agent-worker.service"}
@@ -26,7 +27,11 @@ func TestCheckerCachesByDigest(t *testing.T) {
 	vs := attestationtest.NewVirtual(t)
 	rec := record(digest, stmt, vs.Sign(t, identity, issuer, stmt))
 	now := time.Now()
-	c := attestation.NewChecker(vs.TrustedRoot(t), attestation.CheckerOptions{FailureTTL: time.Minute, Now: func() time.Time { return now }})
+	tel := telemetrytest.New(t)
+	c := attestation.NewChecker(vs.TrustedRoot(t), attestation.CheckerOptions{FailureTTL: time.Minute, Now: func() time.Time { return now }, Telemetry: tel.Providers})
+	checks := func(result string) int64 {
+		return tel.Sum(t, attestation.MetricChecks, attestation.AttrResult.String(result))
+	}
 	good := attestation.Baseline{Target: checkTarget, Digest: digest, Identity: identity, Issuer: issuer}
 
 	for range 3 {
@@ -34,8 +39,7 @@ func TestCheckerCachesByDigest(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, identity, res.Identity)
 	}
-	hits, misses := c.CacheStats()
-	assert.Equal(t, [2]uint64{2, 1}, [2]uint64{hits, misses})
+	assert.Equal(t, [2]int64{2, 1}, [2]int64{checks(attestation.CheckHit), checks(attestation.CheckMiss)})
 
 	// Another baseline digest, identity or bundle is another entry.
 	changed := good
@@ -48,25 +52,21 @@ func TestCheckerCachesByDigest(t *testing.T) {
 	wrong.Identity = "mallory@example.com"
 	_, err = c.Check(wrong, rec)
 	require.ErrorIs(t, err, attestation.ErrIdentity)
-	_, misses = c.CacheStats()
-	assert.Equal(t, uint64(3), misses)
+	assert.Equal(t, int64(3), checks(attestation.CheckMiss))
 
 	// A failure is remembered for FailureTTL only.
 	_, err = c.Check(wrong, rec)
 	require.Error(t, err)
-	_, misses = c.CacheStats()
-	assert.Equal(t, uint64(3), misses)
+	assert.Equal(t, int64(3), checks(attestation.CheckMiss))
 	now = now.Add(2 * time.Minute)
 	_, err = c.Check(wrong, rec)
 	require.Error(t, err)
-	_, misses = c.CacheStats()
-	assert.Equal(t, uint64(4), misses)
+	assert.Equal(t, int64(4), checks(attestation.CheckMiss))
 
 	// A success verified with a signed time is remembered for good.
 	_, err = c.Check(good, rec)
 	require.NoError(t, err)
-	_, misses = c.CacheStats()
-	assert.Equal(t, uint64(4), misses)
+	assert.Equal(t, int64(4), checks(attestation.CheckMiss))
 }
 
 func TestCheckerFailsClosedWithoutTrustedRoot(t *testing.T) {

@@ -171,15 +171,17 @@ func TestSignRequestKeylessThroughTheBus(t *testing.T) {
 	assert.Equal(t, topology.BaselineKey(target)+".attestation", rep.Key)
 
 	// The verifier's check: verified, then cached by digest.
-	checker := attestation.NewChecker(srv.TrustedRoot(t), attestation.CheckerOptions{})
+	checks := telemetrytest.New(t)
+	checker := attestation.NewChecker(srv.TrustedRoot(t), attestation.CheckerOptions{Telemetry: checks.Providers})
 	b := attestation.Baseline{Target: target, Digest: digest, Identity: identity, Issuer: issuer}
 	res, err := checker.CheckStored(ctx, kv, b)
 	require.NoError(t, err)
 	assert.Equal(t, identity, res.Identity)
 	_, err = checker.CheckStored(ctx, kv, b)
 	require.NoError(t, err)
-	hits, misses := checker.CacheStats()
-	assert.Equal(t, [2]uint64{1, 1}, [2]uint64{hits, misses})
+	assert.Equal(t, [2]int64{1, 1}, [2]int64{
+		checks.Sum(t, attestation.MetricChecks, attestation.AttrResult.String(attestation.CheckHit)),
+		checks.Sum(t, attestation.MetricChecks, attestation.AttrResult.String(attestation.CheckMiss))})
 
 	// The event, on the BASELINES stream.
 	stream, err := js.Stream(ctx, topology.StreamBaselines)

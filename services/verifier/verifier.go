@@ -95,7 +95,7 @@ func New(cfg Config, set Settings) (*Verifier, error) {
 		trusted = tr
 	}
 	return &Verifier{cfg: cfg, log: log, source: events.Source("verifier", instance), conn: set.Conn,
-		attest: attestation.NewChecker(trusted, attestation.CheckerOptions{}),
+		attest: attestation.NewChecker(trusted, attestation.CheckerOptions{Telemetry: set.Telemetry}),
 		tel:    set.Telemetry, m: newMetrics(set.Telemetry)}, nil
 }
 
