@@ -256,7 +256,7 @@ func (c *Config) Validate() error {
 		if err := chstore.CheckDSN(c.ClickHouse.DSN); err != nil {
 			return invalid("clickhouse.dsn: %s", err)
 		}
-		if !identifier(c.ClickHouse.Table) {
+		if !chstore.Identifier(c.ClickHouse.Table) {
 			return invalid("clickhouse.table: %q is not a plain identifier", c.ClickHouse.Table)
 		}
 		if c.ClickHouse.Timeout <= 0 {
@@ -304,20 +304,6 @@ func (c *Config) PartitionConsumer() string {
 // Owns reports whether this instance's partition owns chain.
 func (c *Config) Owns(chain string) bool {
 	return !c.Partitioned() || link.Partition(chain, c.Partitions) == c.Partition
-}
-
-func identifier(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	for i, r := range s {
-		letter := r == '_' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z'
-		digit := i > 0 && '0' <= r && r <= '9'
-		if !letter && !digit {
-			return false
-		}
-	}
-	return true
 }
 
 func invalid(format string, args ...any) error {

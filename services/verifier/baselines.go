@@ -2,6 +2,7 @@ package verifier
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -737,7 +738,7 @@ func (s stores) latestObservation(ctx context.Context, target events.Target, hos
 	case host != "":
 		return &all[0], nil
 	}
-	newest := slices.MaxFunc(all, func(x, y Observation) int { return cmpUint(x.EvidenceSequence, y.EvidenceSequence) })
+	newest := slices.MaxFunc(all, func(x, y Observation) int { return cmp.Compare(x.EvidenceSequence, y.EvidenceSequence) })
 	ns, err := snapshot.Parse(newest.Snapshot)
 	if err != nil {
 		return nil, fmt.Errorf("latest snapshot from %s: %w", newest.Host, err)
@@ -757,14 +758,4 @@ func (s stores) latestObservation(ctx context.Context, target events.Target, hos
 			ErrAmbiguous, target, newest.Host, strings.Join(differ, ", "))
 	}
 	return &newest, nil
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -75,7 +75,7 @@ func CheckDSN(dsn string) error {
 	if err != nil {
 		return errors.New("clickhouse dsn does not parse (want clickhouse://user:password@host:9000/database)")
 	}
-	if db := o.Auth.Database; db != "" && !identifier(db) {
+	if db := o.Auth.Database; db != "" && !Identifier(db) {
 		return fmt.Errorf("clickhouse database %q is not a plain identifier", db)
 	}
 	return nil
@@ -93,7 +93,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Table == "" {
 		opts.Table = DefaultTable
 	}
-	if !identifier(opts.Table) {
+	if !Identifier(opts.Table) {
 		return nil, fmt.Errorf("clickhouse table %q is not a plain identifier", opts.Table)
 	}
 	if opts.Timeout <= 0 {
@@ -103,7 +103,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if db == "" {
 		db = "default"
 	}
-	if !identifier(db) {
+	if !Identifier(db) {
 		return nil, fmt.Errorf("clickhouse database %q is not a plain identifier", db)
 	}
 	if o.DialTimeout == 0 || o.DialTimeout > opts.Timeout {
@@ -320,7 +320,10 @@ func Quote(s string) string {
 	return "'" + r.Replace(s) + "'"
 }
 
-func identifier(s string) bool {
+// Identifier reports whether s may name a ClickHouse database or table
+// here: 1 to 64 ASCII letters, digits and underscores, not starting with a
+// digit (so it needs no quoting).
+func Identifier(s string) bool {
 	if s == "" || len(s) > 64 {
 		return false
 	}

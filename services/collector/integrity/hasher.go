@@ -601,12 +601,7 @@ func (w *worker) checkEntry(f *File, ref entryRef, linked bool) {
 			w.fail(f, err)
 			return
 		}
-		if !w.st.Regular() {
-			w.irregular(f)
-			return
-		}
-		if f.sizeMismatch(w.st.Size) {
-			w.wrongSize(f)
+		if !w.admit(f) {
 			return
 		}
 		if !linked {
@@ -632,18 +627,28 @@ func (w *worker) checkEntry(f *File, ref entryRef, linked bool) {
 	_ = fd.Close()
 }
 
+// admit checks w.st, the stat of f's file: a regular file of the size its
+// RECORD gives; else it reports f (irregular, or of the wrong size) and
+// returns false.
+func (w *worker) admit(f *File) bool {
+	if !w.st.Regular() {
+		w.irregular(f)
+		return false
+	}
+	if f.sizeMismatch(w.st.Size) {
+		w.wrongSize(f)
+		return false
+	}
+	return true
+}
+
 // read hashes the open file fd for f.
 func (w *worker) read(f *File, fd sysfile.File, algo Algorithm) {
 	if err := fd.Stat(&w.st); err != nil {
 		w.fail(f, err)
 		return
 	}
-	if !w.st.Regular() {
-		w.irregular(f)
-		return
-	}
-	if f.sizeMismatch(w.st.Size) {
-		w.wrongSize(f)
+	if !w.admit(f) {
 		return
 	}
 	h := w.hashes[algo]

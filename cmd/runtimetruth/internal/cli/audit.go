@@ -99,20 +99,23 @@ type auditDuplicate struct {
 }
 
 type auditEvidence struct {
-	Registry string `json:"registry"`
-	Required bool   `json:"signatures_required"`
-	Signed   int    `json:"signed"`
-	Unsigned int    `json:"unsigned"`
-	Other    int    `json:"other"`
-	Bad      *struct {
-		Chain  string `json:"chain"`
-		Seq    uint64 `json:"seq"`
-		ID     string `json:"id"`
-		Reason string `json:"reason"`
-		File   string `json:"file,omitempty"`
-		Line   int    `json:"line,omitempty"`
-		Row    int    `json:"row,omitempty"`
-	} `json:"bad,omitempty"`
+	Registry string             `json:"registry"`
+	Required bool               `json:"signatures_required"`
+	Signed   int                `json:"signed"`
+	Unsigned int                `json:"unsigned"`
+	Other    int                `json:"other"`
+	Bad      *auditBadSignature `json:"bad,omitempty"`
+}
+
+// auditBadSignature is the first link whose evidence signature failed.
+type auditBadSignature struct {
+	Chain  string `json:"chain"`
+	Seq    uint64 `json:"seq"`
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
+	File   string `json:"file,omitempty"`
+	Line   int    `json:"line,omitempty"`
+	Row    int    `json:"row,omitempty"`
 }
 
 type auditHead struct {
@@ -262,15 +265,8 @@ or a bad signature, 1 error (usage errors included).`,
 			if ev := evr; ev != nil {
 				rep.Evidence = &auditEvidence{Registry: reg.name(), Required: reg.require, Signed: ev.Signed, Unsigned: ev.Unsigned, Other: ev.Other}
 				if b := ev.Bad; b != nil {
-					rep.Evidence.Bad = &struct {
-						Chain  string `json:"chain"`
-						Seq    uint64 `json:"seq"`
-						ID     string `json:"id"`
-						Reason string `json:"reason"`
-						File   string `json:"file,omitempty"`
-						Line   int    `json:"line,omitempty"`
-						Row    int    `json:"row,omitempty"`
-					}{b.Chain, b.Seq, b.ID, b.Reason, b.Pos.File, b.Pos.Line, b.Pos.Row}
+					rep.Evidence.Bad = &auditBadSignature{Chain: b.Chain, Seq: b.Seq, ID: b.ID, Reason: b.Reason,
+						File: b.Pos.File, Line: b.Pos.Line, Row: b.Pos.Row}
 					if rep.Status == "intact" {
 						rep.Status = "bad_signature"
 					}

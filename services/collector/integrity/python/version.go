@@ -1,6 +1,7 @@
 package python
 
 import (
+	"cmp"
 	"regexp"
 	"strconv"
 	"strings"
@@ -103,30 +104,10 @@ func cmpRelease(a, b []uint64) int {
 	}
 	for i := 0; i < len(a) && i < len(b); i++ {
 		if a[i] != b[i] {
-			return cmpU(a[i], b[i])
+			return cmp.Compare(a[i], b[i])
 		}
 	}
-	return cmpInt(len(a), len(b))
-}
-
-func cmpU(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func cmpInt(a, b int) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return cmp.Compare(len(a), len(b))
 }
 
 // preKey orders the pre-release part: dev-only releases first, then a, b,
@@ -147,7 +128,7 @@ func (v Version) preKey() (rank int, n uint64) {
 
 // Compare orders versions as PEP 440 does: -1, 0 or 1.
 func (v Version) Compare(o Version) int {
-	if c := cmpU(v.Epoch, o.Epoch); c != 0 {
+	if c := cmp.Compare(v.Epoch, o.Epoch); c != 0 {
 		return c
 	}
 	if c := cmpRelease(v.Release, o.Release); c != 0 {
@@ -155,10 +136,10 @@ func (v Version) Compare(o Version) int {
 	}
 	vr, vn := v.preKey()
 	or, on := o.preKey()
-	if c := cmpInt(vr, or); c != 0 {
+	if c := cmp.Compare(vr, or); c != 0 {
 		return c
 	}
-	if c := cmpU(vn, on); c != 0 {
+	if c := cmp.Compare(vn, on); c != 0 {
 		return c
 	}
 	if v.Post != o.Post {
@@ -167,7 +148,7 @@ func (v Version) Compare(o Version) int {
 		}
 		return -1
 	}
-	if c := cmpU(v.PostN, o.PostN); c != 0 {
+	if c := cmp.Compare(v.PostN, o.PostN); c != 0 {
 		return c
 	}
 	if v.Dev != o.Dev {
@@ -176,7 +157,7 @@ func (v Version) Compare(o Version) int {
 		}
 		return 1
 	}
-	if c := cmpU(v.DevN, o.DevN); c != 0 {
+	if c := cmp.Compare(v.DevN, o.DevN); c != 0 {
 		return c
 	}
 	return cmpLocal(v.Local, o.Local)
@@ -186,14 +167,14 @@ func (v Version) Compare(o Version) int {
 // segment with numeric segments after alphanumeric ones.
 func cmpLocal(a, b []string) int {
 	if len(a) == 0 || len(b) == 0 {
-		return cmpInt(len(a), len(b))
+		return cmp.Compare(len(a), len(b))
 	}
 	for i := 0; i < len(a) && i < len(b); i++ {
 		an, aerr := strconv.ParseUint(a[i], 10, 64)
 		bn, berr := strconv.ParseUint(b[i], 10, 64)
 		switch {
 		case aerr == nil && berr == nil:
-			if c := cmpU(an, bn); c != 0 {
+			if c := cmp.Compare(an, bn); c != 0 {
 				return c
 			}
 		case aerr == nil:
@@ -206,7 +187,7 @@ func cmpLocal(a, b []string) int {
 			}
 		}
 	}
-	return cmpInt(len(a), len(b))
+	return cmp.Compare(len(a), len(b))
 }
 
 // public returns v without its local label.
