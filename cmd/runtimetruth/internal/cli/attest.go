@@ -91,11 +91,7 @@ statement, which cosign verify-blob-attestation also verifies.
 			if sameFile(stmtPath, bundlePath) {
 				return errors.New("--statement and --bundle must be different files")
 			}
-			baseline, err := readSnapshot(args[0], "baseline", c.InOrStdin())
-			if err != nil {
-				return err
-			}
-			digest, err := baseline.Digest()
+			baseline, digest, err := readBaseline(args[0], c.InOrStdin())
 			if err != nil {
 				return err
 			}
@@ -271,11 +267,7 @@ Any failure prints runtimetruth: error: ... and exits 1.`,
 			}
 
 			// 1. The baseline, then the statement and bundle files.
-			baseline, err := readSnapshot(args[0], "baseline", c.InOrStdin())
-			if err != nil {
-				return err
-			}
-			digest, err := baseline.Digest()
+			baseline, digest, err := readBaseline(args[0], c.InOrStdin())
 			if err != nil {
 				return err
 			}
@@ -400,4 +392,18 @@ func keyFingerprint(p attestation.Policy) string {
 	}
 	sum := sha256.Sum256(der)
 	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// readBaseline reads the baseline snapshot at path ("-": stdin) and its
+// digest, which an attestation binds.
+func readBaseline(path string, stdin io.Reader) (*snapshot.Snapshot, string, error) {
+	baseline, err := readSnapshot(path, "baseline", stdin)
+	if err != nil {
+		return nil, "", err
+	}
+	digest, err := baseline.Digest()
+	if err != nil {
+		return nil, "", err
+	}
+	return baseline, digest, nil
 }

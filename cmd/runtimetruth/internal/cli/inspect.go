@@ -135,31 +135,33 @@ descriptions are never recorded.`,
 		},
 	}
 	cf.register(cx)
-	var pf integrityFlags
-	py := &cobra.Command{
-		Use:   "python ENV [NAME ...]",
-		Short: "Installed-code integrity of a Python environment's distributions (python.distributions)",
-		Args:  cobra.MinimumNArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			pf.python = args[0]
-			s, err := pf.collect(c.Context(), args[1:])
-			return emit(c, s, err)
-		},
-	}
-	pf.registerScope(py)
-	var nf integrityFlags
-	nd := &cobra.Command{
-		Use:   "node DIR [NAME ...]",
-		Short: "Installed-code integrity of a Node project and its dependencies (node.packages)",
-		Args:  cobra.MinimumNArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			nf.node = args[0]
-			s, err := nf.collect(c.Context(), args[1:])
-			return emit(c, s, err)
-		},
-	}
-	nf.registerScope(nd)
+	py := inspectIntegrityCmd("python ENV [NAME ...]",
+		"Installed-code integrity of a Python environment's distributions (python.distributions)",
+		func(f *integrityFlags) *string { return &f.python }, emit)
+	nd := inspectIntegrityCmd("node DIR [NAME ...]",
+		"Installed-code integrity of a Node project and its dependencies (node.packages)",
+		func(f *integrityFlags) *string { return &f.node }, emit)
 	c.AddCommand(git, process, unit, cx, py, nd)
+	return c
+}
+
+// inspectIntegrityCmd is `inspect python` or `inspect node`: its first
+// argument is the environment or project (the flag root points at), the
+// others the packages to inspect (all when none); emit writes the snapshot.
+func inspectIntegrityCmd(use, short string, root func(*integrityFlags) *string,
+	emit func(*cobra.Command, *snapshot.Snapshot, error) error) *cobra.Command {
+	var f integrityFlags
+	c := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			*root(&f) = args[0]
+			s, err := f.collect(c.Context(), args[1:])
+			return emit(c, s, err)
+		},
+	}
+	f.registerScope(c)
 	return c
 }
 
