@@ -25,7 +25,6 @@ import (
 	"github.com/runtimetruth/runtimetruth/services/auditor/jsonl"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
 	"github.com/runtimetruth/runtimetruth/services/auditor/signatures"
-	"github.com/runtimetruth/runtimetruth/services/verifier"
 )
 
 // auditSource says where the audit chain is: a JSONL log or ClickHouse.
@@ -735,16 +734,12 @@ func (r *registryFlags) evidence(ctx context.Context) (*signatures.Evidence, err
 			return nil, fmt.Errorf("--hosts %s: want the output of runtimetruth host list --json: %w", r.file, err)
 		}
 	case r.bucket:
-		nc, js, err := r.bus.connect(ctx)
+		nc, hosts, err := r.bus.hosts(ctx)
 		if err != nil {
 			return nil, err
 		}
 		defer nc.Close()
-		kv, err := hostsBucket(ctx, js)
-		if err != nil {
-			return nil, err
-		}
-		if recs, err = verifier.NewHosts(kv, verifier.EnrollManual).List(ctx); err != nil {
+		if recs, err = hosts.List(ctx); err != nil {
 			return nil, err
 		}
 	case r.require:

@@ -101,16 +101,12 @@ Exit codes: 0 an authentic reply with every target collected, 1 otherwise
 			if len(args) == 2 {
 				req.Target = args[1]
 			}
-			nc, js, err := bus.connect(c.Context())
+			nc, hosts, err := bus.hosts(c.Context())
 			if err != nil {
 				return err
 			}
 			defer nc.Close()
-			kv, err := hostsBucket(c.Context(), js)
-			if err != nil {
-				return err
-			}
-			key, err := enrolledKeys(c.Context(), verifier.NewHosts(kv, verifier.EnrollManual), args[0])
+			key, err := enrolledKeys(c.Context(), hosts, args[0])
 			if err != nil {
 				return err
 			}

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
@@ -114,26 +115,32 @@ evidence. The host's other enrolled keys are revoked.`,
 // registry and runs fn.
 func (b *busFlags) onHosts(fn func(*cobra.Command, *verifier.Hosts, []string) error) func(*cobra.Command, []string) error {
 	return func(c *cobra.Command, args []string) error {
-		nc, js, err := b.connect(c.Context())
+		nc, hosts, err := b.hosts(c.Context())
 		if err != nil {
 			return err
 		}
 		defer nc.Close()
-		kv, err := hostsBucket(c.Context(), js)
-		if err != nil {
-			return err
-		}
-		// The CLI never admits a key: the mode does not matter here.
-		return fn(c, verifier.NewHosts(kv, verifier.EnrollManual), args)
+		return fn(c, hosts, args)
 	}
 }
 
-func hostsBucket(ctx context.Context, js jetstream.JetStream) (jetstream.KeyValue, error) {
+// hosts connects and opens the host registry; the caller closes the
+// connection.
+func (b *busFlags) hosts(ctx context.Context) (*nats.Conn, *verifier.Hosts, error) {
+	nc, js, err := b.connect(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
 	kv, err := js.KeyValue(ctx, topology.BucketHosts)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		return nil, fmt.Errorf("no %q bucket on this bus: a verifier creates it when it starts", topology.BucketHosts)
+		err = fmt.Errorf("no %q bucket on this bus: a verifier creates it when it starts", topology.BucketHosts)
 	}
-	return kv, err
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	// The CLI never admits a key: the mode does not matter here.
+	return nc, verifier.NewHosts(kv, verifier.EnrollManual), nil
 }
 
 // printHosts prints one line per key: host, state, key, since, by.
