@@ -209,16 +209,9 @@ func (r *evidenceRead) read(d *jsonReader) bool {
 			}
 			r.p.Baseline = &t
 		default:
-			d.pop() // the object's error
-			ok := d.schemaErr("additional property %q not allowed", key)
-			d.push(key)
-			return ok
+			return d.unknownMember(key)
 		}
-		if seen&bit != 0 {
-			return false // a key given twice
-		}
-		seen |= bit
-		return true
+		return once(&seen, bit)
 	})
 	if !ok {
 		return false
@@ -325,16 +318,9 @@ func (r *evidenceRead) snapshot(d *jsonReader) ([]byte, bool) {
 			}
 			s.Evidence = recs
 		default:
-			d.pop() // the object's error
-			ok := d.schemaErr("additional property %q not allowed", key)
-			d.push(key)
-			return ok
+			return d.unknownMember(key)
 		}
-		if seen&bit != 0 {
-			return false // a key given twice
-		}
-		seen |= bit
-		return true
+		return once(&seen, bit)
 	})
 	if !ok || !d.required(seen, "schema_version", "captured_at", "target", "evidence") {
 		return nil, false
@@ -426,16 +412,9 @@ func (r *evidenceRead) record(d *jsonReader, i int) (snapshot.Record, bool) {
 			}
 			rec.Data = data
 		default:
-			d.pop() // the object's error
-			ok := d.schemaErr("additional property %q not allowed", key)
-			d.push(key)
-			return ok
+			return d.unknownMember(key)
 		}
-		if seen&bit != 0 {
-			return false // a key given twice
-		}
-		seen |= bit
-		return true
+		return once(&seen, bit)
 	})
 	return rec, ok && d.required(seen, "plane", "kind", "source", "data")
 }
@@ -466,10 +445,9 @@ func (r *evidenceRead) source(d *jsonReader, src *snapshot.Source) bool {
 		if !ok {
 			return false
 		}
-		if seen&bit != 0 {
-			return false // a key given twice
+		if !once(&seen, bit) {
+			return false
 		}
-		seen |= bit
 		*dst = v
 		return true
 	})
@@ -572,6 +550,16 @@ func (d *jsonReader) want(k jsontree.Kind) bool {
 	if got != k {
 		return d.schemaErr("got %s, want %s", got, k)
 	}
+	return true
+}
+
+// once records member bit in seen; false for a member given twice (the
+// reader then reports malformed JSON, as jsontree.Parse does).
+func once(seen *int, bit int) bool {
+	if *seen&bit != 0 {
+		return false
+	}
+	*seen |= bit
 	return true
 }
 
@@ -683,10 +671,9 @@ func (d *jsonReader) target(names bool) (Target, bool) {
 		if !ok {
 			return false
 		}
-		if seen&bit != 0 {
-			return false // a key given twice
+		if !once(&seen, bit) {
+			return false
 		}
-		seen |= bit
 		*dst = v
 		return true
 	})

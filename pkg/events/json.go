@@ -167,6 +167,16 @@ func (d *jsonReader) push(key string) { d.path = append(d.path, pathToken{key: k
 func (d *jsonReader) pushIndex(i int) { d.path = append(d.path, pathToken{index: i}) }
 func (d *jsonReader) pop()            { d.path = d.path[:len(d.path)-1] }
 
+// unknownMember refuses member key of the object being read (the schema's
+// additionalProperties false), the error pointing at the object; the path
+// stays as the caller pushed it.
+func (d *jsonReader) unknownMember(key string) bool {
+	d.pop()
+	ok := d.schemaErr("additional property %q not allowed", key)
+	d.push(key)
+	return ok
+}
+
 func (d *jsonReader) ws() {
 	if d.i < len(d.b) && d.b[d.i] > ' ' { // no white space: the common case
 		return
