@@ -211,7 +211,7 @@ func (r *evidenceRead) read(d *jsonReader) bool {
 		default:
 			return d.unknownMember(key)
 		}
-		return once(&seen, bit)
+		return markSeen(&seen, bit)
 	})
 	if !ok {
 		return false
@@ -320,7 +320,7 @@ func (r *evidenceRead) snapshot(d *jsonReader) ([]byte, bool) {
 		default:
 			return d.unknownMember(key)
 		}
-		return once(&seen, bit)
+		return markSeen(&seen, bit)
 	})
 	if !ok || !d.required(seen, "schema_version", "captured_at", "target", "evidence") {
 		return nil, false
@@ -414,7 +414,7 @@ func (r *evidenceRead) record(d *jsonReader, i int) (snapshot.Record, bool) {
 		default:
 			return d.unknownMember(key)
 		}
-		return once(&seen, bit)
+		return markSeen(&seen, bit)
 	})
 	return rec, ok && d.required(seen, "plane", "kind", "source", "data")
 }
@@ -445,7 +445,7 @@ func (r *evidenceRead) source(d *jsonReader, src *snapshot.Source) bool {
 		if !ok {
 			return false
 		}
-		if !once(&seen, bit) {
+		if !markSeen(&seen, bit) {
 			return false
 		}
 		*dst = v
@@ -553,9 +553,9 @@ func (d *jsonReader) want(k jsontree.Kind) bool {
 	return true
 }
 
-// once records member bit in seen; false for a member given twice (the
+// markSeen records member bit in seen; false for a member given twice (the
 // reader then reports malformed JSON, as jsontree.Parse does).
-func once(seen *int, bit int) bool {
+func markSeen(seen *int, bit int) bool {
 	if *seen&bit != 0 {
 		return false
 	}
@@ -671,7 +671,7 @@ func (d *jsonReader) target(names bool) (Target, bool) {
 		if !ok {
 			return false
 		}
-		if !once(&seen, bit) {
+		if !markSeen(&seen, bit) {
 			return false
 		}
 		*dst = v
