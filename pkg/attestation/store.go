@@ -13,6 +13,7 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/statement"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/strictjson"
 )
 
 // RecordSuffix follows a baseline's key (<kind>.<identifier>) to make the
@@ -84,9 +85,7 @@ func GetRecord(ctx context.Context, kv jetstream.KeyValue, t events.Target) (*Re
 		return nil, fmt.Errorf("read attestation of %s: %w", t, err)
 	}
 	var r Record
-	dec := json.NewDecoder(bytes.NewReader(e.Value()))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
+	if err := strictjson.Decode(e.Value(), &r); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrInvalidRecord, e.Key(), err)
 	}
 	if err := r.Validate(); err != nil {

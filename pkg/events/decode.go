@@ -19,6 +19,7 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/jsontree"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/report"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/strictjson"
 )
 
 // Decode checks e (as FromNATS does) and decodes its data as T strictly:
@@ -115,9 +116,7 @@ func decodeInto[T Payload](s *Spec, data []byte, p *T) error {
 	if err := validateData(s, data); err != nil {
 		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(p); err != nil {
+	if err := strictjson.Decode(data, p); err != nil {
 		return &Error{Reason: ReasonInvalidPayload, Field: "data", Err: err}
 	}
 	if err := (*p).Validate(); err != nil {

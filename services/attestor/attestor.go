@@ -19,6 +19,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/statement"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/strictjson"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/eventtrace"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/lifecycle"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
@@ -287,10 +288,8 @@ func (a *Attestor) handle(m *nats.Msg) {
 		defer cancel()
 		ctx, span := a.in.startRequest(ctx, m)
 		var req SignRequest
-		dec := json.NewDecoder(bytes.NewReader(m.Data))
-		dec.DisallowUnknownFields()
 		rep := SignReply{}
-		err := dec.Decode(&req)
+		err := strictjson.Decode(m.Data, &req)
 		if err != nil {
 			err = fmt.Errorf("%w: %w", errInvalidRequest, err)
 		} else {

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/strictjson"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/lifecycle"
 )
 
@@ -89,7 +90,7 @@ func ParseCollectNowRequest(data []byte) (CollectNowRequest, error) {
 		return CollectNowRequest{Target: string(text)}, nil
 	}
 	var req CollectNowRequest
-	if err := decodeStrict(text, &req); err != nil {
+	if err := strictjson.Decode(text, &req); err != nil {
 		return CollectNowRequest{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
 	if req.Nonce == "" || len(req.Nonce) > MaxNonceLength ||
@@ -109,7 +110,7 @@ func OpenCollectNowReply(data []byte, key func(keyID string) (ed25519.PublicKey,
 	if err != nil {
 		return "", CollectNowReply{}, err
 	}
-	if err := decodeStrict(payload, &rep); err != nil {
+	if err := strictjson.Decode(payload, &rep); err != nil {
 		return "", CollectNowReply{}, fmt.Errorf("%w: %w", ErrBadReply, err)
 	}
 	return keyID, rep, nil
@@ -132,20 +133,6 @@ func VerifyCollectNowReply(data []byte, host string, req CollectNowRequest, key 
 		return keyID, rep, fmt.Errorf("%w: it answers for target %q, not %q", ErrReplyMismatch, rep.Target, req.Target)
 	}
 	return keyID, rep, nil
-}
-
-// decodeStrict decodes exactly one JSON value into v, refusing unknown
-// fields.
-func decodeStrict(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("data after the JSON value")
-	}
-	return nil
 }
 
 // handleControl answers a collect-now request on the collector's own

@@ -19,6 +19,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/strictjson"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
@@ -171,10 +172,8 @@ func isControl(r rune) bool { return r < 0x20 || 0x7F <= r && r <= 0x9F }
 
 // decodeBaseline reads a stored baseline strictly and checks it.
 func decodeBaseline(e jetstream.KeyValueEntry) (*parsed, error) {
-	dec := json.NewDecoder(bytes.NewReader(e.Value()))
-	dec.DisallowUnknownFields()
 	var b events.Baseline
-	if err := dec.Decode(&b); err != nil {
+	if err := strictjson.Decode(e.Value(), &b); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrInvalidBaseline, e.Key(), err)
 	}
 	p, err := check(b)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/canonjson"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/jsontree"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/strictjson"
 )
 
 // Errors of checkpoints and their keys.
@@ -132,9 +133,7 @@ func EscapeParam(s string) string {
 func ParseCheckpoint(line []byte) (c Checkpoint, ok bool, err error) {
 	line = bytes.TrimSpace(line)
 	if bytes.HasPrefix(line, []byte("{")) {
-		dec := json.NewDecoder(bytes.NewReader(line))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&c); err != nil {
+		if err := strictjson.Decode(line, &c); err != nil {
 			return Checkpoint{}, false, fmt.Errorf("checkpoint: %w", err)
 		}
 		return c, true, c.check()

@@ -41,6 +41,13 @@ func TestSignParseVerify(t *testing.T) {
 	_, ok, err := chain.ParseCheckpoint([]byte(`<13>1 - h app - - [other@1 a="b"] hello`))
 	require.NoError(t, err)
 	assert.False(t, ok)
+
+	// A JSON checkpoint is one object: a second value or anything else
+	// after it is refused, not ignored.
+	for _, tail := range []string{` {"chain":"x"}`, ` x`, `]`} {
+		_, _, err := chain.ParseCheckpoint(append(c.JSON(), tail...))
+		require.Error(t, err, tail)
+	}
 }
 
 func TestKeysAndReadCheckpoints(t *testing.T) {
