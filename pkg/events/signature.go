@@ -449,10 +449,9 @@ func errUnknownMember(key string) error { return fmt.Errorf("json: unknown field
 
 // once notes member key (bit of seen) read, false when it was before.
 func (d *jsonReader) once(seen *int, bit int, key string) bool {
-	if *seen&bit != 0 {
+	if !markSeen(seen, bit) {
 		return d.fail(fmt.Errorf("member %q given twice", key))
 	}
-	*seen |= bit
 	return true
 }
 
