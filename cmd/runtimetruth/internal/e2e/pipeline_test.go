@@ -49,40 +49,6 @@ func (r *recorder) verdicts(t *testing.T, status events.Status) int64 {
 	return r.Sum(t, verifier.MetricVerdicts, verifier.AttrStatus.String(string(status)))
 }
 
-// value returns the value of the data point of the named counter or gauge
-// with exactly attrs (a histogram: its count), and whether there is one.
-func value(rm metricdata.ResourceMetrics, name string, attrs ...attribute.KeyValue) (int64, bool) {
-	want := attribute.NewSet(attrs...)
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if m.Name != name {
-				continue
-			}
-			switch d := m.Data.(type) {
-			case metricdata.Sum[int64]:
-				for _, dp := range d.DataPoints {
-					if dp.Attributes.Equals(&want) {
-						return dp.Value, true
-					}
-				}
-			case metricdata.Gauge[int64]:
-				for _, dp := range d.DataPoints {
-					if dp.Attributes.Equals(&want) {
-						return dp.Value, true
-					}
-				}
-			case metricdata.Histogram[float64]:
-				for _, dp := range d.DataPoints {
-					if dp.Attributes.Equals(&want) {
-						return int64(dp.Count), true
-					}
-				}
-			}
-		}
-	}
-	return 0, false
-}
-
 // metricCheck is one expected data point.
 type metricCheck struct {
 	name  string
@@ -337,7 +303,7 @@ func TestPipelineTracesAndMetrics(t *testing.T) {
 		waitFor(t, "the acknowledgements", func() bool {
 			rm := rec.collect(t)
 			for _, c := range checks {
-				if got, ok := value(rm, c.name, c.attrs...); !ok || got != c.want {
+				if got, ok := telemetrytest.Point(rm, c.name, c.attrs...); !ok || got != c.want {
 					return false
 				}
 			}
@@ -345,11 +311,11 @@ func TestPipelineTracesAndMetrics(t *testing.T) {
 		})
 		rm := rec.collect(t)
 		for _, c := range checks {
-			got, ok := value(rm, c.name, c.attrs...)
+			got, ok := telemetrytest.Point(rm, c.name, c.attrs...)
 			assert.True(t, ok, "%s reported", c)
 			assert.Equal(t, c.want, got, "%s", c)
 		}
-		_, failed := value(rm, attestor.MetricSignFailures, attestor.AttrMode.String(attestor.ModeKey), attestor.AttrReason.String(attestor.FailSign))
+		_, failed := telemetrytest.Point(rm, attestor.MetricSignFailures, attestor.AttrMode.String(attestor.ModeKey), attestor.AttrReason.String(attestor.FailSign))
 		assert.False(t, failed, "no failed signature")
 	})
 }

@@ -5,6 +5,7 @@ package telemetrytest
 
 import (
 	"context"
+	"iter"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -58,16 +59,10 @@ func (r *Recorder) Sum(t testing.TB, name string, attrs ...attribute.KeyValue) i
 // attributes include attrs.
 func Sum(rm metricdata.ResourceMetrics, name string, attrs ...attribute.KeyValue) int64 {
 	var n int64
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			s, ok := m.Data.(metricdata.Sum[int64])
-			if !ok || m.Name != name {
-				continue
-			}
-			for _, dp := range s.DataPoints {
-				if includes(dp.Attributes, attrs) {
-					n += dp.Value
-				}
+	for s := range named[metricdata.Sum[int64]](rm, name) {
+		for _, dp := range s.DataPoints {
+			if includes(dp.Attributes, attrs) {
+				n += dp.Value
 			}
 		}
 	}
@@ -85,16 +80,10 @@ func (r *Recorder) Count(t testing.TB, name string, attrs ...attribute.KeyValue)
 // the data points whose attributes include attrs.
 func Count(rm metricdata.ResourceMetrics, name string, attrs ...attribute.KeyValue) uint64 {
 	var n uint64
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			h, ok := m.Data.(metricdata.Histogram[float64])
-			if !ok || m.Name != name {
-				continue
-			}
-			for _, dp := range h.DataPoints {
-				if includes(dp.Attributes, attrs) {
-					n += dp.Count
-				}
+	for h := range named[metricdata.Histogram[float64]](rm, name) {
+		for _, dp := range h.DataPoints {
+			if includes(dp.Attributes, attrs) {
+				n += dp.Count
 			}
 		}
 	}
@@ -112,20 +101,64 @@ func (r *Recorder) Gauge(t testing.TB, name string, attrs ...attribute.KeyValue)
 // Gauge is the value of rm's gauge name, of values N, at its first data
 // point whose attributes include attrs; ok is false when it has none.
 func Gauge[N int64 | float64](rm metricdata.ResourceMetrics, name string, attrs ...attribute.KeyValue) (v N, ok bool) {
+	for g := range named[metricdata.Gauge[N]](rm, name) {
+		for _, dp := range g.DataPoints {
+			if includes(dp.Attributes, attrs) {
+				return dp.Value, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// Point is the value of the data point of rm's metric name whose
+// attributes are exactly attrs — an int64 counter's or gauge's value, or a
+// float64 histogram's count of measurements — and whether there is one.
+// Sum, Count and Gauge add up or pick among points whose attributes
+// include attrs; Point checks one exact series.
+func Point(rm metricdata.ResourceMetrics, name string, attrs ...attribute.KeyValue) (int64, bool) {
+	want := attribute.NewSet(attrs...)
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			g, ok := m.Data.(metricdata.Gauge[N])
-			if !ok || m.Name != name {
+			if m.Name != name {
 				continue
 			}
-			for _, dp := range g.DataPoints {
-				if includes(dp.Attributes, attrs) {
-					return dp.Value, true
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, dp := range d.DataPoints {
+					if dp.Attributes.Equals(&want) {
+						return dp.Value, true
+					}
+				}
+			case metricdata.Gauge[int64]:
+				for _, dp := range d.DataPoints {
+					if dp.Attributes.Equals(&want) {
+						return dp.Value, true
+					}
+				}
+			case metricdata.Histogram[float64]:
+				for _, dp := range d.DataPoints {
+					if dp.Attributes.Equals(&want) {
+						return int64(dp.Count), true
+					}
 				}
 			}
 		}
 	}
 	return 0, false
+}
+
+// named yields the data of rm's metrics called name that are an A.
+func named[A metricdata.Aggregation](rm metricdata.ResourceMetrics, name string) iter.Seq[A] {
+	return func(yield func(A) bool) {
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				if a, ok := m.Data.(A); ok && m.Name == name && !yield(a) {
+					return
+				}
+			}
+		}
+	}
 }
 
 func includes(set attribute.Set, attrs []attribute.KeyValue) bool {

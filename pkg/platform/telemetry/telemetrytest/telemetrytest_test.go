@@ -61,3 +61,32 @@ func TestSumCountGauge(t *testing.T) {
 	_, ok = telemetrytest.Gauge[int64](r.Collect(t), "f")
 	assert.False(t, ok, "of float64 values")
 }
+
+func TestPoint(t *testing.T) {
+	r := telemetrytest.New(t)
+	m := r.Providers.Meter("test")
+	a, x := attribute.String("k", "a"), attribute.Bool("x", true)
+	ctx := context.Background()
+
+	c, err := m.Int64Counter("c")
+	require.NoError(t, err)
+	c.Add(ctx, 2, metric.WithAttributes(a))
+	c.Add(ctx, 3, metric.WithAttributes(a, x))
+	h, err := m.Float64Histogram("h")
+	require.NoError(t, err)
+	h.Record(ctx, 1, metric.WithAttributes(a))
+	h.Record(ctx, 2, metric.WithAttributes(a))
+
+	rm := r.Collect(t)
+	v, ok := telemetrytest.Point(rm, "c", a)
+	assert.True(t, ok)
+	assert.Equal(t, int64(2), v, "exactly {k=a}, not the series with x too")
+	v, ok = telemetrytest.Point(rm, "c", x, a)
+	assert.True(t, ok)
+	assert.Equal(t, int64(3), v)
+	_, ok = telemetrytest.Point(rm, "c")
+	assert.False(t, ok, "no series without attributes")
+	v, ok = telemetrytest.Point(rm, "h", a)
+	assert.True(t, ok)
+	assert.Equal(t, int64(2), v, "a histogram's count")
+}
