@@ -148,10 +148,10 @@ func TestAttacksOnTheEvidence(t *testing.T) {
 	}
 	// publish stores m in the stream: a copy of a stored event within
 	// the stream's duplicate window is dropped, so an attack made "after
-	// the window" is published until the stream stores it. The server
-	// may keep the ids until the window it had before ForgetMessageIDs
-	// shortened it has passed (after a restart it rebuilds them with the
-	// stored window), so the wait is that window, not a guess.
+	// the window" is published until the stream stores it. The ids have
+	// outlived ForgetMessageIDs' shortened window (once, on a slow
+	// machine, after the restart case; the cause is not established), so
+	// the wait is the window the stream had, not 20 s.
 	publish := func(m *nats.Msg) {
 		natstest.CheckFor(t, topology.DuplicateWindow+30*time.Second, 50*time.Millisecond, func() error {
 			ack, err := bus.PublishMsg(ctx, m)
