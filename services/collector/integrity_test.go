@@ -34,6 +34,21 @@ func integrityEvents(t *testing.T, msgs []streamMsg) (evs []events.EvidenceColle
 	return evs, mods
 }
 
+// newVenv makes a real virtual environment with python3 -m venv in a
+// new temporary directory and returns its path with symbolic links
+// resolved; a missing python3 (or venv module) fails the test.
+func newVenv(t *testing.T) string {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	require.NoError(t, err, "python3 (with venv) is required")
+	venv := filepath.Join(t.TempDir(), "venv")
+	out, err := exec.Command(py, "-m", "venv", venv).CombinedOutput()
+	require.NoError(t, err, string(out))
+	venv, err = filepath.EvalSymlinks(venv)
+	require.NoError(t, err)
+	return venv
+}
+
 func appendFile(t *testing.T, path, text string) {
 	t.Helper()
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
@@ -47,13 +62,7 @@ func appendFile(t *testing.T, path, text string) {
 // file of pip yields one runnable.modified, not repeated by the next
 // collections, and a further edit yields another.
 func TestPythonTargetReportsEachChangeOnce(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	require.NoError(t, err, "python3 (with venv) is required")
-	venv := filepath.Join(t.TempDir(), "venv")
-	out, err := exec.Command(py, "-m", "venv", venv).CombinedOutput()
-	require.NoError(t, err, string(out))
-	venv, err = filepath.EvalSymlinks(venv)
-	require.NoError(t, err)
+	venv := newVenv(t)
 	pipInit, err := filepath.Glob(filepath.Join(venv, "lib", "python*", "site-packages", "pip", "__init__.py"))
 	require.NoError(t, err)
 	require.Len(t, pipInit, 1)

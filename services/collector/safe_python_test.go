@@ -2,7 +2,6 @@ package collector_test
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -20,13 +19,7 @@ import (
 // collector, running as root over an environment others can write,
 // checks it without running any of them, with and without a runnable.
 func TestPythonTargetNeverRunsTheInterpreter(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	require.NoError(t, err, "python3 (with venv) is required")
-	venv := filepath.Join(t.TempDir(), "venv")
-	out, err := exec.Command(py, "-m", "venv", venv).CombinedOutput()
-	require.NoError(t, err, string(out))
-	venv, err = filepath.EvalSymlinks(venv)
-	require.NoError(t, err)
+	venv := newVenv(t)
 	marker := filepath.Join(t.TempDir(), "interpreter-ran")
 	pythons, err := filepath.Glob(filepath.Join(venv, "bin", "python*"))
 	require.NoError(t, err)

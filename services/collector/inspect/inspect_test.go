@@ -15,6 +15,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/services/collector/inspect"
 	"github.com/runtimetruth/runtimetruth/services/collector/internal/gittest"
+	"github.com/runtimetruth/runtimetruth/services/collector/internal/proctest"
 	"github.com/runtimetruth/runtimetruth/services/collector/source/git"
 	"github.com/runtimetruth/runtimetruth/services/collector/source/process"
 	"github.com/runtimetruth/runtimetruth/services/collector/source/systemd"
@@ -48,23 +49,7 @@ func checkSnapshot(t *testing.T, s *snapshot.Snapshot, seedOnly bool) {
 // startSleep starts `sleep 30` in dir and kills it at cleanup.
 func startSleep(t *testing.T, dir string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command("sleep", "30")
-	cmd.Dir = dir
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	return cmd
-}
-
-func sleepPath(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("sleep")
-	require.NoError(t, err)
-	p, err = filepath.EvalSymlinks(p)
-	require.NoError(t, err)
-	return p
+	return proctest.Start(t, dir, "sleep", "30")
 }
 
 func repoWithRemote(t *testing.T) string {
@@ -137,7 +122,7 @@ func TestProcess(t *testing.T) {
 			cmd := startSleep(t, tc.cwd)
 			s, err := inspect.Process(context.Background(), cmd.Process.Pid, tc.opts)
 			require.NoError(t, err)
-			assert.Equal(t, snapshot.Target{Kind: "linux.process", Identifier: sleepPath(t)}, s.Target)
+			assert.Equal(t, snapshot.Target{Kind: "linux.process", Identifier: proctest.SleepPath(t)}, s.Target)
 			assert.Equal(t, tc.wantKinds, kinds(s))
 			assert.Equal(t, snapshot.Int(int64(cmd.Process.Pid)), s.Evidence[0].Data["pid"])
 			if r, ok := s.Record("git.repository"); ok {
@@ -155,16 +140,10 @@ func TestProcessWithDeletedCwdAndExecutable(t *testing.T) {
 	work := filepath.Join(dir, "work")
 	require.NoError(t, os.Mkdir(work, 0o755))
 	bin := filepath.Join(dir, "agent")
-	image, err := os.ReadFile(sleepPath(t))
+	image, err := os.ReadFile(proctest.SleepPath(t))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(bin, image, 0o755))
-	cmd := exec.Command(bin, "30")
-	cmd.Dir = work
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
+	cmd := proctest.Start(t, work, bin, "30")
 	require.NoError(t, os.Remove(bin))
 	require.NoError(t, os.Remove(work))
 
@@ -290,26 +269,10 @@ func TestSystemdNotRunning(t *testing.T) {
 }
 
 func TestProcessInRepositoryOwnedByAnotherUserFails(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to give the repository to another user")
-	}
-	t.Setenv("SUDO_UID", "")
-	require.NoError(t, os.Unsetenv("SUDO_UID"))
 	repo := gittest.New(t)
-	chownAll(t, repo, 65534)
-	t.Cleanup(func() { chownAll(t, repo, 0) })
+	gittest.GiveToAnotherUser(t, repo)
 	cmd := startSleep(t, repo)
 
 	_, err := inspect.Process(context.Background(), cmd.Process.Pid, inspect.Options{})
 	require.ErrorIs(t, err, git.ErrDubiousOwnership, "not skipped as if it were no repository")
-}
-
-func chownAll(t *testing.T, dir string, uid int) {
-	t.Helper()
-	require.NoError(t, filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, uid, uid)
-	}))
 }

@@ -185,19 +185,27 @@ func lastSegment(t *testing.T, dir string) string {
 	return segs[len(segs)-1]
 }
 
-func TestTruncatedTailIsCutAndThePrefixKept(t *testing.T) {
-	dir := t.TempDir()
+// closedSpoolOfFour writes records 0 to 3 to a spool in dir, one Append
+// each, closes it and returns its last segment, for a test to damage
+// before it opens the spool again.
+func closedSpoolOfFour(t *testing.T, dir string) (segment string) {
+	t.Helper()
 	s := open(t, dir, spool.Options{})
 	for i := range 4 {
 		require.NoError(t, s.Append(rec(i)))
 	}
 	require.NoError(t, s.Close())
-	seg := lastSegment(t, dir)
+	return lastSegment(t, dir)
+}
+
+func TestTruncatedTailIsCutAndThePrefixKept(t *testing.T) {
+	dir := t.TempDir()
+	seg := closedSpoolOfFour(t, dir)
 	st, err := os.Stat(seg)
 	require.NoError(t, err)
 	require.NoError(t, os.Truncate(seg, st.Size()-3)) // a torn last write
 
-	s = open(t, dir, spool.Options{})
+	s := open(t, dir, spool.Options{})
 	rc := s.Recovered()
 	require.Len(t, rc, 1)
 	assert.Equal(t, "truncated record", rc[0].Reason)
@@ -211,19 +219,14 @@ func TestTruncatedTailIsCutAndThePrefixKept(t *testing.T) {
 
 func TestChecksumMismatchCutsTheSegment(t *testing.T) {
 	dir := t.TempDir()
-	s := open(t, dir, spool.Options{})
-	for i := range 4 {
-		require.NoError(t, s.Append(rec(i)))
-	}
-	require.NoError(t, s.Close())
-	seg := lastSegment(t, dir)
+	seg := closedSpoolOfFour(t, dir)
 	data, err := os.ReadFile(seg)
 	require.NoError(t, err)
 	recLen := 8 + len(rec(0))
 	data[8+recLen+8+3] ^= 0xFF // a payload byte of the second record
 	require.NoError(t, os.WriteFile(seg, data, 0o600))
 
-	s = open(t, dir, spool.Options{})
+	s := open(t, dir, spool.Options{})
 	rc := s.Recovered()
 	require.Len(t, rc, 1)
 	assert.Equal(t, "record checksum mismatch", rc[0].Reason)

@@ -161,14 +161,7 @@ func (m *Manifest) parseFiles(raw json.RawMessage) error {
 	var asMap map[string]json.RawMessage
 	if json.Unmarshal(raw, &asMap) == nil {
 		for p, v := range asMap {
-			h, err := hashOf(v)
-			if err != nil {
-				return fmt.Errorf("%w: %s: %w", ErrBadManifest, p, err)
-			}
-			if err := m.add(p, h); err != nil {
-				return err
-			}
-			if err := m.addSize(p, v); err != nil {
+			if err := m.addEntry(p, v); err != nil {
 				return err
 			}
 		}
@@ -185,18 +178,24 @@ func (m *Manifest) parseFiles(raw json.RawMessage) error {
 		}
 		delete(item, "path")
 		obj, _ := json.Marshal(item)
-		h, err := hashOf(obj)
-		if err != nil {
-			return fmt.Errorf("%w: %s: %w", ErrBadManifest, p, err)
-		}
-		if err := m.add(p, h); err != nil {
-			return err
-		}
-		if err := m.addSize(p, obj); err != nil {
+		if err := m.addEntry(p, obj); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// addEntry records file p of "files" from its entry v, a hash string or
+// an object with a hash and perhaps a size.
+func (m *Manifest) addEntry(p string, v json.RawMessage) error {
+	h, err := hashOf(v)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrBadManifest, p, err)
+	}
+	if err := m.add(p, h); err != nil {
+		return err
+	}
+	return m.addSize(p, v)
 }
 
 // addSize records the "size" of file p's entry v, when v is an object

@@ -188,24 +188,34 @@ func parallel[S any](paths []string, newState func() S, fn func(S, *sysfile.Path
 // hashing: the floor for a full verify.
 func readAll(paths []string) {
 	parallel(paths, func() []byte { return make([]byte, integrity.DefaultBufferSize) }, func(buf []byte, p *sysfile.Path, path string) {
-		p.Set("", path)
-		f, err := sysfile.Open(p)
-		if err != nil {
-			panic(err)
-		}
-		var st sysfile.Stat
-		if err := f.Stat(&st); err != nil {
-			panic(err)
-		}
-		for n := int64(0); n < st.Size; {
-			k, err := f.Read(buf)
-			if err != nil || k == 0 {
-				break
-			}
-			n += int64(k)
-		}
-		_ = f.Close()
+		readFile(p, path, buf, nil)
 	})
+}
+
+// readFile reads the file at path once, through p and buf, with the
+// system calls the hasher makes (open, fstat, read up to the size,
+// close), writing what it reads to h unless h is nil.
+func readFile(p *sysfile.Path, path string, buf []byte, h hash.Hash) {
+	p.Set("", path)
+	f, err := sysfile.Open(p)
+	if err != nil {
+		panic(err)
+	}
+	var st sysfile.Stat
+	if err := f.Stat(&st); err != nil {
+		panic(err)
+	}
+	for n := int64(0); n < st.Size; {
+		k, err := f.Read(buf)
+		if err != nil || k == 0 {
+			break
+		}
+		if h != nil {
+			h.Write(buf[:k])
+		}
+		n += int64(k)
+	}
+	_ = f.Close()
 }
 
 // readHashAll is readAll with each file's bytes run through SHA-256 as
@@ -223,26 +233,9 @@ func readHashAll(paths []string) {
 		return &state{buf: make([]byte, integrity.DefaultBufferSize), h: sha256.New(), sum: make([]byte, 0, sha256.Size)}
 	}
 	parallel(paths, newState, func(s *state, p *sysfile.Path, path string) {
-		p.Set("", path)
-		f, err := sysfile.Open(p)
-		if err != nil {
-			panic(err)
-		}
-		var st sysfile.Stat
-		if err := f.Stat(&st); err != nil {
-			panic(err)
-		}
 		s.h.Reset()
-		for n := int64(0); n < st.Size; {
-			k, err := f.Read(s.buf)
-			if err != nil || k == 0 {
-				break
-			}
-			s.h.Write(s.buf[:k])
-			n += int64(k)
-		}
+		readFile(p, path, s.buf, s.h)
 		s.sum = s.h.Sum(s.sum[:0])
-		_ = f.Close()
 	})
 }
 

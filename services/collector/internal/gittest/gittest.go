@@ -2,6 +2,7 @@ package gittest
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -80,4 +81,39 @@ func Commit(tb testing.TB, dir, message string) string {
 	Git(tb, dir, "add", "--all")
 	Git(tb, dir, "commit", "--quiet", "--allow-empty", "-m", message)
 	return Git(tb, dir, "rev-parse", "HEAD")
+}
+
+// GiveToAnotherUser hands every file under dir to another user (uid and
+// gid 65534) until the test ends, when root gets them back, so that git
+// run by the test's user sees a repository it does not own. It needs root
+// and skips the test otherwise. It unsets SUDO_UID for the test, through
+// which git would trust the repositories of the user who ran sudo.
+func GiveToAnotherUser(tb testing.TB, dir string) {
+	tb.Helper()
+	if os.Geteuid() != 0 {
+		tb.Skip("needs root to give the repository to another user")
+	}
+	tb.Setenv("SUDO_UID", "") // restored when the test ends
+	if err := os.Unsetenv("SUDO_UID"); err != nil {
+		tb.Fatal(err)
+	}
+	if err := chownAll(dir, 65534); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := chownAll(dir, 0); err != nil {
+			tb.Errorf("give %s back to root: %v", dir, err)
+		}
+	})
+}
+
+// chownAll gives dir and everything under it to uid (and the group of
+// the same number), links themselves rather than their targets.
+func chownAll(dir string, uid int) error {
+	return filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, uid)
+	})
 }

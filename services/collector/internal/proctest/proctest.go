@@ -5,7 +5,8 @@
 // process under a deadline (RunChild), so that a reader that reads
 // /dev/zero whole dies of the cap and one that blocks on a FIFO misses the
 // deadline: either fails the test instead of taking the machine or
-// hanging the run. Linux only (procfs).
+// hanging the run; and child processes for the tests of collectors that
+// observe processes (Start, SleepPath). Linux only (procfs).
 package proctest
 
 import (

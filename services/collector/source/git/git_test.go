@@ -28,6 +28,15 @@ func repoRecord(t *testing.T, records []snapshot.Record) snapshot.Record {
 	return r
 }
 
+// collectRepository collects path, which must succeed, and returns the
+// git.repository record (checked by repoRecord).
+func collectRepository(t *testing.T, path string) snapshot.Record {
+	t.Helper()
+	records, err := git.Collect(context.Background(), path)
+	require.NoError(t, err)
+	return repoRecord(t, records)
+}
+
 func TestCollectRepositoryState(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -102,9 +111,7 @@ func TestCollectRepositoryState(t *testing.T) {
 			path := tc.setup(t, dir)
 			head := gittest.Git(t, dir, "rev-parse", "HEAD")
 
-			records, err := git.Collect(context.Background(), path)
-			require.NoError(t, err)
-			r := repoRecord(t, records)
+			r := collectRepository(t, path)
 			assert.Equal(t, snapshot.Data{
 				"repository_root": snapshot.String(dir),
 				"head_commit":     snapshot.String(head),
@@ -152,9 +159,7 @@ func TestCollectIgnoresRepositoryEnvironment(t *testing.T) {
 	t.Setenv("GIT_DIR", filepath.Join(other, ".git"))
 	t.Setenv("GIT_WORK_TREE", other)
 
-	records, err := git.Collect(context.Background(), dir)
-	require.NoError(t, err)
-	r := repoRecord(t, records)
+	r := collectRepository(t, dir)
 	assert.Equal(t, snapshot.String(dir), r.Data["repository_root"])
 	assert.Equal(t, snapshot.String("main"), r.Data["branch"])
 }
@@ -230,21 +235,8 @@ func TestCollectGitNotInPath(t *testing.T) {
 }
 
 func TestCollectRefusesRepositoryOwnedByAnotherUser(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to give the repository to another user")
-	}
-	t.Setenv("SUDO_UID", "") // git trusts the sudo caller's repositories
-	require.NoError(t, os.Unsetenv("SUDO_UID"))
 	dir := gittest.New(t)
-	require.NoError(t, filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, 65534, 65534)
-	}))
-	t.Cleanup(func() {
-		_ = filepath.WalkDir(dir, func(p string, _ fs.DirEntry, _ error) error { return os.Lchown(p, 0, 0) })
-	})
+	gittest.GiveToAnotherUser(t, dir)
 
 	_, err := git.Collect(context.Background(), dir)
 	require.ErrorIs(t, err, git.ErrDubiousOwnership)

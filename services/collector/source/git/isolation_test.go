@@ -69,6 +69,17 @@ func (tr trap) assertNotRun(t *testing.T) {
 	require.ErrorIs(t, err, fs.ErrNotExist)
 }
 
+// collect collects dir and returns its records, failing the test when
+// the script ran (checked first, so that a collection that ran it and
+// then failed still says so) or the collection failed.
+func (tr trap) collect(t *testing.T, dir string) []snapshot.Record {
+	t.Helper()
+	records, err := git.Collect(context.Background(), dir)
+	tr.assertNotRun(t)
+	require.NoError(t, err)
+	return records
+}
+
 // keys are configuration entries naming the trap: every setting through
 // which git runs a program.
 func (tr trap) keys(t *testing.T, hooks string) [][2]string {
@@ -114,6 +125,14 @@ func (tr trap) hooksDir(t *testing.T, dir string) {
 	for _, name := range hookNames {
 		require.NoError(t, os.Symlink(tr.script, filepath.Join(dir, name)))
 	}
+}
+
+// assertHeadAndDirty checks the head commit and the dirty flag of the
+// git.repository record r.
+func assertHeadAndDirty(t *testing.T, r snapshot.Record, head string, dirty bool) {
+	t.Helper()
+	assert.Equal(t, snapshot.String(head), r.Data["head_commit"])
+	assert.Equal(t, snapshot.Bool(dirty), r.Data["dirty"])
 }
 
 // makeStatDirty gives the tracked files new modification times, so git
@@ -240,9 +259,7 @@ func TestCollectRunsNothingTheRepositoryNames(t *testing.T) {
 					makeStatDirty(t, dir, "README.md")
 				}
 
-				records, err := git.Collect(context.Background(), dir)
-				tr.assertNotRun(t)
-				require.NoError(t, err)
+				records := tr.collect(t, dir)
 				assert.Equal(t, snapshot.Data{
 					"repository_root": snapshot.String(dir),
 					"head_commit":     snapshot.String(head),
@@ -275,12 +292,7 @@ func TestCollectDoesNotFetchForAPartialClone(t *testing.T) {
 	gittest.Git(t, dir, "config", "remote.origin.url", "ssh://git.invalid/repo.git")
 	gittest.Git(t, dir, "config", "core.sshCommand", tr.as(t, "core.sshCommand"))
 
-	records, err := git.Collect(context.Background(), dir)
-	tr.assertNotRun(t)
-	require.NoError(t, err)
-	r := repoRecord(t, records)
-	assert.Equal(t, snapshot.String(head), r.Data["head_commit"])
-	assert.Equal(t, snapshot.Bool(true), r.Data["dirty"])
+	assertHeadAndDirty(t, repoRecord(t, tr.collect(t, dir)), head, true)
 }
 
 // TestCollectDoesNotRunSubmoduleConfiguration: to tell whether a
@@ -300,12 +312,7 @@ func TestCollectDoesNotRunSubmoduleConfiguration(t *testing.T) {
 	gittest.Git(t, filepath.Join(dir, "sub"), "config", "core.fsmonitor", tr.as(t, "core.fsmonitor"))
 	makeStatDirty(t, filepath.Join(dir, "sub"), "README.md")
 
-	records, err := git.Collect(context.Background(), dir)
-	tr.assertNotRun(t)
-	require.NoError(t, err)
-	r := repoRecord(t, records)
-	assert.Equal(t, snapshot.String(head), r.Data["head_commit"])
-	assert.Equal(t, snapshot.Bool(false), r.Data["dirty"])
+	assertHeadAndDirty(t, repoRecord(t, tr.collect(t, dir)), head, false)
 
 	// A submodule checked out at another commit is a change.
 	subDir := filepath.Join(dir, "sub")
@@ -315,10 +322,7 @@ func TestCollectDoesNotRunSubmoduleConfiguration(t *testing.T) {
 	tr = newTrap(t)
 	gittest.Git(t, subDir, "config", "filter.evil.clean", tr.as(t, "filter.evil.clean"))
 	makeStatDirty(t, subDir, "README.md", "more.txt")
-	records, err = git.Collect(context.Background(), dir)
-	tr.assertNotRun(t)
-	require.NoError(t, err)
-	assert.Equal(t, snapshot.Bool(true), repoRecord(t, records).Data["dirty"])
+	assert.Equal(t, snapshot.Bool(true), repoRecord(t, tr.collect(t, dir)).Data["dirty"])
 }
 
 // TestCollectKeepsStatusSettings: the repository settings that change
@@ -400,9 +404,7 @@ func TestCollectKeepsStatusSettings(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := gittest.New(t)
 			tc.setup(t, dir)
-			records, err := git.Collect(context.Background(), dir)
-			require.NoError(t, err)
-			assert.Equal(t, snapshot.Bool(tc.dirty), repoRecord(t, records).Data["dirty"])
+			assert.Equal(t, snapshot.Bool(tc.dirty), collectRepository(t, dir).Data["dirty"])
 			assert.Equal(t, tc.dirty, gittest.Git(t, dir, "status", "--porcelain") != "", "plain git status agrees")
 		})
 	}
@@ -416,16 +418,10 @@ func TestCollectSHA256Repository(t *testing.T) {
 	head := gittest.Commit(t, dir, "initial")
 	require.Len(t, head, 64)
 
-	records, err := git.Collect(context.Background(), dir)
-	require.NoError(t, err)
-	r := repoRecord(t, records)
-	assert.Equal(t, snapshot.String(head), r.Data["head_commit"])
-	assert.Equal(t, snapshot.Bool(false), r.Data["dirty"])
+	assertHeadAndDirty(t, collectRepository(t, dir), head, false)
 
 	gittest.WriteFile(t, dir, "README.md", "changed\n")
-	records, err = git.Collect(context.Background(), dir)
-	require.NoError(t, err)
-	assert.Equal(t, snapshot.Bool(true), repoRecord(t, records).Data["dirty"])
+	assert.Equal(t, snapshot.Bool(true), collectRepository(t, dir).Data["dirty"])
 }
 
 func TestCollectLinkedWorktree(t *testing.T) {
@@ -438,20 +434,16 @@ func TestCollectLinkedWorktree(t *testing.T) {
 	gittest.WriteFile(t, wt, "debug.log", "ignored through the common info/exclude\n")
 	head := gittest.Git(t, wt, "rev-parse", "HEAD")
 
-	records, err := git.Collect(context.Background(), wt)
-	require.NoError(t, err)
 	assert.Equal(t, snapshot.Data{
 		"repository_root": snapshot.String(wt),
 		"head_commit":     snapshot.String(head),
 		"branch":          snapshot.String("side"),
 		"detached":        snapshot.Bool(false),
 		"dirty":           snapshot.Bool(false),
-	}, repoRecord(t, records).Data)
+	}, collectRepository(t, wt).Data)
 
 	gittest.WriteFile(t, wt, "README.md", "changed in the worktree\n")
-	records, err = git.Collect(context.Background(), wt)
-	require.NoError(t, err)
-	assert.Equal(t, snapshot.Bool(true), repoRecord(t, records).Data["dirty"])
+	assert.Equal(t, snapshot.Bool(true), collectRepository(t, wt).Data["dirty"])
 }
 
 // TestCollectWritesNothingIntoTheRepository compares every file of .git
@@ -491,11 +483,6 @@ func tree(t *testing.T, dir string) []string {
 // user, the operator's safe.directory (global configuration) is honoured
 // and the repository's own is not; either way nothing it names runs.
 func TestCollectTrustsOnlyTheOperator(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to give the repository to another user")
-	}
-	t.Setenv("SUDO_UID", "")
-	require.NoError(t, os.Unsetenv("SUDO_UID"))
 	dir := gittest.New(t)
 	gittest.WriteFile(t, dir, ".gitattributes", "* filter=evil\n")
 	gittest.Commit(t, dir, "attributes")
@@ -506,15 +493,7 @@ func TestCollectTrustsOnlyTheOperator(t *testing.T) {
 	gittest.Git(t, dir, "config", "safe.directory", "*")
 	gittest.Git(t, dir, "remote", "add", "origin", "https://tok@example.com/x.git")
 	makeStatDirty(t, dir, "README.md", ".gitattributes")
-	require.NoError(t, filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, 65534, 65534)
-	}))
-	t.Cleanup(func() {
-		_ = filepath.WalkDir(dir, func(p string, _ fs.DirEntry, _ error) error { return os.Lchown(p, 0, 0) })
-	})
+	gittest.GiveToAnotherUser(t, dir)
 
 	global := filepath.Join(t.TempDir(), "gitconfig")
 	require.NoError(t, os.WriteFile(global, nil, 0o644))
@@ -526,12 +505,8 @@ func TestCollectTrustsOnlyTheOperator(t *testing.T) {
 	tr.assertNotRun(t)
 
 	require.NoError(t, os.WriteFile(global, []byte("[safe]\n\tdirectory = "+dir+"\n"), 0o644))
-	records, err := git.Collect(context.Background(), dir)
-	tr.assertNotRun(t)
-	require.NoError(t, err)
-	r := repoRecord(t, records)
-	assert.Equal(t, snapshot.String(head), r.Data["head_commit"])
-	assert.Equal(t, snapshot.Bool(false), r.Data["dirty"])
+	records := tr.collect(t, dir)
+	assertHeadAndDirty(t, repoRecord(t, records), head, false)
 	assert.Equal(t, snapshot.Data{
 		"remote_count":  snapshot.Int(1),
 		"remote:origin": snapshot.String("https://example.com/x.git"),

@@ -23,6 +23,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+	"github.com/runtimetruth/runtimetruth/services/collector/internal/proctest"
 	"github.com/runtimetruth/runtimetruth/services/collector/source/process"
 )
 
@@ -56,31 +57,11 @@ var identityKeys = []string{
 	"start_time", "uid",
 }
 
-// startProcess starts path with args in dir and kills it at cleanup.
-func startProcess(t *testing.T, dir, path string, args ...string) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command(path, args...)
-	cmd.Dir = dir
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	return cmd
-}
-
+// startSleep starts `sleep 30` from its resolved path in dir and kills it
+// at cleanup.
 func startSleep(t *testing.T, dir string) *exec.Cmd {
 	t.Helper()
-	return startProcess(t, dir, sleepPath(t), "30")
-}
-
-func sleepPath(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("sleep")
-	require.NoError(t, err)
-	p, err = filepath.EvalSymlinks(p)
-	require.NoError(t, err)
-	return p
+	return proctest.Start(t, dir, proctest.SleepPath(t), "30")
 }
 
 func tempDir(t *testing.T) string {
@@ -137,7 +118,7 @@ func TestCollectRealProcess(t *testing.T) {
 	before := time.Now()
 	cmd := startSleep(t, dir)
 	pid := cmd.Process.Pid
-	exe := sleepPath(t)
+	exe := proctest.SleepPath(t)
 
 	proc, identity := collect(t, pid)
 
@@ -202,10 +183,10 @@ func TestCollectIdentityChangesOnRestart(t *testing.T) {
 
 func TestCollectDeletedExecutable(t *testing.T) {
 	dir := tempDir(t)
-	src := sleepPath(t)
+	src := proctest.SleepPath(t)
 	binary := filepath.Join(dir, "agent")
 	copyFile(t, src, binary)
-	cmd := startProcess(t, dir, binary, "30")
+	cmd := proctest.Start(t, dir, binary, "30")
 
 	// Replace the file on disk: the process keeps running the old image.
 	require.NoError(t, os.Remove(binary))
