@@ -111,7 +111,7 @@ func (env dsseEnvelope) publicKey(key func(keyID string) (ed25519.PublicKey, err
 	if err != nil {
 		return nil, fmt.Errorf("key %s: %w", id, err)
 	}
-	if len(pub) != ed25519.PublicKeySize || KeyID(pub) != id {
+	if len(pub) != ed25519.PublicKeySize || !namesKey(id, pub) {
 		return nil, fmt.Errorf("%w: key %s is not the key it names", ErrBadSignature, id)
 	}
 	return pub, nil

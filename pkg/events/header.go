@@ -66,34 +66,33 @@ func decodeValue(v string) (string, error) {
 			return "", err
 		}
 	}
-	if strings.IndexByte(v, '%') < 0 {
-		for i := 0; i < len(v); i++ {
-			if v[i] < 0x20 || v[i] > 0x7E {
+	var b strings.Builder // its String is the bytes written, not a copy
+	for {
+		run, rest, escaped := strings.Cut(v, "%")
+		for i := 0; i < len(run); i++ {
+			if run[i] < 0x20 || run[i] > 0x7E {
 				return "", errRawByte
 			}
 		}
-		return v, nil
-	}
-	b := make([]byte, 0, len(v))
-	for i := 0; i < len(v); i++ {
-		c := v[i]
 		switch {
-		case c == '%':
-			if i+2 >= len(v) || !isHex(v[i+1]) || !isHex(v[i+2]) {
-				return "", errPercent
+		case !escaped && b.Len() == 0:
+			return v, nil // nothing was percent-encoded
+		case !escaped:
+			b.WriteString(run)
+			if !utf8.ValidString(b.String()) {
+				return "", errUTF8
 			}
-			b = append(b, hexVal(v[i+1])<<4|hexVal(v[i+2]))
-			i += 2
-		case c < 0x20 || c > 0x7E:
-			return "", errRawByte
-		default:
-			b = append(b, c)
+			return b.String(), nil
+		case len(rest) < 2 || !isHex(rest[0]) || !isHex(rest[1]):
+			return "", errPercent
 		}
+		if b.Cap() == 0 {
+			b.Grow(len(v))
+		}
+		b.WriteString(run)
+		b.WriteByte(hexVal(rest[0])<<4 | hexVal(rest[1]))
+		v = rest[2:]
 	}
-	if !utf8.Valid(b) {
-		return "", errUTF8
-	}
-	return string(b), nil
 }
 
 // unquote decodes a quoted-string: '"' *( qdtext / "\" char ) '"'.

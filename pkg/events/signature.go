@@ -81,6 +81,17 @@ func KeyID(pub ed25519.PublicKey) string {
 
 const keyIDPrefix = "ed25519:"
 
+// namesKey reports whether id is KeyID(pub), without building it.
+func namesKey(id string, pub ed25519.PublicKey) bool {
+	var enc [44]byte // base64 of 32 bytes
+	rest, ok := strings.CutPrefix(id, keyIDPrefix)
+	if !ok || len(rest) != len(enc) || base64.StdEncoding.EncodedLen(len(pub)) != len(enc) {
+		return false
+	}
+	base64.StdEncoding.Encode(enc[:], pub)
+	return rest == string(enc[:])
+}
+
 // ParseKeyID returns the public key a key id names.
 func ParseKeyID(id string) (ed25519.PublicKey, error) {
 	rest, ok := strings.CutPrefix(id, keyIDPrefix)

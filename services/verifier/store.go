@@ -138,7 +138,11 @@ func (o *Observation) marshal() ([]byte, error) {
 // as its event carries it (events.NewMsg's data, Verdict.AppendJSON:
 // r.Verdict as encoding/json writes it with HTML escaping off).
 func marshalVerdictRecord(r *VerdictRecord, verdict []byte) ([]byte, error) {
-	b := make([]byte, 0, 192+len(verdict))
+	size := 256 + len(verdict)
+	for _, id := range r.Handled {
+		size += len(id) + 3 // quoted, with its comma
+	}
+	b := make([]byte, 0, size)
 	b = append(b, `{"id":`...)
 	b = events.AppendJSONString(b, r.ID)
 	b, err := appendTime(append(b, `,"time":`...), r.Time)
@@ -217,7 +221,14 @@ func appendRaw(b, raw []byte) []byte {
 // writes it: b itself when it holds none of <, >, & and the first byte of
 // U+2028 and U+2029.
 func htmlEscaped(b []byte) []byte {
-	if !slices.ContainsFunc(b, func(c byte) bool { return c == '<' || c == '>' || c == '&' || c == 0xE2 }) {
+	clean := true
+	for _, c := range b {
+		if htmlEscapedByte[c] {
+			clean = false
+			break
+		}
+	}
+	if clean {
 		return b
 	}
 	var out bytes.Buffer
@@ -225,6 +236,9 @@ func htmlEscaped(b []byte) []byte {
 	json.HTMLEscape(&out, b)
 	return out.Bytes()
 }
+
+// htmlEscapedByte marks the bytes json.HTMLEscape may write otherwise.
+var htmlEscapedByte = [256]bool{'<': true, '>': true, '&': true, 0xE2: true}
 
 // ordering is what latestBucket reads of a stored record.
 type ordering struct {
