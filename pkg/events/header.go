@@ -59,12 +59,9 @@ var (
 // unquoted, then one round of percent-decoding is done (either hex case).
 // The result must be valid UTF-8, which rejects overlong encodings.
 func decodeValue(v string) (string, error) {
-	v = strings.Trim(v, " \t")
-	if strings.HasPrefix(v, `"`) {
-		var err error
-		if v, err = unquote(v); err != nil {
-			return "", err
-		}
+	v, err := headerText(v)
+	if err != nil {
+		return "", err
 	}
 	var b strings.Builder // its String is the bytes written, not a copy
 	for {
@@ -93,6 +90,16 @@ func decodeValue(v string) (string, error) {
 		b.WriteByte(hexVal(rest[0])<<4 | hexVal(rest[1]))
 		v = rest[2:]
 	}
+}
+
+// headerText is a header value without its optional white space, and
+// unquoted if it is a quoted-string.
+func headerText(v string) (string, error) {
+	v = strings.Trim(v, " \t")
+	if strings.HasPrefix(v, `"`) {
+		return unquote(v)
+	}
+	return v, nil
 }
 
 // unquote decodes a quoted-string: '"' *( qdtext / "\" char ) '"'.

@@ -2,7 +2,6 @@ package events
 
 import (
 	"errors"
-	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -11,12 +10,9 @@ import (
 // grammar reads: the specification decodeValue is held to
 // (FuzzDecodeValue), errors in the order the bytes give them.
 func decodeValueReference(v string) (string, error) {
-	v = strings.Trim(v, " \t")
-	if strings.HasPrefix(v, `"`) {
-		var err error
-		if v, err = unquote(v); err != nil {
-			return "", err
-		}
+	v, err := headerText(v)
+	if err != nil {
+		return "", err
 	}
 	b := make([]byte, 0, len(v))
 	for i := 0; i < len(v); i++ {

@@ -28,23 +28,7 @@ func AppendJSONString(dst []byte, s string) []byte {
 				i++
 				continue
 			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
+			dst = jsontree.AppendEscape(append(dst, s[start:i]...), c)
 			i++
 			start = i
 			continue

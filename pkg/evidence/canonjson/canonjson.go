@@ -136,34 +136,11 @@ func appendString[S ~string | ~[]byte](dst []byte, s S) []byte {
 			continue
 		}
 		dst = append(dst, s[start:i]...)
-		dst = appendEscape(dst, c)
+		dst = jsontree.AppendEscape(dst, c)
 		start = i + 1
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
-}
-
-// appendEscape appends the RFC 8785 escape of c, a control character, '"'
-// or '\\'.
-func appendEscape(dst []byte, c byte) []byte {
-	switch c {
-	case '"':
-		return append(dst, '\\', '"')
-	case '\\':
-		return append(dst, '\\', '\\')
-	case '\b':
-		return append(dst, '\\', 'b')
-	case '\f':
-		return append(dst, '\\', 'f')
-	case '\n':
-		return append(dst, '\\', 'n')
-	case '\r':
-		return append(dst, '\\', 'r')
-	case '\t':
-		return append(dst, '\\', 't')
-	}
-	const hex = "0123456789abcdef"
-	return append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
 }
 
 // SortMembers sorts object members by the UTF-16 code units of their keys,

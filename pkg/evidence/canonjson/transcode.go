@@ -379,7 +379,7 @@ func (t *transcoder) string(out []byte, canonical bool) ([]byte, error) {
 				return nil, err
 			}
 			if canonical && (r < 0x20 || r == '"' || r == '\\') {
-				out = appendEscape(out, byte(r))
+				out = jsontree.AppendEscape(out, byte(r))
 			} else {
 				out = utf8.AppendRune(out, r)
 			}

@@ -419,6 +419,24 @@ func (p *parser) escape() (rune, error) {
 	return r, err
 }
 
+// AppendEscape appends the JSON escape of an ASCII byte as RFC 8785,
+// encoding/json and Python's json write it: a two-character escape for
+// '"', '\\', backspace, form feed, newline, carriage return and tab, else
+// \u00xx (lower-case hex). It is the one encoder of escapes, the
+// counterpart of DecodeEscape, for every JSON writer (canonjson, pyjson,
+// the event encoders); which bytes and runes each escapes is its own.
+func AppendEscape(dst []byte, c byte) []byte {
+	if e := shortEscapes[c]; e != 0 {
+		return append(dst, '\\', e)
+	}
+	const hex = "0123456789abcdef"
+	return append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+}
+
+// shortEscapes maps the bytes with a two-character escape to its second
+// character.
+var shortEscapes = [256]byte{'"': '"', '\\': '\\', '\b': 'b', '\f': 'f', '\n': 'n', '\r': 'r', '\t': 't'}
+
 // DecodeEscape decodes the backslash escape at data[pos] (the backslash):
 // the JSON escapes, \uXXXX with UTF-16 surrogate pairs joined, a lone or
 // invalid surrogate an error. It returns the rune and the offset after

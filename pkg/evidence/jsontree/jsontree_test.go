@@ -1,6 +1,8 @@
 package jsontree_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -76,4 +78,30 @@ func TestDepthLimit(t *testing.T) {
 	deep := "[" + ok + "]"
 	_, err = jsontree.Parse([]byte(deep))
 	require.ErrorContains(t, err, "nesting deeper than")
+}
+
+// TestAppendEscape holds the escape of every byte a writer escapes ('"',
+// '\\', the control characters, DEL) to what encoding/json writes and to
+// DecodeEscape, which must read it back.
+func TestAppendEscape(t *testing.T) {
+	for c := range 0x80 {
+		b := byte(c)
+		if b >= 0x20 && b != '"' && b != '\\' && b != 0x7F {
+			continue
+		}
+		got := jsontree.AppendEscape(nil, b)
+		if b != 0x7F { // encoding/json writes DEL as itself
+			var want bytes.Buffer
+			enc := json.NewEncoder(&want)
+			enc.SetEscapeHTML(false)
+			require.NoError(t, enc.Encode(string(b)))
+			assert.Equal(t, strings.TrimSuffix(want.String(), "\n"), `"`+string(got)+`"`, "byte %#x", b)
+		} else {
+			assert.Equal(t, `\u007f`, string(got))
+		}
+		r, next, err := jsontree.DecodeEscape(got, 0)
+		require.NoError(t, err)
+		assert.Equal(t, rune(b), r, "byte %#x", b)
+		assert.Equal(t, len(got), next)
+	}
 }

@@ -132,24 +132,7 @@ func AppendString(dst []byte, s string) []byte {
 		}
 		dst = append(dst, s[start:i]...)
 		if c < utf8.RuneSelf {
-			switch c {
-			case '"':
-				dst = append(dst, '\\', '"')
-			case '\\':
-				dst = append(dst, '\\', '\\')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			default:
-				dst = appendU(dst, rune(c))
-			}
+			dst = jsontree.AppendEscape(dst, c)
 			i++
 		} else {
 			r, size := utf8.DecodeRuneInString(s[i:])

@@ -44,4 +44,6 @@ func TestDumpsMatchesPython(t *testing.T) {
 	unsorted, err := pyjson.Marshal(v, pyjson.Options{})
 	require.NoError(t, err)
 	assert.Equal(t, `{"b":[1,{"z":null,"a":true}],"a":"\u00e9\u2028\u0000\"\\\ud83d\ude00\u007f","c":{},"d":[]}`, string(unsorted))
+	// json.dumps("\b\f\n\r\t\x01\x1f\x7f\"\\")
+	assert.Equal(t, `"\b\f\n\r\t\u0001\u001f\u007f\"\\"`, string(pyjson.AppendString(nil, "\b\f\n\r\t\x01\x1f\x7f\"\\")))
 }
