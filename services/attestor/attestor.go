@@ -120,10 +120,7 @@ func New(cfg Config, set Settings) (*Attestor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	log := set.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := lifecycle.Logger(set.Logger)
 	instance := lifecycle.Instance(cfg.Instance)
 	signer := set.Signer
 	if signer == nil {

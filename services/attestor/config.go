@@ -1,11 +1,9 @@
 package attestor
 
 import (
-	"fmt"
 	"net/url"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/config"
@@ -25,14 +23,11 @@ const (
 // Load it with config.Load(path, "RUNTIMETRUTH_ATTESTOR", &cfg, nil) over
 // NewDefaultConfig(). It holds file paths, never a secret itself.
 type Config struct {
-	// NATS says how to reach NATS; ignored when Settings.Conn is set.
-	NATS natsbus.Config `mapstructure:"nats"`
-	// Instance names this attestor in the source of its events
-	// (/attestor/<instance>); empty means the host name.
-	Instance string `mapstructure:"instance"`
-	// Replicas is the replica count of the BASELINES stream and the
-	// baselines bucket the attestor ensures.
-	Replicas int `mapstructure:"replicas"`
+	// ServiceConfig is how to reach NATS (nats.*; ignored when
+	// Settings.Conn is set), the instance named in the source of the
+	// attestor's events (/attestor/<instance>) and the replica count of
+	// the BASELINES stream and the baselines bucket the attestor ensures.
+	natsbus.ServiceConfig `mapstructure:",squash"`
 	// Subject is the request-reply subject of sign requests.
 	Subject string `mapstructure:"subject"`
 	// QueueGroup shares the requests between attestor instances.
@@ -83,8 +78,7 @@ const DefaultSubject = events.AttestSubject
 // with public-good Sigstore and a projected token file.
 func NewDefaultConfig() Config {
 	return Config{
-		NATS:            natsbus.NewDefaultConfig(),
-		Replicas:        1,
+		ServiceConfig:   natsbus.NewDefaultServiceConfig(),
 		Subject:         DefaultSubject,
 		QueueGroup:      "attestor",
 		Concurrency:     2,
@@ -120,32 +114,26 @@ func NewKeyConfig(keyFile, passwordFile string) Config {
 
 // Validate checks every value (files are read by New).
 func (c *Config) Validate() error {
-	if err := c.NATS.Validate(); err != nil {
+	if err := c.ServiceConfig.Validate(); err != nil {
 		return err
 	}
-	if strings.IndexFunc(c.Instance, unicode.IsControl) >= 0 || len(c.Instance) > events.MaxNameLength {
-		return invalid("instance: control characters or longer than %d bytes", events.MaxNameLength)
-	}
-	if c.Replicas < 1 || c.Replicas > 5 {
-		return invalid("replicas: %d (want 1 to 5)", c.Replicas)
-	}
 	if !events.ValidSubject(c.Subject) {
-		return invalid("subject: %q is not a subject one can subscribe to without wildcards", c.Subject)
+		return config.Invalidf("subject: %q is not a subject one can subscribe to without wildcards", c.Subject)
 	}
 	if strings.HasPrefix(c.Subject, events.Prefix+".") && !strings.HasPrefix(c.Subject, events.Prefix+".ctl.") {
-		return invalid("subject: %q lies under a stream's subjects; use %s.ctl.<...>", c.Subject, events.Prefix)
+		return config.Invalidf("subject: %q lies under a stream's subjects; use %s.ctl.<...>", c.Subject, events.Prefix)
 	}
 	if c.QueueGroup == "" || strings.ContainsAny(c.QueueGroup, " \t\r\n*>") {
-		return invalid("queue_group: %q", c.QueueGroup)
+		return config.Invalidf("queue_group: %q", c.QueueGroup)
 	}
 	if c.Concurrency < 1 || c.Concurrency > 64 {
-		return invalid("concurrency: %d (want 1 to 64)", c.Concurrency)
+		return config.Invalidf("concurrency: %d (want 1 to 64)", c.Concurrency)
 	}
 	for name, d := range map[string]time.Duration{
 		"request_timeout": c.RequestTimeout, "start_timeout": c.StartTimeout, "shutdown_timeout": c.ShutdownTimeout,
 	} {
 		if d <= 0 {
-			return invalid("%s: %s (want above 0)", name, d)
+			return config.Invalidf("%s: %s (want above 0)", name, d)
 		}
 	}
 	return c.Signing.Validate()
@@ -154,22 +142,22 @@ func (c *Config) Validate() error {
 // Validate checks the signing settings for the mode.
 func (s *SigningConfig) Validate() error {
 	if s.Timeout <= 0 {
-		return invalid("signing.timeout: %s (want above 0)", s.Timeout)
+		return config.Invalidf("signing.timeout: %s (want above 0)", s.Timeout)
 	}
 	switch s.Mode {
 	case ModeKey:
 		if s.KeyFile == "" {
-			return invalid("signing.key_file: required in mode key")
+			return config.Invalidf("signing.key_file: required in mode key")
 		}
 	case ModeKeyless:
 		if s.IdentityTokenFile == "" {
-			return invalid("signing.identity_token_file: required in mode keyless")
+			return config.Invalidf("signing.identity_token_file: required in mode keyless")
 		}
 		if s.FulcioURL == "" {
-			return invalid("signing.fulcio_url: required in mode keyless")
+			return config.Invalidf("signing.fulcio_url: required in mode keyless")
 		}
 		if s.RekorURL == "" && s.TSAURL == "" {
-			return invalid("signing: mode keyless needs rekor_url or tsa_url (a short-lived certificate needs a signed time)")
+			return config.Invalidf("signing: mode keyless needs rekor_url or tsa_url (a short-lived certificate needs a signed time)")
 		}
 		for name, u := range map[string]string{"fulcio_url": s.FulcioURL, "rekor_url": s.RekorURL, "tsa_url": s.TSAURL} {
 			if u == "" {
@@ -177,15 +165,11 @@ func (s *SigningConfig) Validate() error {
 			}
 			p, err := url.Parse(u)
 			if err != nil || (p.Scheme != "https" && p.Scheme != "http") || p.Host == "" || p.User != nil {
-				return invalid("signing.%s: want an http(s) URL without user information", name)
+				return config.Invalidf("signing.%s: want an http(s) URL without user information", name)
 			}
 		}
 	default:
-		return invalid("signing.mode: %q (want %q or %q)", s.Mode, ModeKey, ModeKeyless)
+		return config.Invalidf("signing.mode: %q (want %q or %q)", s.Mode, ModeKey, ModeKeyless)
 	}
 	return nil
-}
-
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", config.ErrInvalid, fmt.Sprintf(format, args...))
 }

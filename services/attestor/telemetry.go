@@ -73,14 +73,13 @@ func newInstruments(p telemetry.Providers, mode string) *instruments {
 	for _, r := range []string{FailRequest, FailBaseline, FailAnnounce, FailSign} {
 		in.failOpt[r] = metric.WithAttributeSet(attribute.NewSet(AttrMode.String(mode), AttrReason.String(r)))
 	}
-	// An instrument that cannot be created is a no-op one; the SDK reports
-	// why through otel.Handle.
-	in.reqs, _ = m.Int64Counter(MetricRequests, metric.WithUnit("{request}"),
-		metric.WithDescription("Sign requests received."))
-	in.signed, _ = m.Int64Counter(MetricSignatures, metric.WithUnit("{signature}"),
-		metric.WithDescription("Baselines signed, stored and announced."))
-	in.failed, _ = m.Int64Counter(MetricSignFailures, metric.WithUnit("{request}"),
-		metric.WithDescription("Sign requests answered with an error, by reason."))
+	telemetry.NewCounters(m,
+		telemetry.Counter{Dst: &in.reqs, Name: MetricRequests, Unit: "{request}", Description: "Sign requests received."},
+		telemetry.Counter{Dst: &in.signed, Name: MetricSignatures, Unit: "{signature}",
+			Description: "Baselines signed, stored and announced."},
+		telemetry.Counter{Dst: &in.failed, Name: MetricSignFailures, Unit: "{request}",
+			Description: "Sign requests answered with an error, by reason."},
+	)
 	return in
 }
 

@@ -85,10 +85,7 @@ func New(cfg Config, set Settings) (*Auditor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	log := set.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := lifecycle.Logger(set.Logger)
 	instance := lifecycle.Instance(cfg.Instance)
 	if cfg.Lease.TTL == 0 {
 		cfg.Lease.TTL = 30 * time.Second

@@ -5,9 +5,7 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 
-	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/config"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
@@ -19,14 +17,11 @@ import (
 // it with config.Load(path, "RUNTIMETRUTH_AUDITOR", &cfg, nil) over
 // NewDefaultConfig().
 type Config struct {
-	// NATS says how to reach NATS; ignored when Settings.Conn is set.
-	NATS natsbus.Config `mapstructure:"nats"`
-	// Instance names this auditor in the source of the rejection records it
-	// makes (/auditor/<instance>); empty means the host name.
-	Instance string `mapstructure:"instance"`
-	// Replicas is the replica count of the streams and consumers the
-	// auditor ensures.
-	Replicas int `mapstructure:"replicas"`
+	// ServiceConfig is how to reach NATS (nats.*; ignored when
+	// Settings.Conn is set), the instance named in the source of the
+	// rejection records the auditor makes (/auditor/<instance>) and the
+	// replica count of the streams and consumers it ensures.
+	natsbus.ServiceConfig `mapstructure:",squash"`
 	// Streams are the streams this instance audits, each through its
 	// durable Consumer. Every stream must be audited by exactly one
 	// instance per partition (one writer per chain); split the streams
@@ -176,13 +171,12 @@ var DefaultStreams = []string{topology.StreamEvidence, topology.StreamVerdicts, 
 // the JSONL sink under /var/lib/runtimetruth/auditor.
 func NewDefaultConfig() Config {
 	return Config{
-		NATS:       natsbus.NewDefaultConfig(),
-		Replicas:   1,
-		Streams:    slices.Clone(DefaultStreams),
-		Consumer:   topology.ConsumerAuditor,
-		Partitions: 1,
-		Batch:      topology.AuditorMaxAckPending / 2,
-		IdleWait:   time.Second,
+		ServiceConfig: natsbus.NewDefaultServiceConfig(),
+		Streams:       slices.Clone(DefaultStreams),
+		Consumer:      topology.ConsumerAuditor,
+		Partitions:    1,
+		Batch:         topology.AuditorMaxAckPending / 2,
+		IdleWait:      time.Second,
 
 		MaxInflightBytes: DefaultMaxInflightBytes,
 
@@ -199,88 +193,82 @@ func NewDefaultConfig() Config {
 
 // Validate checks every value.
 func (c *Config) Validate() error {
-	if err := c.NATS.Validate(); err != nil {
+	if err := c.ServiceConfig.Validate(); err != nil {
 		return err
 	}
-	if strings.IndexFunc(c.Instance, unicode.IsControl) >= 0 || len(c.Instance) > events.MaxNameLength {
-		return invalid("instance: control characters or longer than %d bytes", events.MaxNameLength)
-	}
-	if c.Replicas < 1 || c.Replicas > 5 {
-		return invalid("replicas: %d (want 1 to 5)", c.Replicas)
-	}
 	if len(c.Streams) == 0 {
-		return invalid("streams: empty")
+		return config.Invalidf("streams: empty")
 	}
 	seen := map[string]bool{}
 	for _, s := range c.Streams {
 		if s == "" || strings.ContainsAny(s, ".*>/\\ \t\r\n") || seen[s] {
-			return invalid("streams: %q is empty, not a stream name, or listed twice", s)
+			return config.Invalidf("streams: %q is empty, not a stream name, or listed twice", s)
 		}
 		seen[s] = true
 	}
 	if c.Consumer == "" || len(c.Consumer) > 255 || strings.ContainsAny(c.Consumer, ".*>/\\ \t\r\n") {
-		return invalid("consumer: %q is not a durable consumer name", c.Consumer)
+		return config.Invalidf("consumer: %q is not a durable consumer name", c.Consumer)
 	}
 	if c.Partitions < 1 || c.Partitions > MaxPartitions {
-		return invalid("partitions: %d (want 1 to %d)", c.Partitions, MaxPartitions)
+		return config.Invalidf("partitions: %d (want 1 to %d)", c.Partitions, MaxPartitions)
 	}
 	if c.Partition < 0 || c.Partition >= c.Partitions {
-		return invalid("partition: %d (want 0 to partitions-1, %d)", c.Partition, c.Partitions-1)
+		return config.Invalidf("partition: %d (want 0 to partitions-1, %d)", c.Partition, c.Partitions-1)
 	}
 	if len(c.PartitionConsumer()) > 255 {
-		return invalid("consumer: %q is too long for its partition's consumer name", c.Consumer)
+		return config.Invalidf("consumer: %q is too long for its partition's consumer name", c.Consumer)
 	}
 	if c.Batch < 1 || c.Batch > 100000 {
-		return invalid("batch: %d (want 1 to 100000)", c.Batch)
+		return config.Invalidf("batch: %d (want 1 to 100000)", c.Batch)
 	}
 	if c.IdleWait < 10*time.Millisecond {
-		return invalid("idle_wait: %s (want at least 10ms)", c.IdleWait)
+		return config.Invalidf("idle_wait: %s (want at least 10ms)", c.IdleWait)
 	}
 	if least := max(int64(MinInflightBytes), int64(len(c.Streams)+1)*minPull); c.MaxInflightBytes < least {
-		return invalid("max_inflight_bytes: %d (want at least %d for %d streams)", c.MaxInflightBytes, least, len(c.Streams))
+		return config.Invalidf("max_inflight_bytes: %d (want at least %d for %d streams)", c.MaxInflightBytes, least, len(c.Streams))
 	}
 	if c.JSONL.Path == "" && c.ClickHouse.DSN == "" {
-		return invalid("no sink that keeps the chain: set jsonl.path or clickhouse.dsn")
+		return config.Invalidf("no sink that keeps the chain: set jsonl.path or clickhouse.dsn")
 	}
 	jsonlKeeps := c.JSONL.Path != "" && c.JSONL.Required
 	clickhouseKeeps := c.ClickHouse.DSN != "" && c.ClickHouse.Required
 	if !jsonlKeeps && !clickhouseKeeps {
-		return invalid("the JSONL or the ClickHouse sink must be required: the auditor resumes from it")
+		return config.Invalidf("the JSONL or the ClickHouse sink must be required: the auditor resumes from it")
 	}
 	if c.JSONL.MaxBytes < 0 {
-		return invalid("jsonl.max_bytes: %d", c.JSONL.MaxBytes)
+		return config.Invalidf("jsonl.max_bytes: %d", c.JSONL.MaxBytes)
 	}
 	if c.ClickHouse.DSN != "" {
 		// A DSN Open cannot use would have Start wait for ClickHouse
 		// forever: it is refused here.
 		if err := chstore.CheckDSN(c.ClickHouse.DSN); err != nil {
-			return invalid("clickhouse.dsn: %s", err)
+			return config.Invalidf("clickhouse.dsn: %s", err)
 		}
 		if !chstore.Identifier(c.ClickHouse.Table) {
-			return invalid("clickhouse.table: %q is not a plain identifier", c.ClickHouse.Table)
+			return config.Invalidf("clickhouse.table: %q is not a plain identifier", c.ClickHouse.Table)
 		}
 		if c.ClickHouse.Timeout <= 0 {
-			return invalid("clickhouse.timeout: %s (want above 0)", c.ClickHouse.Timeout)
+			return config.Invalidf("clickhouse.timeout: %s (want above 0)", c.ClickHouse.Timeout)
 		}
 	}
 	if c.Syslog.Address != "" {
 		switch c.Syslog.Network {
 		case "tcp", "tls", "udp", "unixgram", "unix", "unixstream":
 		default:
-			return invalid("syslog.network: %q (want tcp, tls, udp, unixgram or unixstream)", c.Syslog.Network)
+			return config.Invalidf("syslog.network: %q (want tcp, tls, udp, unixgram or unixstream)", c.Syslog.Network)
 		}
 		if c.Syslog.Timeout <= 0 {
-			return invalid("syslog.timeout: %s (want above 0)", c.Syslog.Timeout)
+			return config.Invalidf("syslog.timeout: %s (want above 0)", c.Syslog.Timeout)
 		}
 	}
 	if c.Checkpoint.Interval < 0 {
-		return invalid("checkpoint.interval: %s", c.Checkpoint.Interval)
+		return config.Invalidf("checkpoint.interval: %s", c.Checkpoint.Interval)
 	}
 	if c.Lease.TTL != 0 && c.Lease.TTL < time.Second {
-		return invalid("lease.ttl: %s is less than a second", c.Lease.TTL)
+		return config.Invalidf("lease.ttl: %s is less than a second", c.Lease.TTL)
 	}
 	if c.StartTimeout <= 0 || c.ShutdownTimeout <= 0 {
-		return invalid("start_timeout and shutdown_timeout must be above 0")
+		return config.Invalidf("start_timeout and shutdown_timeout must be above 0")
 	}
 	return nil
 }
@@ -304,8 +292,4 @@ func (c *Config) PartitionConsumer() string {
 // Owns reports whether this instance's partition owns chain.
 func (c *Config) Owns(chain string) bool {
 	return !c.Partitioned() || link.Partition(chain, c.Partitions) == c.Partition
-}
-
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", config.ErrInvalid, fmt.Sprintf(format, args...))
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry/telemetrytest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/auditor"
@@ -76,28 +77,23 @@ func (e *env) config() auditor.Config {
 }
 
 // recorders holds the telemetry of each auditor newAuditor made.
-var recorders sync.Map // *auditor.Auditor → *telemetrytest.Recorder
+var recorders telemetrytest.Recorders[*auditor.Auditor]
 
-// newAuditor is auditor.New reporting to a telemetrytest Recorder, whose
-// counters counted reads.
+// newAuditor is auditor.New reporting its metrics to a telemetrytest
+// Recorder, whose counters counted reads.
 func newAuditor(t testing.TB, cfg auditor.Config, set auditor.Settings) (*auditor.Auditor, error) {
 	t.Helper()
-	rec := telemetrytest.New(t)
-	set.Telemetry.MeterProvider = rec.Providers.MeterProvider
-	a, err := auditor.New(cfg, set)
-	if err == nil {
-		recorders.Store(a, rec)
-	}
-	return a, err
+	return recorders.Make(t, func(p telemetry.Providers) (*auditor.Auditor, error) {
+		set.Telemetry.MeterProvider = p.MeterProvider
+		return auditor.New(cfg, set)
+	})
 }
 
 // counted is the value of a's counter name: the sum of its data points
-// whose attributes include attrs.
+// whose attributes include attrs (a must be made by newAuditor).
 func counted(t testing.TB, a *auditor.Auditor, name string, attrs ...attribute.KeyValue) int64 {
 	t.Helper()
-	rec, ok := recorders.Load(a)
-	require.True(t, ok, "the auditor was not made by newAuditor")
-	return rec.(*telemetrytest.Recorder).Sum(t, name, attrs...)
+	return recorders.Sum(t, a, name, attrs...)
 }
 
 func start(t *testing.T, cfg auditor.Config, prep ...func(*auditor.Auditor)) *auditor.Auditor {

@@ -129,34 +129,24 @@ func sinkAttr(name string) metric.AddOption {
 func newInstruments(p telemetry.Providers) *instruments {
 	m := p.Meter(ScopeName)
 	in := &instruments{p: p, tracer: p.Tracer(ScopeName), meter: m}
-	// An instrument that cannot be created is a no-op one; the SDK reports
-	// why through otel.Handle.
-	in.appended, _ = m.Int64Counter(MetricAppended, metric.WithUnit("{link}"),
-		metric.WithDescription("Links committed to every required audit sink."))
-	in.duplicates, _ = m.Int64Counter(MetricDuplicateIDs, metric.WithUnit("{message}"),
-		metric.WithDescription("Messages acknowledged without a link: their event id is in their audit chain already."))
-	for _, c := range []struct {
-		c          *metric.Int64Counter
-		name, unit string
-		desc       string
-	}{
-		{&in.received, MetricReceived, "{message}", "Messages taken from the audited streams, redeliveries included."},
-		{&in.unlinked, MetricUnlinked, "{message}", "Messages acknowledged without a link, by reason."},
-		{&in.recovered, MetricRecovered, "{message}", "Messages read back at start that a previous run had taken without recording them."},
-		{&in.rejections, MetricRejections, "{link}", "Rejection records linked: messages that are not valid events."},
-		{&in.batches, MetricBatches, "{batch}", "Batches committed to every required audit sink."},
-		{&in.retries, MetricCommitRetries, "{commit}", "Commits tried again after a required audit sink failed."},
-		{&in.sinkErrors, MetricSinkErrors, "{write}", "Failed audit sink writes, by sink."},
-		{&in.sinkSkipped, MetricSinkSkipped, "{link}", "Links an optional audit sink missed, by sink."},
-		{&in.caughtUp, MetricSinkCaughtUp, "{link}", "Links copied at start into an audit sink that lagged."},
-		{&in.sinkWaits, MetricSinkWaits, "{attempt}", "Failed attempts to bring the audit sinks up."},
-		{&in.checkpoints, MetricCheckpoints, "{checkpoint}", "Audit checkpoints sent."},
-		{&in.fetchErrors, MetricFetchErrors, "{pull}", "Failed pulls from the audited streams."},
-		{&in.ackErrors, MetricAckErrors, "{ack}", "Failed acknowledgements of audited messages."},
-		{&in.leaseLost, MetricLeaseLost, "{lease}", "Writer leases lost: the auditor stopped writing."},
-	} {
-		*c.c, _ = m.Int64Counter(c.name, metric.WithUnit(c.unit), metric.WithDescription(c.desc))
-	}
+	telemetry.NewCounters(m, []telemetry.Counter{
+		{Dst: &in.appended, Name: MetricAppended, Unit: "{link}", Description: "Links committed to every required audit sink."},
+		{Dst: &in.duplicates, Name: MetricDuplicateIDs, Unit: "{message}", Description: "Messages acknowledged without a link: their event id is in their audit chain already."},
+		{Dst: &in.received, Name: MetricReceived, Unit: "{message}", Description: "Messages taken from the audited streams, redeliveries included."},
+		{Dst: &in.unlinked, Name: MetricUnlinked, Unit: "{message}", Description: "Messages acknowledged without a link, by reason."},
+		{Dst: &in.recovered, Name: MetricRecovered, Unit: "{message}", Description: "Messages read back at start that a previous run had taken without recording them."},
+		{Dst: &in.rejections, Name: MetricRejections, Unit: "{link}", Description: "Rejection records linked: messages that are not valid events."},
+		{Dst: &in.batches, Name: MetricBatches, Unit: "{batch}", Description: "Batches committed to every required audit sink."},
+		{Dst: &in.retries, Name: MetricCommitRetries, Unit: "{commit}", Description: "Commits tried again after a required audit sink failed."},
+		{Dst: &in.sinkErrors, Name: MetricSinkErrors, Unit: "{write}", Description: "Failed audit sink writes, by sink."},
+		{Dst: &in.sinkSkipped, Name: MetricSinkSkipped, Unit: "{link}", Description: "Links an optional audit sink missed, by sink."},
+		{Dst: &in.caughtUp, Name: MetricSinkCaughtUp, Unit: "{link}", Description: "Links copied at start into an audit sink that lagged."},
+		{Dst: &in.sinkWaits, Name: MetricSinkWaits, Unit: "{attempt}", Description: "Failed attempts to bring the audit sinks up."},
+		{Dst: &in.checkpoints, Name: MetricCheckpoints, Unit: "{checkpoint}", Description: "Audit checkpoints sent."},
+		{Dst: &in.fetchErrors, Name: MetricFetchErrors, Unit: "{pull}", Description: "Failed pulls from the audited streams."},
+		{Dst: &in.ackErrors, Name: MetricAckErrors, Unit: "{ack}", Description: "Failed acknowledgements of audited messages."},
+		{Dst: &in.leaseLost, Name: MetricLeaseLost, Unit: "{lease}", Description: "Writer leases lost: the auditor stopped writing."},
+	}...)
 	in.duplicate = metric.WithAttributes(AttrReason.String(ReasonDuplicate))
 	in.otherPartition = metric.WithAttributes(AttrReason.String(ReasonOtherPartition))
 	in.drained = metric.WithAttributes(AttrReason.String(ReasonDrained))

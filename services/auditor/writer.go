@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/lifecycle"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
 )
@@ -83,10 +84,7 @@ type Writer struct {
 // NewWriter returns a writer over sinks, counting into tel's meter;
 // call Recover before appending.
 func NewWriter(h chain.Hasher, sinks []SinkSpec, log *slog.Logger, tel telemetry.Providers) *Writer {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Writer{h: h, sinks: sinks, log: log, in: newInstruments(tel), heads: map[string]link.Head{}, ids: newLinkedIDs()}
+	return &Writer{h: h, sinks: sinks, log: lifecycle.Logger(log), in: newInstruments(tel), heads: map[string]link.Head{}, ids: newLinkedIDs()}
 }
 
 // LookupIDs names the sink the writer asks whether an event id is in a

@@ -1,12 +1,9 @@
 package verifier
 
 import (
-	"fmt"
 	"strings"
 	"time"
-	"unicode"
 
-	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/config"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
@@ -16,17 +13,13 @@ import (
 // Load it with config.Load(path, "RUNTIMETRUTH_VERIFIER", &cfg, nil) over
 // NewDefaultConfig().
 type Config struct {
-	// NATS says how to reach NATS, with the nats keys every service
-	// shares (natsbus.Config); ignored when Settings.Conn is set. The
-	// connection is named "runtimetruth-verifier" unless nats.name says
-	// otherwise.
-	NATS natsbus.Config `mapstructure:"nats"`
-	// Instance names this verifier in the source of the events it
-	// publishes (/verifier/<instance>); empty means the host name.
-	Instance string `mapstructure:"instance"`
-	// Replicas is the replica count of the streams, consumers and buckets
-	// the verifier ensures (1 for one server, 3 or 5 in a cluster).
-	Replicas int `mapstructure:"replicas"`
+	// ServiceConfig is how to reach NATS (nats.*, the keys every service
+	// shares; ignored when Settings.Conn is set; the connection is named
+	// "runtimetruth-verifier" unless nats.name says otherwise), the
+	// instance named in the source of the events the verifier publishes
+	// (/verifier/<instance>) and the replica count of the streams,
+	// consumers and buckets it ensures.
+	natsbus.ServiceConfig `mapstructure:",squash"`
 	// Consumer is the durable consumer on the EVIDENCE stream; every
 	// verifier instance sharing it shares the work.
 	Consumer string `mapstructure:"consumer"`
@@ -75,8 +68,7 @@ type AttestationConfig struct {
 // topology's "verifier" consumer.
 func NewDefaultConfig() Config {
 	return Config{
-		NATS:            natsbus.NewDefaultConfig(),
-		Replicas:        1,
+		ServiceConfig:   natsbus.NewDefaultServiceConfig(),
 		Consumer:        topology.ConsumerVerifier,
 		Concurrency:     4,
 		HandlerTimeout:  20 * time.Second,
@@ -89,44 +81,34 @@ func NewDefaultConfig() Config {
 
 // Validate checks every value.
 func (c *Config) Validate() error {
-	if err := c.NATS.Validate(); err != nil {
+	if err := c.ServiceConfig.Validate(); err != nil {
 		return err
 	}
-	if strings.IndexFunc(c.Instance, unicode.IsControl) >= 0 || len(c.Instance) > events.MaxNameLength {
-		return invalid("instance: control characters or longer than %d bytes", events.MaxNameLength)
-	}
-	if c.Replicas < 1 || c.Replicas > 5 {
-		return invalid("replicas: %d (want 1 to 5)", c.Replicas)
-	}
 	if c.Consumer == "" || len(c.Consumer) > 255 || strings.ContainsAny(c.Consumer, ".*>/\\ \t\r\n") {
-		return invalid("consumer: %q is not a durable consumer name", c.Consumer)
+		return config.Invalidf("consumer: %q is not a durable consumer name", c.Consumer)
 	}
 	if c.Concurrency < 1 || c.Concurrency > topology.MaxAckPending {
-		return invalid("concurrency: %d (want 1 to %d)", c.Concurrency, topology.MaxAckPending)
+		return config.Invalidf("concurrency: %d (want 1 to %d)", c.Concurrency, topology.MaxAckPending)
 	}
 	if limit := topology.AckWait - natsbus.DefaultAckTimeout; c.HandlerTimeout <= 0 || c.HandlerTimeout > limit {
-		return invalid("handler_timeout: %s (want above 0 and at most %s, so that the ack lands within the %s ack wait)", c.HandlerTimeout, limit, topology.AckWait)
+		return config.Invalidf("handler_timeout: %s (want above 0 and at most %s, so that the ack lands within the %s ack wait)", c.HandlerTimeout, limit, topology.AckWait)
 	}
 	if c.StartTimeout <= 0 {
-		return invalid("start_timeout: %s (want above 0)", c.StartTimeout)
+		return config.Invalidf("start_timeout: %s (want above 0)", c.StartTimeout)
 	}
 	if c.ShutdownTimeout <= 0 {
-		return invalid("shutdown_timeout: %s (want above 0)", c.ShutdownTimeout)
+		return config.Invalidf("shutdown_timeout: %s (want above 0)", c.ShutdownTimeout)
 	}
 	switch Enrollment(c.Enrollment) {
 	case EnrollOff, EnrollManual, EnrollFirstUse:
 	default:
-		return invalid("enrollment: %q (want off, manual or first-use)", c.Enrollment)
+		return config.Invalidf("enrollment: %q (want off, manual or first-use)", c.Enrollment)
 	}
 	if c.MaxClockSkew <= 0 {
-		return invalid("max_clock_skew: %s (want above 0)", c.MaxClockSkew)
+		return config.Invalidf("max_clock_skew: %s (want above 0)", c.MaxClockSkew)
 	}
 	if c.StaleAfter < 0 {
-		return invalid("stale_after: %s (want 0, for three collection intervals, or above)", c.StaleAfter)
+		return config.Invalidf("stale_after: %s (want 0, for three collection intervals, or above)", c.StaleAfter)
 	}
 	return nil
-}
-
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", config.ErrInvalid, fmt.Sprintf(format, args...))
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/events/signtest"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry/telemetrytest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
@@ -67,28 +67,23 @@ func start(ctx context.Context, t *testing.T, url string, edit func(*verifier.Co
 }
 
 // recorders holds the telemetry of each verifier newVerifier made.
-var recorders sync.Map // *verifier.Verifier → *telemetrytest.Recorder
+var recorders telemetrytest.Recorders[*verifier.Verifier]
 
 // newVerifier is verifier.New reporting to a telemetrytest Recorder, whose
 // counters counted reads.
 func newVerifier(t testing.TB, cfg verifier.Config, set verifier.Settings) (*verifier.Verifier, error) {
 	t.Helper()
-	rec := telemetrytest.New(t)
-	set.Telemetry = rec.Providers
-	v, err := verifier.New(cfg, set)
-	if err == nil {
-		recorders.Store(v, rec)
-	}
-	return v, err
+	return recorders.Make(t, func(p telemetry.Providers) (*verifier.Verifier, error) {
+		set.Telemetry = p
+		return verifier.New(cfg, set)
+	})
 }
 
 // counted is the value of v's counter name: the sum of its data points
-// whose attributes include attrs.
+// whose attributes include attrs (v must be made by newVerifier).
 func counted(t testing.TB, v *verifier.Verifier, name string, attrs ...attribute.KeyValue) uint64 {
 	t.Helper()
-	rec, ok := recorders.Load(v)
-	require.True(t, ok, "the verifier was not made by newVerifier")
-	return uint64(rec.(*telemetrytest.Recorder).Sum(t, name, attrs...))
+	return uint64(recorders.Sum(t, v, name, attrs...))
 }
 
 // verdictCount is the number of verdicts of status v published.

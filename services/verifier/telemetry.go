@@ -72,18 +72,17 @@ type metrics struct {
 func newMetrics(p telemetry.Providers) *metrics {
 	m := p.Meter(ScopeName)
 	t := &metrics{byStatus: map[events.Status]metric.MeasurementOption{}, targets: map[events.Target]metric.MeasurementOption{}}
-	// An instrument that cannot be created is a no-op one; the SDK reports
-	// why through otel.Handle.
-	t.verdicts, _ = m.Int64Counter(MetricVerdicts, metric.WithUnit("{verdict}"),
-		metric.WithDescription("Verdicts published, by status."))
-	t.drift, _ = m.Int64Counter(MetricDrift, metric.WithUnit("{verdict}"),
-		metric.WithDescription("Drift verdicts, by target kind and target (the first 200 targets; the rest as target=\"other\")."))
-	t.rejected, _ = m.Int64Counter(MetricRejected, metric.WithUnit("{event}"),
-		metric.WithDescription("Evidence refused as not authentic (it changes no verdict), by reason."))
-	t.dups, _ = m.Int64Counter(MetricDuplicates, metric.WithUnit("{event}"),
-		metric.WithDescription("Redelivered snapshots whose verdict was already published."))
-	t.stale, _ = m.Int64Counter(MetricStale, metric.WithUnit("{write}"),
-		metric.WithDescription("Latest-verdict writes skipped: the bucket held a newer snapshot's verdict."))
+	telemetry.NewCounters(m,
+		telemetry.Counter{Dst: &t.verdicts, Name: MetricVerdicts, Unit: "{verdict}", Description: "Verdicts published, by status."},
+		telemetry.Counter{Dst: &t.drift, Name: MetricDrift, Unit: "{verdict}",
+			Description: "Drift verdicts, by target kind and target (the first 200 targets; the rest as target=\"other\")."},
+		telemetry.Counter{Dst: &t.rejected, Name: MetricRejected, Unit: "{event}",
+			Description: "Evidence refused as not authentic (it changes no verdict), by reason."},
+		telemetry.Counter{Dst: &t.dups, Name: MetricDuplicates, Unit: "{event}",
+			Description: "Redelivered snapshots whose verdict was already published."},
+		telemetry.Counter{Dst: &t.stale, Name: MetricStale, Unit: "{write}",
+			Description: "Latest-verdict writes skipped: the bucket held a newer snapshot's verdict."},
+	)
 	for _, s := range []events.Status{events.StatusPass, events.StatusDrift, events.StatusError} {
 		t.byStatus[s] = metric.WithAttributeSet(attribute.NewSet(AttrStatus.String(string(s))))
 	}

@@ -81,10 +81,7 @@ func New(cfg Config, set Settings) (*Verifier, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	log := set.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := lifecycle.Logger(set.Logger)
 	instance := lifecycle.Instance(cfg.Instance)
 	trusted := set.TrustedMaterial
 	if trusted == nil && cfg.Attestation.TrustedRootFile != "" {

@@ -92,3 +92,10 @@ func flatten(prefix string, m map[string]any) []kv {
 
 // ErrInvalid is wrapped by Validate implementations for bad values.
 var ErrInvalid = errors.New("invalid configuration")
+
+// Invalidf returns an error wrapping ErrInvalid that says, as
+// fmt.Sprintf(format, args...) formats it, which value is wrong and why
+// ("replicas: 7 (want 1 to 5)").
+func Invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}

@@ -61,3 +61,9 @@ func TestLoadRejectsUnknownKeysAndInvalidValues(t *testing.T) {
 	err = config.Load(filepath.Join(t.TempDir(), "none.yaml"), "RT_TEST", defaults(), nil)
 	require.ErrorContains(t, err, "config file")
 }
+
+func TestInvalidf(t *testing.T) {
+	err := config.Invalidf("replicas: %d (want 1 to %d)", 7, 5)
+	require.ErrorIs(t, err, config.ErrInvalid)
+	require.EqualError(t, err, "invalid configuration: replicas: 7 (want 1 to 5)")
+}

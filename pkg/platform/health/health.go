@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/runtimetruth/runtimetruth/pkg/platform/config"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/lifecycle"
 )
 
 // Config is the http section of a service configuration.
@@ -101,10 +102,7 @@ type Server struct {
 // New returns a server for cfg serving metrics on /metrics (nil: 404). It
 // listens only once started, and only when cfg.Listen is set.
 func New(cfg Config, log *slog.Logger, metrics http.Handler) *Server {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Server{cfg: cfg, log: log, metrics: metrics}
+	return &Server{cfg: cfg, log: lifecycle.Logger(log), metrics: metrics}
 }
 
 // Name names the component in logs.

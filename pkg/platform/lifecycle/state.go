@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"errors"
+	"log/slog"
 	"os"
 )
 
@@ -44,6 +45,15 @@ func (s *State) Stop() bool {
 		*s = Stopped
 	}
 	return false
+}
+
+// Logger is the logger a component logs to: log, or one that discards
+// when log is nil (a component's Settings.Logger left unset).
+func Logger(log *slog.Logger) *slog.Logger {
+	if log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return log
 }
 
 // Instance is the name a service instance goes by: name when set, else

@@ -1,11 +1,15 @@
 package lifecycle_test
 
 import (
+	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/platform/lifecycle"
 )
@@ -38,4 +42,12 @@ func TestInstance(t *testing.T) {
 		host = "unknown"
 	}
 	assert.Equal(t, host, lifecycle.Instance(""))
+}
+
+func TestLogger(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	assert.Same(t, log, lifecycle.Logger(log))
+	nop := lifecycle.Logger(nil)
+	require.NotNil(t, nop)
+	assert.False(t, nop.Enabled(context.Background(), slog.LevelError), "a nil logger discards")
 }

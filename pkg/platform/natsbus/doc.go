@@ -1,6 +1,7 @@
 // Package natsbus connects services to NATS JetStream: Connect (URL,
 // credentials, TLS; a server not up yet is retried in the background) and
-// Dial (the same, one attempt, for commands); Client, a service's one
+// Dial (the same, one attempt, for commands); ServiceConfig, the keys
+// every service on the bus shares (nats.*, instance, replicas); Client, a service's one
 // connection (lent by an embedding process or opened and owned, closed
 // only if owned) with its JetStream context and Publisher; Consume, the message loop that turns a handler's
 // result into an explicit acknowledgement (nil → Ack, retryable →

@@ -185,20 +185,22 @@ func NewConsumeTelemetry(p telemetry.Providers, stream, consumer string) *Consum
 		spanName:  "process " + stream,
 		startOpts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer)},
 	}
-	// An instrument that cannot be created is a no-op one; the SDK reports
-	// why through otel.Handle.
-	t.received, _ = m.Int64Counter(MetricReceived, metric.WithUnit("{message}"),
-		metric.WithDescription("Messages taken from the consumer (handled, or released at shutdown)."))
-	t.consumed, _ = m.Int64Counter(MetricConsumed, metric.WithUnit("{message}"),
-		metric.WithDescription("Messages handed to a handler."))
-	t.acked, _ = m.Int64Counter(MetricAcked, metric.WithUnit("{message}"),
-		metric.WithDescription("Messages handled and acknowledged."))
-	t.nacked, _ = m.Int64Counter(MetricNacked, metric.WithUnit("{message}"),
-		metric.WithDescription("Messages negatively acknowledged (retry after a delay, or released at shutdown)."))
-	t.dead, _ = m.Int64Counter(MetricDeadLettered, metric.WithUnit("{message}"),
-		metric.WithDescription("Messages recorded in the dead-letter stream and terminated."))
-	t.errors, _ = m.Int64Counter(MetricConsumeErrors, metric.WithUnit("{error}"),
-		metric.WithDescription("Consume loop failures: handler panics, unconfirmed acknowledgements, dead-letter records not written, failed pulls."))
+	telemetry.NewCounters(m,
+		telemetry.Counter{Dst: &t.received, Name: MetricReceived, Unit: "{message}",
+			Description: "Messages taken from the consumer (handled, or released at shutdown)."},
+		telemetry.Counter{Dst: &t.consumed, Name: MetricConsumed, Unit: "{message}",
+			Description: "Messages handed to a handler."},
+		telemetry.Counter{Dst: &t.acked, Name: MetricAcked, Unit: "{message}",
+			Description: "Messages handled and acknowledged."},
+		telemetry.Counter{Dst: &t.nacked, Name: MetricNacked, Unit: "{message}",
+			Description: "Messages negatively acknowledged (retry after a delay, or released at shutdown)."},
+		telemetry.Counter{Dst: &t.dead, Name: MetricDeadLettered, Unit: "{message}",
+			Description: "Messages recorded in the dead-letter stream and terminated."},
+		telemetry.Counter{Dst: &t.errors, Name: MetricConsumeErrors, Unit: "{error}",
+			Description: "Consume loop failures: handler panics, unconfirmed acknowledgements, dead-letter records not written, failed pulls."},
+	)
+	// A histogram that cannot be created is a no-op one, as a counter
+	// (telemetry.NewCounters).
 	t.duration, _ = m.Float64Histogram(MetricHandleDuration, metric.WithUnit("s"),
 		metric.WithDescription("Time a handler took on one message."),
 		metric.WithExplicitBucketBoundaries(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20))
@@ -402,10 +404,12 @@ func NewPublisher(js jetstream.JetStream, p telemetry.Providers) *Publisher {
 	m := p.Meter(ScopeName)
 	pub := &Publisher{js: js, tracer: p.Tracer(ScopeName), prop: p.TextMapPropagator(),
 		startOpts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindProducer)}, types: map[string]*pubType{}}
-	pub.published, _ = m.Int64Counter(MetricPublished, metric.WithUnit("{message}"),
-		metric.WithDescription("Events stored by JetStream (or recognized as duplicates)."))
-	pub.errors, _ = m.Int64Counter(MetricPublishErrors, metric.WithUnit("{message}"),
-		metric.WithDescription("Event publishes that failed."))
+	telemetry.NewCounters(m,
+		telemetry.Counter{Dst: &pub.published, Name: MetricPublished, Unit: "{message}",
+			Description: "Events stored by JetStream (or recognized as duplicates)."},
+		telemetry.Counter{Dst: &pub.errors, Name: MetricPublishErrors, Unit: "{message}",
+			Description: "Event publishes that failed."},
+	)
 	return pub
 }
 

@@ -4,5 +4,6 @@
 // provider whose spans are exported over OTLP/HTTP only when
 // telemetry.otlp.endpoint is set. Spans are created and trace context is
 // propagated either way, so a trace stays whole across services that do not
-// all export.
+// all export. NewCounters makes the counters of an instrumented package
+// from one table.
 package telemetry

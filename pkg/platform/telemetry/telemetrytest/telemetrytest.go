@@ -1,6 +1,8 @@
 // Package telemetrytest is in-memory telemetry for tests: a Recorder keeps
 // every span ended and reads the metrics on demand, so a test asserts on
-// the same OpenTelemetry instruments a service exports.
+// the same OpenTelemetry instruments a service exports. Recorders keeps
+// one Recorder per component a test package makes, to read a component's
+// counters by the component.
 package telemetrytest
 
 import (
