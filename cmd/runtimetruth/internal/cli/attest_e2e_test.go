@@ -85,26 +85,25 @@ func TestAttestedBaselineThroughTheBus(t *testing.T) {
 		return got
 	}
 
-	put(before)
-	v1 := verdictFor(before)
-	require.Equal(t, events.StatusError, v1.Status)
-	assert.Contains(t, v1.Error, "no attestation is stored")
+	// Each baseline in turn, in order: stored, its verdict is an error
+	// (unsigned says why) until the attestor signs it, then a pass.
+	for _, step := range []struct {
+		baseline *snapshot.Snapshot
+		unsigned string
+	}{
+		{before, "no attestation is stored"},
+		{after, "statement does not match the baseline"}, // replaced without signing again
+	} {
+		put(step.baseline)
+		v := verdictFor(step.baseline)
+		require.Equal(t, events.StatusError, v.Status)
+		assert.Contains(t, v.Error, step.unsigned)
 
-	_, err = attestor.RequestSign(ctx, nc, "", attestor.SignRequest{Target: target})
-	require.NoError(t, err)
-	v2 := verdictFor(before)
-	require.Equal(t, events.StatusPass, v2.Status, v2.Error)
-
-	// Replaced without signing again.
-	put(after)
-	v3 := verdictFor(after)
-	require.Equal(t, events.StatusError, v3.Status)
-	assert.Contains(t, v3.Error, "statement does not match the baseline")
-
-	_, err = attestor.RequestSign(ctx, nc, "", attestor.SignRequest{Target: target})
-	require.NoError(t, err)
-	v4 := verdictFor(after)
-	require.Equal(t, events.StatusPass, v4.Status, v4.Error)
+		_, err = attestor.RequestSign(ctx, nc, "", attestor.SignRequest{Target: target})
+		require.NoError(t, err)
+		v = verdictFor(step.baseline)
+		require.Equal(t, events.StatusPass, v.Status, v.Error)
+	}
 
 	list, err := baselines.List(ctx)
 	require.NoError(t, err)

@@ -50,6 +50,12 @@ func (s *auditSource) check() error {
 	return nil
 }
 
+// openClickHouse opens the links table of --clickhouse and --table; the
+// caller closes it.
+func (s *auditSource) openClickHouse(ctx context.Context) (*chstore.Store, error) {
+	return chstore.Open(ctx, chstore.Options{DSN: s.clickhouse, Table: s.table})
+}
+
 func newAuditCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "audit",
@@ -225,7 +231,7 @@ or a bad signature, 1 error (usage errors included).`,
 				}
 			} else {
 				rep.Source = "clickhouse"
-				s, err := chstore.Open(ctx, chstore.Options{DSN: src.clickhouse, Table: src.table})
+				s, err := src.openClickHouse(ctx)
 				if err != nil {
 					return err
 				}
@@ -272,9 +278,7 @@ or a bad signature, 1 error (usage errors included).`,
 				}
 			}
 			if asJSON {
-				enc := json.NewEncoder(c.OutOrStdout())
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(rep); err != nil {
+				if err := writeIndentedJSON(c.OutOrStdout(), rep); err != nil {
 					return err
 				}
 			} else if err := renderAudit(c.OutOrStdout(), rep, vr, evr, heads, cpFile != "" && cpKeyFile == ""); err != nil {
@@ -634,7 +638,7 @@ func readLinksN(path string, limit int64) ([]link.Record, error) {
 // tailClickHouse prints the newest links, then polls every chain's head
 // and prints what follows the heads already printed.
 func tailClickHouse(ctx context.Context, src auditSource, last int, follow bool, poll time.Duration, out *bufio.Writer, emit func(link.Record) error) error {
-	s, err := chstore.Open(ctx, chstore.Options{DSN: src.clickhouse, Table: src.table})
+	s, err := src.openClickHouse(ctx)
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
-	"github.com/runtimetruth/runtimetruth/services/auditor/chstore"
 	"github.com/runtimetruth/runtimetruth/services/auditor/jsonl"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
@@ -70,13 +69,7 @@ func TestAuditVerifyDuplicateID(t *testing.T) {
 	}
 	t.Run("jsonl", func(t *testing.T) { check(t, "--jsonl", writeRecords(t, h, recs)) })
 	t.Run("clickhouse", func(t *testing.T) {
-		dsn := clickHouseDSN(t)
-		s, err := chstore.Open(ctx, chstore.Options{DSN: dsn})
-		require.NoError(t, err)
-		defer func() { _ = s.Close() }()
-		_, err = s.Migrate(ctx)
-		require.NoError(t, err)
-		require.NoError(t, s.Write(ctx, recs))
+		dsn, _ := clickHouseStore(ctx, t, recs)
 		check(t, "--clickhouse", dsn)
 	})
 

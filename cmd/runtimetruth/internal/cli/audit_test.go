@@ -203,6 +203,22 @@ func TestAuditUsage(t *testing.T) {
 	}
 }
 
+// followAudit runs `audit tail args` in the background until ctx ends:
+// out holds what it has printed so far; done is closed once it returned.
+func followAudit(ctx context.Context, args ...string) (out *syncBuffer, done <-chan struct{}) {
+	out = &syncBuffer{}
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		root := &cobra.Command{Use: "runtimetruth", SilenceErrors: true, SilenceUsage: true}
+		root.SetOut(out)
+		root.AddCommand(newAuditCmd())
+		root.SetArgs(append([]string{"audit", "tail"}, args...))
+		_ = root.ExecuteContext(ctx)
+	}()
+	return out, finished
+}
+
 func TestAuditTailJSONL(t *testing.T) {
 	h := chain.NewHasher(nil)
 	path, recs := writeLog(t, h, 30)
@@ -215,19 +231,7 @@ func TestAuditTailJSONL(t *testing.T) {
 	// Follow: new links (across a rotation) appear.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var (
-		got  string
-		done = make(chan struct{})
-	)
-	var buf syncBuffer
-	go func() {
-		defer close(done)
-		root := &cobra.Command{Use: "runtimetruth", SilenceErrors: true, SilenceUsage: true}
-		root.SetOut(&buf)
-		root.AddCommand(newAuditCmd())
-		root.SetArgs([]string{"audit", "tail", "--jsonl", path, "-n", "30", "--poll", "20ms", "--json"})
-		_ = root.ExecuteContext(ctx)
-	}()
+	buf, done := followAudit(ctx, "--jsonl", path, "-n", "30", "--poll", "20ms", "--json")
 	require.Eventually(t, func() bool { return strings.Count(buf.String(), "\n") == 30 }, 10*time.Second, 10*time.Millisecond)
 	s, err := jsonl.Open(context.Background(), jsonl.Options{Path: path, MaxBytes: 8 << 10, Hasher: h})
 	require.NoError(t, err)
@@ -244,7 +248,7 @@ func TestAuditTailJSONL(t *testing.T) {
 	}
 	cancel()
 	<-done
-	got = buf.String()
+	got := buf.String()
 	assert.Equal(t, 30+len(more), strings.Count(got, "\n"), "each link once")
 	for _, r := range append(recs, more...) {
 		assert.Contains(t, got, string(r.Line))
@@ -273,16 +277,25 @@ func clickHouseDSN(t *testing.T) string {
 	return base[:i+1] + db
 }
 
-func TestAuditClickHouse(t *testing.T) {
-	ctx := context.Background()
+// clickHouseStore opens the links table of a new ClickHouse database (see
+// clickHouseDSN), closed when the test ends, and writes recs to it; it
+// returns the database's DSN and the store.
+func clickHouseStore(ctx context.Context, t *testing.T, recs []link.Record) (string, *chstore.Store) {
+	t.Helper()
 	dsn := clickHouseDSN(t)
 	s, err := chstore.Open(ctx, chstore.Options{DSN: dsn})
 	require.NoError(t, err)
-	defer func() { _ = s.Close() }()
+	t.Cleanup(func() { _ = s.Close() })
 	_, err = s.Migrate(ctx)
 	require.NoError(t, err)
-	recs := auditRecords(t, chain.NewHasher(nil), 0, 50, map[string]link.Head{})
 	require.NoError(t, s.Write(ctx, recs))
+	return dsn, s
+}
+
+func TestAuditClickHouse(t *testing.T) {
+	ctx := context.Background()
+	recs := auditRecords(t, chain.NewHasher(nil), 0, 50, map[string]link.Head{})
+	dsn, s := clickHouseStore(ctx, t, recs)
 
 	code, out, errs := runAudit(ctx, "verify", "--clickhouse", dsn)
 	require.Equal(t, ExitPass, code, errs)
@@ -293,16 +306,7 @@ func TestAuditClickHouse(t *testing.T) {
 
 	// Follow: links appended meanwhile are printed once each, in order.
 	tctx, cancel := context.WithCancel(ctx)
-	var buf syncBuffer
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		root := &cobra.Command{Use: "runtimetruth", SilenceErrors: true, SilenceUsage: true}
-		root.SetOut(&buf)
-		root.AddCommand(newAuditCmd())
-		root.SetArgs([]string{"audit", "tail", "--clickhouse", dsn, "-n", "1", "--poll", "20ms", "--json"})
-		_ = root.ExecuteContext(tctx)
-	}()
+	buf, done := followAudit(tctx, "--clickhouse", dsn, "-n", "1", "--poll", "20ms", "--json")
 	heads := map[string]link.Head{}
 	for _, r := range recs {
 		heads[r.Chain] = r.Head()
@@ -365,14 +369,8 @@ func TestAuditVerifyTamperedClickHouse(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			dsn := clickHouseDSN(t)
-			s, err := chstore.Open(ctx, chstore.Options{DSN: dsn})
-			require.NoError(t, err)
-			defer func() { _ = s.Close() }()
-			_, err = s.Migrate(ctx)
-			require.NoError(t, err)
 			recs := auditRecords(t, chain.NewHasher(nil), 0, 60, map[string]link.Head{})
-			require.NoError(t, s.Write(ctx, recs))
+			dsn, s := clickHouseStore(ctx, t, recs)
 			byseq := map[uint64]link.Record{}
 			for _, r := range recs {
 				if r.Chain == c {

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
-	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/attestor"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
@@ -112,7 +110,7 @@ its Sigstore attestation next to it.`,
 			if asJSON {
 				return json.NewEncoder(c.OutOrStdout()).Encode(bs)
 			}
-			tw := tabwriter.NewWriter(c.OutOrStdout(), 2, 4, 2, ' ', 0)
+			tw := newTable(c.OutOrStdout())
 			_, _ = fmt.Fprintln(tw, "TARGET\tDIGEST\tPROTECT\tAPPROVED")
 			for _, b := range bs {
 				_, _ = fmt.Fprintf(tw, "%s\t%s\t%d selector(s)\t%s by %s\n", printable(b.Target.String()), printable(b.Digest), len(b.Protect), b.ApprovedAt.Format("2006-01-02 15:04:05Z07:00"), printable(b.ApprovedBy))
@@ -160,6 +158,23 @@ func requiredIdentity(identity, issuer string) (*events.SignerIdentity, error) {
 	return &events.SignerIdentity{Identity: identity, Issuer: issuer}, nil
 }
 
+// checkDigestFlag checks --digest, the baseline digest the operator
+// reviewed: empty (not given) or sha256:<64 hex digits>.
+func checkDigestFlag(digest string) error {
+	if digest != "" && !events.ValidDigest(digest) {
+		return fmt.Errorf("--digest %q: want sha256:<64 hex digits>", digest)
+	}
+	return nil
+}
+
+// writeRequiredIdentity writes the line naming the signer a baseline's
+// attestation must come from, when it requires one.
+func writeRequiredIdentity(b *strings.Builder, id *events.SignerIdentity) {
+	if id != nil {
+		fmt.Fprintf(b, "  required_identity: %s (issuer %s)\n", printable(id.Identity), printable(id.Issuer))
+	}
+}
+
 // printBaseline prints what baseline approve or put stored: for approve,
 // the key that signed the evidence adopted too, or that none did.
 func printBaseline(w io.Writer, verb string, b *verifier.Baseline) error {
@@ -173,9 +188,7 @@ func printBaseline(w io.Writer, verb string, b *verifier.Baseline) error {
 	} else if e != nil {
 		out.WriteString("  key: NONE: UNAUTHENTICATED EVIDENCE approved (--allow-unauthenticated): nothing proves this host sent it\n")
 	}
-	if id := b.RequiredIdentity; id != nil {
-		fmt.Fprintf(&out, "  required_identity: %s (issuer %s)\n", printable(id.Identity), printable(id.Issuer))
-	}
+	writeRequiredIdentity(&out, b.RequiredIdentity)
 	_, err := io.WriteString(w, out.String())
 	return err
 }
@@ -274,8 +287,8 @@ Any failure (no attestor, no baseline, another digest, a signing error)
 prints runtimetruth: error: ... and exits 1.`,
 		Args: usageArgs(1, 1),
 		PreRunE: func(*cobra.Command, []string) error {
-			if digest != "" && !events.ValidDigest(digest) {
-				return fmt.Errorf("--digest %q: want sha256:<64 hex digits>", digest)
+			if err := checkDigestFlag(digest); err != nil {
+				return err
 			}
 			if timeout <= 0 {
 				return fmt.Errorf("--timeout %s: want above 0", timeout)
@@ -293,9 +306,7 @@ prints runtimetruth: error: ... and exits 1.`,
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(c.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(signReport{
+				return writeIndentedJSON(c.OutOrStdout(), signReport{
 					ReportSchemaVersion: signReportVersion, Status: "signed", Target: rep.Target,
 					BaselineDigest: rep.BaselineDigest, StatementDigest: rep.StatementDigest, BundleDigest: rep.BundleDigest,
 					CertificateIdentity: rep.CertificateIdentity, OIDCIssuer: rep.OIDCIssuer, KeyHint: rep.KeyHint,
@@ -319,8 +330,3 @@ prints runtimetruth: error: ... and exits 1.`,
 	c.Flags().BoolVar(&asJSON, "json", false, "print a versioned JSON report (exit code unchanged)")
 	return c
 }
-
-// printable is s safe to print in human output: snapshot.Printable, every
-// character that is not graphic escaped as Go writes it in a rune literal
-// (\x1b, \n, \u2028; an invalid byte \xff), anything else unchanged.
-func printable(s string) string { return snapshot.Printable(s) }

@@ -1,12 +1,10 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -87,8 +85,8 @@ func newBaselineApproveCmd(bus *busFlags, by *string, author func() string) *cob
 			if _, err := diff.ParseSelectors(f.protect); err != nil {
 				return err
 			}
-			if f.digest != "" && !events.ValidDigest(f.digest) {
-				return fmt.Errorf("--digest %q: want sha256:<64 hex digits>", f.digest)
+			if err := checkDigestFlag(f.digest); err != nil {
+				return err
 			}
 			_, err := requiredIdentity(f.identity, f.issuer)
 			return err
@@ -110,7 +108,7 @@ func newBaselineApproveCmd(bus *busFlags, by *string, author func() string) *cob
 				return approveError(err)
 			}
 			if f.asJSON {
-				return writeApproveReport(c.OutOrStdout(), approvedReport(b))
+				return writeIndentedJSON(c.OutOrStdout(), approvedReport(b))
 			}
 			return printBaseline(c.OutOrStdout(), "APPROVED", b)
 		}),
@@ -156,7 +154,7 @@ func previewApproval(c *cobra.Command, s *baselineSession, f approveFlags) error
 		args = append(args, "--allow-unauthenticated")
 	}
 	if f.asJSON {
-		if err := writeApproveReport(c.OutOrStdout(), rep); err != nil {
+		if err := writeIndentedJSON(c.OutOrStdout(), rep); err != nil {
 			return err
 		}
 	} else if err := printPreview(c.OutOrStdout(), s.target, cand, rep, args); err != nil {
@@ -286,12 +284,6 @@ func changesFrom(before, after []byte) (*diff.Result, error) {
 	return diff.Compare(b, a)
 }
 
-func writeApproveReport(w io.Writer, r approveReport) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
-
 // printPreview prints what approve would adopt, every value escaped.
 func printPreview(w io.Writer, target events.Target, c *verifier.Candidate, r approveReport, approve []string) error {
 	var b strings.Builder
@@ -391,9 +383,7 @@ baseline. "baseline get" prints the baseline snapshot itself.`,
 					doc.Latest = append(doc.Latest, latestSnapshot{Host: o.Host, Digest: o.Digest, Key: o.SignedBy,
 						CollectedAt: o.Time, EvidenceID: o.EvidenceID, AtBaseline: o.AtBaseline})
 				}
-				enc := json.NewEncoder(c.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(doc)
+				return writeIndentedJSON(c.OutOrStdout(), doc)
 			}
 			return printShow(c.OutOrStdout(), s.target, cur, obs)
 		}),
@@ -434,9 +424,7 @@ func printShow(w io.Writer, target events.Target, cur *verifier.Baseline, obs []
 		if len(cur.Protect) > 0 {
 			fmt.Fprintf(&b, "  protect: %s\n", printable(strings.Join(cur.Protect, ", ")))
 		}
-		if id := cur.RequiredIdentity; id != nil {
-			fmt.Fprintf(&b, "  required_identity: %s (issuer %s)\n", printable(id.Identity), printable(id.Issuer))
-		}
+		writeRequiredIdentity(&b, cur.RequiredIdentity)
 	}
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return err
@@ -445,7 +433,7 @@ func printShow(w io.Writer, target events.Target, cur *verifier.Baseline, obs []
 		_, err := fmt.Fprintln(w, "no snapshot of it received")
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	tw := newTable(w)
 	_, _ = fmt.Fprintln(tw, "HOST\tLATEST DIGEST\tKEY\tCOLLECTED\tNOTE")
 	for _, o := range obs {
 		key, note := o.SignedBy, ""

@@ -18,6 +18,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/report"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/lifecycle"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
 )
@@ -54,14 +55,21 @@ func startApproveBusWith(t *testing.T, mode verifier.Enrollment) *approveBus {
 	cfg.Enrollment = string(mode)
 	v, err := verifier.New(cfg, verifier.Settings{Conn: nc})
 	require.NoError(t, err)
-	require.NoError(t, v.Start(t.Context()))
+	startComponent(t, v)
+	return &approveBus{url: url, js: js, ver: v, baselines: verifier.NewBaselines(js, ""), mode: mode,
+		signers: map[string]*events.Signer{}, keys: map[string]string{}}
+}
+
+// startComponent starts c, a service component, and shuts it down when
+// the test ends.
+func startComponent(t *testing.T, c lifecycle.Component) {
+	t.Helper()
+	require.NoError(t, c.Start(t.Context()))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		require.NoError(t, v.Shutdown(ctx))
+		require.NoError(t, c.Shutdown(ctx))
 	})
-	return &approveBus{url: url, js: js, ver: v, baselines: verifier.NewBaselines(js, ""), mode: mode,
-		signers: map[string]*events.Signer{}, keys: map[string]string{}}
 }
 
 // collected publishes s as collected on host (signed by host's key unless
@@ -101,9 +109,7 @@ func (b *approveBus) collected(t *testing.T, host string, s *snapshot.Snapshot) 
 
 func fixtureDigest(t *testing.T, name string) string {
 	t.Helper()
-	d, err := fixtureSnapshot(t, name).Digest()
-	require.NoError(t, err)
-	return d
+	return digestOf(t, fixtureSnapshot(t, name))
 }
 
 // noBaseline checks that target still has no baseline.
@@ -215,11 +221,7 @@ func TestBaselineApprove(t *testing.T) {
 
 	r = run(t, "baseline", "get", target.String(), "--nats", bus.url)
 	require.Equal(t, 0, r.code, r.stderr)
-	got, err := snapshot.Parse([]byte(r.stdout))
-	require.NoError(t, err)
-	d, err := got.Digest()
-	require.NoError(t, err)
-	assert.Equal(t, before, d)
+	assert.Equal(t, before, digestOf(t, parseSnapshot(t, []byte(r.stdout))))
 
 	r = run(t, "baseline", "approve", target.String(), "--nats", bus.url, "--host", "host-c", "--digest", before)
 	assert.Equal(t, 1, r.code)

@@ -84,9 +84,23 @@ func fixtureSnapshot(t *testing.T, name string) *snapshot.Snapshot {
 	t.Helper()
 	data, err := os.ReadFile(fixture(name))
 	require.NoError(t, err)
-	s, err := snapshot.Parse(data)
+	return parseSnapshot(t, data)
+}
+
+// parseSnapshot parses the snapshot document doc (a command's output).
+func parseSnapshot(t *testing.T, doc []byte) *snapshot.Snapshot {
+	t.Helper()
+	s, err := snapshot.Parse(doc)
 	require.NoError(t, err)
 	return s
+}
+
+// digestOf is the digest of s.
+func digestOf(t *testing.T, s *snapshot.Snapshot) string {
+	t.Helper()
+	d, err := s.Digest()
+	require.NoError(t, err)
+	return d
 }
 
 // baseline sign: the attestor signs the stored baseline; the command prints
@@ -95,10 +109,7 @@ func fixtureSnapshot(t *testing.T, name string) *snapshot.Snapshot {
 func TestBaselineSign(t *testing.T) {
 	bus := startSignBus(t)
 	target := fixtureTarget(t, "before.json")
-	digest, err := fixtureSnapshot(t, "before.json").Digest()
-	require.NoError(t, err)
-	otherDigest, err := fixtureSnapshot(t, "after.json").Digest()
-	require.NoError(t, err)
+	digest, otherDigest := fixtureDigest(t, "before.json"), fixtureDigest(t, "after.json")
 
 	r := run(t, "baseline", "put", fixture("before.json"), "--nats", bus.url, "--by", "reviewer")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -180,11 +191,7 @@ func TestBaselineSign(t *testing.T) {
 	t.Run("the other subcommands share the session", func(t *testing.T) {
 		r := run(t, "baseline", "get", target.String(), "--nats", bus.url)
 		require.Equal(t, 0, r.code, r.stderr)
-		got, err := snapshot.Parse([]byte(r.stdout))
-		require.NoError(t, err)
-		d, err := got.Digest()
-		require.NoError(t, err)
-		assert.Equal(t, digest, d)
+		assert.Equal(t, digest, digestOf(t, parseSnapshot(t, []byte(r.stdout))))
 		r = run(t, "baseline", "approve", "nocolon", "--nats", bus.url)
 		assert.Equal(t, 1, r.code)
 		assert.Contains(t, r.stderr, "invalid target")

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -255,8 +256,7 @@ func TestGitWalkthrough(t *testing.T) {
 	assert.NotContains(t, r.stdout, "SECRETTOKEN")
 	assert.NotContains(t, r.stdout, "deploy:")
 	require.NoError(t, os.WriteFile(baseline, []byte(r.stdout), 0o600))
-	s, err := snapshot.Parse([]byte(r.stdout))
-	require.NoError(t, err)
+	s := parseSnapshot(t, []byte(r.stdout))
 	assert.Equal(t, "git.repository", s.Target.Kind)
 
 	r = run(t, "verify", baseline, "--git", repo)
@@ -288,29 +288,15 @@ func TestInspectProcessOfChild(t *testing.T) {
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	pid := cmd.Process.Pid
 
-	r := run(t, "inspect", "process", itoa(pid))
+	r := run(t, "inspect", "process", strconv.Itoa(pid))
 	require.Equal(t, 0, r.code, r.stderr)
-	s, err := snapshot.Parse([]byte(r.stdout))
-	require.NoError(t, err)
+	s := parseSnapshot(t, []byte(r.stdout))
 	kinds := []string{}
 	for _, rec := range s.Evidence {
 		kinds = append(kinds, rec.Kind)
 	}
 	assert.Equal(t, []string{"linux.process", "linux.process_identity", "git.repository", "git.remotes"}, kinds)
 	baseline := writeFile(t, t.TempDir(), "p.json", r.stdout)
-	r = run(t, "verify", baseline, "--process", itoa(pid))
+	r = run(t, "verify", baseline, "--process", strconv.Itoa(pid))
 	assert.Equal(t, 0, r.code, r.stdout+r.stderr)
-}
-
-func itoa(n int) string { return strings.TrimSpace(strings.Repeat(" ", 0) + fmtInt(n)) }
-
-func fmtInt(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b []byte
-	for ; n > 0; n /= 10 {
-		b = append([]byte{byte('0' + n%10)}, b...)
-	}
-	return string(b)
 }

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -124,9 +123,7 @@ Exit codes: 0 an authentic reply with every target collected, 1 otherwise
 				cerr = rep.outcome()
 			}
 			if asJSON {
-				enc := json.NewEncoder(c.OutOrStdout())
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(rep); err != nil {
+				if err := writeIndentedJSON(c.OutOrStdout(), rep); err != nil {
 					return err
 				}
 			} else if rep.Accepted != nil {
@@ -275,7 +272,7 @@ func printCollectReply(w io.Writer, a *acceptedReply) error {
 	if rep.Error != "" {
 		return nil
 	}
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	tw := newTable(w)
 	_, _ = fmt.Fprintln(tw, "STATUS\tTARGET\tKIND\tDETAIL")
 	for _, r := range rep.Results {
 		detail := r.Error

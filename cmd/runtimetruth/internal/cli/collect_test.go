@@ -55,12 +55,7 @@ func startCollectBus(t *testing.T) *collectBus {
 	tel := telemetrytest.New(t)
 	col, err := collector.New(cfg, collector.Settings{Telemetry: tel.Providers})
 	require.NoError(t, err)
-	require.NoError(t, col.Start(t.Context()))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		require.NoError(t, col.Shutdown(ctx))
-	})
+	startComponent(t, col)
 	id, err := collector.LoadIdentity(cfg)
 	require.NoError(t, err)
 	r := run(t, "host", "approve", victim, "--key", id.KeyID(), "--nats", b.url)

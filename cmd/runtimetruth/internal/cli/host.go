@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
-	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
 )
@@ -51,9 +49,7 @@ changed each and when.`,
 				if recs == nil {
 					recs = []events.HostRecord{}
 				}
-				enc := json.NewEncoder(c.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(recs)
+				return writeIndentedJSON(c.OutOrStdout(), recs)
 			}
 			return printHosts(c.OutOrStdout(), recs)
 		}),
@@ -74,7 +70,7 @@ evidence. The host's other enrolled keys are revoked.`,
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(c.OutOrStdout(), "enrolled %s for host %s\n", k.Key, snapshot.Printable(args[0]))
+			_, err = fmt.Fprintf(c.OutOrStdout(), "enrolled %s for host %s\n", k.Key, printable(args[0]))
 			return err
 		}),
 	}
@@ -88,7 +84,7 @@ evidence. The host's other enrolled keys are revoked.`,
 			if err := h.Revoke(c.Context(), args[0], by); err != nil {
 				return err
 			}
-			_, err := fmt.Fprintf(c.OutOrStdout(), "revoked every key of host %s\n", snapshot.Printable(args[0]))
+			_, err := fmt.Fprintf(c.OutOrStdout(), "revoked every key of host %s\n", printable(args[0]))
 			return err
 		}),
 	}
@@ -100,7 +96,7 @@ evidence. The host's other enrolled keys are revoked.`,
 			if err := h.Rotate(c.Context(), args[0]); err != nil {
 				return err
 			}
-			_, err := fmt.Fprintf(c.OutOrStdout(), "host %s: its next new key waits for `runtimetruth host approve`\n", snapshot.Printable(args[0]))
+			_, err := fmt.Fprintf(c.OutOrStdout(), "host %s: its next new key waits for `runtimetruth host approve`\n", printable(args[0]))
 			return err
 		}),
 	}
@@ -152,13 +148,13 @@ func printHosts(w io.Writer, recs []events.HostRecord) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	_, _ = fmt.Fprintln(tw, "HOST\tSTATE\tKEY\tSINCE\tBY")
 	for _, r := range recs {
-		host := snapshot.Printable(r.Host)
+		host := printable(r.Host)
 		if r.Rotating {
 			host += " (rotating)"
 		}
 		for _, k := range r.Keys {
-			_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", host, k.State, snapshot.Printable(k.Key),
-				k.Changed.UTC().Format(time.RFC3339), snapshot.Printable(k.By))
+			_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", host, k.State, printable(k.Key),
+				k.Changed.UTC().Format(time.RFC3339), printable(k.By))
 		}
 	}
 	return tw.Flush()

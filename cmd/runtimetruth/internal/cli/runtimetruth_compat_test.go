@@ -25,7 +25,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot/snapshottest"
 )
 
@@ -453,8 +452,7 @@ func TestDifferenceExtensionKindsAreCompared(t *testing.T) {
 		kinds := func(args ...string) []string {
 			r := run(t, append([]string{"inspect", "git", repo}, args...)...)
 			require.Equal(t, 0, r.code, r.stderr)
-			s, err := snapshot.Parse([]byte(r.stdout))
-			require.NoError(t, err)
+			s := parseSnapshot(t, []byte(r.stdout))
 			var out []string
 			for _, rec := range s.Evidence {
 				out = append(out, rec.Kind)

@@ -8,7 +8,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -104,7 +103,7 @@ func rejectedByHost(ctx context.Context, js jetstream.JetStream, recs []verifier
 }
 
 func printStatus(w io.Writer, recs []verifier.VerdictRecord, rejected map[string]verifier.HostRejections) error {
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	tw := newTable(w)
 	_, _ = fmt.Fprintln(tw, "STATUS\tHOST\tTARGET\tWHEN\tLATEST DIGEST\tDETAIL")
 	for _, r := range recs {
 		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", statusWord(r.Verdict.Status), printable(r.Verdict.Host), printable(r.Verdict.Target.String()),
@@ -124,7 +123,7 @@ func printStatus(w io.Writer, recs []verifier.VerdictRecord, rejected map[string
 	}
 	slices.SortFunc(hosts, func(a, b verifier.HostRejections) int { return strings.Compare(a.Host, b.Host) })
 	_, _ = fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	tw = newTable(w)
 	_, _ = fmt.Fprintln(tw, "REFUSED\tHOST\tSINCE ITS LAST AUTHENTIC EVIDENCE\tLAST\tLAST REASON")
 	for _, h := range hosts {
 		n := fmt.Sprint(h.SinceAuthentic)

@@ -454,15 +454,26 @@ func (p *verdictPrinter) init() {
 	}
 }
 
+// decodeMsg is the payload of the event m carries; false when m carries no
+// event or no T.
+func decodeMsg[T events.Payload](m *nats.Msg) (T, bool) {
+	var zero T
+	ev, err := events.FromNATS(m.Header, m.Data)
+	if err != nil {
+		return zero, false
+	}
+	v, err := events.Decode[T](ev)
+	if err != nil {
+		return zero, false
+	}
+	return v, true
+}
+
 // handleFailure prints a collection.failed event of host and counts it as
 // its target's outcome, as a verdict would be.
 func (p *verdictPrinter) handleFailure(m *nats.Msg) {
-	ev, err := events.FromNATS(m.Header, m.Data)
-	if err != nil {
-		return
-	}
-	f, err := events.Decode[events.CollectionFailed](ev)
-	if err != nil || f.Host != p.host {
+	f, ok := decodeMsg[events.CollectionFailed](m)
+	if !ok || f.Host != p.host {
 		return
 	}
 	key := f.Collector // a target not known before it is read (a process)
@@ -494,12 +505,8 @@ func (p *verdictPrinter) sign(ctx context.Context, target events.Target, stamp, 
 }
 
 func (p *verdictPrinter) handle(m *nats.Msg) {
-	ev, err := events.FromNATS(m.Header, m.Data)
-	if err != nil {
-		return
-	}
-	v, err := events.Decode[events.Verdict](ev)
-	if err != nil || v.Host != p.host {
+	v, ok := decodeMsg[events.Verdict](m)
+	if !ok || v.Host != p.host {
 		return
 	}
 	p.mu.Lock()

@@ -64,12 +64,8 @@ func enrollSelf(ctx context.Context, js jetstream.JetStream, vcfg verifier.Confi
 // host it refused (not authentic: its reason) and counts it as its
 // target's outcome, as a verdict would be: the evidence changed nothing.
 func (p *verdictPrinter) handleRejected(m *nats.Msg) {
-	ev, err := events.FromNATS(m.Header, m.Data)
-	if err != nil {
-		return
-	}
-	r, err := events.Decode[events.EventRejected](ev)
-	if err != nil || r.Stream != topology.StreamEvidence ||
+	r, ok := decodeMsg[events.EventRejected](m)
+	if !ok || r.Stream != topology.StreamEvidence ||
 		!strings.HasPrefix(r.OriginalSubject, events.Prefix+".evidence."+events.Token(p.host)+".") || r.Envelope.Subject == "" {
 		return
 	}

@@ -17,9 +17,7 @@ import (
 func TestUpAndBusCommandsWithPassword(t *testing.T) {
 	url := natsbustest.RunUserPassword(t, "ops", "s3cret-ops")
 	password := natsbustest.WriteFile(t, "password", []byte("s3cret-ops\n"))
-	repo := gitRepo(t)
-	t.Chdir(repo)
-	t.Setenv("VIRTUAL_ENV", "")
+	repo := upWorkdir(t)
 	target := "git.repository:" + repo
 	bus := []string{"--nats", url, "--nats-user", "ops", "--nats-password-file", password}
 	up := append([]string{"up", "--data-dir", t.TempDir(), "--interval", "1s", "--no-codex", "--once"}, bus...)
@@ -55,9 +53,7 @@ func TestUpAndBusCommandsWithPassword(t *testing.T) {
 func TestUpAndBusCommandsWithMutualTLS(t *testing.T) {
 	p := natsbustest.NewPKI(t)
 	url := natsbustest.RunMutualTLS(t, p)
-	repo := gitRepo(t)
-	t.Chdir(repo)
-	t.Setenv("VIRTUAL_ENV", "")
+	repo := upWorkdir(t)
 	tls := []string{"--nats", url, "--nats-tls-ca", p.CA, "--nats-tls-cert", p.ClientCert, "--nats-tls-key", p.ClientKey}
 
 	r := run(t, append([]string{"up", "--data-dir", t.TempDir(), "--interval", "1s", "--no-codex", "--once", "--approve"}, tls...)...)
@@ -83,9 +79,7 @@ func TestUpCredentialFlagsNeedNATS(t *testing.T) {
 }
 
 func TestUpHintNamesTheDataDirectory(t *testing.T) {
-	repo := gitRepo(t)
-	t.Chdir(repo)
-	t.Setenv("VIRTUAL_ENV", "")
+	repo := upWorkdir(t)
 	data := t.TempDir()
 	r := run(t, "up", "--data-dir", data, "--interval", "1s", "--no-codex", "--once")
 	assert.Equal(t, 1, r.code, r.stdout+r.stderr)

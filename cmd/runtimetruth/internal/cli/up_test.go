@@ -16,10 +16,19 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 )
 
-func TestUpOnceApprovesThenDetectsDrift(t *testing.T) {
+// upWorkdir makes a git repository (gitRepo) the working directory, the
+// target up collects, outside any Python virtual environment, and returns
+// its path.
+func upWorkdir(t *testing.T) string {
+	t.Helper()
 	repo := gitRepo(t)
 	t.Chdir(repo)
 	t.Setenv("VIRTUAL_ENV", "")
+	return repo
+}
+
+func TestUpOnceApprovesThenDetectsDrift(t *testing.T) {
+	repo := upWorkdir(t)
 	data := t.TempDir()
 	args := []string{"up", "--data-dir", data, "--interval", "1s", "--no-codex", "--once"}
 
@@ -93,9 +102,7 @@ func verifyAuditLog(t *testing.T, path, checkpoints string) auditVerifyReport {
 }
 
 func TestUpFirstRunExplainsApproval(t *testing.T) {
-	repo := gitRepo(t)
-	t.Chdir(repo)
-	t.Setenv("VIRTUAL_ENV", "")
+	repo := upWorkdir(t)
 	r := run(t, "up", "--data-dir", t.TempDir(), "--interval", "1s", "--no-codex", "--once")
 	assert.Equal(t, 1, r.code, r.stdout+r.stderr)
 	assert.Contains(t, r.stdout, "NO BASELINE  git.repository:"+repo)
@@ -105,9 +112,7 @@ func TestUpFirstRunExplainsApproval(t *testing.T) {
 func TestBaselineAndStatusAgainstExternalNATS(t *testing.T) {
 	_, url := natstest.RunJetStream(t)
 	t.Setenv("RUNTIMETRUTH_NATS_URL", url)
-	repo := gitRepo(t)
-	t.Chdir(repo)
-	t.Setenv("VIRTUAL_ENV", "")
+	repo := upWorkdir(t)
 	target := "git.repository:" + repo
 
 	data := t.TempDir() // one machine: one signing key, pinned by its first up
@@ -159,9 +164,7 @@ func TestBaselineAndStatusAgainstExternalNATS(t *testing.T) {
 }
 
 func TestUpSignsWhatItApproves(t *testing.T) {
-	repo := gitRepo(t)
-	t.Chdir(repo)
-	t.Setenv("VIRTUAL_ENV", "")
+	repo := upWorkdir(t)
 	dir := t.TempDir()
 	key, err := attestation.GenerateKey()
 	require.NoError(t, err)

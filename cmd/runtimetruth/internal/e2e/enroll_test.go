@@ -3,10 +3,14 @@ package e2e_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runtimetruth/runtimetruth/pkg/platform/lifecycle"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/collector"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
@@ -26,4 +30,26 @@ func enroll(ctx context.Context, t *testing.T, js jetstream.JetStream, cfg colle
 	require.NoError(t, err)
 	_, err = verifier.NewHosts(kv, verifier.EnrollManual).Approve(ctx, cfg.Host, id.KeyID(), "e2e")
 	require.NoError(t, err)
+}
+
+// startEnrolled starts comps in order, then col, the collector of ccfg,
+// once its key is enrolled (over the bus at url): its evidence is
+// authentic from the first. Each is shut down when the test ends, in
+// reverse order.
+func startEnrolled(ctx context.Context, t *testing.T, url string, ccfg collector.Config, col lifecycle.Component, comps ...lifecycle.Component) {
+	t.Helper()
+	start := func(c lifecycle.Component) {
+		require.NoError(t, c.Start(ctx))
+		t.Cleanup(func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			assert.NoError(t, c.Shutdown(sctx))
+		})
+	}
+	for _, c := range comps {
+		start(c)
+	}
+	_, js := natstest.Connect(t, url)
+	enroll(ctx, t, js, ccfg)
+	start(col)
 }

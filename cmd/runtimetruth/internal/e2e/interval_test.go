@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -198,22 +197,7 @@ func TestDriftWithinOneInterval(t *testing.T) {
 	ccfg.Targets = []collector.TargetConfig{{Name: "repo", Kind: collector.KindGit, Path: repo, Interval: interval}}
 	col, err := collector.New(ccfg, collector.Settings{Conn: nc})
 	require.NoError(t, err)
-	type component interface {
-		Start(context.Context) error
-		Shutdown(context.Context) error
-	}
-	for _, c := range []component{ver, col} {
-		if c == col {
-			_, js := natstest.Connect(t, url)
-			enroll(ctx, t, js, ccfg)
-		}
-		require.NoError(t, c.Start(ctx))
-		t.Cleanup(func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			assert.NoError(t, c.Shutdown(sctx))
-		})
-	}
+	startEnrolled(ctx, t, url, ccfg, col, ver)
 
 	// 1. The first collection (at start): no baseline, an error verdict.
 	first, _ := w.await(t, "error verdict", 0, within, isStatus(events.StatusError))

@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -148,22 +147,7 @@ func startPipeline(t *testing.T, p telemetry.Providers, repo string) *pipeline {
 	require.NoError(t, err)
 	pl.col = col
 
-	type component interface {
-		Start(context.Context) error
-		Shutdown(context.Context) error
-	}
-	for _, c := range []component{aud, ver, att, col} {
-		if c == col {
-			_, js := natstest.Connect(t, url)
-			enroll(ctx, t, js, ccfg)
-		}
-		require.NoError(t, c.Start(ctx))
-		t.Cleanup(func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			assert.NoError(t, c.Shutdown(sctx))
-		})
-	}
+	startEnrolled(ctx, t, url, ccfg, col, aud, ver, att)
 	return pl
 }
 
