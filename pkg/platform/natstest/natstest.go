@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"path/filepath"
@@ -290,23 +291,119 @@ func WaitConverged(ctx context.Context, tb testing.TB, js jetstream.JetStream, s
 	})
 }
 
+// ForgetWindow is the duplicate window ForgetMessageIDs leaves a stream
+// with.
+const ForgetWindow = 100 * time.Millisecond
+
+// forgetTimeout bounds how long ForgetMessageIDs waits for the server to
+// forget.
+const forgetTimeout = 30 * time.Second
+
+// probeLastMsgID is the Nats-Expected-Last-Msg-Id of ForgetMessageIDs'
+// probes: no message has it, so the server refuses every probe it does not
+// drop as a duplicate.
+const probeLastMsgID = "natstest: no message has this id"
+
 // ForgetMessageIDs makes a stream forget the message ids it has seen, as
 // it does after its duplicate window and, for an interest stream's
-// consumed messages, after a restart: the window shrinks to 100 ms and the
-// call waits it out. A server may still hold an id a little longer under
-// load; a publish that must be stored checks its acknowledgement.
-func ForgetMessageIDs(ctx context.Context, tb testing.TB, js jetstream.JetStream, stream string) {
+// consumed messages, after a restart: it shrinks the window to
+// ForgetWindow and returns once the server holds neither the id of any
+// message the stream stores nor any of ids (give those of messages the
+// stream may no longer store). On one server, not a cluster.
+//
+// The server forgets on a timer (stream.go purgeMsgIds), which a change
+// of the window fires at once; but it fires that timer before it stores
+// the new window (updateWithAdvisory), so the purge can still run with the
+// old window and keep the ids that long (2 minutes for the topology's
+// streams). So each round changes the window again, between two short
+// ones, until the server confirms: a probe is an empty message on a
+// subject of the stream with the id and a Nats-Expected-Last-Msg-Id no
+// message has, which the server drops as a duplicate while it holds the
+// id (it checks that first) and refuses otherwise. A probe is never
+// stored, so no consumer sees it; a core subscriber of its subject
+// (the stream's first subject, wildcards replaced by _natstest) would.
+func ForgetMessageIDs(ctx context.Context, tb testing.TB, js jetstream.JetStream, stream string, ids ...string) {
 	tb.Helper()
 	s, err := js.Stream(ctx, stream)
 	if err != nil {
 		tb.Fatalf("natstest: stream %s: %v", stream, err)
 	}
 	cfg := s.CachedInfo().Config
-	cfg.Duplicates = 100 * time.Millisecond
-	if _, err := js.UpdateStream(ctx, cfg); err != nil {
-		tb.Fatalf("natstest: update stream %s: %v", stream, err)
+	held := map[string]bool{}
+	for _, id := range ids {
+		held[id] = true
 	}
-	time.Sleep(300 * time.Millisecond)
+	for _, m := range Stored(ctx, tb, js, stream) {
+		if id := m.Header.Get(jetstream.MsgIDHeader); id != "" {
+			held[id] = true
+		}
+	}
+	subject := probeSubject(cfg)
+	windows := [2]time.Duration{ForgetWindow, ForgetWindow + time.Millisecond}
+	round := 0
+	CheckFor(tb, forgetTimeout, ForgetWindow, func() error {
+		cfg.Duplicates = windows[round%2]
+		round++
+		if _, err := js.UpdateStream(ctx, cfg); err != nil {
+			return fmt.Errorf("update stream %s: %w", stream, err)
+		}
+		for id := range held {
+			forgotten, err := forgot(ctx, js, subject, id)
+			if err != nil {
+				return fmt.Errorf("stream %s, probe of %s: %w", stream, id, err)
+			}
+			if forgotten {
+				delete(held, id)
+			}
+		}
+		if len(held) > 0 {
+			return fmt.Errorf("stream %s still holds %d message ids, %v", stream, len(held), slices.Sorted(maps.Keys(held)))
+		}
+		return nil
+	})
+	if cfg.Duplicates != ForgetWindow {
+		cfg.Duplicates = ForgetWindow
+		if _, err := js.UpdateStream(ctx, cfg); err != nil {
+			tb.Fatalf("natstest: update stream %s: %v", stream, err)
+		}
+	}
+}
+
+// forgot probes whether the server has forgotten id: a publish it drops
+// as a duplicate says it holds id, and the refusal of a publish whose
+// expected last message id no message has says it does not.
+func forgot(ctx context.Context, js jetstream.JetStream, subject, id string) (bool, error) {
+	ack, err := js.PublishMsg(ctx, nats.NewMsg(subject), jetstream.WithMsgID(id), jetstream.WithExpectLastMsgID(probeLastMsgID))
+	var api *jetstream.APIError
+	switch {
+	case errors.As(err, &api) && api.ErrorCode == codeWrongLastMsgID:
+		return true, nil
+	case err != nil:
+		return false, err
+	case !ack.Duplicate:
+		return false, fmt.Errorf("probe stored as message %d", ack.Sequence)
+	}
+	return false, nil
+}
+
+// codeWrongLastMsgID is the JetStream API error code of a publish whose
+// Nats-Expected-Last-Msg-Id is not the stream's last (nats-server
+// errors.json, JSStreamWrongLastMsgIDErrF); nats.go names no constant.
+const codeWrongLastMsgID jetstream.ErrorCode = 10070
+
+// probeSubject is a subject the stream takes: its first subject with each
+// wildcard token replaced by _natstest (its name when it has none).
+func probeSubject(cfg jetstream.StreamConfig) string {
+	if len(cfg.Subjects) == 0 {
+		return cfg.Name
+	}
+	tokens := strings.Split(cfg.Subjects[0], ".")
+	for i, t := range tokens {
+		if t == "*" || t == ">" {
+			tokens[i] = "_natstest"
+		}
+	}
+	return strings.Join(tokens, ".")
 }
 
 // Stored returns every message stored in a stream, in stream order
