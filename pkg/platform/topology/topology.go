@@ -22,9 +22,12 @@
 // 75% of the free disk when it starts), so the defaults stay small enough
 // for a laptop; a fleet deployment raises them on the returned Topology.
 //
-// Consumers are durable pull consumers with explicit acks; they are
-// created with the streams, so an interest stream never sees a message
-// without interest:
+// Consumers are durable pull consumers with explicit acks. An interest
+// stream acknowledges, and drops, a message no consumer is interested in,
+// so Ensure gives a stream it creates interest retention only once its
+// consumers exist (it starts as a limits stream, storing what it takes):
+// a publisher retrying while the topology is first made never sees its
+// event acknowledged and lost. The consumers:
 //
 //	stream     consumer  filter           max deliver  max ack pending
 //	EVIDENCE   verifier  rt.evidence.>    10           256
@@ -318,12 +321,23 @@ func (t Topology) StreamNames() []string {
 // updates the others to the definitions; running it again, or from several
 // services at once, changes nothing. A definition the server cannot apply to
 // an existing one (a different storage type, say) is an error naming it.
+//
+// An interest stream it creates is created with limits retention, then
+// its consumers, and only then is it given interest retention: in
+// between, an interest stream would acknowledge and drop what no consumer
+// wants yet (nats-server's processJetStreamMsg skips a message without
+// interest). Every Ensure sets interest retention after ensuring the
+// consumers, so several at once leave no such gap either.
 func (t Topology) Ensure(ctx context.Context, js jetstream.JetStream) error {
 	for _, cfg := range t.Streams {
-		if err := ensureCall(ctx, func(ctx context.Context) error {
+		ensure := func(ctx context.Context) error {
 			_, err := js.CreateOrUpdateStream(ctx, cfg)
 			return err
-		}); err != nil {
+		}
+		if cfg.Retention == jetstream.InterestPolicy {
+			ensure = func(ctx context.Context) error { return createAsLimits(ctx, js, cfg) }
+		}
+		if err := ensureCall(ctx, ensure); err != nil {
 			return fmt.Errorf("ensure stream %s: %w", cfg.Name, err)
 		}
 	}
@@ -335,6 +349,17 @@ func (t Topology) Ensure(ctx context.Context, js jetstream.JetStream) error {
 			return fmt.Errorf("ensure consumer %s on %s: %w", c.Config.Durable, c.Stream, err)
 		}
 	}
+	for _, cfg := range t.Streams {
+		if cfg.Retention != jetstream.InterestPolicy {
+			continue
+		}
+		if err := ensureCall(ctx, func(ctx context.Context) error {
+			_, err := js.CreateOrUpdateStream(ctx, cfg)
+			return err
+		}); err != nil {
+			return fmt.Errorf("ensure stream %s: %w", cfg.Name, err)
+		}
+	}
 	for _, cfg := range t.Buckets {
 		if err := ensureCall(ctx, func(ctx context.Context) error {
 			_, err := js.CreateOrUpdateKeyValue(ctx, cfg)
@@ -344,6 +369,22 @@ func (t Topology) Ensure(ctx context.Context, js jetstream.JetStream) error {
 		}
 	}
 	return nil
+}
+
+// createAsLimits creates stream cfg, when it is missing, with limits
+// retention (Ensure gives it cfg's once its consumers exist); a stream
+// that exists is left as it is.
+func createAsLimits(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) error {
+	_, err := js.Stream(ctx, cfg.Name)
+	if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return err
+	}
+	cfg.Retention = jetstream.LimitsPolicy
+	_, err = js.CreateStream(ctx, cfg)
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		return nil // made meanwhile by another Ensure, which finishes it as this one does
+	}
+	return err
 }
 
 // ensureAttempt bounds one JetStream API call of Ensure: a request a
