@@ -21,9 +21,9 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/attestation"
 	"github.com/runtimetruth/runtimetruth/pkg/attestation/attestationtest"
-	"github.com/runtimetruth/runtimetruth/pkg/evidence/canonjson"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/statement"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/statement/statementtest"
 )
 
 const (
@@ -233,16 +233,7 @@ func TestKeylessStatementMutationsFailAfterTheSignature(t *testing.T) {
 	digest, stmt := baseline(t, "before.json")
 	vs := attestationtest.NewVirtual(t)
 	v := keylessVerifier(t, vs, identity, issuer)
-	edit := func(f func(m map[string]any)) []byte {
-		var m map[string]any
-		require.NoError(t, json.Unmarshal(stmt, &m))
-		f(m)
-		raw, err := json.Marshal(m)
-		require.NoError(t, err)
-		out, err := canonjson.Transform(raw)
-		require.NoError(t, err)
-		return out
-	}
+	edit := func(f func(m map[string]any)) []byte { return statementtest.Mutate(t, stmt, f) }
 	pred := func(m map[string]any) map[string]any { return m["predicate"].(map[string]any) }
 	subj := func(m map[string]any) map[string]any { return m["subject"].([]any)[0].(map[string]any) }
 	cases := map[string][]byte{

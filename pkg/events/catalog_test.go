@@ -124,10 +124,7 @@ func TestGoldenWire(t *testing.T) {
 			continue // read, never written
 		}
 		t.Run(s.Type, func(t *testing.T) {
-			p := fx[s.Golden()]
-			m, _, err := events.NewMsg(fixtureSource, p,
-				events.WithID(fixtureID), events.WithTime(fixtureTime), events.WithTraceContext(fixtureTraceparent, "rt=1"))
-			require.NoError(t, err)
+			m := tracedMsg(t, fx[s.Golden()])
 			var b strings.Builder
 			b.WriteString("subject: " + m.Subject + "\n")
 			keys := make([]string, 0, len(m.Header))

@@ -129,9 +129,7 @@ func TestFromNATSIsReference(t *testing.T) {
 // event or the same error.
 func FuzzFromNATSIsReference(f *testing.F) {
 	for _, p := range fixtures(f) {
-		m, _, err := events.NewMsg(fixtureSource, p, events.WithID(fixtureID), events.WithTime(fixtureTime),
-			events.WithTraceContext(fixtureTraceparent, "rt=1"))
-		require.NoError(f, err)
+		m := tracedMsg(f, p)
 		f.Add(headerBlock(m.Header), m.Data)
 	}
 	f.Fuzz(func(t *testing.T, block string, data []byte) {

@@ -4,7 +4,6 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
-	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -30,24 +29,9 @@ func TestEnvelopeRoundTrip(t *testing.T) {
 	assert.Equal(t, signer.KeyID(), id)
 	assert.Equal(t, payload, got)
 
-	var raw struct {
-		PayloadType string `json:"payloadType"`
-		Payload     string `json:"payload"`
-		Signatures  []struct {
-			KeyID string `json:"keyid"`
-			Sig   string `json:"sig"`
-		} `json:"signatures"`
-	}
-	require.NoError(t, json.Unmarshal(env, &raw))
-	assert.Equal(t, testPayloadType, raw.PayloadType)
-	require.Len(t, raw.Signatures, 1)
-	assert.Equal(t, events.KeyID(pub), raw.Signatures[0].KeyID)
-	body, err := base64.StdEncoding.DecodeString(raw.Payload)
-	require.NoError(t, err)
-	sig, err := base64.StdEncoding.DecodeString(raw.Signatures[0].Sig)
-	require.NoError(t, err)
-	pae := "DSSEv1 " + strconv.Itoa(len(testPayloadType)) + " " + testPayloadType + " " + strconv.Itoa(len(body)) + " " + string(body)
-	assert.True(t, ed25519.Verify(pub, []byte(pae), sig))
+	payloadType, keyID, _ := openByHand(t, env, pub)
+	assert.Equal(t, testPayloadType, payloadType)
+	assert.Equal(t, events.KeyID(pub), keyID)
 }
 
 // TestSignEnvelopeRefusesClaims: the generic signer never signs the event
@@ -100,13 +84,7 @@ func TestOpenEnvelopeRefusals(t *testing.T) {
 		{name: "a key that is not the key it names", data: good, keys: func(string) (ed25519.PublicKey, error) { return otherPub, nil }, want: events.ErrBadSignature, says: "not the key it names"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := events.OpenEnvelope(tc.data, testPayloadType, func(id string) (ed25519.PublicKey, error) {
-				k, err := tc.keys(id)
-				if err != nil {
-					return nil, errUnknownKey
-				}
-				return k, nil
-			})
+			_, _, err := events.OpenEnvelope(tc.data, testPayloadType, tc.keys)
 			require.ErrorIs(t, err, tc.want)
 			if tc.says != "" {
 				assert.Contains(t, err.Error(), tc.says)
@@ -119,12 +97,9 @@ func TestOpenEnvelopeRefusals(t *testing.T) {
 // another payload type, nor another type's envelope as an event's
 // signature.
 func TestEnvelopeTypesDoNotCross(t *testing.T) {
-	signer, pub := testSigner(t)
-	ev := fixtures(t)["evidence.collected.v1.golden.json"].(events.EvidenceCollected)
-	_, e, err := events.NewMsg(events.Source("collector", ev.Host), ev, events.WithSigner(signer))
-	require.NoError(t, err)
+	signer, pub, ev, _, e := signedEvidence(t)
 	claim := e.Extensions()[events.ExtSignature].(string)
-	_, _, err = events.OpenEnvelope([]byte(claim), testPayloadType, keys(pub))
+	_, _, err := events.OpenEnvelope([]byte(claim), testPayloadType, keys(pub))
 	require.ErrorIs(t, err, events.ErrBadSignature)
 
 	env, err := signer.SignEnvelope(testPayloadType, []byte(`{}`))

@@ -313,34 +313,38 @@ func (r received) Subject() string      { return r.m.Subject }
 func (r received) Headers() nats.Header { return r.m.Header }
 func (r received) Data() []byte         { return r.m.Data }
 
-// withDigest returns doc (evidence.collected data) with the digest of its
-// snapshot, or nil when the snapshot does not parse.
-func withDigest(tb testing.TB, doc []byte) []byte {
+// digestAndSnapshot reads the digest and the snapshot, as written, of doc
+// (evidence.collected data).
+func digestAndSnapshot(tb testing.TB, doc []byte) (string, json.RawMessage) {
 	tb.Helper()
 	var p struct {
 		Digest   string          `json:"digest"`
 		Snapshot json.RawMessage `json:"snapshot"`
 	}
 	require.NoError(tb, json.Unmarshal(doc, &p))
-	s, err := snapshot.Parse(p.Snapshot)
+	return p.Digest, p.Snapshot
+}
+
+// withDigest returns doc (evidence.collected data) with the digest of its
+// snapshot, or nil when the snapshot does not parse.
+func withDigest(tb testing.TB, doc []byte) []byte {
+	tb.Helper()
+	digest, raw := digestAndSnapshot(tb, doc)
+	s, err := snapshot.Parse(raw)
 	if err != nil {
 		return nil
 	}
 	d, err := s.Digest()
 	require.NoError(tb, err)
-	return bytes.Replace(doc, []byte(p.Digest), []byte(d), 1)
+	return bytes.Replace(doc, []byte(digest), []byte(d), 1)
 }
 
 // withRawDigest returns doc with the digest of its snapshot as written.
 func withRawDigest(tb testing.TB, doc []byte) []byte {
 	tb.Helper()
-	var p struct {
-		Digest   string          `json:"digest"`
-		Snapshot json.RawMessage `json:"snapshot"`
-	}
-	require.NoError(tb, json.Unmarshal(doc, &p))
-	sum := sha256.Sum256(p.Snapshot)
-	return bytes.Replace(doc, []byte(p.Digest), []byte("sha256:"+hex.EncodeToString(sum[:])), 1)
+	digest, raw := digestAndSnapshot(tb, doc)
+	sum := sha256.Sum256(raw)
+	return bytes.Replace(doc, []byte(digest), []byte("sha256:"+hex.EncodeToString(sum[:])), 1)
 }
 
 // canonicalVariants returns evidence.collected data whose snapshot is

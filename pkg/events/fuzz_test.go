@@ -30,15 +30,22 @@ func headerBlock(h nats.Header) string {
 	return b.String()
 }
 
+// tracedMsg is p's message with the fixed id, time and trace context.
+func tracedMsg(tb testing.TB, p events.Payload) *nats.Msg {
+	tb.Helper()
+	m, _, err := events.NewMsg(fixtureSource, p, events.WithID(fixtureID), events.WithTime(fixtureTime),
+		events.WithTraceContext(fixtureTraceparent, "rt=1"))
+	require.NoError(tb, err)
+	return m
+}
+
 // FuzzFromNATS feeds arbitrary header blocks and data to the decoder. It
 // must never panic, and an accepted event must re-encode to headers that
 // decode to the same event and re-encode identically; an accepted payload
 // must build the same event again through New.
 func FuzzFromNATS(f *testing.F) {
 	for _, p := range fixtures(f) {
-		m, _, err := events.NewMsg(fixtureSource, p, events.WithID(fixtureID), events.WithTime(fixtureTime),
-			events.WithTraceContext(fixtureTraceparent, "rt=1"))
-		require.NoError(f, err)
+		m := tracedMsg(f, p)
 		f.Add(headerBlock(m.Header), m.Data)
 		h := cloneHeader(m.Header)
 		h["ce-subject"] = []string{`"quoted value"`}

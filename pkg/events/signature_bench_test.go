@@ -17,19 +17,8 @@ import (
 func BenchmarkSignature(b *testing.B) {
 	p := fixtures(b)["evidence.collected.v1.golden.json"]
 	signer, pub := testSigner(b)
-	for _, tc := range []struct {
-		name string
-		opts []events.Option
-	}{{"new-msg-unsigned", nil}, {"new-msg-signed", []events.Option{events.WithSigner(signer)}}} {
-		b.Run(tc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, _, err := events.NewMsg(fixtureSource, p, tc.opts...); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+	benchNewMsg(b, "new-msg-unsigned", p)
+	benchNewMsg(b, "new-msg-signed", p, events.WithSigner(signer))
 	m, _, err := events.NewMsg(fixtureSource, p, events.WithSigner(signer))
 	require.NoError(b, err)
 	e, err := events.FromNATS(m.Header, m.Data)

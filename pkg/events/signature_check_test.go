@@ -19,10 +19,7 @@ import (
 // even with a valid signature, and anything else is VerifySignature's
 // result.
 func TestReadSignature(t *testing.T) {
-	signer, pub := testSigner(t)
-	ev := fixtures(t)["evidence.collected.v1.golden.json"].(events.EvidenceCollected)
-	m, _, err := events.NewMsg(events.Source("collector", ev.Host), ev, events.WithSigner(signer))
-	require.NoError(t, err)
+	signer, pub, ev, m, _ := signedEvidence(t)
 	e, err := events.FromNATS(m.Header, m.Data)
 	require.NoError(t, err)
 

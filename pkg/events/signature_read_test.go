@@ -15,10 +15,7 @@ import (
 // signedEnvelope is the envelope and claim a Signer writes for an event.
 func signedEnvelope(t testing.TB) (string, []byte) {
 	t.Helper()
-	signer, _ := testSigner(t)
-	ev := fixtures(t)["evidence.collected.v1.golden.json"].(events.EvidenceCollected)
-	_, e, err := events.NewMsg(events.Source("collector", ev.Host), ev, events.WithSigner(signer))
-	require.NoError(t, err)
+	_, _, _, _, e := signedEvidence(t)
 	env := e.Extensions()[events.ExtSignature].(string)
 	var raw struct {
 		Payload []byte `json:"payload"`

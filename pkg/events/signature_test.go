@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -28,7 +29,20 @@ func testSigner(t testing.TB) (*events.Signer, ed25519.PublicKey) {
 	return events.NewSigner(priv, func() (uint64, error) { return seq.Add(1), nil }), pub
 }
 
-// keys looks keys up by id, as a host registry does.
+// signedEvidence is the golden evidence.collected payload signed by a
+// fresh testSigner: the signer and its key, the payload, and the message
+// and event NewMsg made of it.
+func signedEvidence(tb testing.TB) (*events.Signer, ed25519.PublicKey, events.EvidenceCollected, *nats.Msg, event.Event) {
+	tb.Helper()
+	signer, pub := testSigner(tb)
+	ev := fixtures(tb)["evidence.collected.v1.golden.json"].(events.EvidenceCollected)
+	m, e, err := events.NewMsg(events.Source("collector", ev.Host), ev, events.WithSigner(signer))
+	require.NoError(tb, err)
+	return signer, pub, ev, m, e
+}
+
+// keys looks keys up by id, as a host registry does: a key not among
+// pubs is errUnknownKey.
 func keys(pubs ...ed25519.PublicKey) func(string) (ed25519.PublicKey, error) {
 	return func(id string) (ed25519.PublicKey, error) {
 		for _, p := range pubs {
@@ -36,9 +50,12 @@ func keys(pubs ...ed25519.PublicKey) func(string) (ed25519.PublicKey, error) {
 				return p, nil
 			}
 		}
-		return nil, errors.New("unknown key")
+		return nil, errUnknownKey
 	}
 }
+
+// errUnknownKey is the error of a key lookup that finds no key.
+var errUnknownKey = errors.New("unknown key")
 
 // header and setHeader read and write the envelope's header, which the
 // codec percent-encodes ('"' as %22; the envelope holds no other such
@@ -49,6 +66,31 @@ func header(m *nats.Msg) string {
 
 func setHeader(m *nats.Msg, v string) {
 	m.Header.Set("ce-"+events.ExtSignature, strings.ReplaceAll(v, `"`, "%22"))
+}
+
+// openByHand reads the DSSE envelope env as another implementation would,
+// with encoding/json, encoding/base64 and crypto/ed25519 alone: its one
+// signature must verify by pub over the PAE of the payload as carried.
+// It returns the envelope's payload type, key id and payload.
+func openByHand(t *testing.T, env []byte, pub ed25519.PublicKey) (payloadType, keyID string, payload []byte) {
+	t.Helper()
+	var raw struct {
+		PayloadType string `json:"payloadType"`
+		Payload     string `json:"payload"`
+		Signatures  []struct {
+			KeyID string `json:"keyid"`
+			Sig   string `json:"sig"`
+		} `json:"signatures"`
+	}
+	require.NoError(t, json.Unmarshal(env, &raw))
+	require.Len(t, raw.Signatures, 1)
+	payload, err := base64.StdEncoding.DecodeString(raw.Payload)
+	require.NoError(t, err)
+	sig, err := base64.StdEncoding.DecodeString(raw.Signatures[0].Sig)
+	require.NoError(t, err)
+	pae := fmt.Sprintf("DSSEv1 %d %s %d %s", len(raw.PayloadType), raw.PayloadType, len(payload), payload)
+	assert.True(t, ed25519.Verify(pub, []byte(pae), sig))
+	return raw.PayloadType, raw.Signatures[0].KeyID, payload
 }
 
 // readSigned decodes a message and verifies its signature.
@@ -89,22 +131,8 @@ func TestSignatureRoundTrip(t *testing.T) {
 		assert.Equal(t, p.Type(), sig.Claim.Type)
 
 		// By hand, from the header: the documented bytes.
-		var env struct {
-			PayloadType string `json:"payloadType"`
-			Payload     string `json:"payload"`
-			Signatures  []struct {
-				KeyID string `json:"keyid"`
-				Sig   string `json:"sig"`
-			} `json:"signatures"`
-		}
-		require.NoError(t, json.Unmarshal([]byte(header(m)), &env))
-		claim, err := base64.StdEncoding.DecodeString(env.Payload)
-		require.NoError(t, err)
-		raw, err := base64.StdEncoding.DecodeString(env.Signatures[0].Sig)
-		require.NoError(t, err)
-		pae := fmt.Sprintf("DSSEv1 %d %s %d %s", len(env.PayloadType), env.PayloadType, len(claim), claim)
-		assert.True(t, ed25519.Verify(pub, []byte(pae), raw))
-		assert.Equal(t, "application/vnd.runtimetruth.claim.v1+json", env.PayloadType)
+		payloadType, _, claim := openByHand(t, []byte(header(m)), pub)
+		assert.Equal(t, "application/vnd.runtimetruth.claim.v1+json", payloadType)
 		assert.Contains(t, string(claim), `"host":"`)
 		assert.Contains(t, string(claim), fmt.Sprintf(`"seq":%d`, i+1))
 	}
@@ -181,13 +209,7 @@ func TestSignatureRefusals(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := readSigned(t, tc.msg(t), func(id string) (ed25519.PublicKey, error) {
-				k, err := tc.keys(id)
-				if err != nil {
-					return nil, errUnknownKey
-				}
-				return k, nil
-			})
+			_, err := readSigned(t, tc.msg(t), tc.keys)
 			require.ErrorIs(t, err, tc.want)
 			if tc.says != "" {
 				assert.Contains(t, err.Error(), tc.says+" differs")
@@ -196,15 +218,10 @@ func TestSignatureRefusals(t *testing.T) {
 	}
 }
 
-var errUnknownKey = errors.New("unknown key")
-
 // TestSignatureHeaderIsChecked: the codec carries the envelope as printable
 // ASCII of at most MaxSignatureSize bytes, on both of its read paths.
 func TestSignatureHeaderIsChecked(t *testing.T) {
-	signer, _ := testSigner(t)
-	ev := fixtures(t)["evidence.collected.v1.golden.json"].(events.EvidenceCollected)
-	m, want, err := events.NewMsg(events.Source("collector", ev.Host), ev, events.WithSigner(signer))
-	require.NoError(t, err)
+	_, _, _, m, want := signedEvidence(t)
 	got, err := events.FromNATS(m.Header, m.Data)
 	require.NoError(t, err)
 	assert.Equal(t, want.Extensions()[events.ExtSignature], got.Extensions()[events.ExtSignature])
@@ -224,10 +241,7 @@ func TestSignatureHeaderIsChecked(t *testing.T) {
 // error or a signature, never panics, and accepts nothing but what the
 // key signed.
 func FuzzVerifySignature(f *testing.F) {
-	signer, pub := testSigner(f)
-	ev := fixtures(f)["evidence.collected.v1.golden.json"].(events.EvidenceCollected)
-	_, e, err := events.NewMsg(events.Source("collector", ev.Host), ev, events.WithSigner(signer))
-	require.NoError(f, err)
+	signer, pub, ev, _, e := signedEvidence(f)
 	good := e.Extensions()[events.ExtSignature].(string)
 	f.Add(good)
 	f.Add(`{"payloadType":"application/vnd.runtimetruth.claim.v1+json","payload":"e30=","signatures":[{"keyid":"k","sig":""}]}`)

@@ -30,9 +30,7 @@ func TestShutdownWithoutStart(t *testing.T) {
 
 func TestLifecycleOneMessage(t *testing.T) {
 	e := newEnv(t, 30*time.Second)
-	a := start(t, e.config())
-	n := e.publish(t, 0, 1)
-	waitLinks(t, a, n)
+	a, _ := e.startAndPublish(t, e.config(), 0, 0, 1)
 	stop(t, a)
 	require.NoError(t, a.Shutdown(context.Background()), "twice")
 	recs := readLog(t, e.config().JSONL.Path)
@@ -78,10 +76,7 @@ func TestEveryEventOnceInStreamOrder(t *testing.T) {
 	}
 
 	// A restart resumes from the log's heads.
-	a = start(t, cfg)
-	m := e.publish(t, 400, 100)
-	waitLinks(t, a, n+m)
-	stop(t, a)
+	e.runOver(t, cfg, n, 400, 100)
 	exactlyOnce(t, readLog(t, cfg.JSONL.Path), e.stored(t))
 }
 
@@ -100,47 +95,21 @@ func TestCrashMidBatchThenRestart(t *testing.T) {
 				cfg.JSONL.Path = ""
 				cfg.ClickHouse.DSN = auditortest.ClickHouseDSN(t)
 			}
-			var slow *faultySink
-			a := start(t, cfg, func(a *auditor.Auditor) {
-				a.WrapSinks(func(s auditor.Sink) auditor.Sink { slow = &faultySink{Sink: s}; return slow })
-			})
+			a, slow := startFaulty(t, cfg, "")
 			n := e.publish(t, 0, 200)
 			waitLinks(t, a, n)
 			// From now on the sink stores a batch but the auditor never
 			// returns from the write: killed after the write, before the
 			// acknowledgement.
-			slow.mu.Lock()
-			base := slow.writes
-			slow.mu.Unlock()
-			slow.storeThenHang.Store(true)
+			base := slow.hangAfterStoring()
 			m := e.publish(t, 200, 300)
-			natstest.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-				slow.mu.Lock()
-				defer slow.mu.Unlock()
-				if slow.writes < base+3 { // a hung write in three streams at least
-					return assert.AnError
-				}
-				return nil
-			})
+			slow.waitWrites(t, 10*time.Second, base+3) // a hung write in three streams at least
 			a.Abort()
 
-			b := start(t, cfg)
-			k := e.publish(t, 500, 100)
-			waitLinks(t, b, n+m+k)
+			b, k := e.startAndPublish(t, cfg, n+m, 500, 100)
 			// Redeliveries of what the first run had stored arrive after
 			// the ack wait and are acknowledged as duplicates.
-			natstest.CheckFor(t, 20*time.Second, 50*time.Millisecond, func() error {
-				for _, s := range auditor.DefaultStreams {
-					c, err := e.js.Consumer(context.Background(), s, testConsumer)
-					if err != nil {
-						return err
-					}
-					if info := c.CachedInfo(); info.NumAckPending+int(info.NumPending) > 0 {
-						return assert.AnError
-					}
-				}
-				return nil
-			})
+			e.waitConsumed(t, 20*time.Second, testConsumer)
 			stop(t, b)
 			assert.Positive(t, counted(t, b, auditor.MetricUnlinked, auditor.AttrReason.String(auditor.ReasonDuplicate)), "redeliveries of stored links are duplicates")
 			t.Logf("restart: recovered %d from the stream, %d duplicates", counted(t, b, auditor.MetricRecovered), counted(t, b, auditor.MetricUnlinked, auditor.AttrReason.String(auditor.ReasonDuplicate)))
@@ -163,11 +132,9 @@ func TestLostAcksAreDuplicates(t *testing.T) {
 	cfg := e.config()
 	cfg.Batch = 20
 	var dropped atomic.Int32
-	a := start(t, cfg, func(a *auditor.Auditor) {
+	a, _ := e.startAndPublish(t, cfg, 0, 0, 150, func(a *auditor.Auditor) {
 		a.DropAcks(func() bool { return dropped.Add(1) <= 5 })
 	})
-	n := e.publish(t, 0, 150)
-	waitLinks(t, a, n)
 	natstest.CheckFor(t, 20*time.Second, 50*time.Millisecond, func() error {
 		if counted(t, a, auditor.MetricUnlinked, auditor.AttrReason.String(auditor.ReasonDuplicate)) == 0 {
 			return assert.AnError
@@ -183,10 +150,7 @@ func TestLostAcksAreDuplicates(t *testing.T) {
 func TestSinkOutageKeepsTheBacklog(t *testing.T) {
 	e := newEnv(t, 30*time.Second)
 	cfg := e.config()
-	var s *faultySink
-	a := start(t, cfg, func(a *auditor.Auditor) {
-		a.WrapSinks(func(in auditor.Sink) auditor.Sink { s = &faultySink{Sink: in}; return s })
-	})
+	a, s := startFaulty(t, cfg, "")
 	s.fail.Store(true)
 	n := e.publish(t, 0, 300)
 	natstest.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
@@ -208,14 +172,8 @@ func TestRotationKeepsTheChain(t *testing.T) {
 	cfg := e.config()
 	cfg.Batch = 10
 	cfg.JSONL.MaxBytes = 16 << 10
-	a := start(t, cfg)
-	n := e.publish(t, 0, 150)
-	waitLinks(t, a, n)
-	stop(t, a)
-	a = start(t, cfg)
-	m := e.publish(t, 150, 50)
-	waitLinks(t, a, n+m)
-	stop(t, a)
+	n := e.runOver(t, cfg, 0, 0, 150)
+	e.runOver(t, cfg, n, 150, 50)
 	files, err := jsonl.Files(cfg.JSONL.Path)
 	require.NoError(t, err)
 	assert.Greater(t, len(files), 5)
@@ -236,20 +194,14 @@ func TestRotationKeepsTheChain(t *testing.T) {
 func TestTornLineAndTamperedLog(t *testing.T) {
 	e := newEnv(t, 30*time.Second)
 	cfg := e.config()
-	a := start(t, cfg)
-	n := e.publish(t, 0, 20)
-	waitLinks(t, a, n)
-	stop(t, a)
+	n := e.runOver(t, cfg, 0, 0, 20)
 
 	f, err := os.OpenFile(cfg.JSONL.Path, os.O_WRONLY|os.O_APPEND, 0)
 	require.NoError(t, err)
 	_, err = f.WriteString(`{"chain":"VERDICTS/web-01.example.com","event":{"attri`)
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
-	a = start(t, cfg)
-	m := e.publish(t, 20, 10)
-	waitLinks(t, a, n+m)
-	stop(t, a)
+	e.runOver(t, cfg, n, 20, 10)
 	exactlyOnce(t, readLog(t, cfg.JSONL.Path), e.stored(t))
 
 	data, err := os.ReadFile(cfg.JSONL.Path)
@@ -266,9 +218,7 @@ func TestTornLineAndTamperedLog(t *testing.T) {
 func TestSecondWriterIsRefused(t *testing.T) {
 	e := newEnv(t, 30*time.Second)
 	cfg := e.config()
-	a := start(t, cfg)
-	n := e.publish(t, 0, 40)
-	waitLinks(t, a, n)
+	a, n := e.startAndPublish(t, cfg, 0, 0, 40)
 
 	// Another instance on the same streams waits for the writer lease and
 	// gives up at its start timeout, naming the holder; so does a second
@@ -288,10 +238,7 @@ func TestSecondWriterIsRefused(t *testing.T) {
 	// Once the writer stops, the standby starts at once, reads the heads
 	// and goes on with the same chains.
 	stop(t, a)
-	b := start(t, standby)
-	m := e.publish(t, 40, 40)
-	waitLinks(t, b, n+m)
-	stop(t, b)
+	e.runOver(t, standby, n, 40, 40)
 	exactlyOnce(t, readLog(t, cfg.JSONL.Path), e.stored(t))
 }
 
@@ -301,9 +248,7 @@ func TestSecondWriterIsRefused(t *testing.T) {
 func TestLostLeaseStopsWriting(t *testing.T) {
 	e := newEnv(t, 30*time.Second)
 	cfg := e.config()
-	a := start(t, cfg)
-	n := e.publish(t, 0, 20)
-	waitLinks(t, a, n)
+	a, _ := e.startAndPublish(t, cfg, 0, 0, 20)
 	kv, err := e.js.KeyValue(context.Background(), auditor.BucketLeases)
 	require.NoError(t, err)
 	for _, s := range cfg.Streams {

@@ -86,10 +86,7 @@ func chainsOf(recs []link.Record, stream string) map[string]bool {
 func TestPurgedRangeIsRecordedAsAGap(t *testing.T) {
 	e := newEnv(t, 30*time.Second)
 	cfg := e.config()
-	a := start(t, cfg)
-	n := e.publish(t, 0, 30)
-	waitLinks(t, a, n)
-	stop(t, a)
+	n := e.runOver(t, cfg, 0, 0, 30)
 	before := e.stored(t)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -107,7 +104,7 @@ func TestPurgedRangeIsRecordedAsAGap(t *testing.T) {
 	require.NoError(t, vs.Purge(ctx))
 	after := e.stored(t)
 
-	a = start(t, cfg)
+	a := start(t, cfg)
 	waitApplied(t, e, a)
 	stop(t, a)
 	recs := readLog(t, cfg.JSONL.Path) // verifies
@@ -150,10 +147,7 @@ func TestPurgedRangeIsRecordedAsAGap(t *testing.T) {
 func TestStreamResetWhileDown(t *testing.T) {
 	e := newEnv(t, 30*time.Second)
 	cfg := e.config()
-	a := start(t, cfg)
-	n := e.publish(t, 0, 40)
-	waitLinks(t, a, n)
-	stop(t, a)
+	n := e.runOver(t, cfg, 0, 0, 40)
 	old := e.stored(t)[topology.StreamEvidence]
 
 	e.recreate(t, topology.StreamEvidence)
@@ -161,7 +155,7 @@ func TestStreamResetWhileDown(t *testing.T) {
 	now := e.stored(t)[topology.StreamEvidence]
 	require.Less(t, now, old, "the new stream is behind the recorded position")
 
-	a = start(t, cfg)
+	a := start(t, cfg)
 	waitApplied(t, e, a)
 	stop(t, a)
 	checkReset(t, readLog(t, cfg.JSONL.Path), n, old, now, now)
@@ -173,9 +167,7 @@ func TestStreamResetWhileDown(t *testing.T) {
 func TestStreamResetWhileRunning(t *testing.T) {
 	e := newEnv(t, 30*time.Second)
 	cfg := e.config()
-	a := start(t, cfg)
-	n := e.publish(t, 0, 20)
-	waitLinks(t, a, n)
+	a, n := e.startAndPublish(t, cfg, 0, 0, 20)
 	old := e.stored(t)[topology.StreamEvidence]
 
 	e.recreate(t, topology.StreamEvidence)

@@ -142,6 +142,47 @@ func (e *env) stored(t *testing.T) map[string]uint64 {
 	return out
 }
 
+// startAndPublish starts an auditor on cfg (prepared by prep), whose
+// chains already hold before links, publishes count events from offset
+// on (e.publish) and waits until the chains hold those too; it returns
+// the running auditor and how many messages it published.
+func (e *env) startAndPublish(t *testing.T, cfg auditor.Config, before, offset, count int, prep ...func(*auditor.Auditor)) (*auditor.Auditor, int) {
+	t.Helper()
+	a := start(t, cfg, prep...)
+	n := e.publish(t, offset, count)
+	waitLinks(t, a, before+n)
+	return a, n
+}
+
+// runOver is startAndPublish, then stop: one run of an auditor over count
+// new events. It returns how many messages it published.
+func (e *env) runOver(t *testing.T, cfg auditor.Config, before, offset, count int) int {
+	t.Helper()
+	a, n := e.startAndPublish(t, cfg, before, offset, count)
+	stop(t, a)
+	return n
+}
+
+// waitConsumed waits, up to within, until the consumers named have
+// nothing pending or unacknowledged on any stream.
+func (e *env) waitConsumed(t *testing.T, within time.Duration, consumers ...string) {
+	t.Helper()
+	natstest.CheckFor(t, within, 50*time.Millisecond, func() error {
+		for _, name := range consumers {
+			for _, s := range auditor.DefaultStreams {
+				c, err := e.js.Consumer(context.Background(), s, name)
+				if err != nil {
+					return err
+				}
+				if info := c.CachedInfo(); info.NumAckPending+int(info.NumPending) > 0 {
+					return fmt.Errorf("%s on %s: %d unacknowledged, %d pending", name, s, info.NumAckPending, info.NumPending)
+				}
+			}
+		}
+		return nil
+	})
+}
+
 // waitHeads waits until the auditor's chains hold want links in all.
 func waitLinks(t *testing.T, a *auditor.Auditor, want int) {
 	t.Helper()
@@ -165,6 +206,15 @@ func readLog(t *testing.T, path string) []link.Record {
 	rep, err := chain.Run(context.Background(), chain.NewHasher(nil), nil, jsonl.Source(files))
 	require.NoError(t, err)
 	require.Nil(t, rep.Broken, "the log verifies")
+	return readRecords(t, path)
+}
+
+// readRecords returns the records of the JSONL log at path (a file, a
+// directory or a glob), without verifying it.
+func readRecords(t *testing.T, path string) []link.Record {
+	t.Helper()
+	files, err := jsonl.Files(path)
+	require.NoError(t, err)
 	var out []link.Record
 	for _, f := range files {
 		data, err := os.ReadFile(f)
@@ -256,6 +306,47 @@ func (f *faultySink) Write(ctx context.Context, recs []link.Record) error {
 		return errInjected
 	}
 	return f.Sink.Write(ctx, recs)
+}
+
+// startFaulty starts an auditor on cfg with its sink named wrap (each
+// sink, when wrap is "") wrapped in a faultySink, and returns the auditor
+// and the faultySink last made.
+func startFaulty(t *testing.T, cfg auditor.Config, wrap string) (*auditor.Auditor, *faultySink) {
+	t.Helper()
+	var f *faultySink
+	a := start(t, cfg, func(a *auditor.Auditor) {
+		a.WrapSinks(func(s auditor.Sink) auditor.Sink {
+			if wrap != "" && s.Name() != wrap {
+				return s
+			}
+			f = &faultySink{Sink: s}
+			return f
+		})
+	})
+	return a, f
+}
+
+// hangAfterStoring makes f's writes store the links, then hang, and
+// returns how many writes f saw before.
+func (f *faultySink) hangAfterStoring() int {
+	f.mu.Lock()
+	base := f.writes
+	f.mu.Unlock()
+	f.storeThenHang.Store(true)
+	return base
+}
+
+// waitWrites waits, up to within, until f saw want writes.
+func (f *faultySink) waitWrites(t *testing.T, within time.Duration, want int) {
+	t.Helper()
+	natstest.CheckFor(t, within, 10*time.Millisecond, func() error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.writes < want {
+			return fmt.Errorf("%d writes, want %d", f.writes, want)
+		}
+		return nil
+	})
 }
 
 func (f *faultySink) Heads(ctx context.Context) (map[string]link.Head, error) {

@@ -1,7 +1,6 @@
 package auditor_test
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -63,21 +62,11 @@ func waitAllLinks(t *testing.T, as []*auditor.Auditor, want int) {
 // or unacknowledged: redeliveries were acknowledged.
 func waitSettled(t *testing.T, e *env, cfgs []auditor.Config) {
 	t.Helper()
-	natstest.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
-		for _, cfg := range cfgs {
-			for _, s := range auditor.DefaultStreams {
-				c, err := e.js.Consumer(context.Background(), s, cfg.PartitionConsumer())
-				if err != nil {
-					return err
-				}
-				if info := c.CachedInfo(); info.NumAckPending+int(info.NumPending) > 0 {
-					return fmt.Errorf("%s on %s: %d unacknowledged, %d pending", cfg.PartitionConsumer(), s,
-						info.NumAckPending, info.NumPending)
-				}
-			}
-		}
-		return nil
-	})
+	var consumers []string
+	for _, cfg := range cfgs {
+		consumers = append(consumers, cfg.PartitionConsumer())
+	}
+	e.waitConsumed(t, 30*time.Second, consumers...)
 }
 
 // checkPartitions checks the partitions' records: every stream message
@@ -128,18 +117,7 @@ func TestPartitionsSplitTheChains(t *testing.T) {
 			// Nobody reads the unpartitioned consumer: partition 0
 			// acknowledges its messages, so that it holds nothing on the
 			// interest-retention streams.
-			natstest.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
-				for _, s := range auditor.DefaultStreams {
-					c, err := e.js.Consumer(context.Background(), s, testConsumer)
-					if err != nil {
-						return err
-					}
-					if info := c.CachedInfo(); info.NumAckPending+int(info.NumPending) > 0 {
-						return fmt.Errorf("%s on %s: %d unacknowledged, %d pending", testConsumer, s, info.NumAckPending, info.NumPending)
-					}
-				}
-				return nil
-			})
+			e.waitConsumed(t, 30*time.Second, testConsumer)
 			assert.Positive(t, counted(t, as[0], auditor.MetricUnlinked, auditor.AttrReason.String(auditor.ReasonDrained)))
 			assert.Zero(t, counted(t, as[1], auditor.MetricUnlinked, auditor.AttrReason.String(auditor.ReasonDrained)))
 			for i, a := range as {
@@ -163,26 +141,13 @@ func TestPartitionCrashThenRestart(t *testing.T) {
 		t.Run(sink, func(t *testing.T) {
 			e := newEnv(t, time.Second)
 			cfgs := partitionConfigs(t, e, 2, sink)
-			var slow *faultySink
 			p0 := start(t, cfgs[0])
-			p1 := start(t, cfgs[1], func(a *auditor.Auditor) {
-				a.WrapSinks(func(s auditor.Sink) auditor.Sink { slow = &faultySink{Sink: s}; return slow })
-			})
+			p1, slow := startFaulty(t, cfgs[1], "")
 			n := e.publish(t, 0, 200)
 			waitAllLinks(t, []*auditor.Auditor{p0, p1}, n)
-			slow.mu.Lock()
-			base := slow.writes
-			slow.mu.Unlock()
-			slow.storeThenHang.Store(true)
+			base := slow.hangAfterStoring()
 			m := e.publish(t, 200, 300)
-			natstest.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
-				slow.mu.Lock()
-				defer slow.mu.Unlock()
-				if slow.writes < base+2 { // a hung write in two streams at least
-					return assert.AnError
-				}
-				return nil
-			})
+			slow.waitWrites(t, 20*time.Second, base+2) // a hung write in two streams at least
 			p1.Abort()
 
 			p1 = start(t, cfgs[1])

@@ -137,7 +137,7 @@ func TestPipelineToEverySink(t *testing.T) {
 	// runnable.modified, drift verdicts and rejected events (the auditor's
 	// and the dead-letter records) reach the SIEM
 	// at warning severity, the rest below it.
-	recs := readLogKeyed(t, cfg.JSONL.Path, h)
+	recs := readRecords(t, cfg.JSONL.Path) // verified above
 	warnings := 0
 	for _, r := range recs {
 		sev := severity[linkKey{r.Chain, r.Seq}]
@@ -167,24 +167,6 @@ func TestPipelineToEverySink(t *testing.T) {
 	rep, _ = verifyStore(t, cfg.ClickHouse.DSN, h, cps)
 	require.NotNil(t, rep.Broken)
 	assert.Equal(t, chain.Truncated, rep.Broken.Reason, rep.Broken.Error())
-}
-
-// readLogKeyed returns the records of a JSONL log (verified above).
-func readLogKeyed(t *testing.T, path string, _ chain.Hasher) []link.Record {
-	t.Helper()
-	files, err := jsonl.Files(path)
-	require.NoError(t, err)
-	var out []link.Record
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		require.NoError(t, err)
-		for _, ln := range splitLines(data) {
-			r, err := link.Parse(ln)
-			require.NoError(t, err)
-			out = append(out, r)
-		}
-	}
-	return out
 }
 
 // dashboards checks the views over what the auditor wrote against the
@@ -248,9 +230,7 @@ func TestClickHouseOutage(t *testing.T) {
 	cfg.JSONL.Path = ""
 	cfg.ClickHouse.DSN = srv.DSN
 	cfg.ClickHouse.Timeout = 3 * time.Second
-	a := start(t, cfg)
-	n := e.publish(t, 0, 100)
-	waitLinks(t, a, n)
+	a, n := e.startAndPublish(t, cfg, 0, 0, 100)
 
 	srv.Stop()
 	m := e.publish(t, 100, 200)
@@ -302,16 +282,7 @@ func TestCrashBetweenSinks(t *testing.T) {
 	cfg := e.config()
 	cfg.ClickHouse.DSN = auditortest.ClickHouseDSN(t)
 	cfg.Batch = 30
-	var ch *faultySink
-	a := start(t, cfg, func(a *auditor.Auditor) {
-		a.WrapSinks(func(s auditor.Sink) auditor.Sink {
-			if s.Name() == "clickhouse" {
-				ch = &faultySink{Sink: s}
-				return ch
-			}
-			return s
-		})
-	})
+	a, ch := startFaulty(t, cfg, "clickhouse")
 	n := e.publish(t, 0, 100)
 	waitLinks(t, a, n)
 	ch.hang.Store(true)
@@ -328,9 +299,7 @@ func TestCrashBetweenSinks(t *testing.T) {
 	})
 	a.Abort()
 
-	b := start(t, cfg)
-	k := e.publish(t, 200, 50)
-	waitLinks(t, b, n+m+k)
+	b, _ := e.startAndPublish(t, cfg, n+m, 200, 50)
 	stop(t, b)
 	assert.Positive(t, counted(t, b, auditor.MetricSinkCaughtUp), "ClickHouse was brought level from the log")
 	exactlyOnce(t, readLog(t, cfg.JSONL.Path), e.stored(t))

@@ -217,6 +217,16 @@ func newFleet() *fleet {
 	return &fleet{signers: map[string]*events.Signer{}, keys: map[string]string{}}
 }
 
+// approving starts a JetStream server and a verifier that authenticates
+// evidence (firstUse) on it, and returns alice's baselines and an empty
+// fleet whose snapshots she approves.
+func approving(t *testing.T) (context.Context, jetstream.JetStream, *verifier.Baselines, *fleet) {
+	t.Helper()
+	ctx, url, js := server(t)
+	start(ctx, t, url, firstUse)
+	return ctx, js, verifier.NewBaselines(js, "/cli/alice"), newFleet()
+}
+
 // publish publishes s as collected on host, signed by host's key, and
 // returns the event id.
 func (f *fleet) publish(ctx context.Context, t *testing.T, js jetstream.JetStream, host string, s *snapshot.Snapshot) string {
@@ -233,10 +243,7 @@ func (f *fleet) publish(ctx context.Context, t *testing.T, js jetstream.JetStrea
 }
 
 func TestApprove(t *testing.T) {
-	ctx, url, js := server(t)
-	start(ctx, t, url, firstUse)
-	bls := verifier.NewBaselines(js, "/cli/alice")
-	hosts := newFleet()
+	ctx, js, bls, hosts := approving(t)
 
 	_, err := bls.Approve(ctx, testTarget, verifier.ApproveOptions{})
 	require.ErrorIs(t, err, verifier.ErrNoSnapshot)
@@ -287,10 +294,7 @@ func TestApprove(t *testing.T) {
 // changed between review (Candidate) and approval is refused, naming
 // both digests, and changes nothing; so is an approval naming no digest.
 func TestApproveOnlyTheReviewedDigest(t *testing.T) {
-	ctx, url, js := server(t)
-	start(ctx, t, url, firstUse)
-	bls := verifier.NewBaselines(js, "/cli/alice")
-	hosts := newFleet()
+	ctx, js, bls, hosts := approving(t)
 	reviewed := snap(unit(1))
 	verdictOf(ctx, t, js, hosts.publish(ctx, t, js, "web-01", reviewed))
 
@@ -336,10 +340,7 @@ func TestApproveOnlyTheReviewedDigest(t *testing.T) {
 // registry holds as pending or revoked, another host's key, or a host the
 // registry does not know are each refused with their reason.
 func TestApproveOnlyAuthenticEvidence(t *testing.T) {
-	ctx, url, js := server(t)
-	start(ctx, t, url, firstUse)
-	bls := verifier.NewBaselines(js, "/cli/alice")
-	hosts := newFleet()
+	ctx, js, bls, hosts := approving(t)
 	s := snap(unit(1))
 	verdictOf(ctx, t, js, hosts.publish(ctx, t, js, "web-01", s))
 	verdictOf(ctx, t, js, hosts.publish(ctx, t, js, "web-02", snap(unit(2))))
@@ -447,10 +448,7 @@ func recorded(ctx context.Context, t *testing.T, js jetstream.JetStream, host, e
 // current one, or one the bucket's history keeps; past that history, the
 // host's next collection is needed.
 func TestApproveAtBaseline(t *testing.T) {
-	ctx, url, js := server(t)
-	start(ctx, t, url, firstUse)
-	bls := verifier.NewBaselines(js, "/cli/alice")
-	hosts := newFleet()
+	ctx, js, bls, hosts := approving(t)
 	base, err := bls.Put(ctx, events.Baseline{Snapshot: canonical(t, snap(unit(1))), ApprovedBy: "alice"})
 	require.NoError(t, err)
 	evidence, err := js.KeyValue(ctx, verifier.BucketEvidence)

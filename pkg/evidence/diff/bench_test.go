@@ -1,7 +1,6 @@
 package diff_test
 
 import (
-	"encoding/json"
 	"testing"
 
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
@@ -37,34 +36,14 @@ func BenchmarkVerify10k(b *testing.B) {
 			}
 		}
 	})
-	b.Run("reference-encoding-json", func(b *testing.B) {
-		b.SetBytes(int64(len(base) + len(cur)))
-		for b.Loop() {
-			for _, doc := range [][]byte{base, cur} {
-				var v map[string]any
-				if err := json.Unmarshal(doc, &v); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := json.Marshal(v); err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
-	})
+	evidencetest.BenchJSONRoundTrip(b, base, cur)
 }
 
 // BenchmarkVerifyFixture measures the verifier's comparison of a snapshot
 // with its baseline (the before.json fixture, three records): unchanged,
 // and against after.json.
 func BenchmarkVerifyFixture(b *testing.B) {
-	before, err := snapshot.Parse(evidencetest.Read(b, "snapshots/before.json"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	after, err := snapshot.Parse(evidencetest.Read(b, "snapshots/after.json"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	before, after := evidencetest.Snapshot(b, "before.json"), evidencetest.Snapshot(b, "after.json")
 	for _, bc := range []struct {
 		name    string
 		current *snapshot.Snapshot

@@ -12,15 +12,8 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 )
 
-func load(t *testing.T, name string) *snapshot.Snapshot {
-	t.Helper()
-	s, err := snapshot.Parse(evidencetest.Read(t, "snapshots/"+name))
-	require.NoError(t, err)
-	return s
-}
-
 func TestRealisticSnapshotDiffGroupsRuntimeChanges(t *testing.T) {
-	res, err := diff.Compare(load(t, "before.json"), load(t, "after.json"))
+	res, err := diff.Compare(evidencetest.Snapshot(t, "before.json"), evidencetest.Snapshot(t, "after.json"))
 	require.NoError(t, err)
 	want := `SERVICE
   exec_main_pid: 3036 -> 4190
@@ -37,8 +30,8 @@ CODE
 }
 
 func TestCaptureTimeIsNotARuntimeChange(t *testing.T) {
-	a := load(t, "before.json")
-	b := load(t, "before.json")
+	a := evidencetest.Snapshot(t, "before.json")
+	b := evidencetest.Snapshot(t, "before.json")
 	b.CapturedAt = "2026-10-06T04:09:40Z"
 	res, err := diff.Compare(a, b)
 	require.NoError(t, err)
@@ -46,18 +39,39 @@ func TestCaptureTimeIsNotARuntimeChange(t *testing.T) {
 	assert.Equal(t, "No runtime changes.", res.Render())
 }
 
-func TestDiffRejectsDifferentTargets(t *testing.T) {
-	a := load(t, "before.json")
-	b := load(t, "before.json")
-	b.Target.Identifier = "other.service"
-	_, err := diff.Compare(a, b)
-	require.ErrorIs(t, err, diff.ErrTargetMismatch)
-	assert.EqualError(t, err, "snapshot targets differ: systemd.unit:'agent-worker.service' != systemd.unit:'other.service'")
+// TestCompareRefusals: what Compare cannot compare (another target, a
+// record whose provenance changed, a kind it does not know) is an error
+// of its kind, with its message.
+func TestCompareRefusals(t *testing.T) {
+	const provenance = "evidence provenance differs for 'linux.process'; schema-v1 provenance changes are not comparable yet"
+	for _, tc := range []struct {
+		name string
+		edit func(b *snapshot.Snapshot)
+		want error
+		msg  string
+	}{
+		{"different targets", func(b *snapshot.Snapshot) { b.Target.Identifier = "other.service" }, diff.ErrTargetMismatch,
+			"snapshot targets differ: systemd.unit:'agent-worker.service' != systemd.unit:'other.service'"},
+		{"provenance: plane", func(b *snapshot.Snapshot) { b.Evidence[1].Plane = snapshot.Resolved }, diff.ErrProvenance, provenance},
+		{"provenance: collector", func(b *snapshot.Snapshot) { b.Evidence[1].Source.Collector = "other" }, diff.ErrProvenance, provenance},
+		{"provenance: method", func(b *snapshot.Snapshot) { b.Evidence[1].Source.Method = "other" }, diff.ErrProvenance, provenance},
+		{"unsupported kind", func(b *snapshot.Snapshot) { b.Evidence[1].Kind = "linux.kernel" }, diff.ErrUnsupportedKind,
+			"unsupported evidence kind 'linux.kernel'"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := evidencetest.Snapshot(t, "before.json")
+			b := evidencetest.Snapshot(t, "before.json")
+			tc.edit(b)
+			_, err := diff.Compare(a, b)
+			require.ErrorIs(t, err, tc.want)
+			assert.EqualError(t, err, tc.msg)
+		})
+	}
 }
 
 func TestDiffReportsAddedAndRemovedEvidence(t *testing.T) {
-	a := load(t, "before.json")
-	b := load(t, "before.json")
+	a := evidencetest.Snapshot(t, "before.json")
+	b := evidencetest.Snapshot(t, "before.json")
 	a.Evidence = a.Evidence[:1]
 	res, err := diff.Compare(a, b)
 	require.NoError(t, err)
@@ -69,8 +83,8 @@ func TestDiffReportsAddedAndRemovedEvidence(t *testing.T) {
 }
 
 func TestMissingFieldIsDistinctFromNull(t *testing.T) {
-	a := load(t, "before.json")
-	b := load(t, "before.json")
+	a := evidencetest.Snapshot(t, "before.json")
+	b := evidencetest.Snapshot(t, "before.json")
 	delete(a.Evidence[2].Data, "branch")
 	b.Evidence[2].Data["branch"] = snapshot.Null()
 	res, err := diff.Compare(a, b)
@@ -82,43 +96,17 @@ func TestMissingFieldIsDistinctFromNull(t *testing.T) {
 }
 
 func TestBoolIsNotInt(t *testing.T) {
-	a := load(t, "before.json")
-	b := load(t, "before.json")
+	a := evidencetest.Snapshot(t, "before.json")
+	b := evidencetest.Snapshot(t, "before.json")
 	a.Evidence[2].Data["dirty"] = snapshot.Int(0)
 	res, err := diff.Compare(a, b)
 	require.NoError(t, err)
 	assert.Equal(t, "CODE\n  dirty: 0 -> false", res.Render())
 }
 
-func TestProvenanceChangeIsAnError(t *testing.T) {
-	for name, mutate := range map[string]func(*snapshot.Record){
-		"plane":     func(r *snapshot.Record) { r.Plane = snapshot.Resolved },
-		"collector": func(r *snapshot.Record) { r.Source.Collector = "other" },
-		"method":    func(r *snapshot.Record) { r.Source.Method = "other" },
-	} {
-		t.Run(name, func(t *testing.T) {
-			a := load(t, "before.json")
-			b := load(t, "before.json")
-			mutate(&b.Evidence[1])
-			_, err := diff.Compare(a, b)
-			require.ErrorIs(t, err, diff.ErrProvenance)
-			assert.EqualError(t, err, "evidence provenance differs for 'linux.process'; schema-v1 provenance changes are not comparable yet")
-		})
-	}
-}
-
-func TestUnsupportedKindIsAnError(t *testing.T) {
-	a := load(t, "before.json")
-	b := load(t, "before.json")
-	b.Evidence[1].Kind = "linux.kernel"
-	_, err := diff.Compare(a, b)
-	require.ErrorIs(t, err, diff.ErrUnsupportedKind)
-	assert.EqualError(t, err, "unsupported evidence kind 'linux.kernel'")
-}
-
 func TestCodexSnapshotDiffGroupsAgentStateChanges(t *testing.T) {
-	a := load(t, "unicode.json")
-	b := load(t, "unicode.json")
+	a := evidencetest.Snapshot(t, "unicode.json")
+	b := evidencetest.Snapshot(t, "unicode.json")
 	ins, _ := b.Record("codex.instructions")
 	ins.Data["source:/srv/agent/sub/AGENTS.md"] = snapshot.String("sha256:" + strings.Repeat("d", 64))
 	ins.Data["source_count"] = snapshot.Int(4)
@@ -133,7 +121,7 @@ func TestCodexSnapshotDiffGroupsAgentStateChanges(t *testing.T) {
 }
 
 func TestProtectNarrowsTheResult(t *testing.T) {
-	before, after := load(t, "before.json"), load(t, "after.json")
+	before, after := evidencetest.Snapshot(t, "before.json"), evidencetest.Snapshot(t, "after.json")
 	res, err := diff.Compare(before, after)
 	require.NoError(t, err)
 	tests := []struct {
@@ -162,8 +150,8 @@ func TestProtectNarrowsTheResult(t *testing.T) {
 }
 
 func TestProtectedFieldOfAddedKindDrifts(t *testing.T) {
-	a := load(t, "before.json")
-	b := load(t, "before.json")
+	a := evidencetest.Snapshot(t, "before.json")
+	b := evidencetest.Snapshot(t, "before.json")
 	a.Evidence = a.Evidence[:2]
 	res, err := diff.Compare(a, b)
 	require.NoError(t, err)
@@ -210,7 +198,7 @@ func TestSelectorParsing(t *testing.T) {
 }
 
 func TestSelectorMustNameExistingEvidence(t *testing.T) {
-	before, after := load(t, "before.json"), load(t, "after.json")
+	before, after := evidencetest.Snapshot(t, "before.json"), evidencetest.Snapshot(t, "after.json")
 	for sel, want := range map[string]string{
 		"codex.thread":          "'codex.thread' does not match an evidence kind: evidence kind 'codex.thread' is not in either snapshot",
 		"codex.thread.model":    "'codex.thread.model' does not match an evidence field: evidence kind 'codex.thread' is not in either snapshot",

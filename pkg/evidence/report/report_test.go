@@ -34,18 +34,19 @@ func validate(t testing.TB, s *jsonschema.Schema, b []byte) error {
 	return s.Validate(v)
 }
 
-func load(t *testing.T, name string) *snapshot.Snapshot {
+// branchMissingThenNull parses fixtures a and b, with git's branch taken
+// out of a and null in b: a field missing on one side, null on the other.
+func branchMissingThenNull(t *testing.T, a, b string) (before, after *snapshot.Snapshot) {
 	t.Helper()
-	s, err := snapshot.Parse(evidencetest.Read(t, "snapshots/"+name))
-	require.NoError(t, err)
-	return s
+	before, after = evidencetest.Snapshot(t, a), evidencetest.Snapshot(t, b)
+	delete(before.Evidence[2].Data, "branch")
+	after.Evidence[2].Data["branch"] = snapshot.Null()
+	return before, after
 }
 
 func TestReportsValidateAgainstSchema(t *testing.T) {
 	sch := schema(t)
-	before, after := load(t, "before.json"), load(t, "after.json")
-	delete(before.Evidence[2].Data, "branch")
-	after.Evidence[2].Data["branch"] = snapshot.Null()
+	before, after := branchMissingThenNull(t, "before.json", "after.json")
 	delete(after.Evidence[0].Data, "user")
 	res, err := diff.Compare(before, after)
 	require.NoError(t, err)
@@ -71,9 +72,7 @@ func TestReportsValidateAgainstSchema(t *testing.T) {
 }
 
 func TestMissingIsDistinctFromNull(t *testing.T) {
-	before, after := load(t, "before.json"), load(t, "before.json")
-	delete(before.Evidence[2].Data, "branch")
-	after.Evidence[2].Data["branch"] = snapshot.Null()
+	before, after := branchMissingThenNull(t, "before.json", "before.json")
 	res, err := diff.Compare(before, after)
 	require.NoError(t, err)
 	b, err := report.New(res, nil).Marshal()
@@ -88,7 +87,7 @@ func TestMissingIsDistinctFromNull(t *testing.T) {
 }
 
 func TestAddedAndRemovedKindsHaveNoFields(t *testing.T) {
-	full, short := load(t, "before.json"), load(t, "before.json")
+	full, short := evidencetest.Snapshot(t, "before.json"), evidencetest.Snapshot(t, "before.json")
 	short.Evidence = short.Evidence[:1]
 	for name, tc := range map[string]struct {
 		before, after *snapshot.Snapshot
@@ -168,9 +167,7 @@ func TestSchemaRejectsMalformedReports(t *testing.T) {
 }
 
 func TestTreeMatchesEncodingJSON(t *testing.T) {
-	before, after := load(t, "before.json"), load(t, "after.json")
-	delete(before.Evidence[2].Data, "branch")
-	after.Evidence[2].Data["branch"] = snapshot.Null()
+	before, after := branchMissingThenNull(t, "before.json", "after.json")
 	res, err := diff.Compare(before, after)
 	require.NoError(t, err)
 	r := report.New(res, []diff.Selector{{Kind: "git.repository"}})

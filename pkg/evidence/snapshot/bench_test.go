@@ -1,7 +1,6 @@
 package snapshot_test
 
 import (
-	"encoding/json"
 	"testing"
 
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/internal/evidencetest"
@@ -25,20 +24,5 @@ func BenchmarkDigest10k(b *testing.B) {
 			}
 		}
 	})
-	b.Run("reference-encoding-json", func(b *testing.B) {
-		b.SetBytes(int64(len(doc)))
-		for b.Loop() {
-			jsonRoundTrip(b, doc)
-		}
-	})
-}
-
-func jsonRoundTrip(b *testing.B, doc []byte) {
-	var v map[string]any
-	if err := json.Unmarshal(doc, &v); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := json.Marshal(v); err != nil {
-		b.Fatal(err)
-	}
+	evidencetest.BenchJSONRoundTrip(b, doc)
 }

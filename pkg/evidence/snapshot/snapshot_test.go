@@ -14,17 +14,10 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 )
 
-func parseFixture(t *testing.T, name string) *snapshot.Snapshot {
-	t.Helper()
-	s, err := snapshot.Parse(evidencetest.Read(t, "snapshots/"+name))
-	require.NoError(t, err)
-	return s
-}
-
 func TestSerializationMatchesRuntimeTruth(t *testing.T) {
 	// The golden files were written by Python's json.dumps, as RuntimeTruth
 	// writes snapshots (ensure_ascii, sorted keys).
-	s := parseFixture(t, "unicode.json")
+	s := evidencetest.Snapshot(t, "unicode.json")
 	compact, err := s.Marshal(false)
 	require.NoError(t, err)
 	evidencetest.Golden(t, "snapshots/unicode.compact.golden", compact)
@@ -46,7 +39,7 @@ func TestDigestMatchesRuntimeTruth(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {
-			got, err := parseFixture(t, tc.file).Digest()
+			got, err := evidencetest.Snapshot(t, tc.file).Digest()
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, got)
 		})
@@ -54,7 +47,7 @@ func TestDigestMatchesRuntimeTruth(t *testing.T) {
 }
 
 func TestDigestChangesWhenBaselineChanges(t *testing.T) {
-	s := parseFixture(t, "before.json")
+	s := evidencetest.Snapshot(t, "before.json")
 	d1, err := s.Digest()
 	require.NoError(t, err)
 	s.Evidence[2].Data["dirty"] = snapshot.Bool(true)
@@ -64,7 +57,7 @@ func TestDigestChangesWhenBaselineChanges(t *testing.T) {
 }
 
 func TestRoundTripPreservesNullAndTypes(t *testing.T) {
-	s := parseFixture(t, "unicode.json")
+	s := evidencetest.Snapshot(t, "unicode.json")
 	b, err := s.Marshal(false)
 	require.NoError(t, err)
 	again, err := snapshot.Parse(b)
@@ -234,7 +227,7 @@ func TestCapturedAtRejects(t *testing.T) {
 			_, err := snapshot.Parse([]byte(withCapturedAt(t, tc.ts)))
 			require.ErrorIs(t, err, snapshot.ErrFormat)
 			assert.Equal(t, "invalid snapshot: captured_at: "+tc.want, err.Error())
-			s := parseFixture(t, "before.json")
+			s := evidencetest.Snapshot(t, "before.json")
 			s.CapturedAt = tc.ts
 			err = s.Validate()
 			require.ErrorIs(t, err, snapshot.ErrFormat)
@@ -250,7 +243,7 @@ func TestCapturedAtRejects(t *testing.T) {
 // A snapshot built in code keeps the time given, and New writes the time
 // as RuntimeTruth's collectors do.
 func TestCapturedAtInCode(t *testing.T) {
-	s := parseFixture(t, "before.json")
+	s := evidencetest.Snapshot(t, "before.json")
 	s.CapturedAt = "0001-01-01T00:00:00Z" // the zero time.Time: a time like any other
 	require.NoError(t, s.Validate())
 	s.CapturedAt = "2026-10-06T03:09:40.120+02:00"

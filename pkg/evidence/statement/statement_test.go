@@ -14,14 +14,8 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/internal/evidencetest"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/statement"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/statement/statementtest"
 )
-
-func load(t testing.TB, name string) *snapshot.Snapshot {
-	t.Helper()
-	s, err := snapshot.Parse(evidencetest.Read(t, filepath.Join("snapshots", name)))
-	require.NoError(t, err)
-	return s
-}
 
 func digest(t testing.TB, s *snapshot.Snapshot) string {
 	t.Helper()
@@ -39,7 +33,7 @@ func build(t testing.TB, s *snapshot.Snapshot) []byte {
 
 // test_statement_is_minimal_and_canonical
 func TestStatementIsMinimalAndCanonical(t *testing.T) {
-	before := load(t, "before.json")
+	before := evidencetest.Snapshot(t, "before.json")
 	got := build(t, before)
 	hex := strings.TrimPrefix(digest(t, before), "sha256:")
 	want := `{"_type":"https://in-toto.io/Statement/v1",` +
@@ -60,8 +54,8 @@ func TestStatementIsMinimalAndCanonical(t *testing.T) {
 // test_canonical_digest_is_independent_of_json_whitespace_and_object_key_order
 // and test_canonical_digest_changes_when_baseline_changes, at the statement.
 func TestStatementFollowsTheCanonicalDigest(t *testing.T) {
-	assert.Equal(t, build(t, load(t, "before.json")), build(t, load(t, "before-reordered.json")))
-	assert.NotEqual(t, build(t, load(t, "before.json")), build(t, load(t, "after.json")))
+	assert.Equal(t, build(t, evidencetest.Snapshot(t, "before.json")), build(t, evidencetest.Snapshot(t, "before-reordered.json")))
+	assert.NotEqual(t, build(t, evidencetest.Snapshot(t, "before.json")), build(t, evidencetest.Snapshot(t, "after.json")))
 }
 
 func TestBuildDigestRejectsABadDigest(t *testing.T) {
@@ -73,7 +67,7 @@ func TestBuildDigestRejectsABadDigest(t *testing.T) {
 
 // test_write_and_load_statement_round_trip
 func TestWriteAndParseRoundTrip(t *testing.T) {
-	before := load(t, "before.json")
+	before := evidencetest.Snapshot(t, "before.json")
 	path := filepath.Join(t.TempDir(), "baseline.intoto.json")
 	require.NoError(t, statement.WriteFile(path, build(t, before), 0o644))
 	data, err := os.ReadFile(path)
@@ -109,7 +103,7 @@ func TestWriteFileRefusesOverwrite(t *testing.T) {
 
 // test_load_statement_rejects_noncanonical_json
 func TestParseRejectsNonCanonicalJSON(t *testing.T) {
-	good := build(t, load(t, "before.json"))
+	good := build(t, evidencetest.Snapshot(t, "before.json"))
 	var doc any
 	require.NoError(t, json.Unmarshal(good, &doc))
 	indented, err := json.MarshalIndent(doc, "", "  ")
@@ -133,7 +127,7 @@ func TestParseRejectsNonCanonicalJSON(t *testing.T) {
 
 // test_load_statement_rejects_duplicate_json_keys
 func TestParseRejectsDuplicateKeys(t *testing.T) {
-	good := string(build(t, load(t, "before.json")))
+	good := string(build(t, evidencetest.Snapshot(t, "before.json")))
 	dup := strings.Replace(good, `"_type":"https://in-toto.io/Statement/v1",`, `"_type":"https://in-toto.io/Statement/v1","_type":"https://in-toto.io/Statement/v1",`, 1)
 	_, err := statement.Parse([]byte(dup))
 	require.ErrorIs(t, err, statement.ErrInvalid)
@@ -147,35 +141,21 @@ func TestParseRejectsDuplicateKeys(t *testing.T) {
 
 // test_validate_statement_accepts_exact_baseline_binding
 func TestValidateAcceptsExactBaselineBinding(t *testing.T) {
-	before := load(t, "before.json")
+	before := evidencetest.Snapshot(t, "before.json")
 	require.NoError(t, statement.Verify(build(t, before), digest(t, before), 1))
 	require.NoError(t, statement.Verify(build(t, before), strings.TrimPrefix(digest(t, before), "sha256:"), 1))
 }
 
 // test_validate_statement_rejects_different_baseline_digest
 func TestValidateRejectsDifferentBaselineDigest(t *testing.T) {
-	err := statement.Verify(build(t, load(t, "before.json")), digest(t, load(t, "after.json")), 1)
+	err := statement.Verify(build(t, evidencetest.Snapshot(t, "before.json")), digest(t, evidencetest.Snapshot(t, "after.json")), 1)
 	require.ErrorIs(t, err, statement.ErrDigestMismatch)
 	assert.NotErrorIs(t, err, statement.ErrInvalid)
 }
 
-// mutate applies f to the decoded statement and returns its canonical
-// bytes, so only Validate can object.
-func mutate(t *testing.T, good []byte, f func(m map[string]any)) []byte {
-	t.Helper()
-	var m map[string]any
-	require.NoError(t, json.Unmarshal(good, &m))
-	f(m)
-	raw, err := json.Marshal(m)
-	require.NoError(t, err)
-	canon, err := canonjson.Transform(raw)
-	require.NoError(t, err)
-	return canon
-}
-
 // test_validate_statement_rejects_schema_or_trust_mutations, and more.
 func TestValidateRejectsSchemaOrTrustMutations(t *testing.T) {
-	before := load(t, "before.json")
+	before := evidencetest.Snapshot(t, "before.json")
 	good := build(t, before)
 	pred := func(m map[string]any) map[string]any { return m["predicate"].(map[string]any) }
 	subj := func(m map[string]any) map[string]any { return m["subject"].([]any)[0].(map[string]any) }
@@ -208,7 +188,7 @@ func TestValidateRejectsSchemaOrTrustMutations(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			data := mutate(t, good, tc.mutate)
+			data := statementtest.Mutate(t, good, tc.mutate)
 			err := statement.Verify(data, digest(t, before), before.SchemaVersion)
 			require.ErrorIs(t, err, statement.ErrInvalid)
 			assert.NotErrorIs(t, err, statement.ErrDigestMismatch)

@@ -352,11 +352,37 @@ func Exec(tb testing.TB, dsn string, stmts ...string) {
 	}
 }
 
+// Chains seals stream messages into their chains as the auditor would:
+// each message after its chain's head so far, recorded by one source.
+type Chains struct {
+	h      chain.Hasher
+	source string
+	heads  map[string]link.Head
+}
+
+// NewChains returns empty chains sealed by h, their links recorded by
+// source.
+func NewChains(h chain.Hasher, source string) *Chains {
+	return &Chains{h: h, source: source, heads: map[string]link.Head{}}
+}
+
+// Seal seals msg as the next link of its chain; an error fails tb.
+func (c *Chains) Seal(tb testing.TB, msg *link.Message) link.Record {
+	tb.Helper()
+	name := link.ChainName(msg.Stream, msg.Subject)
+	r, err := link.Seal(c.h, name, c.heads[name], link.Entry(msg, c.source))
+	if err != nil {
+		tb.Fatalf("seal %s seq %d: %v", name, msg.Seq, err)
+	}
+	c.heads[name] = r.Head()
+	return r
+}
+
 // Records seals n fixture events (the Payload mix, a malformed one every
 // 50) into their chains, as the auditor would record stream messages.
 func Records(tb testing.TB, h chain.Hasher, n int, hosts []string) []link.Record {
 	tb.Helper()
-	heads := map[string]link.Head{}
+	chains := NewChains(h, events.Source("auditor", "fixture"))
 	seqs := map[string]uint64{}
 	out := make([]link.Record, 0, n)
 	for i := range n {
@@ -366,14 +392,7 @@ func Records(tb testing.TB, h chain.Hasher, n int, hosts []string) []link.Record
 		}
 		stream := StreamOf(m.Subject)
 		seqs[stream]++
-		msg := Message(tb, stream, seqs[stream], m)
-		name := link.ChainName(msg.Stream, msg.Subject)
-		r, err := link.Seal(h, name, heads[name], link.Entry(msg, events.Source("auditor", "fixture")))
-		if err != nil {
-			tb.Fatalf("seal %d: %v", i, err)
-		}
-		heads[name] = r.Head()
-		out = append(out, r)
+		out = append(out, chains.Seal(tb, Message(tb, stream, seqs[stream], m)))
 	}
 	return out
 }

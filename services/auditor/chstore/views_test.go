@@ -23,7 +23,7 @@ import (
 // dashboards see several hours.
 func spread(t *testing.T, h chain.Hasher, n int) []link.Record {
 	t.Helper()
-	heads := map[string]link.Head{}
+	chains := auditortest.NewChains(h, events.Source("auditor", "fixture"))
 	seqs := map[string]uint64{}
 	var out []link.Record
 	for i := range n {
@@ -41,11 +41,7 @@ func spread(t *testing.T, h chain.Hasher, n int) []link.Record {
 		seqs[stream]++
 		msg := &link.Message{Stream: stream, Seq: seqs[stream], Subject: m.Subject, Header: m.Header, Data: m.Data,
 			Stored: at.Add(time.Second), Deliveries: 1, Consumer: "auditor"}
-		name := link.ChainName(msg.Stream, msg.Subject)
-		r, err := link.Seal(h, name, heads[name], link.Entry(msg, events.Source("auditor", "fixture")))
-		require.NoError(t, err)
-		heads[name] = r.Head()
-		out = append(out, r)
+		out = append(out, chains.Seal(t, msg))
 	}
 	return out
 }
@@ -63,6 +59,28 @@ func query(t *testing.T, s *chstore.Store, q string, row func(scan func(...any))
 
 func hour(t time.Time) time.Time { return t.UTC().Truncate(time.Hour) }
 
+// hourKey keys an hourly view's counts: the hour and the name counted in
+// it (an event type, a verdict status).
+type hourKey struct {
+	hour time.Time
+	name string
+}
+
+// hourly runs q, whose rows are an hour, a name and a count, and returns
+// the counts by hour (in UTC) and name.
+func hourly(t *testing.T, s *chstore.Store, q string) map[hourKey]uint64 {
+	t.Helper()
+	out := map[hourKey]uint64{}
+	query(t, s, q, func(scan func(...any)) {
+		var k hourKey
+		var n uint64
+		scan(&k.hour, &k.name, &n)
+		k.hour = k.hour.UTC()
+		out[k] = n
+	})
+	return out
+}
+
 // TestViewsFromRealData fills the table with catalog events over several
 // hours and checks every dashboard view row by row against what the
 // records say.
@@ -71,14 +89,6 @@ func TestViewsFromRealData(t *testing.T) {
 	recs := spread(t, chain.NewHasher(key), 400)
 	write(t, s, recs, 64)
 
-	type typeKey struct {
-		hour time.Time
-		typ  string
-	}
-	type statusKey struct {
-		hour   time.Time
-		status string
-	}
 	type target struct{ host, target string }
 	type drift struct {
 		drifts      uint64
@@ -96,14 +106,14 @@ func TestViewsFromRealData(t *testing.T) {
 		subject, host, reason, chain string
 		seq                          uint64
 	}
-	wantTypes := map[typeKey]uint64{}
-	wantVerdicts := map[statusKey]uint64{}
+	wantTypes := map[hourKey]uint64{}
+	wantVerdicts := map[hourKey]uint64{}
 	wantDrift := map[target]drift{}
 	var wantMod []modified
 	var wantRej []rejected
 	for _, r := range recs {
 		m := r.Meta
-		wantTypes[typeKey{hour(m.Stored), m.Type}]++
+		wantTypes[hourKey{hour(m.Stored), m.Type}]++
 		typ := m.Type
 		if s, ok := events.Lookup(typ); ok {
 			typ = s.Current()
@@ -114,7 +124,7 @@ func TestViewsFromRealData(t *testing.T) {
 		}
 		switch typ {
 		case events.TypeVerdictPass, events.TypeVerdictDrift, events.TypeVerdictError:
-			wantVerdicts[statusKey{hour(m.Time), m.Status}]++
+			wantVerdicts[hourKey{hour(m.Time), m.Status}]++
 		}
 		if typ == events.TypeVerdictDrift {
 			k := target{m.Host, m.Target}
@@ -146,7 +156,7 @@ func TestViewsFromRealData(t *testing.T) {
 	for _, typ := range []string{events.TypeVerdictDriftV1, events.TypeVerdictPassV1, events.TypeVerdictDrift, events.TypeVerdictPass} {
 		n := 0
 		for k, c := range wantTypes {
-			if k.typ == typ {
+			if k.name == typ {
 				n += int(c)
 			}
 		}
@@ -156,25 +166,8 @@ func TestViewsFromRealData(t *testing.T) {
 	require.NotEmpty(t, wantMod)
 	require.Len(t, wantRej, 8)
 
-	gotTypes := map[typeKey]uint64{}
-	query(t, s, "SELECT hour, event_type, events FROM "+s.Table()+"_events_per_type", func(scan func(...any)) {
-		var k typeKey
-		var n uint64
-		scan(&k.hour, &k.typ, &n)
-		k.hour = k.hour.UTC()
-		gotTypes[k] = n
-	})
-	assert.Equal(t, wantTypes, gotTypes, "events per type")
-
-	gotVerdicts := map[statusKey]uint64{}
-	query(t, s, "SELECT hour, status, verdicts FROM "+s.Table()+"_verdicts_over_time", func(scan func(...any)) {
-		var k statusKey
-		var n uint64
-		scan(&k.hour, &k.status, &n)
-		k.hour = k.hour.UTC()
-		gotVerdicts[k] = n
-	})
-	assert.Equal(t, wantVerdicts, gotVerdicts, "verdicts over time")
+	assert.Equal(t, wantTypes, hourly(t, s, "SELECT hour, event_type, events FROM "+s.Table()+"_events_per_type"), "events per type")
+	assert.Equal(t, wantVerdicts, hourly(t, s, "SELECT hour, status, verdicts FROM "+s.Table()+"_verdicts_over_time"), "verdicts over time")
 
 	gotDrift := map[target]drift{}
 	query(t, s, "SELECT host, target, drifts, first_drift, last_drift FROM "+s.Table()+"_drift_by_target", func(scan func(...any)) {

@@ -20,19 +20,14 @@ var hosts = []string{"web-01.example.com", "db 02"}
 // seal builds a chain of n fixture links per hasher.
 func seal(t *testing.T, h chain.Hasher, n int) []link.Record {
 	t.Helper()
-	heads := map[string]link.Head{}
+	chains := auditortest.NewChains(h, events.Source("auditor", "test"))
 	var out []link.Record
 	for i := range n {
 		m := auditortest.Msg(t, auditortest.Payload(t, hosts, i), i)
 		if i == 5 {
 			m = auditortest.Malformed(hosts[0], i)
 		}
-		msg := auditortest.Message(t, auditortest.StreamOf(m.Subject), uint64(i+1), m)
-		name := link.ChainName(msg.Stream, msg.Subject)
-		r, err := link.Seal(h, name, heads[name], link.Entry(msg, events.Source("auditor", "test")))
-		require.NoError(t, err)
-		heads[name] = r.Head()
-		out = append(out, r)
+		out = append(out, chains.Seal(t, auditortest.Message(t, auditortest.StreamOf(m.Subject), uint64(i+1), m)))
 	}
 	return out
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/services/auditor/auditortest"
-	"github.com/runtimetruth/runtimetruth/services/auditor/link"
 )
 
 // mixed seals n events of the fixture mix (verdicts with reports,
@@ -18,18 +17,10 @@ func mixed(b *testing.B, h chain.Hasher, n int) []byte {
 	b.Helper()
 	hosts := []string{"h00", "h01", "h02", "h03", "h04", "h05", "h06", "h07", "h08", "h09", "h10", "h11", "h12", "h13", "h14", "h15"}
 	var buf bytes.Buffer
-	heads := map[string]link.Head{}
-	msgs := make([][]byte, 0, 64)
-	_ = msgs
+	chains := auditortest.NewChains(h, events.Source("auditor", "b"))
 	for i := range n {
 		m := auditortest.Msg(b, auditortest.Payload(b, hosts, i), i)
-		msg := auditortest.Message(b, auditortest.StreamOf(m.Subject), uint64(i+1), m)
-		name := link.ChainName(msg.Stream, msg.Subject)
-		r, err := link.Seal(h, name, heads[name], link.Entry(msg, events.Source("auditor", "b")))
-		if err != nil {
-			b.Fatal(err)
-		}
-		heads[name] = r.Head()
+		r := chains.Seal(b, auditortest.Message(b, auditortest.StreamOf(m.Subject), uint64(i+1), m))
 		buf.Write(r.Line)
 		buf.WriteByte('\n')
 	}

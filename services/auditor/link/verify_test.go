@@ -21,17 +21,12 @@ var key = []byte("0123456789abcdef0123456789abcdef")
 // build seals n fixture events into two interleaved chains.
 func build(t testing.TB, h chain.Hasher, n int) []link.Record {
 	t.Helper()
-	heads := map[string]link.Head{}
+	chains := auditortest.NewChains(h, events.Source("auditor", "t"))
 	out := make([]link.Record, 0, n)
 	for i := range n {
 		host := []string{"a", "b"}[i%2]
 		m := auditortest.Msg(t, auditortest.Modified(host, i), i)
-		msg := auditortest.Message(t, "EVIDENCE", uint64(i+1), m)
-		name := link.ChainName(msg.Stream, msg.Subject)
-		r, err := link.Seal(h, name, heads[name], link.Entry(msg, events.Source("auditor", "t")))
-		require.NoError(t, err)
-		heads[name] = r.Head()
-		out = append(out, r)
+		out = append(out, chains.Seal(t, auditortest.Message(t, "EVIDENCE", uint64(i+1), m)))
 	}
 	return out
 }

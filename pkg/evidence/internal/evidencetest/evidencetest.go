@@ -3,6 +3,7 @@
 package evidencetest
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files with the current output")
@@ -29,6 +32,15 @@ func Read(tb testing.TB, name string) []byte {
 	b, err := os.ReadFile(filepath.Join(Dir(tb), name))
 	require.NoError(tb, err)
 	return b
+}
+
+// Snapshot parses the fixture snapshots/name under the shared testdata
+// directory.
+func Snapshot(tb testing.TB, name string) *snapshot.Snapshot {
+	tb.Helper()
+	s, err := snapshot.Parse(Read(tb, filepath.Join("snapshots", name)))
+	require.NoError(tb, err)
+	return s
 }
 
 // Golden compares got with the golden file name (under the shared testdata
@@ -78,4 +90,29 @@ func LargeSnapshot(fields int, variant string) []byte {
 		b = append(b, `}}`...)
 	}
 	return append(b, `]}`...)
+}
+
+// BenchJSONRoundTrip runs the sub-benchmark reference-encoding-json: a
+// plain encoding/json round trip (Unmarshal into a map, then Marshal) of
+// each of docs, the baseline a benchmark of the same bytes is read
+// against.
+func BenchJSONRoundTrip(b *testing.B, docs ...[]byte) {
+	size := 0
+	for _, doc := range docs {
+		size += len(doc)
+	}
+	b.Run("reference-encoding-json", func(b *testing.B) {
+		b.SetBytes(int64(size))
+		for b.Loop() {
+			for _, doc := range docs {
+				var v map[string]any
+				if err := json.Unmarshal(doc, &v); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := json.Marshal(v); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
 }

@@ -1,6 +1,10 @@
 package subproc
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"os/exec"
+)
 
 // Errors returned by Command.Run, wrapped with the command line; check them
 // with errors.Is. A non-zero exit is an *ExitError instead (errors.As).
@@ -13,4 +17,9 @@ var (
 	ErrTimeout = errors.New("timed out")
 	// ErrOutputTooLarge means stdout exceeded Command.MaxStdout.
 	ErrOutputTooLarge = errors.New("output too large")
+	// ErrOutputHeld means the program exited but its stdout or stderr was
+	// still open a while later: a process it started holds it. Run stops
+	// reading and does not wait for that process. It wraps
+	// exec.ErrWaitDelay.
+	ErrOutputHeld = fmt.Errorf("output still open after exit (%w)", exec.ErrWaitDelay)
 )

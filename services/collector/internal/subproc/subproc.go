@@ -25,10 +25,13 @@ const (
 	MaxStderr = 64 << 10
 	// maxLine bounds the stderr line quoted in an ExitError.
 	maxLine = 512
-	// waitDelay bounds how long Run waits for the output pipes after the
-	// program exits or is killed (a grandchild may hold them open).
-	waitDelay = time.Second
 )
+
+// waitDelay bounds how long Run waits for the output pipes to reach their
+// end after the program exits or is killed before it looks whether a
+// process the program started holds them (see pipes.wait); exec waits as
+// long for a killed program to exit. Tests shorten it.
+var waitDelay = time.Second
 
 // Command is one program invocation. The zero values of the optional fields
 // select the defaults.
@@ -77,9 +80,9 @@ func (e *ExitError) Error() string {
 }
 
 // Run runs the command without a shell, with stdin from /dev/null, and
-// returns its stdout. It fails with ErrNotFound, ErrTimeout or
-// ErrOutputTooLarge (wrapped), an *ExitError, or the context's error when ctx
-// ends first.
+// returns its stdout. It fails with ErrNotFound, ErrTimeout,
+// ErrOutputTooLarge or ErrOutputHeld (wrapped), an *ExitError, or the
+// context's error when ctx ends first.
 func (c Command) Run(ctx context.Context) ([]byte, error) {
 	label := c.label()
 	timeout := c.Timeout
@@ -93,19 +96,25 @@ func (c Command) Run(ctx context.Context) ([]byte, error) {
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
+	stdout := &boundedBuffer{max: limit}
+	var out io.Writer = stdout
+	if c.Stdout != nil {
+		out = c.Stdout
+	}
+	stderr := &tailBuffer{max: MaxStderr}
+
 	cmd := exec.CommandContext(runCtx, c.Path, c.Args...)
 	cmd.Env = c.Env
 	cmd.WaitDelay = waitDelay
-	stdout := &boundedBuffer{max: limit}
-	if c.Stdout != nil {
-		cmd.Stdout = c.Stdout
-	} else {
-		cmd.Stdout = stdout
+	pipes, err := startPiped(cmd, out, stderr)
+	if err == nil {
+		err = cmd.Wait()
+		// The exit status comes first: output cut short by a kill or a
+		// failure is not what the caller needs to hear about.
+		if pipeErr := pipes.wait(); err == nil {
+			err = pipeErr
+		}
 	}
-	stderr := &tailBuffer{max: MaxStderr}
-	cmd.Stderr = stderr
-
-	err := cmd.Run()
 	if err != nil {
 		if errors.Is(err, exec.ErrNotFound) || (cmd.Process == nil && errors.Is(err, fs.ErrNotExist)) {
 			return nil, fmt.Errorf("%s: %w: %w", label, ErrNotFound, err)

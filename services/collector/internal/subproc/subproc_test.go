@@ -4,7 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -133,4 +138,102 @@ func TestRunStreamsToWriter(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, out)
 	assert.Equal(t, 1000, buf.Len())
+}
+
+// slowWriter holds up each Write for delay, as the goroutine copying a
+// program's output is held up when a loaded machine schedules it late.
+type slowWriter struct {
+	delay time.Duration
+	buf   bytes.Buffer
+}
+
+func (w *slowWriter) Write(p []byte) (int, error) {
+	time.Sleep(w.delay)
+	return w.buf.Write(p)
+}
+
+func TestRunKeepsOutputCopiedAfterTheWaitDelay(t *testing.T) {
+	// The program has exited and closed its output; only the copying is
+	// late, longer than the wait delay. exec.Cmd's WaitDelay reported that
+	// as ErrWaitDelay.
+	subproc.SetWaitDelay(t, 10*time.Millisecond)
+	w := &slowWriter{delay: 300 * time.Millisecond}
+	cmd := sh("echo out; echo err >&2")
+	cmd.Stdout = w
+	out, err := cmd.Run(context.Background())
+	require.NoError(t, err)
+	assert.Nil(t, out)
+	assert.Equal(t, "out\n", w.buf.String())
+}
+
+// heldScript runs script in sh after arranging for a background process
+// (a grandchild of Run) that outlives it; the grandchild's pid goes to a
+// file and it is killed when t ends.
+func heldScript(t *testing.T, grandchild, script string) subproc.Command {
+	t.Helper()
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	t.Cleanup(func() {
+		b, err := os.ReadFile(pidFile)
+		if err != nil {
+			return
+		}
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	return sh(grandchild + " & echo $! >'" + pidFile + "'; " + script)
+}
+
+func TestRunStopsAtOutputHeldByAnotherProcess(t *testing.T) {
+	subproc.SetWaitDelay(t, 10*time.Millisecond)
+	tests := []struct {
+		name       string
+		grandchild string
+	}{
+		{name: "stdout and stderr", grandchild: "sleep 30"},
+		{name: "stdout", grandchild: "sleep 30 2>/dev/null"},
+		{name: "stderr", grandchild: "sleep 30 >/dev/null"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := heldScript(t, tc.grandchild, "echo out").Run(context.Background())
+			require.ErrorIs(t, err, subproc.ErrOutputHeld)
+			assert.ErrorIs(t, err, exec.ErrWaitDelay)
+			assert.Nil(t, out)
+			assert.True(t, strings.HasPrefix(err.Error(), "sh script: output still open after exit"), "error %q", err)
+			var exitErr *subproc.ExitError
+			assert.False(t, errors.As(err, &exitErr), "not an exit error")
+		})
+	}
+}
+
+func TestRunReportsExitStatusOverHeldOutput(t *testing.T) {
+	subproc.SetWaitDelay(t, 10*time.Millisecond)
+	_, err := heldScript(t, "sleep 30", "echo failed >&2; exit 3").Run(context.Background())
+	var exitErr *subproc.ExitError
+	require.ErrorAs(t, err, &exitErr)
+	assert.Equal(t, 3, exitErr.Status)
+	assert.Equal(t, "failed", exitErr.Stderr)
+}
+
+func TestRunIgnoresProcessesThatClosedTheOutput(t *testing.T) {
+	// The grandchild outlives the program but redirects its output before
+	// the program exits (the ready file says so): the output is complete.
+	subproc.SetWaitDelay(t, 10*time.Millisecond)
+	ready := filepath.Join(t.TempDir(), "ready")
+	grandchild := "(exec >/dev/null 2>&1; touch '" + ready + "'; exec sleep 30)"
+	cmd := heldScript(t, grandchild, "while [ ! -e '"+ready+"' ]; do sleep 0.01; done; echo out")
+	out, err := cmd.Run(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, "out\n", string(out))
+}
+
+func TestRunTimesOutWithOutputHeld(t *testing.T) {
+	// Killing the program leaves the grandchild holding the output.
+	subproc.SetWaitDelay(t, 10*time.Millisecond)
+	cmd := heldScript(t, "sleep 30", "sleep 30")
+	cmd.Timeout = 100 * time.Millisecond
+	out, err := cmd.Run(context.Background())
+	require.ErrorIs(t, err, subproc.ErrTimeout)
+	assert.Nil(t, out)
 }
