@@ -35,22 +35,30 @@ const (
 	numAlgorithms
 )
 
-var algoNames = [numAlgorithms]string{
-	AlgoNone: "", SHA256: "sha256", SHA224: "sha224", SHA384: "sha384", SHA512: "sha512",
-	SHA3_224: "sha3_224", SHA3_256: "sha3_256", SHA3_384: "sha3_384", SHA3_512: "sha3_512",
-	BLAKE2b: "blake2b", BLAKE2s: "blake2s",
-}
-
-var algoSizes = [numAlgorithms]int{
-	SHA256: 32, SHA224: 28, SHA384: 48, SHA512: 64,
-	SHA3_224: 28, SHA3_256: 32, SHA3_384: 48, SHA3_512: 64,
-	BLAKE2b: 64, BLAKE2s: 32,
+// algorithms holds each algorithm's hashlib name, digest size in bytes
+// and constructor, indexed by Algorithm.
+var algorithms = [numAlgorithms]struct {
+	name    string
+	size    int
+	newHash func() hash.Hash
+}{
+	AlgoNone: {},
+	SHA256:   {"sha256", 32, sha256.New},
+	SHA224:   {"sha224", 28, sha256.New224},
+	SHA384:   {"sha384", 48, sha512.New384},
+	SHA512:   {"sha512", 64, sha512.New},
+	SHA3_224: {"sha3_224", 28, func() hash.Hash { return sha3.New224() }},
+	SHA3_256: {"sha3_256", 32, func() hash.Hash { return sha3.New256() }},
+	SHA3_384: {"sha3_384", 48, func() hash.Hash { return sha3.New384() }},
+	SHA3_512: {"sha3_512", 64, func() hash.Hash { return sha3.New512() }},
+	BLAKE2b:  {"blake2b", 64, func() hash.Hash { h, _ := blake2b.New512(nil); return h }},
+	BLAKE2s:  {"blake2s", 32, func() hash.Hash { h, _ := blake2s.New256(nil); return h }},
 }
 
 // String returns the algorithm's hashlib name.
 func (a Algorithm) String() string {
 	if a < numAlgorithms {
-		return algoNames[a]
+		return algorithms[a].name
 	}
 	return fmt.Sprintf("algorithm(%d)", uint8(a))
 }
@@ -58,7 +66,7 @@ func (a Algorithm) String() string {
 // Size returns the digest size in bytes.
 func (a Algorithm) Size() int {
 	if a < numAlgorithms {
-		return algoSizes[a]
+		return algorithms[a].size
 	}
 	return 0
 }
@@ -68,31 +76,10 @@ func (a Algorithm) Valid() bool { return a > AlgoNone && a < numAlgorithms }
 
 // New returns a new hash of the algorithm.
 func (a Algorithm) New() hash.Hash {
-	switch a {
-	case SHA256:
-		return sha256.New()
-	case SHA224:
-		return sha256.New224()
-	case SHA384:
-		return sha512.New384()
-	case SHA512:
-		return sha512.New()
-	case SHA3_224:
-		return sha3.New224()
-	case SHA3_256:
-		return sha3.New256()
-	case SHA3_384:
-		return sha3.New384()
-	case SHA3_512:
-		return sha3.New512()
-	case BLAKE2b:
-		h, _ := blake2b.New512(nil)
-		return h
-	case BLAKE2s:
-		h, _ := blake2s.New256(nil)
-		return h
+	if !a.Valid() {
+		return nil
 	}
-	return nil
+	return algorithms[a].newHash()
 }
 
 // ParseAlgorithm returns the algorithm with the given hashlib name (case
@@ -102,7 +89,7 @@ func (a Algorithm) New() hash.Hash {
 func ParseAlgorithm(name string) (Algorithm, error) {
 	n := strings.ReplaceAll(strings.ToLower(name), "-", "_")
 	for a := SHA256; a < numAlgorithms; a++ {
-		if algoNames[a] == n {
+		if algorithms[a].name == n {
 			return a, nil
 		}
 	}

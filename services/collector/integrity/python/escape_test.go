@@ -2,8 +2,6 @@ package python_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -38,14 +36,12 @@ func TestVerifySymlinkEscape(t *testing.T) {
 func testSymlinkEscape(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	venv := filepath.Join(dir, "venv")
-	site := filepath.Join(venv, "lib", "python3.12", "site-packages")
+	venv, site := handVenv(t, dir, "3.12", "home = /usr/bin\nversion = 3.12.0\n")
 	secret := "not part of the environment\n"
 	write := func(p, content string) {
 		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
 	}
-	write(filepath.Join(venv, "pyvenv.cfg"), "home = /usr/bin\nversion = 3.12.0\n")
 	write(filepath.Join(dir, "outside", "etc", "hostname"), secret)
 	write(filepath.Join(dir, "outside", "bin", "tool"), secret)
 	write(filepath.Join(venv, "share", "inside", "data.txt"), secret)
@@ -59,7 +55,7 @@ func testSymlinkEscape(t *testing.T) {
 	link("plain/mod.py", "final.py")                                             // last component
 	require.NoError(t, os.Symlink("../outside/bin", filepath.Join(venv, "bin"))) // ../../../bin/... leads out
 
-	rec := "sha256=" + base64.RawURLEncoding.EncodeToString(func() []byte { s := sha256.Sum256([]byte(secret)); return s[:] }())
+	rec := recordHash([]byte(secret))
 	dist := func(name string, rows ...string) {
 		info := filepath.Join(site, name+"-1.0.dist-info")
 		write(filepath.Join(info, "METADATA"), "Metadata-Version: 2.1\nName: "+name+"\nVersion: 1.0\n")

@@ -1,6 +1,8 @@
 package python_test
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -90,4 +92,24 @@ func sitePackages(t testing.TB, venv string) string {
 	require.NoError(t, err)
 	require.Len(t, m, 1)
 	return m[0]
+}
+
+// handVenv lays out a virtual environment by hand, with no python3: dir/venv
+// with a pyvenv.cfg holding cfg and an empty
+// lib/python<version>/site-packages. It returns the venv and its
+// site-packages.
+func handVenv(t testing.TB, dir, version, cfg string) (venv, site string) {
+	t.Helper()
+	venv = filepath.Join(dir, "venv")
+	site = filepath.Join(venv, "lib", "python"+version, "site-packages")
+	require.NoError(t, os.MkdirAll(site, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(venv, "pyvenv.cfg"), []byte(cfg), 0o644))
+	return venv, site
+}
+
+// recordHash is data's hash as a RECORD row gives it: "sha256=" and the
+// SHA-256 in unpadded URL-safe base64.
+func recordHash(data []byte) string {
+	sum := sha256.Sum256(data)
+	return "sha256=" + base64.RawURLEncoding.EncodeToString(sum[:])
 }

@@ -104,10 +104,7 @@ func TestHostileFiles(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			venv := filepath.Join(dir, "venv")
-			site := filepath.Join(venv, "lib", "python3.11", "site-packages")
-			require.NoError(t, os.MkdirAll(site, 0o755))
-			require.NoError(t, os.WriteFile(filepath.Join(venv, "pyvenv.cfg"), []byte("home = /usr/bin\nversion = 3.11.4\n"), 0o644))
+			venv, site := handVenv(t, dir, "3.11", "home = /usr/bin\nversion = 3.11.4\n")
 			writeDist(t, site, "good", "1.0", nil, map[string]string{"good/__init__.py": "GOOD = 1\n"})
 			info := writeDist(t, site, "evil", "1.0", nil, map[string]string{"evil/__init__.py": "EVIL = 1\n"})
 			require.NoError(t, os.WriteFile(filepath.Join(info, "entry_points.txt"), []byte("[console_scripts]\nevil = evil:main\n"), 0o644))

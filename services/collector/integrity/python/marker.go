@@ -67,8 +67,13 @@ const (
 	isUnknown
 )
 
-type markerOr struct{ l, r markerNode }
-type markerAnd struct{ l, r markerNode }
+// markerJoin is "l or r" (decisive isTrue) or "l and r" (decisive
+// isFalse): an operand of the decisive value decides it, the left one
+// without the right evaluated.
+type markerJoin struct {
+	l, r     markerNode
+	decisive truth
+}
 
 type markerCmp struct {
 	lhs, rhs markerValue
@@ -80,38 +85,24 @@ type markerValue struct {
 	literal  string
 }
 
-func (n markerOr) eval(env Environment) (truth, []string, error) {
+func (n markerJoin) eval(env Environment) (truth, []string, error) {
 	l, lv, err := n.l.eval(env)
-	if err != nil || l == isTrue {
-		return l, nil, err
+	switch {
+	case err != nil:
+		return isFalse, nil, err
+	case l == n.decisive:
+		return l, nil, nil
 	}
 	r, rv, err := n.r.eval(env)
 	switch {
 	case err != nil:
 		return isFalse, nil, err
-	case r == isTrue:
-		return isTrue, nil, nil
+	case r == n.decisive:
+		return r, nil, nil
 	case l == isUnknown || r == isUnknown:
 		return isUnknown, union(lv, rv), nil
 	}
-	return isFalse, nil, nil
-}
-
-func (n markerAnd) eval(env Environment) (truth, []string, error) {
-	l, lv, err := n.l.eval(env)
-	if err != nil || l == isFalse {
-		return isFalse, nil, err
-	}
-	r, rv, err := n.r.eval(env)
-	switch {
-	case err != nil:
-		return isFalse, nil, err
-	case r == isFalse:
-		return isFalse, nil, nil
-	case l == isUnknown || r == isUnknown:
-		return isUnknown, union(lv, rv), nil
-	}
-	return isTrue, nil, nil
+	return l, nil, nil // neither decisive nor unknown: both the other value
 }
 
 // union returns the variables of a and b, each once.
@@ -268,32 +259,29 @@ func isIdent(c byte) bool {
 	return c == '_' || c == '.' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
+// or parses and-expressions joined by "or".
 func (p *markerParser) or(depth int) (markerNode, error) {
-	l, err := p.and(depth)
-	if err != nil {
-		return nil, err
-	}
-	for p.keyword("or") {
-		r, err := p.and(depth)
-		if err != nil {
-			return nil, err
-		}
-		l = markerOr{l, r}
-	}
-	return l, nil
+	return p.join(depth, "or", isTrue, (*markerParser).and)
 }
 
+// and parses atoms joined by "and".
 func (p *markerParser) and(depth int) (markerNode, error) {
-	l, err := p.atom(depth)
+	return p.join(depth, "and", isFalse, (*markerParser).atom)
+}
+
+// join parses operands separated by keyword, grouped from the left into
+// markerJoins that decisive decides.
+func (p *markerParser) join(depth int, keyword string, decisive truth, operand func(*markerParser, int) (markerNode, error)) (markerNode, error) {
+	l, err := operand(p, depth)
 	if err != nil {
 		return nil, err
 	}
-	for p.keyword("and") {
-		r, err := p.atom(depth)
+	for p.keyword(keyword) {
+		r, err := operand(p, depth)
 		if err != nil {
 			return nil, err
 		}
-		l = markerAnd{l, r}
+		l = markerJoin{l, r, decisive}
 	}
 	return l, nil
 }

@@ -2,8 +2,6 @@ package python_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -34,8 +32,7 @@ func writeDist(t testing.TB, site, name, version string, requires []string, file
 		p := filepath.Join(site, filepath.FromSlash(rel))
 		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
-		sum := sha256.Sum256([]byte(content))
-		record.WriteString(rel + ",sha256=" + base64.RawURLEncoding.EncodeToString(sum[:]) + "," + strconv.Itoa(len(content)) + "\n")
+		record.WriteString(rel + "," + recordHash([]byte(content)) + "," + strconv.Itoa(len(content)) + "\n")
 	}
 	write(filepath.Base(info)+"/METADATA", meta)
 	for rel, content := range files {
@@ -190,10 +187,7 @@ func TestVerifyMarkerScope(t *testing.T) {
 // TestVerifyUndefinedMarkerIsNotEvaluated checks that a marker comparing
 // in a way PEP 508 leaves undefined is not guessed either.
 func TestVerifyUndefinedMarkerIsNotEvaluated(t *testing.T) {
-	venv := filepath.Join(t.TempDir(), "venv")
-	site := filepath.Join(venv, "lib", "python3.12", "site-packages")
-	require.NoError(t, os.MkdirAll(site, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(venv, "pyvenv.cfg"), []byte("version = 3.12.1\n"), 0o644))
+	venv, site := handVenv(t, t.TempDir(), "3.12", "version = 3.12.1\n")
 	writeDist(t, site, "app", "1.0", []string{`odd ; os_name ~= "posix"`}, nil)
 	writeDist(t, site, "odd", "1.0", nil, nil)
 	env, err := python.Open(context.Background(), venv, python.OpenOptions{})

@@ -23,10 +23,7 @@ import (
 func TestVerifyWrongSizeIsNotRead(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	venv := filepath.Join(dir, "venv")
-	site := filepath.Join(venv, "lib", "python3.11", "site-packages")
-	require.NoError(t, os.MkdirAll(site, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(venv, "pyvenv.cfg"), []byte("version = 3.11.4\n"), 0o644))
+	venv, site := handVenv(t, dir, "3.11", "version = 3.11.4\n")
 	writeDist(t, site, "big", "1.0", nil, map[string]string{"big/__init__.py": "B = 1\n", "big/data.bin": "x"})
 	const huge = 10 << 30
 	require.NoError(t, os.Truncate(filepath.Join(site, "big", "data.bin"), huge))
