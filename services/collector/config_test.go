@@ -24,6 +24,26 @@ func load(t *testing.T, yaml string) (collector.Config, error) {
 	return cfg, err
 }
 
+// loadFailure is YAML that loading refuses with an error containing want.
+type loadFailure struct{ name, yaml, want string }
+
+// assertLoadFails loads each case in a subtest: it must fail, with an
+// error wrapping is unless is is nil.
+func assertLoadFails(t *testing.T, is error, cases []loadFailure) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := load(t, tc.yaml)
+			if is == nil {
+				require.Error(t, err)
+			} else {
+				require.ErrorIs(t, err, is)
+			}
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
 func TestConfigLoadsEveryKey(t *testing.T) {
 	cfg, err := load(t, `
 host: web-01.example.com
@@ -82,19 +102,13 @@ func TestConfigDefaults(t *testing.T) {
 }
 
 func TestConfigRejectsUnknownKeys(t *testing.T) {
-	for _, tc := range []struct{ name, yaml, key string }{
+	assertLoadFails(t, nil, []loadFailure{
 		{"top level", "hots: x\n", "hots"},
 		{"nats", "nats:\n  ulr: nats://x\n", "ulr"},
 		{"spool", "spool:\n  max_event: 3\n", "max_event"},
 		{"target", "targets:\n  - {name: a, kind: git, pth: /x}\n", "pth"},
 		{"target option", "targets:\n  - {name: a, kind: git, path: /x, options: {seedonly: true}}\n", "seedonly"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := load(t, tc.yaml)
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), tc.key)
-		})
-	}
+	})
 }
 
 func TestConfigEnvironmentOverrides(t *testing.T) {
@@ -111,7 +125,7 @@ func TestConfigEnvironmentOverrides(t *testing.T) {
 }
 
 func TestConfigValidation(t *testing.T) {
-	for _, tc := range []struct{ name, yaml, err string }{
+	assertLoadFails(t, config.ErrInvalid, []loadFailure{
 		{"unknown kind", "targets: [{name: a, kind: docker, path: /x}]", "kind \"docker\""},
 		{"missing location", "targets: [{name: a, kind: git}]", "needs path"},
 		{"foreign location", "targets: [{name: a, kind: git, path: /x, unit: a.service}]", "unit does not apply"},
@@ -126,13 +140,7 @@ func TestConfigValidation(t *testing.T) {
 		{"no events", "spool: {max_events: -1}", "spool.max_events"},
 		{"empty host", "host: ' '", "host is empty"},
 		{"nats auth", "nats: {user: u, creds_file: /c}", "only one"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := load(t, tc.yaml)
-			require.ErrorIs(t, err, config.ErrInvalid)
-			assert.Contains(t, err.Error(), tc.err)
-		})
-	}
+	})
 }
 
 func TestNewValidates(t *testing.T) {

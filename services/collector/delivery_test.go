@@ -33,6 +33,34 @@ func assertDeliveredOnceInOrder(t *testing.T, spooled, stored []string) {
 	assert.Equal(t, spooled, stored)
 }
 
+// spoolOffline starts a collector of cfg, whose NATS is unreachable,
+// collects its target "repo" n times on top of the first collection,
+// stops it and returns the ids it spooled.
+func spoolOffline(t *testing.T, cfg collector.Config, set collector.Settings, n int) []string {
+	t.Helper()
+	c, rec := newCollector(t, cfg, set)
+	require.NoError(t, c.Start(t.Context()))
+	for range n {
+		require.NoError(t, c.CollectNow(t.Context(), "repo"))
+	}
+	shutdown(t, c, 200*time.Millisecond)
+	return rec.all()
+}
+
+// deliverSpool starts a collector on cfg's state against a new bus, waits
+// until the bus stores want events and stops it. It returns the bus and
+// the ids that collector spooled itself.
+func deliverSpool(t *testing.T, cfg collector.Config, set collector.Settings, want int) (*bus, []string) {
+	t.Helper()
+	b := runBus(t, t.TempDir(), 0)
+	cfg.NATS.URL = b.url
+	c, rec := newCollector(t, cfg, set)
+	require.NoError(t, c.Start(t.Context()))
+	b.waitStored(t, want)
+	shutdown(t, c, 10*time.Second)
+	return b, rec.all()
+}
+
 // TestNATSOutage stops the server while the collector collects every
 // second, collects more on demand, then starts a server again on the same
 // port and store: every event arrives once, in order.
@@ -115,23 +143,12 @@ func TestSpoolSurvivesRestart(t *testing.T) {
 	cfg := testConfig(t, deadURL(t), gitTarget("repo", repo, time.Hour))
 	cfg.StateDir = state
 	tel1 := telemetrytest.New(t)
-	c1, rec1 := newCollector(t, cfg, collector.Settings{Telemetry: tel1.Providers})
-	require.NoError(t, c1.Start(t.Context()))
-	for range 3 {
-		require.NoError(t, c1.CollectNow(t.Context(), "repo"))
-	}
-	shutdown(t, c1, 200*time.Millisecond)
-	first := rec1.all()
+	first := spoolOffline(t, cfg, collector.Settings{Telemetry: tel1.Providers}, 3)
 	require.Len(t, first, 4)
 	assert.Zero(t, tel1.Sum(t, natsbus.MetricPublished), "events delivered")
 
-	b := runBus(t, t.TempDir(), 0)
-	cfg.NATS.URL = b.url
-	c2, rec2 := newCollector(t, cfg, collector.Settings{})
-	require.NoError(t, c2.Start(t.Context()))
-	b.waitStored(t, 5)
-	shutdown(t, c2, 10*time.Second)
-	assertDeliveredOnceInOrder(t, append(first, rec2.all()...), b.storedIDs(t))
+	b, second := deliverSpool(t, cfg, collector.Settings{}, 5)
+	assertDeliveredOnceInOrder(t, append(first, second...), b.storedIDs(t))
 }
 
 // TestCrashRedeliveryIsDeduplicated replays a spool whose cursor was lost
@@ -193,26 +210,15 @@ func TestSpoolFullRefusesNewEvents(t *testing.T) {
 	shutdown(t, c, 200*time.Millisecond)
 
 	// The kept (oldest) events are delivered once NATS is back.
-	b := runBus(t, t.TempDir(), 0)
-	cfg.NATS.URL = b.url
-	cfg.Spool.MaxEvents = 100 // room for c2's own first collection
-	c2, rec2 := newCollector(t, cfg, collector.Settings{})
-	require.NoError(t, c2.Start(t.Context()))
-	b.waitStored(t, 3)
-	shutdown(t, c2, 10*time.Second)
-	assertDeliveredOnceInOrder(t, append(kept, rec2.all()...), b.storedIDs(t))
+	cfg.Spool.MaxEvents = 100 // room for the next collector's own first collection
+	b, second := deliverSpool(t, cfg, collector.Settings{}, 3)
+	assertDeliveredOnceInOrder(t, append(kept, second...), b.storedIDs(t))
 }
 
 func TestCorruptSpoolTailDeliversTheIntactPrefix(t *testing.T) {
 	repo := gittest.New(t)
 	cfg := testConfig(t, deadURL(t), gitTarget("repo", repo, time.Hour))
-	c1, rec1 := newCollector(t, cfg, collector.Settings{})
-	require.NoError(t, c1.Start(t.Context()))
-	for range 2 {
-		require.NoError(t, c1.CollectNow(t.Context(), "repo"))
-	}
-	shutdown(t, c1, 200*time.Millisecond)
-	spooled := rec1.all()
+	spooled := spoolOffline(t, cfg, collector.Settings{}, 2)
 	require.Len(t, spooled, 3)
 
 	// A crash in the middle of the last append.
@@ -224,15 +230,11 @@ func TestCorruptSpoolTailDeliversTheIntactPrefix(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.Truncate(last, st.Size()-100))
 
-	b := runBus(t, t.TempDir(), 0)
-	cfg.NATS.URL = b.url
 	tel2 := telemetrytest.New(t)
-	c2, rec2 := newCollector(t, cfg, collector.Settings{Telemetry: tel2.Providers})
-	require.NoError(t, c2.Start(t.Context()))
-	b.waitStored(t, 3) // two intact events and c2's first collection
-	shutdown(t, c2, 10*time.Second)
+	// Two intact events and the next collector's first collection.
+	b, second := deliverSpool(t, cfg, collector.Settings{Telemetry: tel2.Providers}, 3)
 	assert.Positive(t, tel2.Sum(t, collector.MetricSpoolRecovered))
 	stored := b.storedIDs(t)
-	assertDeliveredOnceInOrder(t, append(spooled[:2:2], rec2.all()...), stored)
+	assertDeliveredOnceInOrder(t, append(spooled[:2:2], second...), stored)
 	assert.NotContains(t, stored, spooled[2])
 }

@@ -37,6 +37,15 @@ func collectRepository(t *testing.T, path string) snapshot.Record {
 	return repoRecord(t, records)
 }
 
+// writing is a setup that writes name into the work tree, which it
+// returns as the path to collect.
+func writing(name, content string) func(t *testing.T, dir string) string {
+	return func(t *testing.T, dir string) string {
+		gittest.WriteFile(t, dir, name, content)
+		return dir
+	}
+}
+
 func TestCollectRepositoryState(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -68,20 +77,14 @@ func TestCollectRepositoryState(t *testing.T) {
 			branch: snapshot.String("feature/x"),
 		},
 		{
-			name: "untracked file is dirty",
-			setup: func(t *testing.T, dir string) string {
-				gittest.WriteFile(t, dir, "untracked.txt", "new\n")
-				return dir
-			},
+			name:   "untracked file is dirty",
+			setup:  writing("untracked.txt", "new\n"),
 			branch: snapshot.String("main"),
 			dirty:  true,
 		},
 		{
-			name: "modified tracked file is dirty",
-			setup: func(t *testing.T, dir string) string {
-				gittest.WriteFile(t, dir, "README.md", "changed\n")
-				return dir
-			},
+			name:   "modified tracked file is dirty",
+			setup:  writing("README.md", "changed\n"),
 			branch: snapshot.String("main"),
 			dirty:  true,
 		},

@@ -118,6 +118,28 @@ func (tr trap) keys(t *testing.T, hooks string) [][2]string {
 	}
 }
 
+// config sets each key in dir's repository configuration to the trap,
+// under the key's name.
+func (tr trap) config(t *testing.T, dir string, keys ...string) {
+	t.Helper()
+	for _, key := range keys {
+		gittest.Git(t, dir, "config", key, tr.as(t, key))
+	}
+}
+
+// addKeys adds every entry of keys, core.hooksPath a new directory of
+// trap hooks, to dir's repository configuration, or to the configuration
+// that the git config options in where select (--file F).
+func (tr trap) addKeys(t *testing.T, dir string, where ...string) {
+	t.Helper()
+	hooks := filepath.Join(t.TempDir(), "hooks")
+	tr.hooksDir(t, hooks)
+	config := append([]string{"config"}, where...)
+	for _, kv := range tr.keys(t, hooks) {
+		gittest.Git(t, dir, append(config, "--add", kv[0], kv[1])...)
+	}
+}
+
 // hooksDir fills dir with every hook, each the trap.
 func (tr trap) hooksDir(t *testing.T, dir string) {
 	t.Helper()
@@ -157,19 +179,18 @@ func TestCollectRunsNothingTheRepositoryNames(t *testing.T) {
 		arm  func(t *testing.T, dir string, tr trap)
 	}{
 		{"core.fsmonitor", func(t *testing.T, dir string, tr trap) {
-			gittest.Git(t, dir, "config", "core.fsmonitor", tr.as(t, "core.fsmonitor"))
+			tr.config(t, dir, "core.fsmonitor")
 		}},
 		{"clean and smudge filter", func(t *testing.T, dir string, tr trap) {
-			gittest.Git(t, dir, "config", "filter.evil.clean", tr.as(t, "filter.evil.clean"))
-			gittest.Git(t, dir, "config", "filter.evil.smudge", tr.as(t, "filter.evil.smudge"))
+			tr.config(t, dir, "filter.evil.clean", "filter.evil.smudge")
 			gittest.Git(t, dir, "config", "filter.evil.required", "true")
 		}},
 		{"process filter", func(t *testing.T, dir string, tr trap) {
-			gittest.Git(t, dir, "config", "filter.evilproc.process", tr.as(t, "filter.evilproc.process"))
+			tr.config(t, dir, "filter.evilproc.process")
 		}},
 		{"filter named in info/attributes", func(t *testing.T, dir string, tr trap) {
 			gittest.WriteFile(t, dir, ".git/info/attributes", "* filter=hidden\n")
-			gittest.Git(t, dir, "config", "filter.hidden.clean", tr.as(t, "filter.hidden.clean"))
+			tr.config(t, dir, "filter.hidden.clean")
 		}},
 		{"core.hooksPath and .git/hooks", func(t *testing.T, dir string, tr trap) {
 			hooks := filepath.Join(t.TempDir(), "hooks")
@@ -179,39 +200,22 @@ func TestCollectRunsNothingTheRepositoryNames(t *testing.T) {
 			gittest.Git(t, dir, "config", "core.hooksPath", hooks)
 		}},
 		{"external diff and textconv", func(t *testing.T, dir string, tr trap) {
-			gittest.Git(t, dir, "config", "diff.external", tr.as(t, "diff.external"))
-			gittest.Git(t, dir, "config", "diff.evil.command", tr.as(t, "diff.evil.command"))
-			gittest.Git(t, dir, "config", "diff.evil.textconv", tr.as(t, "diff.evil.textconv"))
+			tr.config(t, dir, "diff.external", "diff.evil.command", "diff.evil.textconv")
 		}},
 		{"pager", func(t *testing.T, dir string, tr trap) {
-			gittest.Git(t, dir, "config", "core.pager", tr.as(t, "core.pager"))
-			gittest.Git(t, dir, "config", "pager.status", tr.as(t, "pager.status"))
-			gittest.Git(t, dir, "config", "pager.config", tr.as(t, "pager.config"))
-			gittest.Git(t, dir, "config", "pager.symbolic-ref", tr.as(t, "pager.symbolic-ref"))
+			tr.config(t, dir, "core.pager", "pager.status", "pager.config", "pager.symbolic-ref")
 		}},
 		{"every key in .git/config", func(t *testing.T, dir string, tr trap) {
-			hooks := filepath.Join(t.TempDir(), "hooks")
-			tr.hooksDir(t, hooks)
-			for _, kv := range tr.keys(t, hooks) {
-				gittest.Git(t, dir, "config", "--add", kv[0], kv[1])
-			}
+			tr.addKeys(t, dir)
 		}},
 		{"every key through include.path", func(t *testing.T, dir string, tr trap) {
-			hooks := filepath.Join(t.TempDir(), "hooks")
-			tr.hooksDir(t, hooks)
 			inc := filepath.Join(t.TempDir(), "included.gitconfig")
-			for _, kv := range tr.keys(t, hooks) {
-				gittest.Git(t, dir, "config", "--file", inc, "--add", kv[0], kv[1])
-			}
+			tr.addKeys(t, dir, "--file", inc)
 			gittest.Git(t, dir, "config", "include.path", inc)
 		}},
 		{"every key through includeIf", func(t *testing.T, dir string, tr trap) {
-			hooks := filepath.Join(t.TempDir(), "hooks")
-			tr.hooksDir(t, hooks)
 			inc := filepath.Join(t.TempDir(), "conditional.gitconfig")
-			for _, kv := range tr.keys(t, hooks) {
-				gittest.Git(t, dir, "config", "--file", inc, "--add", kv[0], kv[1])
-			}
+			tr.addKeys(t, dir, "--file", inc)
 			gittest.Git(t, dir, "config", "includeIf.gitdir:"+filepath.Join(dir, ".git")+".path", inc)
 		}},
 	}
@@ -290,7 +294,7 @@ func TestCollectDoesNotFetchForAPartialClone(t *testing.T) {
 
 	tr := newTrap(t)
 	gittest.Git(t, dir, "config", "remote.origin.url", "ssh://git.invalid/repo.git")
-	gittest.Git(t, dir, "config", "core.sshCommand", tr.as(t, "core.sshCommand"))
+	tr.config(t, dir, "core.sshCommand")
 
 	assertHeadAndDirty(t, repoRecord(t, tr.collect(t, dir)), head, true)
 }
@@ -308,8 +312,7 @@ func TestCollectDoesNotRunSubmoduleConfiguration(t *testing.T) {
 	tr := newTrap(t)
 	modules := filepath.Join(dir, ".git", "modules", "sub")
 	gittest.WriteFile(t, modules, "info/attributes", "* filter=evil\n")
-	gittest.Git(t, filepath.Join(dir, "sub"), "config", "filter.evil.clean", tr.as(t, "filter.evil.clean"))
-	gittest.Git(t, filepath.Join(dir, "sub"), "config", "core.fsmonitor", tr.as(t, "core.fsmonitor"))
+	tr.config(t, filepath.Join(dir, "sub"), "filter.evil.clean", "core.fsmonitor")
 	makeStatDirty(t, filepath.Join(dir, "sub"), "README.md")
 
 	assertHeadAndDirty(t, repoRecord(t, tr.collect(t, dir)), head, false)
@@ -320,7 +323,7 @@ func TestCollectDoesNotRunSubmoduleConfiguration(t *testing.T) {
 	gittest.WriteFile(t, subDir, "more.txt", "more\n")
 	gittest.Commit(t, subDir, "more")
 	tr = newTrap(t)
-	gittest.Git(t, subDir, "config", "filter.evil.clean", tr.as(t, "filter.evil.clean"))
+	tr.config(t, subDir, "filter.evil.clean")
 	makeStatDirty(t, subDir, "README.md", "more.txt")
 	assert.Equal(t, snapshot.Bool(true), repoRecord(t, tr.collect(t, dir)).Data["dirty"])
 }
@@ -488,8 +491,7 @@ func TestCollectTrustsOnlyTheOperator(t *testing.T) {
 	gittest.Commit(t, dir, "attributes")
 	head := gittest.Git(t, dir, "rev-parse", "HEAD")
 	tr := newTrap(t)
-	gittest.Git(t, dir, "config", "filter.evil.clean", tr.as(t, "filter.evil.clean"))
-	gittest.Git(t, dir, "config", "core.fsmonitor", tr.as(t, "core.fsmonitor"))
+	tr.config(t, dir, "filter.evil.clean", "core.fsmonitor")
 	gittest.Git(t, dir, "config", "safe.directory", "*")
 	gittest.Git(t, dir, "remote", "add", "origin", "https://tok@example.com/x.git")
 	makeStatDirty(t, dir, "README.md", ".gitattributes")

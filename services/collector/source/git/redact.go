@@ -64,20 +64,12 @@ func RedactURL(raw string) string {
 	return raw
 }
 
-// isScheme reports whether s is an RFC 3986 scheme.
+// isScheme reports whether s is an RFC 3986 scheme: a letter, then
+// letters, digits, '+', '-' and '.'.
 func isScheme(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
-		case i > 0 && (r >= '0' && r <= '9' || r == '+' || r == '-' || r == '.'):
-		default:
-			return false
-		}
-	}
-	return true
+	return madeOf(s, func(i int, r rune) bool {
+		return isLetter(r) || i > 0 && (isDigit(r) || r == '+' || r == '-' || r == '.')
+	})
 }
 
 func isSSH(scheme string) bool {
@@ -91,16 +83,26 @@ func isSSH(scheme string) bool {
 // plainUser reports whether u is a login name with no password: non-empty,
 // no ':' and no characters outside a conservative user-name set.
 func plainUser(u string) bool {
-	if u == "" {
+	return madeOf(u, func(_ int, r rune) bool {
+		return isLetter(r) || isDigit(r) || r == '.' || r == '_' || r == '-'
+	})
+}
+
+// madeOf reports whether s is non-empty and ok accepts each of its runes,
+// given with its byte offset.
+func madeOf(s string, ok func(i int, r rune) bool) bool {
+	if s == "" {
 		return false
 	}
-	for _, r := range u {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
-		case r == '.', r == '_', r == '-':
-		default:
+	for i, r := range s {
+		if !ok(i, r) {
 			return false
 		}
 	}
 	return true
 }
+
+// isLetter and isDigit are ASCII only.
+func isLetter(r rune) bool { return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' }
+
+func isDigit(r rune) bool { return r >= '0' && r <= '9' }
