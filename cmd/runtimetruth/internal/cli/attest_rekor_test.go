@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -25,15 +24,8 @@ import (
 func TestAttestKeylessWithRekorThenVerify(t *testing.T) {
 	dir := t.TempDir()
 	srv := attestationtest.NewServers(t)
-	token := attestationtest.Token(attestIdentity, attestIssuer)
-	tokenFile := put(t, dir, "token", []byte(token+"\n"))
-	trusted := put(t, dir, "trusted_root.json", srv.TrustedRootJSON(t, attestationtest.WithRekor()))
-	stmt, bundle := filepath.Join(dir, "baseline.intoto.json"), filepath.Join(dir, "baseline.sigstore.json")
-	r := runAttest(t, "attest", attestFixture("before.json"), "--statement", stmt, "--bundle", bundle,
-		"--identity-token-file", tokenFile, "--fulcio-url", srv.FulcioURL, "--rekor-url", srv.RekorURL,
-		"--trusted-root", trusted)
-	require.Equal(t, ExitPass, r.code, r.stderr)
-	assert.NotContains(t, r.stdout+r.stderr, token)
+	a := attestKeyless(t, dir, srv, srv.TrustedRootJSON(t, attestationtest.WithRekor()), "--rekor-url", srv.RekorURL)
+	stmt, bundle, trusted := a.stmt, a.bundle, a.trusted
 	assert.Equal(t, 1, srv.Rekor.Size())
 
 	var b struct {
@@ -54,11 +46,7 @@ func TestAttestKeylessWithRekorThenVerify(t *testing.T) {
 	assert.NotEmpty(t, e.InclusionPromise, "signed entry timestamp")
 	assert.NotEmpty(t, e.InclusionProof)
 
-	r = runAttest(t, keylessArgs("before.json", "before.json", stmt, bundle, trusted)...)
-	require.Equal(t, ExitPass, r.code, r.stderr)
-	sum := strings.TrimPrefix(fixtureDigest(t, "before.json"), "sha256:")
-	assert.Equal(t, "IDENTITY: VERIFIED\n  certificate_identity: "+attestIdentity+"\n  oidc_issuer: "+attestIssuer+
-		"\nBASELINE: VERIFIED\n  sha256: "+sum+"\nRUNTIME: PASS\n", r.stdout)
+	requireKeylessVerified(t, a)
 
 	t.Run("wrong identity", func(t *testing.T) {
 		r := runAttest(t, "verify-attestation", attestFixture("before.json"), attestFixture("before.json"),

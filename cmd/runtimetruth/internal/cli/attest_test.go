@@ -115,6 +115,44 @@ func signedKeyless(t *testing.T, dir string, vs *attestationtest.Virtual, identi
 		put(t, dir, "trusted_root.json", vs.TrustedRootJSON(t))
 }
 
+// keylessAttestation is what attestKeyless made: the statement, bundle
+// and trusted root files, and the identity token it signed with.
+type keylessAttestation struct{ stmt, bundle, trusted, token string }
+
+// attestKeyless runs attest on before.json keylessly against srv's Fulcio,
+// the identity token in a file, urls the --rekor-url and
+// --timestamp-server-url flags, and checks it succeeds without printing
+// the token. trustedRoot, the trusted root attest verifies the new bundle
+// against, is written to dir with the statement and bundle.
+func attestKeyless(t *testing.T, dir string, srv *attestationtest.Servers, trustedRoot []byte, urls ...string) keylessAttestation {
+	t.Helper()
+	a := keylessAttestation{
+		stmt:    filepath.Join(dir, "baseline.intoto.json"),
+		bundle:  filepath.Join(dir, "baseline.sigstore.json"),
+		trusted: put(t, dir, "trusted_root.json", trustedRoot),
+		token:   attestationtest.Token(attestIdentity, attestIssuer),
+	}
+	tokenFile := put(t, dir, "token", []byte(a.token+"\n"))
+	args := append([]string{"attest", attestFixture("before.json"), "--statement", a.stmt, "--bundle", a.bundle,
+		"--identity-token-file", tokenFile, "--fulcio-url", srv.FulcioURL, "--trusted-root", a.trusted}, urls...)
+	r := runAttest(t, args...)
+	require.Equal(t, ExitPass, r.code, r.stderr)
+	assert.NotContains(t, r.stdout+r.stderr, a.token)
+	return a
+}
+
+// requireKeylessVerified checks that verify-attestation of before.json
+// against a passes and prints the signer's identity, the baseline's
+// digest and the runtime's verdict.
+func requireKeylessVerified(t *testing.T, a keylessAttestation) {
+	t.Helper()
+	r := runAttest(t, keylessArgs("before.json", "before.json", a.stmt, a.bundle, a.trusted)...)
+	require.Equal(t, ExitPass, r.code, r.stderr)
+	sum := strings.TrimPrefix(fixtureDigest(t, "before.json"), "sha256:")
+	assert.Equal(t, "IDENTITY: VERIFIED\n  certificate_identity: "+attestIdentity+"\n  oidc_issuer: "+attestIssuer+
+		"\nBASELINE: VERIFIED\n  sha256: "+sum+"\nRUNTIME: PASS\n", r.stdout)
+}
+
 func keylessArgs(baseline, current, stmt, bundle, trusted string, extra ...string) []string {
 	args := []string{"verify-attestation", attestFixture(baseline)}
 	if current != "" {
@@ -147,25 +185,12 @@ func TestAttestWithKeyWritesStatementAndBundle(t *testing.T) {
 func TestAttestKeylessThenVerify(t *testing.T) {
 	dir := t.TempDir()
 	srv := attestationtest.NewServers(t)
-	token := attestationtest.Token(attestIdentity, attestIssuer)
-	tokenFile := put(t, dir, "token", []byte(token+"\n"))
-	trusted := put(t, dir, "trusted_root.json", srv.TrustedRootJSON(t))
-	stmt, bundle := filepath.Join(dir, "s.json"), filepath.Join(dir, "b.json")
-	r := runAttest(t, "attest", attestFixture("before.json"), "--statement", stmt, "--bundle", bundle,
-		"--identity-token-file", tokenFile, "--fulcio-url", srv.FulcioURL, "--rekor-url", "",
-		"--timestamp-server-url", srv.TSAURL, "--trusted-root", trusted)
-	require.Equal(t, ExitPass, r.code, r.stderr)
-	assert.NotContains(t, r.stdout+r.stderr, token)
-
-	r = runAttest(t, keylessArgs("before.json", "before.json", stmt, bundle, trusted)...)
-	require.Equal(t, ExitPass, r.code, r.stderr)
-	sum := strings.TrimPrefix(fixtureDigest(t, "before.json"), "sha256:")
-	assert.Equal(t, "IDENTITY: VERIFIED\n  certificate_identity: "+attestIdentity+"\n  oidc_issuer: "+attestIssuer+
-		"\nBASELINE: VERIFIED\n  sha256: "+sum+"\nRUNTIME: PASS\n", r.stdout)
+	a := attestKeyless(t, dir, srv, srv.TrustedRootJSON(t), "--rekor-url", "", "--timestamp-server-url", srv.TSAURL)
+	requireKeylessVerified(t, a)
 
 	// The token from the environment works the same.
-	t.Setenv(envIDToken, token)
-	r = runAttest(t, "attest", attestFixture("after.json"), "--statement", filepath.Join(dir, "s2.json"), "--bundle", filepath.Join(dir, "b2.json"),
+	t.Setenv(envIDToken, a.token)
+	r := runAttest(t, "attest", attestFixture("after.json"), "--statement", filepath.Join(dir, "s2.json"), "--bundle", filepath.Join(dir, "b2.json"),
 		"--fulcio-url", srv.FulcioURL, "--rekor-url", "", "--timestamp-server-url", srv.TSAURL)
 	require.Equal(t, ExitPass, r.code, r.stderr)
 }

@@ -99,12 +99,8 @@ func signedRecords(t *testing.T, h chain.Hasher, host string, key ed25519.Privat
 		if edit != nil {
 			data = edit(i, data)
 		}
-		msg := &link.Message{Stream: "EVIDENCE", Seq: uint64(i + 1), Subject: m.Subject, Header: m.Header, Data: data, Stored: at.Add(time.Duration(i) * time.Second)}
-		name := link.ChainName(msg.Stream, msg.Subject)
-		r, err := link.Seal(h, name, heads[name], link.Entry(msg, "/auditor/t"))
-		require.NoError(t, err)
+		r := seal(t, h, heads, &link.Message{Stream: "EVIDENCE", Seq: uint64(i + 1), Subject: m.Subject, Header: m.Header, Data: data, Stored: at.Add(time.Duration(i) * time.Second)})
 		require.False(t, r.Meta.Rejected, "a valid event")
-		heads[name] = r.Head()
 		out = append(out, r)
 	}
 	return out

@@ -83,15 +83,21 @@ func auditRecords(t *testing.T, h chain.Hasher, from, n int, heads map[string]li
 		m, _, err := events.NewMsg(events.Source("test", "t"), p, events.WithID(fmt.Sprintf("id-%d", i)),
 			events.WithTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i)*time.Second)))
 		require.NoError(t, err)
-		msg := &link.Message{Stream: stream, Seq: uint64(i + 1), Subject: m.Subject, Header: m.Header, Data: m.Data,
-			Stored: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Second)}
-		name := link.ChainName(stream, m.Subject)
-		r, err := link.Seal(h, name, heads[name], link.Entry(msg, "/auditor/t"))
-		require.NoError(t, err)
-		heads[name] = r.Head()
-		out = append(out, r)
+		out = append(out, seal(t, h, heads, &link.Message{Stream: stream, Seq: uint64(i + 1), Subject: m.Subject, Header: m.Header, Data: m.Data,
+			Stored: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Second)}))
 	}
 	return out
+}
+
+// seal links msg to the head of its chain in heads, as the auditor
+// /auditor/t records a stream message, and advances that head.
+func seal(t *testing.T, h chain.Hasher, heads map[string]link.Head, msg *link.Message) link.Record {
+	t.Helper()
+	name := link.ChainName(msg.Stream, msg.Subject)
+	r, err := link.Seal(h, name, heads[name], link.Entry(msg, "/auditor/t"))
+	require.NoError(t, err)
+	heads[name] = r.Head()
+	return r
 }
 
 // writeLog writes n links to a rotated JSONL log and returns its path.
@@ -414,9 +420,6 @@ func TestAuditVerifyTamperedJSONL(t *testing.T) {
 		{"a torn line", func(ls []string) []string { ls[2] = ls[2][:len(ls[2])/2]; return ls }, ": malformed: "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "audit.jsonl")
-			s, err := jsonl.Open(context.Background(), jsonl.Options{Path: path, Hasher: chain.NewHasher(nil)})
-			require.NoError(t, err)
 			// One chain: web-01's verdicts.
 			var one []link.Record
 			for _, r := range auditRecords(t, chain.NewHasher(nil), 0, 30, map[string]link.Head{}) {
@@ -424,8 +427,7 @@ func TestAuditVerifyTamperedJSONL(t *testing.T) {
 					one = append(one, r)
 				}
 			}
-			require.NoError(t, s.Write(context.Background(), one))
-			require.NoError(t, s.Close())
+			path := writeRecords(t, chain.NewHasher(nil), one)
 			data, err := os.ReadFile(path)
 			require.NoError(t, err)
 			lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
@@ -459,19 +461,10 @@ func TestAuditTailSummarizesVerdicts(t *testing.T) {
 	heads := map[string]link.Head{}
 	var recs []link.Record
 	for i, m := range msgs {
-		msg := &link.Message{Stream: "VERDICTS", Seq: uint64(i + 1), Subject: m.Subject, Header: m.Header, Data: m.Data,
-			Stored: time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC)}
-		name := link.ChainName("VERDICTS", m.Subject)
-		r, err := link.Seal(h, name, heads[name], link.Entry(msg, "/auditor/t"))
-		require.NoError(t, err)
-		heads[name] = r.Head()
-		recs = append(recs, r)
+		recs = append(recs, seal(t, h, heads, &link.Message{Stream: "VERDICTS", Seq: uint64(i + 1), Subject: m.Subject, Header: m.Header, Data: m.Data,
+			Stored: time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC)}))
 	}
-	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	s, err := jsonl.Open(context.Background(), jsonl.Options{Path: path, Hasher: h})
-	require.NoError(t, err)
-	require.NoError(t, s.Write(context.Background(), recs))
-	require.NoError(t, s.Close())
+	path := writeRecords(t, h, recs)
 
 	code, out, errs := runAudit(context.Background(), "tail", "--jsonl", path, "-n", "3", "--follow=false")
 	require.Equal(t, ExitPass, code, errs)

@@ -78,8 +78,6 @@ func startComponent(t *testing.T, c lifecycle.Component) {
 func (b *approveBus) collected(t *testing.T, host string, s *snapshot.Snapshot) {
 	t.Helper()
 	ctx := t.Context()
-	p, err := events.NewEvidenceCollected(host, s, time.Minute)
-	require.NoError(t, err)
 	var opts []events.Option
 	if b.mode != verifier.EnrollOff {
 		sg, ok := b.signers[host]
@@ -89,10 +87,7 @@ func (b *approveBus) collected(t *testing.T, host string, s *snapshot.Snapshot) 
 		}
 		opts = append(opts, events.WithSigner(sg))
 	}
-	m, _, err := events.NewMsg(events.Source("collector", host), p, opts...)
-	require.NoError(t, err)
-	_, err = b.js.PublishMsg(ctx, m)
-	require.NoError(t, err)
+	p := b.publish(t, host, s, opts...)
 	natstest.CheckFor(t, 30*time.Second, 10*time.Millisecond, func() error {
 		obs, err := b.baselines.Observations(ctx, p.Target)
 		if err != nil {
@@ -105,6 +100,19 @@ func (b *approveBus) collected(t *testing.T, host string, s *snapshot.Snapshot) 
 		}
 		return fmt.Errorf("the snapshot from %s is not the latest yet", host)
 	})
+}
+
+// publish publishes s as collected on host, with opts, and returns the
+// payload; it does not wait for the verifier.
+func (b *approveBus) publish(t *testing.T, host string, s *snapshot.Snapshot, opts ...events.Option) events.EvidenceCollected {
+	t.Helper()
+	p, err := events.NewEvidenceCollected(host, s, time.Minute)
+	require.NoError(t, err)
+	m, _, err := events.NewMsg(events.Source("collector", host), p, opts...)
+	require.NoError(t, err)
+	_, err = b.js.PublishMsg(t.Context(), m)
+	require.NoError(t, err)
+	return p
 }
 
 func fixtureDigest(t *testing.T, name string) string {

@@ -50,6 +50,18 @@ func auditLinks(t *testing.T, state string) int {
 	return rep.Links
 }
 
+// editNodeFile writes content to the file name of the Node project and
+// checks that integrity verify reports it changed (exit 2); it returns
+// that run.
+func editNodeFile(t *testing.T, project, name, content string) result {
+	t.Helper()
+	writeFile(t, project, name, content)
+	r := run(t, "integrity", "verify", "--node", project)
+	assert.Equal(t, 2, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, "changed  "+name)
+	return r
+}
+
 func TestIntegrityPython(t *testing.T) {
 	env, pipInit := venv(t)
 	state := t.TempDir()
@@ -204,10 +216,7 @@ func TestIntegrityNodeManifest(t *testing.T) {
 	r = run(t, "integrity", "verify", "--node", project)
 	require.Equal(t, 0, r.code, r.stdout+r.stderr)
 	assert.Contains(t, r.stdout, "mytools")
-	writeFile(t, project, "greet.js", "console.log('pwned')\n")
-	r = run(t, "integrity", "verify", "--node", project)
-	assert.Equal(t, 2, r.code, r.stdout+r.stderr)
-	assert.Contains(t, r.stdout, "changed  greet.js")
+	r = editNodeFile(t, project, "greet.js", "console.log('pwned')\n")
 	assert.Contains(t, r.stdout, "package(s) modified since install")
 	writeFile(t, project, "dropped.js", "require('child_process')\n")
 	r = run(t, "integrity", "verify", "--node", project)

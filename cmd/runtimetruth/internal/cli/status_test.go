@@ -29,12 +29,7 @@ func TestStatusShowsRefusedEvidence(t *testing.T) {
 
 	impostor := signtest.Random()
 	for range 2 {
-		p, err := events.NewEvidenceCollected("host-a", fixtureSnapshot(t, "after.json"), time.Minute)
-		require.NoError(t, err)
-		m, _, err := events.NewMsg(events.Source("collector", "host-a"), p, events.WithSigner(impostor))
-		require.NoError(t, err)
-		_, err = bus.js.PublishMsg(ctx, m)
-		require.NoError(t, err)
+		bus.publish(t, "host-a", fixtureSnapshot(t, "after.json"), events.WithSigner(impostor))
 	}
 	natstest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
 		s, err := bus.js.Stream(ctx, topology.StreamDLQ)

@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"os"
@@ -117,12 +116,7 @@ func TestAttacksOnTheEvidence(t *testing.T) {
 	vcfg.NATS = natsbus.Config{URL: ps.url, User: "verifier", Password: "verifier-pw"}
 	ver, err := verifier.New(vcfg, verifier.Settings{})
 	require.NoError(t, err)
-	require.NoError(t, ver.Start(ctx))
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		assert.NoError(t, ver.Shutdown(sctx))
-	})
+	startComponent(ctx, t, ver)
 	require.Equal(t, string(verifier.EnrollManual), vcfg.Enrollment, "the services' default")
 
 	kv, err := op.KeyValue(ctx, topology.BucketHosts)

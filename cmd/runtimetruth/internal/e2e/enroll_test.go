@@ -38,18 +38,21 @@ func enroll(ctx context.Context, t *testing.T, js jetstream.JetStream, cfg colle
 // reverse order.
 func startEnrolled(ctx context.Context, t *testing.T, url string, ccfg collector.Config, col lifecycle.Component, comps ...lifecycle.Component) {
 	t.Helper()
-	start := func(c lifecycle.Component) {
-		require.NoError(t, c.Start(ctx))
-		t.Cleanup(func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			assert.NoError(t, c.Shutdown(sctx))
-		})
-	}
 	for _, c := range comps {
-		start(c)
+		startComponent(ctx, t, c)
 	}
 	_, js := natstest.Connect(t, url)
 	enroll(ctx, t, js, ccfg)
-	start(col)
+	startComponent(ctx, t, col)
+}
+
+// startComponent starts c and shuts it down when the test ends.
+func startComponent(ctx context.Context, t *testing.T, c lifecycle.Component) {
+	t.Helper()
+	require.NoError(t, c.Start(ctx))
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		assert.NoError(t, c.Shutdown(sctx))
+	})
 }

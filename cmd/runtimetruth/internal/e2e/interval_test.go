@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -18,9 +17,9 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
 	"github.com/runtimetruth/runtimetruth/services/collector"
 	"github.com/runtimetruth/runtimetruth/services/collector/inspect"
-	"github.com/runtimetruth/runtimetruth/services/verifier"
 )
 
 // busWatch records, from a plain subscription, every evidence event and
@@ -186,17 +185,8 @@ func TestDriftWithinOneInterval(t *testing.T) {
 	nc, _ := natstest.Connect(t, url)
 	w := watchBus(t, nc)
 
-	vcfg := verifier.NewDefaultConfig()
-	vcfg.Instance = host
-	vcfg.Enrollment = string(verifier.EnrollFirstUse) // the collector's key pinned: its evidence authentic
-	ver, err := verifier.New(vcfg, verifier.Settings{Conn: nc})
-	require.NoError(t, err)
-	ccfg := collector.NewDefaultConfig()
-	ccfg.Host = host
-	ccfg.StateDir = filepath.Join(t.TempDir(), "collector")
-	ccfg.Targets = []collector.TargetConfig{{Name: "repo", Kind: collector.KindGit, Path: repo, Interval: interval}}
-	col, err := collector.New(ccfg, collector.Settings{Conn: nc})
-	require.NoError(t, err)
+	ver := newFirstUseVerifier(t, nc, telemetry.Providers{})
+	ccfg, col := newRepoCollector(t, nc, telemetry.Providers{}, repo, interval)
 	startEnrolled(ctx, t, url, ccfg, col, ver)
 
 	// 1. The first collection (at start): no baseline, an error verdict.

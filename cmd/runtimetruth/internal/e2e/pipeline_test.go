@@ -125,12 +125,7 @@ func startPipeline(t *testing.T, p telemetry.Providers, repo string) *pipeline {
 	require.NoError(t, err)
 	pl.aud = aud
 
-	vcfg := verifier.NewDefaultConfig()
-	vcfg.Instance = host
-	vcfg.Enrollment = string(verifier.EnrollFirstUse) // the collector's key pinned: its evidence authentic
-	ver, err := verifier.New(vcfg, verifier.Settings{Conn: nc, Telemetry: p})
-	require.NoError(t, err)
-	pl.ver = ver
+	pl.ver = newFirstUseVerifier(t, nc, p)
 
 	keyFile, passwordFile := signingKey(t)
 	tcfg := attestor.NewKeyConfig(keyFile, passwordFile)
@@ -139,16 +134,36 @@ func startPipeline(t *testing.T, p telemetry.Providers, repo string) *pipeline {
 	require.NoError(t, err)
 	pl.att = att
 
-	ccfg := collector.NewDefaultConfig()
-	ccfg.Host = host
-	ccfg.StateDir = filepath.Join(dir, "collector")
-	ccfg.Targets = []collector.TargetConfig{{Name: "repo", Kind: collector.KindGit, Path: repo, Interval: time.Hour}}
-	col, err := collector.New(ccfg, collector.Settings{Conn: nc, Telemetry: p})
-	require.NoError(t, err)
+	ccfg, col := newRepoCollector(t, nc, p, repo, time.Hour)
 	pl.col = col
 
-	startEnrolled(ctx, t, url, ccfg, col, aud, ver, att)
+	startEnrolled(ctx, t, url, ccfg, col, aud, pl.ver, att)
 	return pl
+}
+
+// newFirstUseVerifier is host's verifier on nc, reporting through p, which
+// pins the first key of each host: the collector's evidence is authentic.
+func newFirstUseVerifier(t *testing.T, nc *nats.Conn, p telemetry.Providers) *verifier.Verifier {
+	t.Helper()
+	cfg := verifier.NewDefaultConfig()
+	cfg.Instance = host
+	cfg.Enrollment = string(verifier.EnrollFirstUse) // the collector's key pinned: its evidence authentic
+	ver, err := verifier.New(cfg, verifier.Settings{Conn: nc, Telemetry: p})
+	require.NoError(t, err)
+	return ver
+}
+
+// newRepoCollector is host's collector on nc, reporting through p, with
+// one git target, "repo", collected at start and then every interval.
+func newRepoCollector(t *testing.T, nc *nats.Conn, p telemetry.Providers, repo string, interval time.Duration) (collector.Config, *collector.Collector) {
+	t.Helper()
+	cfg := collector.NewDefaultConfig()
+	cfg.Host = host
+	cfg.StateDir = filepath.Join(t.TempDir(), "collector")
+	cfg.Targets = []collector.TargetConfig{{Name: "repo", Kind: collector.KindGit, Path: repo, Interval: interval}}
+	col, err := collector.New(cfg, collector.Settings{Conn: nc, Telemetry: p})
+	require.NoError(t, err)
+	return cfg, col
 }
 
 func waitFor(t *testing.T, what string, f func() bool) {
