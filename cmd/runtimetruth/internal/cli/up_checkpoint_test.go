@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"errors"
-	"github.com/runtimetruth/runtimetruth/services/auditor"
-	"github.com/runtimetruth/runtimetruth/services/auditor/auditortest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
+	"github.com/runtimetruth/runtimetruth/services/auditor"
+	"github.com/runtimetruth/runtimetruth/services/auditor/auditortest"
 	"github.com/runtimetruth/runtimetruth/services/auditor/jsonl"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
 )
