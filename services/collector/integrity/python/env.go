@@ -65,8 +65,8 @@ var sitePathRE = regexp.MustCompile(`^(?:lib|lib64|Lib)/((?:python|pypy)[0-9][^/
 // depends on it is reported as not evaluated (see Verify).
 //
 // pyvenv.cfg is read as every file of the environment is (see
-// readBeneath): a regular file of at most 64 KiB, no symbolic link
-// followed; one that cannot be read (other than missing) fails Open.
+// sysfile.ReadFileBeneath): a regular file of at most 64 KiB, no symbolic
+// link followed; one that cannot be read (other than missing) fails Open.
 func Open(_ context.Context, path string, _ OpenOptions) (*Env, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -268,7 +268,7 @@ func (e *Env) Distributions() ([]*Distribution, error) {
 
 // readDistribution reads the distribution whose metadata directory is
 // dir, in site: its METADATA (PKG-INFO for .egg-info) and
-// direct_url.json, each read beneath site (see readBeneath).
+// direct_url.json, each read beneath site (see sysfile.ReadFileBeneath).
 func readDistribution(site, dir string, egg bool) *Distribution {
 	d := &Distribution{Site: site, InfoDir: dir, EggInfo: egg}
 	base := filepath.Base(dir)

@@ -11,7 +11,7 @@ import (
 // Scripts returns the names of the console and GUI scripts d declares in
 // its entry_points.txt, in file order; nil when it declares none or the
 // file cannot be read (it is read beneath d's site-packages, as a regular
-// file of at most 1 MiB: see readBeneath).
+// file of at most 1 MiB: see sysfile.ReadFileBeneath).
 func (d *Distribution) Scripts() []string {
 	data, err := sysfile.ReadFileBeneath(d.Site, filepath.Base(d.InfoDir)+"/entry_points.txt", maxEntryPointsSize)
 	if err != nil {

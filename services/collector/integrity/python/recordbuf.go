@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/runtimetruth/runtimetruth/services/collector/integrity"
+	"github.com/runtimetruth/runtimetruth/services/collector/internal/sysfile"
 )
 
 // A full verify reads every RECORD of the environment (5.5 MB for the
@@ -24,10 +25,10 @@ const maxPooledRecord = 8 << 20
 
 // readRecord reads the RECORD of the distribution whose .dist-info
 // directory is info, in site, into *buf (reusing its capacity), beneath
-// site and at most MaxRecordSize bytes (see readBeneath), and returns the
-// bytes read.
+// site and at most MaxRecordSize bytes (sysfile.ReadFileBeneathInto),
+// and returns the bytes read.
 func readRecord(site, info string, buf *[]byte) ([]byte, error) {
-	return readBeneath(site, filepath.Base(info)+"/RECORD", MaxRecordSize, buf)
+	return sysfile.ReadFileBeneathInto(site, filepath.Base(info)+"/RECORD", MaxRecordSize, buf)
 }
 
 // releaseRecord returns buf to recordBuffers unless it grew too large.

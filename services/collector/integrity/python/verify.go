@@ -146,7 +146,7 @@ func (e *Env) notEvaluated(d *Distribution, r Requirement, unknown []string) str
 // Owner returns the distribution whose RECORD lists file (compared as
 // cleaned absolute paths), for finding the package that ships a
 // runnable's files. ok is false when none does. A RECORD that cannot be
-// read (see readBeneath) or parsed is passed over.
+// read (see sysfile.ReadFileBeneathInto) or parsed is passed over.
 func (e *Env) Owner(dists []*Distribution, file string) (d *Distribution, ok bool, err error) {
 	abs, err := filepath.Abs(file)
 	if err != nil {

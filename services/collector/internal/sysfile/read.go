@@ -29,7 +29,11 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return readAll(f, path, limit)
+	data, err := readAll(f, limit, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return data, nil
 }
 
 // ReadFileBeneath is ReadFile for the relative path rel resolved beneath
@@ -37,7 +41,14 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 // on the way that leads out of it is ErrEscape, a link in the last
 // component is not followed. Errors name root/rel.
 func ReadFileBeneath(root, rel string, limit int64) ([]byte, error) {
-	name := filepath.Join(root, rel)
+	return ReadFileBeneathInto(root, rel, limit, nil)
+}
+
+// ReadFileBeneathInto is ReadFileBeneath reading into *buf, reusing its
+// capacity, for a caller that reads many files in turn: it returns the
+// bytes read, *buf's first bytes, and leaves *buf empty with whatever
+// capacity it grew to. A nil buf reads into a new slice.
+func ReadFileBeneathInto(root, rel string, limit int64, buf *[]byte) ([]byte, error) {
 	d, err := OpenDir(root)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", root, err)
@@ -48,44 +59,62 @@ func ReadFileBeneath(root, rel string, limit int64) ([]byte, error) {
 	var w Walk
 	f, err := OpenBeneath(d, &p, &w)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, fmt.Errorf("%s: %w", filepath.Join(root, rel), err)
 	}
-	return readAll(f, name, limit)
+	data, err := readAll(f, limit, buf)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(root, rel), err)
+	}
+	return data, nil
 }
 
 // readAll checks that f is a regular file of at most limit bytes, reads
-// it whole and closes it.
-func readAll(f File, name string, limit int64) ([]byte, error) {
-	defer func() { _ = f.Close() }()
+// it whole into *buf (a new slice when buf is nil) and closes it. Its
+// errors do not name the file: the callers add the name, only on failure
+// (building it would cost every read an allocation).
+func readAll(f File, limit int64, buf *[]byte) ([]byte, error) {
+	defer func() { _ = f.Close() }() // read only: nothing to lose
 	var st Stat
 	if err := f.Stat(&st); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, err
 	}
 	if !st.Regular() {
-		return nil, fmt.Errorf("%s: %w (%s)", name, ErrNotRegular, typeName(st.Mode))
+		return nil, fmt.Errorf("%w (%s)", ErrNotRegular, typeName(st.Mode))
 	}
 	if st.Size > limit {
-		return nil, fmt.Errorf("%s: %w: %d bytes, over %d", name, ErrTooLarge, st.Size, limit)
+		return nil, fmt.Errorf("%w: %d bytes, over %d", ErrTooLarge, st.Size, limit)
+	}
+	var b []byte
+	spare := int64(1)
+	if buf != nil {
+		b = (*buf)[:0]
+		defer func() { *buf = b[:0] }()
+		spare = 512 // and some more, for the next file read into it
 	}
 	// Room for one byte more than the file had: reading it tells a file
 	// that grew; it may grow up to the cap, never past it.
-	buf := make([]byte, st.Size+1)
-	n := 0
+	if int64(cap(b)) <= st.Size {
+		b = make([]byte, 0, st.Size+spare)
+	}
 	for {
-		if n == len(buf) {
-			if int64(n) > limit {
-				return nil, fmt.Errorf("%s: %w: grew past %d bytes while read", name, ErrTooLarge, limit)
-			}
-			buf = append(buf, make([]byte, min(int64(len(buf)), limit+1-int64(len(buf))))...)
+		if int64(len(b)) > limit {
+			return nil, fmt.Errorf("%w: grew past %d bytes while read", ErrTooLarge, limit)
 		}
-		m, err := f.Read(buf[n:])
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		end := cap(b)
+		if int64(end) > limit {
+			end = int(limit) + 1
+		}
+		m, err := f.Read(b[len(b):end])
+		b = b[:len(b)+m]
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
+			return nil, err
 		}
 		if m == 0 {
-			return buf[:n], nil
+			return b, nil
 		}
-		n += m
 	}
 }
 

@@ -108,3 +108,54 @@ func TestReadFileBeneath(t *testing.T) {
 		})
 	}
 }
+
+// TestReadFileBeneathInto: files read in turn into one buffer keep its
+// capacity once it has grown, each read returns just its file's bytes,
+// and a buffer larger than the cap still refuses a file over it.
+func TestReadFileBeneathInto(t *testing.T) {
+	root := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(root, "long"), []byte(strings.Repeat("x", 1000)), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "short"), []byte("hello"), 0o644))
+	require.NoError(t, syscall.Mkfifo(filepath.Join(root, "fifo"), 0o644))
+
+	var buf []byte
+	got, err := ReadFileBeneathInto(root, "long", 1000, &buf)
+	require.NoError(t, err)
+	assert.Equal(t, strings.Repeat("x", 1000), string(got))
+	assert.Empty(t, buf)
+	require.Greater(t, cap(buf), 1000, "the buffer keeps what it grew to")
+	grown := cap(buf)
+
+	got, err = ReadFileBeneathInto(root, "short", 1000, &buf)
+	require.NoError(t, err)
+	assert.Equal(t, "hello", string(got))
+	assert.Equal(t, grown, cap(buf), "a smaller file reuses the buffer")
+	assert.Same(t, &buf[:1][0], &got[0], "read into the buffer")
+	allocs := testing.AllocsPerRun(20, func() {
+		_, err := ReadFileBeneathInto(root, "long", 1000, &buf)
+		require.NoError(t, err)
+	})
+	assert.LessOrEqual(t, allocs, 2.0, "a read into a grown buffer allocates only root's and rel's NUL-terminated copies")
+
+	_, err = ReadFileBeneathInto(root, "long", 999, &buf)
+	require.ErrorIs(t, err, ErrTooLarge)
+	assert.Contains(t, err.Error(), filepath.Join(root, "long")+": larger than the size cap: 1000 bytes, over 999")
+	_, err = ReadFileBeneathInto(root, "fifo", 1000, &buf)
+	require.ErrorIs(t, err, ErrNotRegular)
+	assert.Contains(t, err.Error(), filepath.Join(root, "fifo")+": not a regular file (a FIFO)")
+	assert.Equal(t, grown, cap(buf), "a refused file leaves the buffer as it was")
+
+	// A file whose size says 0 but whose reads go on (Linux's /proc)
+	// grows while read: up to the cap, never past it.
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		return
+	}
+	for _, b := range []*[]byte{nil, &buf, new([]byte)} {
+		got, err := ReadFileBeneathInto("/proc/self", "status", 1<<20, b)
+		require.NoError(t, err)
+		assert.Contains(t, string(got), "Name:")
+		_, err = ReadFileBeneathInto("/proc/self", "status", 10, b)
+		require.ErrorIs(t, err, ErrTooLarge)
+		assert.Contains(t, err.Error(), "/proc/self/status: larger than the size cap: grew past 10 bytes while read")
+	}
+}
