@@ -52,6 +52,23 @@ func keyConfig(t *testing.T, url string, encrypted bool) attestor.Config {
 	return cfg
 }
 
+// keylessConfig configures keyless signing with token (in a file) and the
+// test Fulcio, Rekor and timestamp authority at fulcioURL, rekorURL and
+// tsaURL ("" for none), every bundle verified against trustedRoot (JSON,
+// in a file).
+func keylessConfig(t *testing.T, url, token, fulcioURL, rekorURL, tsaURL string, trustedRoot []byte) attestor.Config {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := attestor.NewDefaultConfig()
+	cfg.NATS.URL, cfg.Instance = url, "test"
+	cfg.Signing.IdentityTokenFile = filepath.Join(dir, "oidc-token")
+	cfg.Signing.FulcioURL, cfg.Signing.RekorURL, cfg.Signing.TSAURL = fulcioURL, rekorURL, tsaURL
+	cfg.Signing.TrustedRootFile = filepath.Join(dir, "trusted_root.json")
+	require.NoError(t, os.WriteFile(cfg.Signing.IdentityTokenFile, []byte(token), 0o600))
+	require.NoError(t, os.WriteFile(cfg.Signing.TrustedRootFile, trustedRoot, 0o600))
+	return cfg
+}
+
 func TestLifecycle(t *testing.T) {
 	_, url := natstest.RunJetStream(t)
 	ctx := context.Background()
@@ -64,9 +81,7 @@ func TestLifecycle(t *testing.T) {
 		require.ErrorIs(t, a.Start(ctx), attestor.ErrShutdown)
 	})
 	t.Run("start, shutdown twice", func(t *testing.T) {
-		a, err := attestor.New(keyConfig(t, url, false), attestor.Settings{})
-		require.NoError(t, err)
-		require.NoError(t, a.Start(ctx))
+		a := startAttestor(ctx, t, keyConfig(t, url, false), attestor.Settings{})
 		require.Error(t, a.Start(ctx))
 		require.NoError(t, a.Shutdown(ctx))
 		require.NoError(t, a.Shutdown(ctx))
@@ -96,19 +111,13 @@ func TestLifecycle(t *testing.T) {
 
 // One request end to end, key-based: sign, store, announce.
 func TestSignRequestWithKey(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	_, url := natstest.RunJetStream(t)
-	nc, js := natstest.Connect(t, url)
+	ctx, url, nc, js := bus(t)
 	cfg := keyConfig(t, url, true)
 	tel := telemetrytest.New(t)
-	a, err := attestor.New(cfg, attestor.Settings{Telemetry: tel.Providers})
-	require.NoError(t, err)
-	require.NoError(t, a.Start(ctx))
+	a := startAttestor(ctx, t, cfg, attestor.Settings{Telemetry: tel.Providers})
 	defer func() { require.NoError(t, a.Shutdown(context.Background())) }()
 
-	kv, err := js.KeyValue(ctx, topology.BucketBaselines)
-	require.NoError(t, err)
+	kv := baselines(ctx, t, js)
 	before := fixture(t, "before.json")
 	digest := putBaseline(ctx, t, kv, before, identity, issuer)
 	rep, err := attestor.RequestSign(ctx, nc, "", attestor.SignRequest{Target: targetOf(before), Digest: digest})
@@ -137,28 +146,15 @@ func TestSignRequestWithKey(t *testing.T) {
 // verifies (and is then answered from the cache), the event; then the
 // baseline replaced without signing again, which no longer verifies.
 func TestSignRequestKeylessThroughTheBus(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	_, url := natstest.RunJetStream(t)
-	nc, js := natstest.Connect(t, url)
+	ctx, url, nc, js := bus(t)
 	srv := attestationtest.NewServers(t)
-	dir := t.TempDir()
 	token := attestationtest.Token(identity, issuer)
-	cfg := attestor.NewDefaultConfig()
-	cfg.NATS.URL, cfg.Instance = url, "test"
-	cfg.Signing.IdentityTokenFile = filepath.Join(dir, "oidc-token")
-	cfg.Signing.FulcioURL, cfg.Signing.RekorURL, cfg.Signing.TSAURL = srv.FulcioURL, "", srv.TSAURL
-	cfg.Signing.TrustedRootFile = filepath.Join(dir, "trusted_root.json")
-	require.NoError(t, os.WriteFile(cfg.Signing.IdentityTokenFile, []byte(token), 0o600))
-	require.NoError(t, os.WriteFile(cfg.Signing.TrustedRootFile, srv.TrustedRootJSON(t), 0o600))
+	cfg := keylessConfig(t, url, token, srv.FulcioURL, "", srv.TSAURL, srv.TrustedRootJSON(t))
 	var logs logBuffer
 	tel := telemetrytest.New(t)
-	a, err := attestor.New(cfg, attestor.Settings{Logger: newLogger(&logs), Telemetry: tel.Providers})
-	require.NoError(t, err)
-	require.NoError(t, a.Start(ctx))
+	a := startAttestor(ctx, t, cfg, attestor.Settings{Logger: newLogger(&logs), Telemetry: tel.Providers})
 
-	kv, err := js.KeyValue(ctx, topology.BucketBaselines)
-	require.NoError(t, err)
+	kv := baselines(ctx, t, js)
 	before := fixture(t, "before.json")
 	target := targetOf(before)
 	digest := putBaseline(ctx, t, kv, before, identity, issuer)
@@ -254,21 +250,14 @@ func TestSignRequestKeylessThroughTheBus(t *testing.T) {
 // Two instances share the requests through the queue group; a request
 // while shutting down is refused, not lost.
 func TestQueueGroupAndDrain(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	_, url := natstest.RunJetStream(t)
-	nc, js := natstest.Connect(t, url)
+	ctx, url, nc, js := bus(t)
 	cfg := keyConfig(t, url, false)
 	var as []*attestor.Attestor
 	tel := telemetrytest.New(t) // both instances report to it
 	for range 2 {
-		a, err := attestor.New(cfg, attestor.Settings{Conn: nc, Telemetry: tel.Providers})
-		require.NoError(t, err)
-		require.NoError(t, a.Start(ctx))
-		as = append(as, a)
+		as = append(as, startAttestor(ctx, t, cfg, attestor.Settings{Conn: nc, Telemetry: tel.Providers}))
 	}
-	kv, err := js.KeyValue(ctx, topology.BucketBaselines)
-	require.NoError(t, err)
+	kv := baselines(ctx, t, js)
 	before := fixture(t, "before.json")
 	putBaseline(ctx, t, kv, before, identity, issuer)
 	for range 6 {
@@ -280,7 +269,7 @@ func TestQueueGroupAndDrain(t *testing.T) {
 		require.NoError(t, a.Shutdown(ctx))
 	}
 	assert.False(t, nc.IsClosed(), "a given connection is not closed")
-	_, err = attestor.RequestSign(ctx, nc, "", attestor.SignRequest{Target: targetOf(before)})
+	_, err := attestor.RequestSign(ctx, nc, "", attestor.SignRequest{Target: targetOf(before)})
 	require.Error(t, err, "no responders once both are gone")
 }
 
@@ -289,26 +278,13 @@ func TestQueueGroupAndDrain(t *testing.T) {
 // and the verifier's check, under the trusted root listing the log,
 // requires and verifies it.
 func TestSignRequestKeylessWithRekor(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	_, url := natstest.RunJetStream(t)
-	nc, js := natstest.Connect(t, url)
+	ctx, url, nc, js := bus(t)
 	srv := attestationtest.NewServers(t)
-	dir := t.TempDir()
-	cfg := attestor.NewDefaultConfig()
-	cfg.NATS.URL, cfg.Instance = url, "test"
-	cfg.Signing.IdentityTokenFile = filepath.Join(dir, "oidc-token")
-	cfg.Signing.FulcioURL, cfg.Signing.RekorURL, cfg.Signing.TSAURL = srv.FulcioURL, srv.RekorURL, ""
-	cfg.Signing.TrustedRootFile = filepath.Join(dir, "trusted_root.json")
-	require.NoError(t, os.WriteFile(cfg.Signing.IdentityTokenFile, []byte(attestationtest.Token(identity, issuer)), 0o600))
-	require.NoError(t, os.WriteFile(cfg.Signing.TrustedRootFile, srv.TrustedRootJSON(t, attestationtest.WithRekor()), 0o600))
-	a, err := attestor.New(cfg, attestor.Settings{Conn: nc})
-	require.NoError(t, err)
-	require.NoError(t, a.Start(ctx))
+	cfg := keylessConfig(t, url, attestationtest.Token(identity, issuer), srv.FulcioURL, srv.RekorURL, "", srv.TrustedRootJSON(t, attestationtest.WithRekor()))
+	a := startAttestor(ctx, t, cfg, attestor.Settings{Conn: nc})
 	defer func() { require.NoError(t, a.Shutdown(context.Background())) }()
 
-	kv, err := js.KeyValue(ctx, topology.BucketBaselines)
-	require.NoError(t, err)
+	kv := baselines(ctx, t, js)
 	before := fixture(t, "before.json")
 	target := targetOf(before)
 	digest := putBaseline(ctx, t, kv, before, identity, issuer)

@@ -11,13 +11,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
+	"github.com/runtimetruth/runtimetruth/services/attestor"
 )
 
 // The tests start servers, clients and attestors; none may leave a
@@ -29,6 +32,36 @@ func TestMain(m *testing.M) {
 		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
 		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
 	)
+}
+
+// bus starts a JetStream server for the test and returns a context that
+// ends with the test (within a minute), the server's URL, and a
+// connection and client to it.
+func bus(t *testing.T) (context.Context, string, *nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	t.Cleanup(cancel)
+	_, url := natstest.RunJetStream(t)
+	nc, js := natstest.Connect(t, url)
+	return ctx, url, nc, js
+}
+
+// startAttestor returns a started attestor of cfg and set.
+func startAttestor(ctx context.Context, t *testing.T, cfg attestor.Config, set attestor.Settings) *attestor.Attestor {
+	t.Helper()
+	a, err := attestor.New(cfg, set)
+	require.NoError(t, err)
+	require.NoError(t, a.Start(ctx))
+	return a
+}
+
+// baselines returns the baselines bucket, which an attestor ensures when
+// it starts.
+func baselines(ctx context.Context, t *testing.T, js jetstream.JetStream) jetstream.KeyValue {
+	t.Helper()
+	kv, err := js.KeyValue(ctx, topology.BucketBaselines)
+	require.NoError(t, err)
+	return kv
 }
 
 func fixture(tb testing.TB, name string) *snapshot.Snapshot {

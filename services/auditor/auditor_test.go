@@ -14,7 +14,6 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/config"
-	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/services/auditor"
 	"github.com/runtimetruth/runtimetruth/services/auditor/auditortest"
 	"github.com/runtimetruth/runtimetruth/services/auditor/jsonl"
@@ -135,12 +134,7 @@ func TestLostAcksAreDuplicates(t *testing.T) {
 	a, _ := e.startAndPublish(t, cfg, 0, 0, 150, func(a *auditor.Auditor) {
 		a.DropAcks(func() bool { return dropped.Add(1) <= 5 })
 	})
-	natstest.CheckFor(t, 20*time.Second, 50*time.Millisecond, func() error {
-		if counted(t, a, auditor.MetricUnlinked, auditor.AttrReason.String(auditor.ReasonDuplicate)) == 0 {
-			return assert.AnError
-		}
-		return nil
-	})
+	waitCounted(t, a, 20*time.Second, 50*time.Millisecond, 1, auditor.MetricUnlinked, auditor.AttrReason.String(auditor.ReasonDuplicate))
 	stop(t, a)
 	exactlyOnce(t, readLog(t, cfg.JSONL.Path), e.stored(t))
 }
@@ -153,12 +147,7 @@ func TestSinkOutageKeepsTheBacklog(t *testing.T) {
 	a, s := startFaulty(t, cfg, "")
 	s.fail.Store(true)
 	n := e.publish(t, 0, 300)
-	natstest.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-		if counted(t, a, auditor.MetricCommitRetries) < 2 {
-			return assert.AnError
-		}
-		return nil
-	})
+	waitCounted(t, a, 10*time.Second, 10*time.Millisecond, 2, auditor.MetricCommitRetries)
 	assert.Empty(t, a.Heads())
 	s.fail.Store(false)
 	waitLinks(t, a, n)
@@ -255,12 +244,7 @@ func TestLostLeaseStopsWriting(t *testing.T) {
 		_, err := kv.Put(context.Background(), testConsumer+"."+s, []byte(`{"instance":"thief"}`))
 		require.NoError(t, err)
 	}
-	natstest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
-		if counted(t, a, auditor.MetricLeaseLost) == 0 {
-			return assert.AnError
-		}
-		return nil
-	})
+	waitCounted(t, a, 20*time.Second, 20*time.Millisecond, 1, auditor.MetricLeaseLost)
 	before := counted(t, a, auditor.MetricAppended)
 	e.publish(t, 20, 20)
 	time.Sleep(time.Second) // nothing may happen: no assertion on time

@@ -96,6 +96,18 @@ func counted(t testing.TB, a *auditor.Auditor, name string, attrs ...attribute.K
 	return recorders.Sum(t, a, name, attrs...)
 }
 
+// waitCounted waits, polling every poll for up to within, until a's
+// counter name (with attrs, as counted reads it) is at least want.
+func waitCounted(t *testing.T, a *auditor.Auditor, within, poll time.Duration, want int64, name string, attrs ...attribute.KeyValue) {
+	t.Helper()
+	natstest.CheckFor(t, within, poll, func() error {
+		if got := counted(t, a, name, attrs...); got < want {
+			return fmt.Errorf("%s: %d, want at least %d", name, got, want)
+		}
+		return nil
+	})
+}
+
 func start(t *testing.T, cfg auditor.Config, prep ...func(*auditor.Auditor)) *auditor.Auditor {
 	t.Helper()
 	a, err := newAuditor(t, cfg, auditor.Settings{})

@@ -204,12 +204,7 @@ func TestMemoryBoundedByBytes(t *testing.T) {
 	})
 	// Slow under the race detector (every byte of 200 MiB canonicalized,
 	// hashed and written twice): minutes, not seconds.
-	natstest.CheckFor(t, 10*time.Minute, 50*time.Millisecond, func() error {
-		if got := int(counted(t, a, auditor.MetricAppended)); got < n {
-			return fmt.Errorf("%d links, want %d", got, n)
-		}
-		return nil
-	})
+	waitCounted(t, a, 10*time.Minute, 50*time.Millisecond, int64(n), auditor.MetricAppended)
 	close(done)
 	wg.Wait()
 	// Settled: every message acknowledged (a pull lost in flight comes

@@ -234,12 +234,7 @@ func TestClickHouseOutage(t *testing.T) {
 
 	srv.Stop()
 	m := e.publish(t, 100, 200)
-	natstest.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
-		if counted(t, a, auditor.MetricCommitRetries) < 2 {
-			return fmt.Errorf("%d retries", counted(t, a, auditor.MetricCommitRetries))
-		}
-		return nil
-	})
+	waitCounted(t, a, 30*time.Second, 50*time.Millisecond, 2, auditor.MetricCommitRetries)
 	backlog := 0
 	for _, s := range auditor.DefaultStreams {
 		c, err := e.js.Consumer(context.Background(), s, testConsumer)

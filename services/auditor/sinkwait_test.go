@@ -65,18 +65,6 @@ func readyz(t *testing.T, a *auditor.Auditor) func() (int, string) {
 	}
 }
 
-// waitAttempts waits until the auditor failed at least n attempts to
-// reach its ClickHouse sink.
-func waitAttempts(t *testing.T, a *auditor.Auditor, n int64) {
-	t.Helper()
-	natstest.CheckFor(t, 60*time.Second, 20*time.Millisecond, func() error {
-		if got := counted(t, a, auditor.MetricSinkWaits); got < n {
-			return fmt.Errorf("%d failed attempts, want %d", got, n)
-		}
-		return nil
-	})
-}
-
 // TestWaitsForClickHouse starts the auditor while its ClickHouse server is
 // down, which comes up later: Start does not fail, the auditor keeps
 // trying past start_timeout (one log line per attempt, none per message),
@@ -99,7 +87,7 @@ func TestWaitsForClickHouse(t *testing.T) {
 
 	// The waits before the 7th attempt add up to 50+100+…+1600 ms = 3.15 s,
 	// past start_timeout.
-	waitAttempts(t, a, 7)
+	waitCounted(t, a, 60*time.Second, 20*time.Millisecond, 7, auditor.MetricSinkWaits)
 	code, body := get()
 	assert.Equal(t, http.StatusServiceUnavailable, code)
 	assert.Contains(t, body, "auditor: clickhouse sink not up")
@@ -138,7 +126,7 @@ func TestShutdownWhileWaitingForClickHouse(t *testing.T) {
 	cfg.ClickHouse.DSN = "clickhouse://" + addr + "/default?dial_timeout=1s"
 	a := start(t, cfg)
 	get := readyz(t, a)
-	waitAttempts(t, a, 3)
+	waitCounted(t, a, 60*time.Second, 20*time.Millisecond, 3, auditor.MetricSinkWaits)
 	code, body := get()
 	assert.Equal(t, http.StatusServiceUnavailable, code)
 	assert.Contains(t, body, "clickhouse sink not up")

@@ -653,12 +653,12 @@ func (s stores) observations(ctx context.Context, target events.Target, host str
 	if err != nil {
 		return nil, err
 	}
-	latest := make(map[string]Observation, len(snaps))
-	for _, e := range snaps {
-		var o Observation
-		if err := json.Unmarshal(e.Value(), &o); err != nil {
-			return nil, fmt.Errorf("latest snapshot %s: %w", e.Key(), err)
-		}
+	observed, err := decodeEntries[Observation](snaps, "latest snapshot", "")
+	if err != nil {
+		return nil, err
+	}
+	latest := make(map[string]Observation, len(observed))
+	for _, o := range observed {
 		if o.Target == target {
 			latest[o.Host] = o
 		}

@@ -2,10 +2,7 @@ package verifier
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -84,13 +81,9 @@ func (h *Hosts) Rejections(ctx context.Context) ([]Rejections, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Rejections, 0, len(all))
-	for _, e := range all {
-		var r Rejections
-		if err := json.Unmarshal(e.Value(), &r); err != nil {
-			return nil, fmt.Errorf("rejections %s: %w", strings.TrimPrefix(e.Key(), rejectionsPrefix), err)
-		}
-		out = append(out, r)
+	out, err := decodeEntries[Rejections](all, "rejections", rejectionsPrefix)
+	if err != nil {
+		return nil, err
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Host < out[j].Host })
 	return out, nil

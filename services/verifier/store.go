@@ -662,13 +662,9 @@ func (s *Status) List(ctx context.Context) ([]VerdictRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]VerdictRecord, 0, len(all))
-	for _, e := range all {
-		var r VerdictRecord
-		if err := json.Unmarshal(e.Value(), &r); err != nil {
-			return nil, fmt.Errorf("verdict %s: %w", e.Key(), err)
-		}
-		out = append(out, r)
+	out, err := decodeEntries[VerdictRecord](all, "verdict", "")
+	if err != nil {
+		return nil, err
 	}
 	slices.SortFunc(out, func(a, b VerdictRecord) int {
 		if c := strings.Compare(a.Verdict.Host, b.Verdict.Host); c != 0 {
@@ -697,6 +693,20 @@ func (s *Status) Get(ctx context.Context, host string, target events.Target) (*V
 		return nil, fmt.Errorf("verdict of %s on %s: %w", target, host, err)
 	}
 	return &r, nil
+}
+
+// decodeEntries decodes the JSON value of every entry, in order; the first
+// that is not a T fails it, named what and its key without trim.
+func decodeEntries[T any](all []jetstream.KeyValueEntry, what, trim string) ([]T, error) {
+	out := make([]T, 0, len(all))
+	for _, e := range all {
+		var v T
+		if err := json.Unmarshal(e.Value(), &v); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", what, strings.TrimPrefix(e.Key(), trim), err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 // entries returns the current entry of every key matching filter, in one

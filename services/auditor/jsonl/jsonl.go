@@ -272,6 +272,28 @@ func (s *Sink) Links(ctx context.Context, chainName string, after uint64, fn fun
 }
 
 func scan(ctx context.Context, path string, prefix []byte, after uint64, fn func(link.Record) error) error {
+	return eachLine(path, func(_ int, line []byte) error {
+		if !bytes.HasPrefix(line, prefix) {
+			return nil
+		}
+		r, err := link.Parse(line)
+		if err != nil {
+			return fmt.Errorf("read audit log %s: %w", path, err)
+		}
+		if r.Seq <= after {
+			return nil
+		}
+		if err := fn(r); err != nil {
+			return err
+		}
+		return ctx.Err()
+	})
+}
+
+// eachLine calls fn with the number (from 0) and bytes of every line of
+// the audit log at path, up to the first error; the bytes are valid until
+// fn returns.
+func eachLine(path string, fn func(n int, line []byte) error) error {
 	f, err := regfile.Open(path)
 	if err != nil {
 		return fmt.Errorf("read audit log: %w", err)
@@ -279,21 +301,8 @@ func scan(ctx context.Context, path string, prefix []byte, after uint64, fn func
 	defer func() { _ = f.Close() }()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 256<<10), chain.MaxLinkSize+1)
-	for sc.Scan() {
-		if !bytes.HasPrefix(sc.Bytes(), prefix) {
-			continue
-		}
-		r, err := link.Parse(sc.Bytes())
-		if err != nil {
-			return fmt.Errorf("read audit log %s: %w", path, err)
-		}
-		if r.Seq <= after {
-			continue
-		}
-		if err := fn(r); err != nil {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
+	for n := 0; sc.Scan(); n++ {
+		if err := fn(n, sc.Bytes()); err != nil {
 			return err
 		}
 	}
@@ -488,38 +497,27 @@ func (s *Sink) Linked(ctx context.Context, chainName string, ids []string) (map[
 // scanIDs calls fn with the chain and raw event id (chain.EventID) of every
 // link of a file that records a message.
 func scanIDs(ctx context.Context, path string, fn func(chainName string, id []byte) error) error {
-	f, err := regfile.Open(path)
-	if err != nil {
-		return fmt.Errorf("read audit log: %w", err)
-	}
-	defer func() { _ = f.Close() }()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 256<<10), chain.MaxLinkSize+1)
-	for n := 0; sc.Scan(); n++ {
-		l, ok := chain.SplitLine(sc.Bytes())
+	return eachLine(path, func(n int, line []byte) error {
+		l, ok := chain.SplitLine(line)
 		if !ok {
 			// Not in the canonical layout: parse it.
-			if l, err = chain.ParseLink(sc.Bytes()); err != nil {
+			var err error
+			if l, err = chain.ParseLink(line); err != nil {
 				return fmt.Errorf("read audit log %s: %w", path, err)
 			}
 		}
 		id, message, ok := chain.EventID(l.Event)
 		if !ok || !message {
-			continue
+			return nil
 		}
 		if err := fn(l.Chain, id); err != nil {
 			return err
 		}
 		if n%4096 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
+			return ctx.Err()
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("read audit log %s: %w", path, err)
-	}
-	return nil
+		return nil
+	})
 }
 
 // Source returns a chain.Source reading the JSONL files in order (Files

@@ -51,34 +51,24 @@ func appendEntry(dst []byte, m *Message, meta *Meta) ([]byte, bool) {
 		Stream: m.Stream, StreamSeq: m.Seq, NATSSubject: m.Subject, Stored: stamp(m.Stored),
 		ID: a.ID, Type: a.Type, Source: a.Source, Subject: a.Subject, Time: stamp(a.Time),
 	}
-	dst = append(dst, `{"attributes":{"datacontenttype":`...)
-	dst = canonjson.AppendString(dst, a.DataContentType)
-	dst = append(dst, `,"dataschema":`...)
-	dst = canonjson.AppendString(dst, a.DataSchema)
-	dst = append(dst, `,"id":`...)
-	dst = canonjson.AppendString(dst, a.ID)
+	dst = appendMember(dst, `{"attributes":{"datacontenttype":`, a.DataContentType)
+	dst = appendMember(dst, `,"dataschema":`, a.DataSchema)
+	dst = appendMember(dst, `,"id":`, a.ID)
 	if a.Signature != "" {
-		dst = append(dst, `,"`+events.ExtSignature+`":`...)
-		dst = canonjson.AppendString(dst, a.Signature)
+		dst = appendMember(dst, `,"`+events.ExtSignature+`":`, a.Signature)
 	}
-	dst = append(dst, `,"source":`...)
-	dst = canonjson.AppendString(dst, a.Source)
-	dst = append(dst, `,"specversion":`...)
-	dst = canonjson.AppendString(dst, events.SpecVersion)
-	dst = append(dst, `,"subject":`...)
-	dst = canonjson.AppendString(dst, a.Subject)
+	dst = appendMember(dst, `,"source":`, a.Source)
+	dst = appendMember(dst, `,"specversion":`, events.SpecVersion)
+	dst = appendMember(dst, `,"subject":`, a.Subject)
 	dst = append(dst, `,"time":`...)
 	dst = appendTime(dst, a.Time)
 	if a.Traceparent != "" {
-		dst = append(dst, `,"traceparent":`...)
-		dst = canonjson.AppendString(dst, a.Traceparent)
+		dst = appendMember(dst, `,"traceparent":`, a.Traceparent)
 	}
 	if a.Tracestate != "" {
-		dst = append(dst, `,"tracestate":`...)
-		dst = canonjson.AppendString(dst, a.Tracestate)
+		dst = appendMember(dst, `,"tracestate":`, a.Tracestate)
 	}
-	dst = append(dst, `,"type":`...)
-	dst = canonjson.AppendString(dst, a.Type)
+	dst = appendMember(dst, `,"type":`, a.Type)
 	dst = append(dst, `},"data":`...)
 	dst, err = canonjson.AppendJSONFunc(dst, m.Data, func(key, value []byte) { dataMeta(meta, key, value) })
 	if err != nil {
@@ -92,13 +82,18 @@ func appendEntry(dst []byte, m *Message, meta *Meta) ([]byte, bool) {
 	}
 	dst = append(dst, `,"nats":{"seq":`...)
 	dst = strconv.AppendUint(dst, m.Seq, 10)
-	dst = append(dst, `,"stream":`...)
-	dst = canonjson.AppendString(dst, m.Stream)
-	dst = append(dst, `,"subject":`...)
-	dst = canonjson.AppendString(dst, m.Subject)
+	dst = appendMember(dst, `,"stream":`, m.Stream)
+	dst = appendMember(dst, `,"subject":`, m.Subject)
 	dst = append(dst, `,"time":`...)
 	dst = appendTime(dst, m.Stored)
 	return append(dst, "}}"...), true
+}
+
+// appendMember appends what precedes a string member's value (its name,
+// quoted, and the colon, after the separator or the opening brace) and
+// the canonical JSON string v.
+func appendMember(dst []byte, head, v string) []byte {
+	return canonjson.AppendString(append(dst, head...), v)
 }
 
 // appendTime appends t as position and attributesOf write it: a string of

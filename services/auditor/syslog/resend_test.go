@@ -41,27 +41,17 @@ type transport struct {
 func streamTransports(t *testing.T) []transport {
 	t.Helper()
 	server, client := selfSigned(t)
-	tcpListen := func(t *testing.T, addr string) net.Listener {
-		t.Helper()
-		var ln net.Listener
-		natstest.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() (err error) {
-			ln, err = net.Listen("tcp", addr)
-			return err
-		})
-		return ln
-	}
 	loopback := func(t *testing.T) string {
 		t.Helper()
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
+		ln := listenTCP(t)
 		addr := ln.Addr().String()
 		require.NoError(t, ln.Close())
 		return addr
 	}
 	return []transport{
-		{network: "tcp", listen: tcpListen, addr: loopback},
+		{network: "tcp", listen: listenAt, addr: loopback},
 		{network: "tls", tls: client, addr: loopback, listen: func(t *testing.T, addr string) net.Listener {
-			return tls.NewListener(tcpListen(t, addr), server)
+			return tls.NewListener(listenAt(t, addr), server)
 		}},
 		{network: "unixstream", addr: func(t *testing.T) string {
 			// A short path: sun_path holds 108 bytes.
@@ -88,19 +78,13 @@ type deaf struct {
 
 func listenDeaf(ln net.Listener) *deaf {
 	d := &deaf{ln: ln}
-	d.wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			if tc, ok := c.(*tls.Conn); ok {
-				_ = tc.Handshake()
-			}
-			d.mu.Lock()
-			d.conns = append(d.conns, c)
-			d.mu.Unlock()
+	acceptAll(ln, &d.wg, func(c net.Conn) {
+		if tc, ok := c.(*tls.Conn); ok {
+			_ = tc.Handshake()
 		}
+		d.mu.Lock()
+		d.conns = append(d.conns, c)
+		d.mu.Unlock()
 	})
 	return d
 }
@@ -126,19 +110,27 @@ func (d *deaf) accepted() int {
 // serve starts a reading receiver on ln.
 func serve(ln net.Listener) *receiver {
 	r := &receiver{ln: ln}
-	r.wg.Go(func() {
+	acceptAll(ln, &r.wg, func(c net.Conn) {
+		r.mu.Lock()
+		r.conns = append(r.conns, c)
+		r.mu.Unlock()
+		r.wg.Go(func() { r.read(c) })
+	})
+	return r
+}
+
+// acceptAll hands every connection ln accepts to keep, on a goroutine of
+// wg that ends when ln closes.
+func acceptAll(ln net.Listener, wg *sync.WaitGroup, keep func(net.Conn)) {
+	wg.Go(func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			r.mu.Lock()
-			r.conns = append(r.conns, c)
-			r.mu.Unlock()
-			r.wg.Go(func() { r.read(c) })
+			keep(c)
 		}
 	})
-	return r
 }
 
 // key names a link or a checkpoint as received: kind, chain and seq.
@@ -229,38 +221,13 @@ func TestReconnectResendsUnread(t *testing.T) {
 // (and always the last batch), so a reconnect resends a bounded tail.
 func TestResendWindowBounded(t *testing.T) {
 	t.Run("last batch", func(t *testing.T) {
-		ctx := context.Background()
-		d := listenDeaf(listenTCP(t))
-		addr := d.ln.Addr().String()
-		s, err := syslog.New(syslog.Options{Network: "tcp", Address: addr, Hostname: "h", ResendWindow: 1})
-		require.NoError(t, err)
-		defer func() { _ = s.Close() }()
 		recs := records(t, 30)
-		require.NoError(t, s.Write(ctx, recs[:10]))
-		require.NoError(t, s.Write(ctx, recs[10:20]))
-		before := s.Written()
-		d.die()
-		r := listen(t, addr)
-		defer r.stop()
-		require.NoError(t, s.Write(ctx, recs[20:30]))
-		assert.Equal(t, 20, s.Written()-before, "a window smaller than a batch still keeps the batch")
+		sent, _ := writeAcrossRestart(t, 1, recs[:20], recs[20:30])
+		assert.Equal(t, 20, sent, "a window smaller than a batch still keeps the batch")
 	})
-	ctx := context.Background()
-	d := listenDeaf(listenTCP(t))
-	addr := d.ln.Addr().String()
-	s, err := syslog.New(syslog.Options{Network: "tcp", Address: addr, Hostname: "h", ResendWindow: 12000})
-	require.NoError(t, err)
-	defer func() { _ = s.Close() }()
 	recs := records(t, 60)
-	for i := 0; i < 50; i += 10 {
-		require.NoError(t, s.Write(ctx, recs[i:i+10]))
-	}
-	before := s.Written()
-	d.die()
-	r := listen(t, addr)
-	defer r.stop()
-	require.NoError(t, s.Write(ctx, recs[50:60]))
-	resent := s.Written() - before - 10
+	sent, r := writeAcrossRestart(t, 12000, recs[:50], recs[50:60])
+	resent := sent - 10
 	assert.Greater(t, resent, 10, "the window holds more than the last batch")
 	assert.Less(t, resent, 50, "older messages beyond the window are not kept")
 	natstest.CheckFor(t, 5*time.Second, 5*time.Millisecond, func() error {
@@ -271,6 +238,30 @@ func TestResendWindowBounded(t *testing.T) {
 	})
 	msgs := r.messages()
 	assert.Equal(t, linkKey(recs[50-resent]), key(t, msgs[0]), "the window is the newest messages")
+}
+
+// writeAcrossRestart writes before, in batches of 10, through a TCP sink
+// with the given resend window to a receiver that never reads; then
+// replaces that receiver by a reading one on the same address and writes
+// last. It returns how many messages the last write sent (what it resent
+// included) and the reading receiver, both stopped when the test ends.
+func writeAcrossRestart(t *testing.T, window int, before, last []link.Record) (int, *receiver) {
+	t.Helper()
+	ctx := context.Background()
+	d := listenDeaf(listenTCP(t))
+	addr := d.ln.Addr().String()
+	s, err := syslog.New(syslog.Options{Network: "tcp", Address: addr, Hostname: "h", ResendWindow: window})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	for i := 0; i < len(before); i += 10 {
+		require.NoError(t, s.Write(ctx, before[i:i+10]))
+	}
+	written := s.Written()
+	d.die()
+	r := listen(t, addr)
+	t.Cleanup(r.stop)
+	require.NoError(t, s.Write(ctx, last))
+	return s.Written() - written, r
 }
 
 func listenTCP(t *testing.T) net.Listener {

@@ -138,13 +138,19 @@ type receiver struct {
 
 func listen(t *testing.T, addr string) *receiver {
 	t.Helper()
+	return serve(listenAt(t, addr))
+}
+
+// listenAt listens on the TCP address addr, retrying while the port is
+// still held (by a listener that just closed).
+func listenAt(t *testing.T, addr string) net.Listener {
+	t.Helper()
 	var ln net.Listener
-	var err error
-	natstest.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+	natstest.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() (err error) {
 		ln, err = net.Listen("tcp", addr)
 		return err
 	})
-	return serve(ln)
+	return ln
 }
 
 func (r *receiver) read(c net.Conn) {
