@@ -35,6 +35,13 @@ func cloneHeader(h nats.Header) nats.Header {
 	return out
 }
 
+// fromNATSWith is FromNATS of m with its header key set to values.
+func fromNATSWith(m *nats.Msg, key string, values ...string) (event.Event, error) {
+	h := cloneHeader(m.Header)
+	h[key] = values
+	return events.FromNATS(h, m.Data)
+}
+
 // assertSameEvent compares every attribute and the data.
 func assertSameEvent(t *testing.T, want, got event.Event) {
 	t.Helper()
@@ -134,9 +141,7 @@ func TestHeaderValueDecoding(t *testing.T) {
 	}
 	for name, v := range accepted {
 		t.Run(name, func(t *testing.T) {
-			h := cloneHeader(m.Header)
-			h["ce-subject"] = []string{v}
-			e, err := events.FromNATS(h, m.Data)
+			e, err := fromNATSWith(m, "ce-subject", v)
 			require.NoError(t, err)
 			assert.Equal(t, subject, e.Subject())
 		})
@@ -158,9 +163,7 @@ func TestHeaderValueDecoding(t *testing.T) {
 	}
 	for name, v := range rejected {
 		t.Run(name, func(t *testing.T) {
-			h := cloneHeader(m.Header)
-			h["ce-subject"] = []string{v}
-			_, err := events.FromNATS(h, m.Data)
+			_, err := fromNATSWith(m, "ce-subject", v)
 			if v == "" {
 				requireReason(t, err, events.ReasonMissingAttribute, "subject")
 				return
@@ -219,9 +222,7 @@ func TestMissingRequiredAttributes(t *testing.T) {
 func TestWrongSpecVersion(t *testing.T) {
 	m, _, _ := driftMsg(t)
 	for _, v := range []string{"0.3", "1.1", "1", "1.0.0", "%31.0x"} {
-		h := cloneHeader(m.Header)
-		h["ce-specversion"] = []string{v}
-		_, err := events.FromNATS(h, m.Data)
+		_, err := fromNATSWith(m, "ce-specversion", v)
 		requireReason(t, err, events.ReasonSpecVersion, "specversion")
 	}
 	e03 := event.New(event.CloudEventsVersionV03)
@@ -236,9 +237,7 @@ func TestUnknownType(t *testing.T) {
 		events.TypePrefix + "verdict.drift",
 		"com.example.other.v1",
 	} {
-		h := cloneHeader(m.Header)
-		h["ce-type"] = []string{typ}
-		_, err := events.FromNATS(h, m.Data)
+		_, err := fromNATSWith(m, "ce-type", typ)
 		requireReason(t, err, events.ReasonUnknownType, "type")
 	}
 }
@@ -265,9 +264,7 @@ func TestExtensions(t *testing.T) {
 		assert.NotContains(t, m2.Header, "ce-baggage")
 	})
 	t.Run("unknown extension header", func(t *testing.T) {
-		h := cloneHeader(m.Header)
-		h["ce-partitionkey"] = []string{"a"}
-		_, err := events.FromNATS(h, m.Data)
+		_, err := fromNATSWith(m, "ce-partitionkey", "a")
 		requireReason(t, err, events.ReasonUnknownExtension, "partitionkey")
 	})
 	t.Run("unknown extension on the event", func(t *testing.T) {
@@ -304,9 +301,7 @@ func TestTraceparent(t *testing.T) {
 	}
 	for name, v := range bad {
 		t.Run(name, func(t *testing.T) {
-			h := cloneHeader(m.Header)
-			h["ce-traceparent"] = []string{v}
-			_, err := events.FromNATS(h, m.Data)
+			_, err := fromNATSWith(m, "ce-traceparent", v)
 			requireReason(t, err, events.ReasonInvalidAttribute, "traceparent")
 			_, err = events.New(fixtureSource, p, events.WithTraceContext(v, ""))
 			requireReason(t, err, events.ReasonInvalidAttribute, "traceparent")
@@ -355,9 +350,7 @@ func TestAttributeValues(t *testing.T) {
 		})
 	}
 	t.Run("time with an offset is accepted and re-encoded in UTC", func(t *testing.T) {
-		h := cloneHeader(m.Header)
-		h["ce-time"] = []string{"2026-10-06T05:09:41.123456+02:00"}
-		e, err := events.FromNATS(h, m.Data)
+		e, err := fromNATSWith(m, "ce-time", "2026-10-06T05:09:41.123456+02:00")
 		require.NoError(t, err)
 		assert.True(t, fixtureTime.Equal(e.Time()))
 		m2, err := events.ToNATS(m.Subject, e)
@@ -369,9 +362,7 @@ func TestAttributeValues(t *testing.T) {
 func TestStructuredModeIsRejected(t *testing.T) {
 	m, _, _ := driftMsg(t)
 	for _, ct := range []string{"application/cloudevents+json", "Application/CloudEvents-Batch+JSON", "application/cloudevents"} {
-		h := cloneHeader(m.Header)
-		h["Content-Type"] = []string{ct}
-		_, err := events.FromNATS(h, m.Data)
+		_, err := fromNATSWith(m, "Content-Type", ct)
 		requireReason(t, err, events.ReasonContentMode, "Content-Type")
 	}
 }
@@ -400,9 +391,7 @@ func TestOversized(t *testing.T) {
 		requireReason(t, err, events.ReasonTooLarge, "data")
 	})
 	t.Run("headers over the limit", func(t *testing.T) {
-		h := cloneHeader(m.Header)
-		h["X-Padding"] = []string{strings.Repeat("x", events.MaxHeaderSize)}
-		_, err := events.FromNATS(h, m.Data)
+		_, err := fromNATSWith(m, "X-Padding", strings.Repeat("x", events.MaxHeaderSize))
 		requireReason(t, err, events.ReasonTooLarge, "headers")
 		big := e.Clone()
 		big.SetSubject(strings.Repeat("s", events.MaxHeaderSize))

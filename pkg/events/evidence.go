@@ -152,66 +152,44 @@ func (r *evidenceRead) read(d *jsonReader) bool {
 	if !d.want(jsontree.Object) {
 		return false
 	}
-	seen := 0
-	ok := d.object(func(key string) bool {
-		var bit int
+	seen, ok := d.members(func(key string) (int, bool) {
 		d.push(key)
 		defer d.pop()
 		switch key {
 		case "host":
-			bit = evHost
 			v, ok := d.name()
-			if !ok {
-				return false
-			}
 			r.p.Host = v
+			return evHost, ok
 		case "target":
-			bit = evTarget
 			t, ok := d.target(true)
-			if !ok {
-				return false
-			}
 			r.p.Target = t
+			return evTarget, ok
 		case "digest":
-			bit = evDigest
 			v, ok := d.string()
-			if !ok {
-				return false
-			}
-			if !ValidDigest(v) {
-				return d.schemaErr("%q does not match pattern", v)
+			if ok && !ValidDigest(v) {
+				return 0, d.schemaErr("%q does not match pattern", v)
 			}
 			r.p.Digest = v
+			return evDigest, ok
 		case "interval_seconds":
-			bit = evInterval
 			lit, n, plain, ok := d.integer(0, canonjson.MaxSafeInteger)
-			if !ok {
-				return false
-			}
-			if !plain {
+			if ok && !plain {
 				if n, plain = plainInteger(lit); !plain && r.intervalErr == nil {
 					r.intervalErr = fmt.Errorf("json: cannot unmarshal number %s into Go struct field EvidenceCollected.interval_seconds of type int64", lit)
 				}
 			}
 			r.p.IntervalSeconds = n
+			return evInterval, ok
 		case "snapshot":
-			bit = evSnapshot
 			raw, ok := r.snapshot(d)
-			if !ok {
-				return false
-			}
 			r.raw = raw
+			return evSnapshot, ok
 		case "baseline":
-			bit = evBaseline
 			t, ok := d.target(true)
-			if !ok {
-				return false
-			}
 			r.p.Baseline = &t
-		default:
-			return d.unknownMember(key)
+			return evBaseline, ok
 		}
-		return markSeen(&seen, bit)
+		return 0, d.unknownMember(key)
 	})
 	if !ok {
 		return false
@@ -267,60 +245,51 @@ func (r *evidenceRead) snapshot(d *jsonReader) ([]byte, bool) {
 	d.inSnapshot = true
 	defer func() { d.inSnapshot = false }()
 	s := r.s
-	seen, last := 0, -1
-	ok := d.object(func(key string) bool {
-		var bit int
+	last := -1
+	seen, ok := d.members(func(key string) (int, bool) {
 		d.push(key)
 		defer d.pop()
 		switch key {
 		case "schema_version":
-			bit = 1
 			d.order(&last, 2)
 			if k, ok := d.kind(); !ok || k != jsontree.Number {
-				return ok && d.schemaErr("value must be 1")
+				return 0, ok && d.schemaErr("value must be 1")
 			}
 			lit, _, plain, ok := d.number()
 			if !ok {
-				return false
+				return 0, false
 			}
 			if n, whole := wholeNumber(lit); !whole || !n.within(1, 1) {
-				return d.schemaErr("value must be 1")
+				return 0, d.schemaErr("value must be 1")
 			}
 			if !plain && r.versionErr == nil {
 				r.versionErr = fmt.Errorf("%w: schema_version: must be an integer, got non-integer number", snapshot.ErrFormat)
 			}
 			s.SchemaVersion = snapshot.SchemaVersion
+			return 1, true
 		case "captured_at":
-			bit = 2
 			d.order(&last, 0)
 			v, ok := d.string()
 			if !ok {
-				return false
+				return 0, false
 			}
 			if err := snapshot.CheckTime(v); err != nil {
-				return d.schemaErr("%v", err)
+				return 0, d.schemaErr("%v", err)
 			}
 			s.CapturedAt = v // as written
+			return 2, true
 		case "target":
-			bit = 4
 			d.order(&last, 3)
 			t, ok := d.target(false)
-			if !ok {
-				return false
-			}
 			s.Target = snapshot.Target{Kind: t.Kind, Identifier: t.Identifier}
+			return 4, ok
 		case "evidence":
-			bit = 8
 			d.order(&last, 1)
 			recs, ok := r.records(d)
-			if !ok {
-				return false
-			}
 			s.Evidence = recs
-		default:
-			return d.unknownMember(key)
+			return 8, ok
 		}
-		return markSeen(&seen, bit)
+		return 0, d.unknownMember(key)
 	})
 	if !ok || !d.required(seen, "schema_version", "captured_at", "target", "evidence") {
 		return nil, false
@@ -333,18 +302,14 @@ func (r *evidenceRead) records(d *jsonReader) ([]snapshot.Record, bool) {
 	if !d.want(jsontree.Array) {
 		return nil, false
 	}
-	d.i++ // '['
-	if d.byte(']') {
-		return []snapshot.Record{}, true
-	}
 	recs := d.recs[:0]
 	var kinds map[string]int // for many records
-	for i := 0; ; i++ {
+	ok := d.array(func(i int) bool {
 		d.pushIndex(i)
 		rec, ok := r.record(d, i)
 		d.pop()
 		if !ok {
-			return nil, false
+			return false
 		}
 		recs = append(recs, rec)
 		if r.recordErr == nil {
@@ -352,12 +317,13 @@ func (r *evidenceRead) records(d *jsonReader) ([]snapshot.Record, bool) {
 				r.recordErr = fmt.Errorf("%w: evidence[%d].kind: duplicate evidence kind %q (also evidence[%d])", snapshot.ErrFormat, i, rec.Kind, j)
 			}
 		}
-		if d.byte(']') {
-			break
-		}
-		if !d.byte(',') {
-			return nil, false
-		}
+		return true
+	})
+	switch {
+	case !ok:
+		return nil, false
+	case len(recs) == 0:
+		return []snapshot.Record{}, true
 	}
 	d.recs = recs
 	return slices.Clone(recs), true
@@ -369,52 +335,40 @@ func (r *evidenceRead) record(d *jsonReader, i int) (snapshot.Record, bool) {
 	if !d.want(jsontree.Object) {
 		return rec, false
 	}
-	seen, last := 0, -1
-	ok := d.object(func(key string) bool {
-		var bit int
+	last := -1
+	seen, ok := d.members(func(key string) (int, bool) {
 		d.push(key)
 		defer d.pop()
 		switch key {
 		case "plane":
-			bit = 1
 			d.order(&last, 2)
 			if k, ok := d.kind(); !ok || k != jsontree.String {
-				return ok && d.schemaErr("value must be one of declared, resolved, live")
+				return 0, ok && d.schemaErr("value must be one of declared, resolved, live")
 			}
 			v, ok := d.str()
 			if !ok {
-				return false
+				return 0, false
 			}
 			if !snapshot.Plane(v).Valid() {
-				return d.schemaErr("value must be one of declared, resolved, live")
+				return 0, d.schemaErr("value must be one of declared, resolved, live")
 			}
 			rec.Plane = snapshot.Plane(v)
+			return 1, true
 		case "kind":
-			bit = 2
 			d.order(&last, 1)
 			v, ok := d.nonEmpty()
-			if !ok {
-				return false
-			}
 			rec.Kind = v
+			return 2, ok
 		case "source":
-			bit = 4
 			d.order(&last, 3)
-			if !r.source(d, &rec.Source) {
-				return false
-			}
+			return 4, r.source(d, &rec.Source)
 		case "data":
-			bit = 8
 			d.order(&last, 0)
 			data, ok := r.data(d, i)
-			if !ok {
-				return false
-			}
 			rec.Data = data
-		default:
-			return d.unknownMember(key)
+			return 8, ok
 		}
-		return markSeen(&seen, bit)
+		return 0, d.unknownMember(key)
 	})
 	return rec, ok && d.required(seen, "plane", "kind", "source", "data")
 }
@@ -424,32 +378,27 @@ func (r *evidenceRead) source(d *jsonReader, src *snapshot.Source) bool {
 	if !d.want(jsontree.Object) {
 		return false
 	}
-	seen := 0
-	ok := d.object(func(key string) bool {
+	methodRead := false
+	seen, ok := d.members(func(key string) (int, bool) {
 		var bit int
 		var dst *string
 		switch key {
 		case "collector":
 			bit, dst = 1, &src.Collector
-			if seen&2 != 0 {
+			if methodRead {
 				d.notCanonical = true // collector sorts first
 			}
 		case "method":
 			bit, dst = 2, &src.Method
+			methodRead = true
 		default:
-			return d.schemaErr("additional property %q not allowed", key)
+			return 0, d.schemaErr("additional property %q not allowed", key)
 		}
 		d.push(key)
 		v, ok := d.nonEmpty()
 		d.pop()
-		if !ok {
-			return false
-		}
-		if !markSeen(&seen, bit) {
-			return false
-		}
 		*dst = v
-		return true
+		return bit, ok
 	})
 	return ok && d.required(seen, "collector", "method")
 }
@@ -462,7 +411,7 @@ func (r *evidenceRead) data(d *jsonReader, i int) (snapshot.Data, bool) {
 		return nil, false
 	}
 	start := len(d.fields)
-	ok := d.object(func(key string) bool {
+	_, ok := d.members(func(key string) (int, bool) {
 		if len(d.fields) > start && canonjson.CompareKeys(d.fields[len(d.fields)-1].key, key) >= 0 {
 			d.notCanonical = true
 		}
@@ -470,7 +419,7 @@ func (r *evidenceRead) data(d *jsonReader, i int) (snapshot.Data, bool) {
 		v, ok := r.scalar(d, i, key)
 		d.pop()
 		d.fields = append(d.fields, dataField{key, v})
-		return ok
+		return 0, ok // a key given twice: below
 	})
 	if !ok {
 		return nil, false
@@ -550,16 +499,6 @@ func (d *jsonReader) want(k jsontree.Kind) bool {
 	if got != k {
 		return d.schemaErr("got %s, want %s", got, k)
 	}
-	return true
-}
-
-// markSeen records member bit in seen; false for a member given twice (the
-// reader then reports malformed JSON, as jsontree.Parse does).
-func markSeen(seen *int, bit int) bool {
-	if *seen&bit != 0 {
-		return false
-	}
-	*seen |= bit
 	return true
 }
 
@@ -644,20 +583,21 @@ func (d *jsonReader) target(names bool) (Target, bool) {
 	if !d.want(jsontree.Object) {
 		return t, false
 	}
-	seen := 0
-	ok := d.object(func(key string) bool {
+	kindRead := false
+	seen, ok := d.members(func(key string) (int, bool) {
 		var bit int
 		var dst *string
 		switch key {
 		case "kind":
 			bit, dst = 1, &t.Kind
+			kindRead = true
 		case "identifier":
 			bit, dst = 2, &t.Identifier
-			if seen&1 != 0 {
+			if kindRead {
 				d.notCanonical = d.notCanonical || d.inSnapshot // identifier sorts first
 			}
 		default:
-			return d.schemaErr("additional property %q not allowed", key)
+			return 0, d.schemaErr("additional property %q not allowed", key)
 		}
 		d.push(key)
 		var v string
@@ -668,14 +608,8 @@ func (d *jsonReader) target(names bool) (Target, bool) {
 			v, ok = d.nonEmpty()
 		}
 		d.pop()
-		if !ok {
-			return false
-		}
-		if !markSeen(&seen, bit) {
-			return false
-		}
 		*dst = v
-		return true
+		return bit, ok
 	})
 	return t, ok && d.required(seen, "kind", "identifier")
 }

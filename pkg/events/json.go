@@ -1,6 +1,7 @@
 package events
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -230,21 +231,55 @@ func (d *jsonReader) kind() (jsontree.Kind, bool) {
 	return 0, false
 }
 
-// object reads an object, calling member with each key once the value is
-// next; member reads the value.
-func (d *jsonReader) object(member func(key string) bool) bool {
+// members reads an object, calling member with each key once the value
+// is next: member reads the value and returns the key's bit (1, 2, 4, …;
+// 0 for a key that may come again), or refuses the key. A key whose bit
+// was read before is refused ("given twice"; the evidence decoder reports
+// jsontree.Parse's duplicate key first). seen is the bits of the keys
+// read.
+func (d *jsonReader) members(member func(key string) (bit int, ok bool)) (seen int, ok bool) {
 	if !d.byte('{') {
-		return false
+		return 0, false
 	}
 	if d.byte('}') {
-		return true
+		return 0, true
 	}
 	for {
 		key, ok := d.str()
-		if !ok || !d.byte(':') || !member(key) {
+		if !ok || !d.byte(':') {
+			return seen, false
+		}
+		bit, ok := member(key)
+		if !ok {
+			return seen, false
+		}
+		if seen&bit != 0 {
+			return seen, d.fail(fmt.Errorf("member %q given twice", key))
+		}
+		seen |= bit
+		if d.byte('}') {
+			return seen, true
+		}
+		if !d.byte(',') {
+			return seen, false
+		}
+	}
+}
+
+// array reads an array, calling item with each index once the item is
+// next; item reads the item.
+func (d *jsonReader) array(item func(i int) bool) bool {
+	if !d.byte('[') {
+		return false
+	}
+	if d.byte(']') {
+		return true
+	}
+	for i := 0; ; i++ {
+		if !item(i) {
 			return false
 		}
-		if d.byte('}') {
+		if d.byte(']') {
 			return true
 		}
 		if !d.byte(',') {

@@ -265,14 +265,30 @@ func claimDiff(a, b Claim) string {
 	return ""
 }
 
-// envelopeOf parses e's envelope: the payload type ClaimPayloadType and
-// exactly one signature of an Ed25519 size (parseEnvelope).
+// envelopeOf parses e's envelope (claimEnvelope).
 func envelopeOf(e event.Event) (dsseEnvelope, error) {
-	v, ok := e.Extensions()[ExtSignature].(string)
-	if !ok || v == "" {
+	v, _ := e.Extensions()[ExtSignature].(string)
+	return claimEnvelope(v)
+}
+
+// claimEnvelope parses an event's envelope v, as ExtSignature carries
+// it: the payload type ClaimPayloadType and exactly one signature of an
+// Ed25519 size (parseEnvelope); ErrUnsigned when v is empty.
+func claimEnvelope(v string) (dsseEnvelope, error) {
+	if v == "" {
 		return dsseEnvelope{}, ErrUnsigned
 	}
 	return parseEnvelope([]byte(v), ClaimPayloadType)
+}
+
+// readClaim decodes the claim an envelope carries, an ErrClaim when it is
+// not one.
+func readClaim(b []byte) (Claim, error) {
+	c, err := decodeClaim(b)
+	if err != nil {
+		return Claim{}, fmt.Errorf("%w: the claim is not a claim: %w", ErrClaim, err)
+	}
+	return c, nil
 }
 
 // validSignature checks the extension's value as the codec carries it:
@@ -301,10 +317,7 @@ func decodeEnvelope(raw []byte) (dsseEnvelope, error) {
 	d := newJSONReader(raw)
 	defer d.release()
 	var env dsseEnvelope
-	seen := 0
-	ok := d.object(func(key string) bool {
-		var bit int
-		var ok bool
+	_, ok := d.members(func(key string) (bit int, ok bool) {
 		switch key {
 		case "payloadType":
 			bit = 1
@@ -316,9 +329,9 @@ func decodeEnvelope(raw []byte) (dsseEnvelope, error) {
 			bit = 4
 			env.Signatures, ok = d.signatures()
 		default:
-			return d.fail(errUnknownMember(key))
+			return 0, d.fail(errUnknownMember(key))
 		}
-		return ok && d.once(&seen, bit, key)
+		return bit, ok
 	})
 	if !ok || !d.end() {
 		return dsseEnvelope{}, d.error()
@@ -328,19 +341,10 @@ func decodeEnvelope(raw []byte) (dsseEnvelope, error) {
 
 // signatures reads an array of {keyid, sig}.
 func (d *jsonReader) signatures() ([]dsseSignature, bool) {
-	if !d.byte('[') {
-		return nil, false
-	}
 	out := []dsseSignature{}
-	if d.byte(']') {
-		return out, true
-	}
-	for {
+	ok := d.array(func(int) bool {
 		var s dsseSignature
-		seen := 0
-		ok := d.object(func(key string) bool {
-			var bit int
-			var ok bool
+		if _, ok := d.members(func(key string) (bit int, ok bool) {
 			switch key {
 			case "keyid":
 				bit = 1
@@ -349,21 +353,19 @@ func (d *jsonReader) signatures() ([]dsseSignature, bool) {
 				bit = 2
 				s.Sig, ok = d.base64()
 			default:
-				return d.fail(errUnknownMember(key))
+				return 0, d.fail(errUnknownMember(key))
 			}
-			return ok && d.once(&seen, bit, key)
-		})
-		if !ok {
-			return nil, false
+			return bit, ok
+		}); !ok {
+			return false
 		}
 		out = append(out, s)
-		if d.byte(']') {
-			return out, true
-		}
-		if !d.byte(',') {
-			return nil, false
-		}
+		return true
+	})
+	if !ok {
+		return nil, false
 	}
+	return out, true
 }
 
 // base64 reads a string of standard base64, as encoding/json decodes a
@@ -385,10 +387,7 @@ func decodeClaim(b []byte) (Claim, error) {
 	d := newJSONReader(b)
 	defer d.release()
 	var c Claim
-	seen := 0
-	ok := d.object(func(key string) bool {
-		var bit int
-		var ok bool
+	_, ok := d.members(func(key string) (bit int, ok bool) {
 		switch key {
 		case "id":
 			bit = 1 << 0
@@ -421,9 +420,9 @@ func decodeClaim(b []byte) (Claim, error) {
 			bit = 1 << 8
 			c.PayloadSHA256, ok = d.str()
 		default:
-			return d.fail(errUnknownMember(key))
+			return 0, d.fail(errUnknownMember(key))
 		}
-		return ok && d.once(&seen, bit, key)
+		return bit, ok
 	})
 	if !ok || !d.end() {
 		return Claim{}, d.error()
@@ -434,10 +433,7 @@ func decodeClaim(b []byte) (Claim, error) {
 // claimTarget reads a claim's {kind, identifier}.
 func (d *jsonReader) claimTarget() (Target, bool) {
 	var t Target
-	seen := 0
-	ok := d.object(func(key string) bool {
-		var bit int
-		var ok bool
+	_, ok := d.members(func(key string) (bit int, ok bool) {
 		switch key {
 		case "kind":
 			bit = 1
@@ -446,9 +442,9 @@ func (d *jsonReader) claimTarget() (Target, bool) {
 			bit = 2
 			t.Identifier, ok = d.str()
 		default:
-			return d.fail(errUnknownMember(key))
+			return 0, d.fail(errUnknownMember(key))
 		}
-		return ok && d.once(&seen, bit, key)
+		return bit, ok
 	})
 	return t, ok
 }
@@ -457,14 +453,6 @@ func (d *jsonReader) claimTarget() (Target, bool) {
 // not have, in encoding/json's words (DisallowUnknownFields), as it was
 // reported before.
 func errUnknownMember(key string) error { return fmt.Errorf("json: unknown field %q", key) }
-
-// once notes member key (bit of seen) read, false when it was before.
-func (d *jsonReader) once(seen *int, bit int, key string) bool {
-	if !markSeen(seen, bit) {
-		return d.fail(fmt.Errorf("member %q given twice", key))
-	}
-	return true
-}
 
 // error is why the reader stopped: the rule it recorded, or what
 // jsontree.Parse finds malformed, or else a value not of the type the

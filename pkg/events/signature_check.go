@@ -50,9 +50,9 @@ func (s *PendingSignature) Verified(valid bool) (Signature, error) {
 	if !valid {
 		return Signature{}, fmt.Errorf("%w: by key %s", ErrBadSignature, s.KeyID)
 	}
-	got, err := decodeClaim(s.claim)
+	got, err := readClaim(s.claim)
 	if err != nil {
-		return Signature{}, fmt.Errorf("%w: the claim is not a claim: %w", ErrClaim, err)
+		return Signature{}, err
 	}
 	want := claimOf(&s.e, s.p)
 	want.Seq = got.Seq

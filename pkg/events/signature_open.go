@@ -3,8 +3,6 @@ package events
 import (
 	"crypto/ed25519"
 	"fmt"
-
-	"github.com/cloudevents/sdk-go/v2/event"
 )
 
 // OpenSignature checks a signature envelope as carried in ExtSignature,
@@ -16,9 +14,7 @@ import (
 // that keeps an event's envelope and payload digest but not its payload
 // bytes: a link of the audit chain.
 func OpenSignature(envelope string) (Signature, error) {
-	e := event.New()
-	e.SetExtension(ExtSignature, envelope)
-	env, err := envelopeOf(e)
+	env, err := claimEnvelope(envelope)
 	if err != nil {
 		return Signature{}, err
 	}
@@ -30,9 +26,9 @@ func OpenSignature(envelope string) (Signature, error) {
 	if !ed25519.Verify(pub, PAE(env.PayloadType, env.Payload), sig.Sig) {
 		return Signature{}, fmt.Errorf("%w: by key %s", ErrBadSignature, sig.KeyID)
 	}
-	c, err := decodeClaim(env.Payload)
+	c, err := readClaim(env.Payload)
 	if err != nil {
-		return Signature{}, fmt.Errorf("%w: the claim is not a claim: %w", ErrClaim, err)
+		return Signature{}, err
 	}
 	return Signature{KeyID: sig.KeyID, Claim: c}, nil
 }

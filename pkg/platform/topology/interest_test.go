@@ -65,9 +65,7 @@ func (w *interestWatch) CreateOrUpdateStream(ctx context.Context, cfg jetstream.
 // (an interest stream without them acknowledges and drops what it takes),
 // on a new server and on one that has the topology.
 func TestEnsureGivesInterestOnlyWithTheConsumers(t *testing.T) {
-	ctx := timeout(t)
-	_, url := natstest.RunJetStream(t)
-	_, js := natstest.Connect(t, url)
+	ctx, js := jetStream(t)
 	for _, top := range []topology.Topology{topology.New(1), topology.Verifier(1, "verifier-b")} {
 		w := &interestWatch{JetStream: js, top: top}
 		require.NoError(t, top.Ensure(ctx, w))

@@ -26,6 +26,16 @@ func timeout(t *testing.T) context.Context {
 	return ctx
 }
 
+// jetStream starts a JetStream server and connects to it, for a test
+// bounded by timeout.
+func jetStream(t *testing.T) (context.Context, jetstream.JetStream) {
+	t.Helper()
+	ctx := timeout(t)
+	_, url := natstest.RunJetStream(t)
+	_, js := natstest.Connect(t, url)
+	return ctx, js
+}
+
 type snapshotState struct {
 	streams   map[string]*jetstream.StreamInfo
 	consumers map[string]*jetstream.ConsumerInfo
@@ -58,10 +68,22 @@ func state(ctx context.Context, t *testing.T, js jetstream.JetStream, top topolo
 	return st
 }
 
+// assertUnchanged checks that no stream or consumer of first was
+// recreated or changed in second.
+func assertUnchanged(t *testing.T, first, second snapshotState) {
+	t.Helper()
+	for name, info := range first.streams {
+		assert.Equal(t, info.Created, second.streams[name].Created, "stream %s was recreated", name)
+		assert.Equal(t, info.Config, second.streams[name].Config, "stream %s changed", name)
+	}
+	for name, info := range first.consumers {
+		assert.Equal(t, info.Created, second.consumers[name].Created, "consumer %s was recreated", name)
+		assert.Equal(t, info.Config, second.consumers[name].Config, "consumer %s changed", name)
+	}
+}
+
 func TestEnsureCreatesEverything(t *testing.T) {
-	ctx := timeout(t)
-	_, url := natstest.RunJetStream(t)
-	_, js := natstest.Connect(t, url)
+	ctx, js := jetStream(t)
 	top := topology.New(1)
 	require.NoError(t, top.Ensure(ctx, js))
 	st := state(ctx, t, js, top)
@@ -109,23 +131,13 @@ func TestEnsureCreatesEverything(t *testing.T) {
 }
 
 func TestEnsureIsIdempotent(t *testing.T) {
-	ctx := timeout(t)
-	_, url := natstest.RunJetStream(t)
-	_, js := natstest.Connect(t, url)
+	ctx, js := jetStream(t)
 	top := topology.New(1)
 	require.NoError(t, top.Ensure(ctx, js))
 	first := state(ctx, t, js, top)
 	require.NoError(t, top.Ensure(ctx, js))
 	require.NoError(t, topology.Ensure(ctx, js, 1))
-	second := state(ctx, t, js, top)
-	for name, info := range first.streams {
-		assert.Equal(t, info.Created, second.streams[name].Created, "stream %s was recreated", name)
-		assert.Equal(t, info.Config, second.streams[name].Config, "stream %s changed", name)
-	}
-	for name, info := range first.consumers {
-		assert.Equal(t, info.Created, second.consumers[name].Created, "consumer %s was recreated", name)
-		assert.Equal(t, info.Config, second.consumers[name].Config, "consumer %s changed", name)
-	}
+	assertUnchanged(t, first, state(ctx, t, js, top))
 }
 
 func TestEnsureConcurrently(t *testing.T) {
@@ -144,9 +156,7 @@ func TestEnsureConcurrently(t *testing.T) {
 }
 
 func TestEnsureUpdatesAndReportsConflicts(t *testing.T) {
-	ctx := timeout(t)
-	_, url := natstest.RunJetStream(t)
-	_, js := natstest.Connect(t, url)
+	ctx, js := jetStream(t)
 	top := topology.New(1)
 	require.NoError(t, top.Ensure(ctx, js))
 
@@ -231,9 +241,7 @@ func TestClusterR3(t *testing.T) {
 // TestEnsureRaisesTheAuditorWindow: an auditor consumer made with the old
 // window (256) gets the auditor's larger one at the next Ensure.
 func TestEnsureRaisesTheAuditorWindow(t *testing.T) {
-	ctx := timeout(t)
-	_, url := natstest.RunJetStream(t)
-	_, js := natstest.Connect(t, url)
+	ctx, js := jetStream(t)
 	old := topology.New(1)
 	for i := range old.Consumers {
 		old.Consumers[i].Config.MaxAckPending = topology.MaxAckPending
@@ -250,9 +258,7 @@ func TestEnsureRaisesTheAuditorWindow(t *testing.T) {
 // which New leaves out; ensuring them again, or New's after them, changes
 // nothing.
 func TestVerifierTopology(t *testing.T) {
-	ctx := timeout(t)
-	_, url := natstest.RunJetStream(t)
-	_, js := natstest.Connect(t, url)
+	ctx, js := jetStream(t)
 
 	assert.Equal(t, topology.Verifier(1, topology.ConsumerVerifier), topology.Verifier(1, ""), "the default consumer name")
 	for _, b := range topology.New(3).Buckets {
@@ -281,20 +287,14 @@ func TestVerifierTopology(t *testing.T) {
 
 	require.NoError(t, top.Ensure(ctx, js))
 	require.NoError(t, topology.Ensure(ctx, js, 1))
-	second := state(ctx, t, js, top)
-	for name, info := range first.streams {
-		assert.Equal(t, info.Created, second.streams[name].Created, "stream %s was recreated", name)
-		assert.Equal(t, info.Config, second.streams[name].Config, "stream %s changed", name)
-	}
+	assertUnchanged(t, first, state(ctx, t, js, top))
 }
 
 // TestEnsureUncompressesInterestStreams: a deployment whose EVIDENCE
 // stream was made compressed (as before) gets it uncompressed at the next
 // Ensure, keeping its messages.
 func TestEnsureUncompressesInterestStreams(t *testing.T) {
-	ctx := timeout(t)
-	_, url := natstest.RunJetStream(t)
-	_, js := natstest.Connect(t, url)
+	ctx, js := jetStream(t)
 	top := topology.New(1)
 	old := top.Streams[0]
 	require.Equal(t, topology.StreamEvidence, old.Name)
