@@ -16,6 +16,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/attestation/attestationtest"
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/statement"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/logtest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry/telemetrytest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
@@ -150,7 +151,7 @@ func TestSignRequestKeylessThroughTheBus(t *testing.T) {
 	srv := attestationtest.NewServers(t)
 	token := attestationtest.Token(identity, issuer)
 	cfg := keylessConfig(t, url, token, srv.FulcioURL, "", srv.TSAURL, srv.TrustedRootJSON(t))
-	var logs logBuffer
+	var logs logtest.Buffer
 	tel := telemetrytest.New(t)
 	a := startAttestor(ctx, t, cfg, attestor.Settings{Logger: newLogger(&logs), Telemetry: tel.Providers})
 

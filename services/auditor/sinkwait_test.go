@@ -1,7 +1,6 @@
 package auditor_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -10,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,30 +16,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/platform/health"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/logtest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/services/auditor"
 	"github.com/runtimetruth/runtimetruth/services/auditor/auditortest"
 	"github.com/runtimetruth/runtimetruth/services/auditor/jsonl"
 )
-
-// logBuffer collects log lines, safe for concurrent use.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-// count counts the lines holding s.
-func (l *logBuffer) count(s string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.buf.String(), s)
-}
 
 const sinkDownLine = "clickhouse sink not up"
 
@@ -78,7 +58,7 @@ func TestWaitsForClickHouse(t *testing.T) {
 	cfg.ClickHouse.DSN = srv.DSN
 	cfg.ClickHouse.Timeout = 3 * time.Second
 	cfg.StartTimeout = 2 * time.Second
-	logs := &logBuffer{}
+	logs := &logtest.Buffer{}
 	a, err := newAuditor(t, cfg, auditor.Settings{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	require.NoError(t, err)
 	get := readyz(t, a)
@@ -105,9 +85,9 @@ func TestWaitsForClickHouse(t *testing.T) {
 	waitLinks(t, a, n)
 	stop(t, a)
 	attempts := int(counted(t, a, auditor.MetricSinkWaits))
-	assert.Equal(t, attempts, logs.count(sinkDownLine), "one log line per failed attempt")
-	assert.Equal(t, 1, logs.count("clickhouse sink up; auditing"))
-	assert.Zero(t, logs.count("level=WARN msg=\"append"), "no line per message or batch")
+	assert.Equal(t, attempts, strings.Count(logs.String(), sinkDownLine), "one log line per failed attempt")
+	assert.Equal(t, 1, strings.Count(logs.String(), "clickhouse sink up; auditing"))
+	assert.Zero(t, strings.Count(logs.String(), "level=WARN msg=\"append"), "no line per message or batch")
 	exactlyOnceRows(t, srv.DSN, e.stored(t))
 	exactlyOnce(t, readLog(t, cfg.JSONL.Path), e.stored(t))
 }

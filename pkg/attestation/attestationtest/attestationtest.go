@@ -2,7 +2,8 @@
 // tests: a VirtualSigstore (sigstore-go's pkg/testing/ca) that signs
 // bundles directly, and a Fulcio, a timestamp authority and a Rekor
 // transparency log served over HTTP on the loopback interface for the
-// keyless signer. Nothing reaches the network.
+// keyless signer. Nothing reaches the network. WriteCosignKey writes a key
+// pair in cosign's files for key signing.
 package attestationtest
 
 import (

@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/runtimetruth/runtimetruth/pkg/attestation"
 	"github.com/runtimetruth/runtimetruth/pkg/attestation/attestationtest"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/report"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
@@ -96,13 +95,8 @@ func put(t *testing.T, dir, name string, data []byte) string {
 // public key.
 func keyFiles(t *testing.T, dir string) (priv, pub string) {
 	t.Helper()
-	key, err := attestation.GenerateKey()
-	require.NoError(t, err)
-	privPEM, err := attestation.MarshalPrivateKey(key, []byte("pw"))
-	require.NoError(t, err)
-	pubPEM, err := attestation.MarshalPublicKey(key.Public())
-	require.NoError(t, err)
-	return put(t, dir, "cosign.key", privPEM), put(t, dir, "cosign.pub", pubPEM)
+	key := attestationtest.WriteCosignKey(t, dir, "pw")
+	return key.KeyFile, key.PublicKeyFile
 }
 
 // signedKeyless writes the statement of before.json, a bundle signed by

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +20,7 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/logtest"
 	"github.com/runtimetruth/runtimetruth/services/auditor/auditortest"
 	"github.com/runtimetruth/runtimetruth/services/auditor/chstore"
 	"github.com/runtimetruth/runtimetruth/services/auditor/jsonl"
@@ -31,7 +30,7 @@ import (
 // runAudit runs `runtimetruth audit ARGS` as Run does (exit codes
 // included), with the audit command alone under the root.
 func runAudit(ctx context.Context, args ...string) (int, string, string) {
-	var out, errb syncBuffer
+	var out, errb logtest.Buffer
 	root := &cobra.Command{Use: "runtimetruth", SilenceErrors: true, SilenceUsage: true}
 	root.SetOut(&out)
 	root.SetErr(&errb)
@@ -46,23 +45,6 @@ func runAudit(ctx context.Context, args ...string) (int, string, string) {
 	default:
 		return ExitError, out.String(), "runtimetruth: error: " + err.Error() + "\n"
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // auditRecords seals n events (verdicts and baseline changes of two hosts)
@@ -211,8 +193,8 @@ func TestAuditUsage(t *testing.T) {
 
 // followAudit runs `audit tail args` in the background until ctx ends:
 // out holds what it has printed so far; done is closed once it returned.
-func followAudit(ctx context.Context, args ...string) (out *syncBuffer, done <-chan struct{}) {
-	out = &syncBuffer{}
+func followAudit(ctx context.Context, args ...string) (out *logtest.Buffer, done <-chan struct{}) {
+	out = &logtest.Buffer{}
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)

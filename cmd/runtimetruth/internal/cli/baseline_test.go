@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/attestation"
+	"github.com/runtimetruth/runtimetruth/pkg/attestation/attestationtest"
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
@@ -41,29 +41,21 @@ func startSignBus(t *testing.T) *signBus {
 	// The streams and buckets a deployment has (the baselines store needs
 	// the verifier's evidence-latest bucket).
 	require.NoError(t, verifier.Topology(1, topology.ConsumerVerifier).Ensure(ctx, js))
-	dir := t.TempDir()
-	key, err := attestation.GenerateKey()
-	require.NoError(t, err)
-	const password = "correct horse battery staple"
-	keyPEM, err := attestation.MarshalPrivateKey(key, []byte(password))
-	require.NoError(t, err)
-	keyFile, passwordFile := filepath.Join(dir, "cosign.key"), filepath.Join(dir, "cosign.password")
-	require.NoError(t, os.WriteFile(keyFile, keyPEM, 0o600))
-	require.NoError(t, os.WriteFile(passwordFile, []byte(password+"\n"), 0o600))
+	key := attestationtest.WriteCosignKey(t, t.TempDir(), "correct horse battery staple")
 
-	cfg := attestor.NewKeyConfig(keyFile, passwordFile)
+	cfg := attestor.NewKeyConfig(key.KeyFile, key.WritePasswordFile(t))
 	cfg.Instance = "test"
 	a, err := attestor.New(cfg, attestor.Settings{Conn: nc})
 	require.NoError(t, err)
 	require.NoError(t, a.Start(ctx))
 	t.Cleanup(func() { require.NoError(t, a.Shutdown(context.Background())) })
 
-	v, err := attestation.NewVerifier(attestation.Policy{PublicKey: &key.PublicKey})
+	v, err := attestation.NewVerifier(attestation.Policy{PublicKey: &key.Key.PublicKey})
 	require.NoError(t, err)
-	hint, err := attestation.KeyHint(&key.PublicKey)
+	hint, err := attestation.KeyHint(&key.Key.PublicKey)
 	require.NoError(t, err)
 	return &signBus{
-		url: url, key: keyPEM, password: password, pub: v, hint: hint,
+		url: url, key: key.PEM, password: key.Password, pub: v, hint: hint,
 		record: func(ctx context.Context) *attestation.Record {
 			kv, err := js.KeyValue(ctx, topology.BucketBaselines)
 			require.NoError(t, err)

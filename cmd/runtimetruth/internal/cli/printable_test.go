@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/runtimetruth/runtimetruth/pkg/attestation"
+	"github.com/runtimetruth/runtimetruth/pkg/attestation/attestationtest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 )
 
@@ -116,11 +116,7 @@ func TestIntegrityOutputEscapesPaths(t *testing.T) {
 // attest prints the paths it wrote, escaped.
 func TestAttestPrintsPathsEscaped(t *testing.T) {
 	dir := t.TempDir()
-	key, err := attestation.GenerateKey()
-	require.NoError(t, err)
-	pem, err := attestation.MarshalPrivateKey(key, []byte("pw"))
-	require.NoError(t, err)
-	keyFile := writeFile(t, dir, "cosign.key", string(pem))
+	keyFile := attestationtest.WriteCosignKey(t, dir, "pw").KeyFile
 	t.Setenv("COSIGN_PASSWORD", "pw")
 	stmt, bundle := filepath.Join(dir, "s\x1b[2J.json"), filepath.Join(dir, "b\n.json")
 	r := run(t, "attest", fixture("before.json"), "--key", keyFile, "--statement", stmt, "--bundle", bundle)

@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -17,7 +16,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/runtimetruth/runtimetruth/pkg/attestation"
+	"github.com/runtimetruth/runtimetruth/pkg/attestation/attestationtest"
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
@@ -79,22 +78,6 @@ func gitIn(t *testing.T, dir string, args ...string) {
 	require.NoError(t, err, string(out))
 }
 
-// signingKey writes a password-protected cosign-format key and its password
-// file, as the attestor's key mode reads them.
-func signingKey(t *testing.T) (keyFile, passwordFile string) {
-	t.Helper()
-	key, err := attestation.GenerateKey()
-	require.NoError(t, err)
-	const password = "correct horse battery staple"
-	pem, err := attestation.MarshalPrivateKey(key, []byte(password))
-	require.NoError(t, err)
-	dir := t.TempDir()
-	keyFile, passwordFile = filepath.Join(dir, "cosign.key"), filepath.Join(dir, "cosign.password")
-	require.NoError(t, os.WriteFile(keyFile, pem, 0o600))
-	require.NoError(t, os.WriteFile(passwordFile, []byte(password+"\n"), 0o600))
-	return keyFile, passwordFile
-}
-
 // pipeline is the four services embedded on one bus.
 type pipeline struct {
 	nc  *nats.Conn
@@ -127,8 +110,10 @@ func startPipeline(t *testing.T, p telemetry.Providers, repo string) *pipeline {
 
 	pl.ver = newFirstUseVerifier(t, nc, p)
 
-	keyFile, passwordFile := signingKey(t)
-	tcfg := attestor.NewKeyConfig(keyFile, passwordFile)
+	// A password-protected cosign-format key and its password file, as
+	// the attestor's key mode reads them.
+	key := attestationtest.WriteCosignKey(t, t.TempDir(), "correct horse battery staple")
+	tcfg := attestor.NewKeyConfig(key.KeyFile, key.WritePasswordFile(t))
 	tcfg.Instance = host
 	att, err := attestor.New(tcfg, attestor.Settings{Conn: nc, Telemetry: p})
 	require.NoError(t, err)
