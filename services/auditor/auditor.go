@@ -62,7 +62,7 @@ type Auditor struct {
 	cp     *checkpointer
 	sinks  *sinkSet
 	leases *leases
-	drains []jetstream.ConsumeContext
+	drains *drains
 	cancel context.CancelFunc
 	done   chan struct{}
 	pos    map[string]*atomic.Uint64 // stream → position committed (streamLoop.pos)
@@ -222,7 +222,7 @@ func (a *Auditor) Start(ctx context.Context) error {
 	up, err := a.bringUp(ctx, st)
 	if err != nil && !a.waitable(err) {
 		err = errors.Join(err, st.sinks.close())
-		stopDrains(st.drains)
+		st.drains.stop()
 		st.leases.release(context.WithoutCancel(ctx))
 		c.Close()
 		return err
@@ -265,7 +265,7 @@ type startState struct {
 	h      chain.Hasher
 	cpKey  ed25519.PrivateKey
 	leases *leases
-	drains []jetstream.ConsumeContext
+	drains *drains
 	sinks  *sinkSet
 	cons   []jetstream.Consumer // per a.cfg.Streams
 	pos    map[string]*atomic.Uint64
@@ -303,7 +303,7 @@ func (a *Auditor) prepare(ctx context.Context, js jetstream.JetStream) (*startSt
 	}
 	st := &startState{js: js, h: chain.NewHasher(key), cpKey: cpKey, leases: ls, sinks: &sinkSet{}, pos: map[string]*atomic.Uint64{}}
 	fail := func(err error) (*startState, error) {
-		stopDrains(st.drains)
+		st.drains.stop()
 		err = errors.Join(err, st.sinks.close())
 		ls.release(context.WithoutCancel(ctx))
 		return nil, err
@@ -461,30 +461,56 @@ func (a *Auditor) waitSinks(ctx context.Context, st *startState, wg *sync.WaitGr
 // chains are partitioned, and on the interest-retention streams its
 // unacknowledged messages would hold everything until the stream's limits
 // refuse new events (DiscardNew). Partition 0 does it; the partitions'
-// own consumers keep their messages until they are linked.
-func (a *Auditor) drainUnpartitioned(ctx context.Context, js jetstream.JetStream) ([]jetstream.ConsumeContext, error) {
-	var out []jetstream.ConsumeContext
+// own consumers keep their messages until they are linked. Each drain is
+// the shared consume loop (natsbus.ConsumeBatch, with its spans, counters
+// and pull backoff) with a handler that acknowledges everything; the
+// drains run until stopped.
+func (a *Auditor) drainUnpartitioned(ctx context.Context, js jetstream.JetStream) (*drains, error) {
+	var conss []jetstream.Consumer
 	for _, s := range a.cfg.Streams {
 		cons, err := js.Consumer(ctx, s, a.cfg.Consumer)
 		if errors.Is(err, jetstream.ErrConsumerNotFound) {
 			continue
 		}
-		if err == nil {
-			var cc jetstream.ConsumeContext
-			cc, err = cons.Consume(func(m jetstream.Msg) {
-				if m.Ack() == nil {
-					count(a.in.unlinked, 1, a.in.drained)
-				}
-			})
-			if err == nil {
-				out = append(out, cc)
-				continue
-			}
+		if err != nil {
+			return nil, fmt.Errorf("drain consumer %s on %s: %w", a.cfg.Consumer, s, err)
 		}
-		stopDrains(out)
-		return nil, fmt.Errorf("drain consumer %s on %s: %w", a.cfg.Consumer, s, err)
+		conss = append(conss, cons)
 	}
-	return out, nil
+	opts := natsbus.Options{JetStream: js, Source: a.source, Logger: a.log, Telemetry: a.in.p}
+	// Counted when handed back to be acknowledged: an ack the server does
+	// not confirm shows in natsbus's consume errors, and the message is
+	// drained (and counted) again when redelivered.
+	ack := func(_ context.Context, msgs []jetstream.Msg, _ []context.Context) []error {
+		count(a.in.unlinked, len(msgs), a.in.drained)
+		return make([]error, len(msgs))
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	d := &drains{cancel: cancel}
+	for _, cons := range conss {
+		d.wg.Go(func() {
+			if err := natsbus.ConsumeBatch(runCtx, cons, ack, opts); err != nil {
+				a.log.ErrorContext(runCtx, "drain of the unpartitioned consumer not started", "consumer", a.cfg.Consumer, "err", err)
+			}
+		})
+	}
+	return d, nil
+}
+
+// drains are the consume loops of drainUnpartitioned.
+type drains struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// stop stops the drains and waits until each has stopped (their
+// prefetched messages released). A nil *drains has none.
+func (d *drains) stop() {
+	if d == nil {
+		return
+	}
+	d.cancel()
+	d.wg.Wait()
 }
 
 // ensurePartitionConsumer creates or updates this partition's durable
@@ -525,16 +551,6 @@ func (a *Auditor) ensurePartitionConsumer(ctx context.Context, js jetstream.JetS
 	return nil
 }
 
-// stopDrains stops the drains and waits until each has stopped.
-func stopDrains(ccs []jetstream.ConsumeContext) {
-	for _, cc := range ccs {
-		cc.Stop()
-	}
-	for _, cc := range ccs {
-		<-cc.Closed()
-	}
-}
-
 // Shutdown stops pulling, lets each stream finish (or, past ctx's
 // deadline, give back) the batch in hand, sends a last checkpoint, closes
 // the sinks and the connection it opened. It is safe without Start and
@@ -550,7 +566,7 @@ func (a *Auditor) Shutdown(ctx context.Context) error {
 	a.setUnready(errors.New("shutting down"))
 
 	cancel()
-	stopDrains(a.drains)
+	a.drains.stop()
 	var errs []error
 	select {
 	case <-done:

@@ -26,7 +26,7 @@ func (a *Auditor) Abort() {
 		return
 	}
 	cancel()
-	stopDrains(a.drains)
+	a.drains.stop()
 	<-done
 	ls.abandon()
 	a.mu.Lock()

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/services/auditor"
 	"github.com/runtimetruth/runtimetruth/services/auditor/auditortest"
@@ -120,6 +121,16 @@ func TestPartitionsSplitTheChains(t *testing.T) {
 			e.waitConsumed(t, 30*time.Second, testConsumer)
 			assert.Positive(t, counted(t, as[0], auditor.MetricUnlinked, auditor.AttrReason.String(auditor.ReasonDrained)))
 			assert.Zero(t, counted(t, as[1], auditor.MetricUnlinked, auditor.AttrReason.String(auditor.ReasonDrained)))
+			// The drain is the shared consume loop: its messages show in
+			// natsbus's consume counters, by stream and the unpartitioned
+			// consumer.
+			byDrain := natsbus.AttrConsumer.String(testConsumer)
+			for s, seq := range e.stored(t) {
+				waitCounted(t, as[0], 30*time.Second, 20*time.Millisecond, int64(seq), natsbus.MetricAcked, natsbus.AttrStream.String(s), byDrain)
+			}
+			assert.Equal(t, counted(t, as[0], auditor.MetricUnlinked, auditor.AttrReason.String(auditor.ReasonDrained)),
+				counted(t, as[0], natsbus.MetricConsumed, byDrain))
+			assert.Zero(t, counted(t, as[1], natsbus.MetricConsumed, byDrain))
 			for i, a := range as {
 				for c := range a.Heads() {
 					assert.Equal(t, i, link.Partition(c, 2), "partition %d reports chain %s", i, c)

@@ -48,8 +48,11 @@ const (
 	// reason: ReasonDuplicate (the stream message is in its chain
 	// already: a redelivery), ReasonOtherPartition (its chain is another
 	// partition's, Config.Partitions) or ReasonDrained (a message of the
-	// unpartitioned consumer, acknowledged by partition 0). Messages whose
-	// event id is linked already are MetricDuplicateIDs.
+	// unpartitioned consumer that partition 0 drains: counted when its
+	// drain hands it back to be acknowledged, before the server confirms;
+	// natsbus's MetricAcked, by that consumer, counts the confirmed
+	// acknowledgements). Messages whose event id is linked already are
+	// MetricDuplicateIDs.
 	MetricUnlinked = "runtimetruth.audit.messages.unlinked"
 	// MetricRecovered counts messages read back from a stream at start
 	// because a previous run had taken them without recording them.
