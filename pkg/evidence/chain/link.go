@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/bufpool"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/canonjson"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/jsontree"
 )
@@ -121,10 +122,10 @@ func (h Hasher) Sum(chainName string, seq uint64, prev string, event []byte) str
 	} else {
 		m = &mac{Hash: h.New()}
 	}
-	buf := getBuffer()
+	buf := bufpool.Get()
 	*buf = body((*buf)[:0], chainName, seq, prev, event)
 	m.Write(*buf)
-	putBuffer(buf)
+	bufpool.Put(buf)
 	return h.Format(m.Sum(m.sum[:0]))
 }
 
@@ -376,22 +377,4 @@ func validHash(s string) bool {
 		}
 	}
 	return true
-}
-
-// maxPooled bounds the buffers kept for reuse: the events of most messages
-// (a few KiB) fit; the buffer of a large one (up to 1 MiB and what the
-// auditor adds to it) is left to the garbage collector rather than kept,
-// one per core, after a burst of large events.
-const maxPooled = 64 << 10
-
-// buffers holds scratch buffers for canonical forms and hash bodies.
-var buffers = sync.Pool{New: func() any { return new([]byte) }}
-
-func getBuffer() *[]byte { return buffers.Get().(*[]byte) }
-
-func putBuffer(b *[]byte) {
-	if cap(*b) <= maxPooled {
-		*b = (*b)[:0]
-		buffers.Put(b)
-	}
 }

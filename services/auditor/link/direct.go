@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/bufpool"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/canonjson"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 )
@@ -21,8 +22,8 @@ import (
 // the event: the tree's path then records the rejection and words its
 // cause.
 func prepareDirect(chainName string, m *Message) (Prepared, bool) {
-	buf := getBuffer()
-	defer putBuffer(buf)
+	buf := bufpool.Get()
+	defer bufpool.Put(buf)
 	p := Prepared{Chain: chainName}
 	b, ok := appendEntry((*buf)[:0], m, &p.Meta)
 	if !ok {

@@ -43,10 +43,10 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/bufpool"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/canonjson"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/jsontree"
@@ -168,29 +168,11 @@ func prepare(chainName string, ev jsontree.Value) (Prepared, error) {
 	return p, err
 }
 
-// maxPooled bounds the buffers kept for reuse: the events of most messages
-// (a few KiB) fit; the buffer of a large one (up to 1 MiB and what the
-// auditor adds to it) is left to the garbage collector rather than kept,
-// one per core, after a burst of large events.
-const maxPooled = 64 << 10
-
-// buffers holds scratch buffers for canonical forms and hash bodies.
-var buffers = sync.Pool{New: func() any { return new([]byte) }}
-
-func getBuffer() *[]byte { return buffers.Get().(*[]byte) }
-
-func putBuffer(b *[]byte) {
-	if cap(*b) <= maxPooled {
-		*b = (*b)[:0]
-		buffers.Put(b)
-	}
-}
-
 // canonical is canonjson.Marshal writing into a pooled buffer, so that
 // only the result, at its size, is allocated.
 func canonical(ev jsontree.Value) ([]byte, error) {
-	buf := getBuffer()
-	defer putBuffer(buf)
+	buf := bufpool.Get()
+	defer bufpool.Put(buf)
 	out, err := canonjson.Append((*buf)[:0], ev)
 	if err != nil {
 		return nil, err
