@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
@@ -88,26 +89,37 @@ func fromTree(t jsontree.Value) (Report, error) {
 	return r, nil
 }
 
-func change(t jsontree.Value, path string) (Change, error) {
-	var c Change
-	m, err := members(t, path, "fields", "kind", "status")
+// changeHead reads what a change of either shape starts with: an object
+// of exactly the keys fields, kind and status (statusKey, "status" or the
+// earlier shape's "change"), in that order of checks: kind a string,
+// status a string, fields an array.
+func changeHead(t jsontree.Value, path, statusKey string) (kind, status string, fields []jsontree.Value, err error) {
+	keys := []string{"fields", "kind", statusKey}
+	slices.Sort(keys) // members names the first missing key in this order
+	m, err := members(t, path, keys...)
 	if err != nil {
-		return c, err
+		return "", "", nil, err
 	}
-	if c.Kind, err = text(m["kind"], path+".kind"); err != nil {
-		return c, err
+	if kind, err = text(m["kind"], path+".kind"); err != nil {
+		return "", "", nil, err
 	}
-	st, err := text(m["status"], path+".status")
-	if err != nil {
-		return c, err
+	if status, err = text(m[statusKey], path+"."+statusKey); err != nil {
+		return "", "", nil, err
 	}
-	c.Status = diff.Status(st)
 	fs := m["fields"]
 	if fs.Kind != jsontree.Array {
-		return c, fmt.Errorf("%s.fields: not an array", path)
+		return "", "", nil, fmt.Errorf("%s.fields: not an array", path)
 	}
-	c.Fields = make([]Field, len(fs.Items))
-	for j, f := range fs.Items {
+	return kind, status, fs.Items, nil
+}
+
+func change(t jsontree.Value, path string) (Change, error) {
+	kind, st, fs, err := changeHead(t, path, "status")
+	if err != nil {
+		return Change{}, err
+	}
+	c := Change{Kind: kind, Status: diff.Status(st), Fields: make([]Field, len(fs))}
+	for j, f := range fs {
 		fp := path + ".fields[" + strconv.Itoa(j) + "]"
 		fm, err := members(f, fp, "after", "before", "field")
 		if err != nil {
@@ -157,23 +169,11 @@ func sideOf(t jsontree.Value, path string) (Side, error) {
 
 // legacyChange reads a change of the earlier shape.
 func legacyChange(t jsontree.Value, path string) (Change, error) {
-	var c Change
-	m, err := members(t, path, "change", "fields", "kind")
+	kind, st, fs, err := changeHead(t, path, "change")
 	if err != nil {
-		return c, err
+		return Change{}, err
 	}
-	if c.Kind, err = text(m["kind"], path+".kind"); err != nil {
-		return c, err
-	}
-	st, err := text(m["change"], path+".change")
-	if err != nil {
-		return c, err
-	}
-	fs := m["fields"]
-	if fs.Kind != jsontree.Array {
-		return c, fmt.Errorf("%s.fields: not an array", path)
-	}
-	c.Fields = []Field{}
+	c := Change{Kind: kind, Fields: []Field{}}
 	switch st {
 	case "added":
 		c.Status = diff.Added
@@ -186,8 +186,8 @@ func legacyChange(t jsontree.Value, path string) (Change, error) {
 	default:
 		return c, fmt.Errorf("%s.change: %q is not added, removed or modified", path, st)
 	}
-	c.Fields = make([]Field, len(fs.Items))
-	for j, f := range fs.Items {
+	c.Fields = make([]Field, len(fs))
+	for j, f := range fs {
 		fp := path + ".fields[" + strconv.Itoa(j) + "]"
 		if f.Kind != jsontree.Object {
 			return c, fmt.Errorf("%s: not an object", fp)
