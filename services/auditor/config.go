@@ -42,7 +42,8 @@ type Config struct {
 	// (bounded by the consumer's MaxAckPending, and by MaxInflightBytes).
 	Batch int `mapstructure:"batch"`
 	// IdleWait is how long one pull waits for a message when the stream is
-	// idle.
+	// idle, counted by the server (which ends the pull); Shutdown waits for
+	// the pull in hand, so up to IdleWait.
 	IdleWait time.Duration `mapstructure:"idle_wait"`
 	// MaxInflightBytes bounds the bytes of the messages the auditor holds
 	// at once, over every stream: pulled or read back from a stream and

@@ -537,6 +537,16 @@ func (l *streamLoop) release(s sealed) {
 // worth, waiting until minPull is free): what is there at once, or else it
 // waits up to idle for one and takes what followed it. It returns the
 // messages and the bytes of the budget they hold.
+//
+// Every pull ends when the server says so (FetchMaxWait: the server's
+// expiry, the client waiting a second past it), never on a deadline of
+// the client's own, not even at Shutdown. The server counts a pull's wait
+// from when the request reaches it: a client that gave up on its own
+// clock first (FetchContext's deadline, 10% of the wait ahead of the
+// server's) left a pull the server still filled when the request arrived
+// that late, with a message nobody read, unacknowledged until the
+// consumer's ack wait redelivered it (and linked only when a later message
+// showed the gap). Shutdown thus waits for the pull in hand, at most idle.
 func (l *streamLoop) fetch(ctx context.Context) ([]jetstream.Msg, int64, error) {
 	took, err := l.budget.take(ctx, minPull, l.pull)
 	if err != nil {
@@ -548,12 +558,7 @@ func (l *streamLoop) fetch(ctx context.Context) ([]jetstream.Msg, int64, error) 
 		// Idle: wait for one message, holding only what it can need.
 		l.budget.give(took - minPull)
 		took = minPull
-		fctx, cancel := context.WithTimeout(ctx, l.idle)
-		msgs, err = collect(l.cons.Fetch(1, jetstream.FetchContext(fctx)))
-		cancel()
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			err = nil
-		}
+		msgs, err = collect(l.cons.Fetch(1, jetstream.FetchMaxWait(l.idle)))
 		if len(msgs) == 1 && err == nil && l.batch > 1 {
 			took += l.budget.tryTake(l.pull - took)
 			if rest := took - bytesOf(msgs); rest >= pullOverhead {
