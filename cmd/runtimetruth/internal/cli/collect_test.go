@@ -5,8 +5,6 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
-	"io"
-	"net"
 	"regexp"
 	"strings"
 	"sync"
@@ -46,7 +44,7 @@ type collectBus struct {
 func startCollectBus(t *testing.T) *collectBus {
 	t.Helper()
 	b := startApproveBus(t)
-	g := startGate(t, strings.TrimPrefix(b.url, "nats://"))
+	g := startGate(t, b.url)
 	cfg := collector.NewDefaultConfig()
 	cfg.Host = victim
 	cfg.StateDir = t.TempDir()
@@ -346,78 +344,35 @@ func hostsOf(t *testing.T, url string) *verifier.Hosts {
 	return verifier.NewHosts(kv, verifier.EnrollManual)
 }
 
-// gate is a TCP proxy to a NATS server whose server-to-client direction
-// the test can hold shut (hold), so that what the server sends a client
-// behind it (a request) arrives only after whatever the test does first.
+// gate is a TCP proxy to a NATS server (natstest.StartProxy) whose
+// server-to-client direction the test can hold shut (hold), so that what
+// the server sends a client behind it (a request) arrives only after
+// whatever the test does first.
 type gate struct {
 	url  string
-	ln   net.Listener
 	done chan struct{}
-	wg   sync.WaitGroup
 
-	mu    sync.Mutex
-	open  chan struct{} // closed while the gate is open
-	conns []net.Conn
+	mu   sync.Mutex
+	open chan struct{} // closed while the gate is open
 }
 
-func startGate(t *testing.T, target string) *gate {
+func startGate(t *testing.T, serverURL string) *gate {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	g := &gate{url: "nats://" + ln.Addr().String(), ln: ln, done: make(chan struct{}), open: make(chan struct{})}
+	g := &gate{done: make(chan struct{}), open: make(chan struct{})}
 	close(g.open)
-	g.wg.Go(func() {
-		for {
-			client, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			server, err := net.Dial("tcp", target)
-			if err != nil {
-				_ = client.Close()
-				continue
-			}
-			g.mu.Lock()
-			g.conns = append(g.conns, client, server)
-			g.mu.Unlock()
-			g.wg.Go(func() { _, _ = io.Copy(server, client); _ = server.Close() })
-			g.wg.Go(func() { g.pass(client, server); _ = client.Close() })
-		}
-	})
-	t.Cleanup(func() {
-		close(g.done)
-		_ = ln.Close()
-		g.mu.Lock()
-		for _, c := range g.conns {
-			_ = c.Close()
-		}
-		g.mu.Unlock()
-		g.wg.Wait()
-	})
+	g.url = natstest.StartProxy(t, serverURL, natstest.ProxyHooks{ToClient: g.pass})
+	t.Cleanup(func() { close(g.done) }) // before the proxy's: lets a held chunk go
 	return g
 }
 
-// pass copies from to to, each chunk once the gate is open.
-func (g *gate) pass(to, from net.Conn) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := from.Read(buf)
-		if n > 0 {
-			g.mu.Lock()
-			open := g.open
-			g.mu.Unlock()
-			select {
-			case <-open:
-			case <-g.done:
-				return
-			}
-			if _, werr := to.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
+// pass returns once the gate is open (or the test is over).
+func (g *gate) pass([]byte) {
+	g.mu.Lock()
+	open := g.open
+	g.mu.Unlock()
+	select {
+	case <-open:
+	case <-g.done:
 	}
 }
 
