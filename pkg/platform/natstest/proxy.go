@@ -6,8 +6,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/stretchr/testify/require"
 )
 
 // ProxyHooks see what crosses a Proxy, one direction each: a hook is
@@ -27,7 +25,9 @@ type ProxyHooks struct {
 func StartProxy(tb testing.TB, serverURL string, hooks ProxyHooks) string {
 	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(tb, err)
+	if err != nil {
+		tb.Fatalf("natstest: proxy: %v", err)
+	}
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
