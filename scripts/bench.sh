@@ -5,7 +5,7 @@
 #
 #   scripts/bench.sh [go test -bench regexp]      (default: .)
 #   BENCHTIME=2s scripts/bench.sh                 (default: 1s)
-#   FIXED_N=12000 FIXED_COUNT=5 scripts/bench.sh  (the verifier pair, below)
+#   FIXED_N=12000 FIXED_COUNT=5 scripts/bench.sh  (the verifier variants, below)
 #
 # The auditor's benchmarks (append into ClickHouse against a raw insert,
 # audit verify against ClickHouse) need the real ClickHouse: unless the
@@ -24,13 +24,14 @@ modules=$(go list -m -f '{{.Path}}/...')
 # Variants that must move the same inputs to be compared: with a duration
 # (-benchtime 1s) each variant picks its own count (the verifier about
 # 9,500 snapshots, raw JetStream about 18,000, and raw JetStream is faster
-# per message at the larger count), so this pair runs at one fixed count
-# (FIXED_N messages each), FIXED_COUNT rounds with the two variants
-# alternating, and is left out of the pass by duration. The ratio is of
+# per message at the larger count), so these variants (the verifier, the
+# verifier with enrollment off, raw JetStream) run at one fixed count
+# (FIXED_N messages each), FIXED_COUNT rounds with the variants
+# alternating, and are left out of the pass by duration. The ratio is of
 # the mean ns/op over the rounds.
 fixed_pkg=./services/verifier
 fixed_top=BenchmarkVerifierThroughput
-fixed_subs='runtimetruth|reference-raw-jetstream'
+fixed_subs='runtimetruth|runtimetruth-enrollment-off|reference-raw-jetstream'
 fixed_n="${FIXED_N:-12000}"
 
 echo "bench: go test -bench '$pattern' (raw output in $out)" >&2
@@ -38,11 +39,11 @@ echo "bench: go test -bench '$pattern' (raw output in $out)" >&2
 go test -run '^$' -bench "$pattern" -skip "^$fixed_top\$/^($fixed_subs)\$" -benchmem -benchtime "${BENCHTIME:-1s}" -count 1 -timeout 60m $modules | tee "$out" |
 	grep -E '^(Benchmark|ok|FAIL|---)' >&2 || true
 
-# The fixed-count pass, when the pattern selects the pair (its first
+# The fixed-count pass, when the pattern selects these variants (its first
 # element matches the benchmark and its second, if any, a variant).
 top="${pattern%%/*}" sub=""
 [[ "$pattern" == */* ]] && sub="${pattern#*/}"
-if [[ "$fixed_top" =~ $top ]] && { [[ -z "$sub" ]] || [[ runtimetruth =~ $sub ]] || [[ reference-raw-jetstream =~ $sub ]]; }; then
+if [[ "$fixed_top" =~ $top ]] && { [[ -z "$sub" ]] || [[ runtimetruth =~ $sub ]] || [[ runtimetruth-enrollment-off =~ $sub ]] || [[ reference-raw-jetstream =~ $sub ]]; }; then
 	echo "bench: $fixed_top ($fixed_subs) at $fixed_n messages each, ${FIXED_COUNT:-5} rounds" >&2
 	bin="$(mktemp -d -t runtimetruth-bench.XXXXXX)"
 	trap 'rm -rf "$bin"' EXIT

@@ -237,22 +237,35 @@ func benchServer(b *testing.B, subject string, seen func(*nats.Msg)) (context.Co
 // percentiles, measured from each snapshot's scheduled send time (so a
 // backlog counts), and the verdict rate achieved.
 func BenchmarkVerifierThroughput(b *testing.B) {
-	b.Run("runtimetruth", func(b *testing.B) {
-		var tally verdictTally
-		ctx, url, _, js, verdictsIn := benchServer(b, events.FilterVerdict, tally.seen)
-		mix := benchSnapshots(b, b.N)
-		startBench(ctx, b, url, js, mix.baselines)
+	// runtimetruth is the verifier as it runs by default (manual
+	// enrollment: every signature checked); runtimetruth-enrollment-off
+	// is the same run with Config.Enrollment off, which checks no
+	// signature, so that the two together show what authenticating the
+	// evidence costs.
+	for _, run := range []struct {
+		name       string
+		enrollment verifier.Enrollment
+	}{
+		{"runtimetruth", verifier.EnrollManual},
+		{"runtimetruth-enrollment-off", verifier.EnrollOff},
+	} {
+		b.Run(run.name, func(b *testing.B) {
+			var tally verdictTally
+			ctx, url, _, js, verdictsIn := benchServer(b, events.FilterVerdict, tally.seen)
+			mix := benchSnapshots(b, b.N)
+			startBench(ctx, b, url, js, mix.baselines, run.enrollment)
 
-		done := verdictsIn.expect(b.N)
-		runtime.GC() // the setup's garbage is not the run's
-		b.ResetTimer()
-		cpu := cpuTime(b)
-		publishAll(ctx, b, js, mix.msgs)
-		wait(ctx, b, done, "verdicts")
-		b.StopTimer()
-		reportCPU(b, cpu)
-		tally.check(b, mix)
-	})
+			done := verdictsIn.expect(b.N)
+			runtime.GC() // the setup's garbage is not the run's
+			b.ResetTimer()
+			cpu := cpuTime(b)
+			publishAll(ctx, b, js, mix.msgs)
+			wait(ctx, b, done, "verdicts")
+			b.StopTimer()
+			reportCPU(b, cpu)
+			tally.check(b, mix)
+		})
+	}
 
 	b.Run("reference-raw-jetstream", func(b *testing.B) {
 		ctx, url, _, js, outs := benchServer(b, "bench.out.>", nil)
@@ -379,16 +392,18 @@ func reportCPU(b *testing.B, start time.Duration) {
 	b.ReportMetric(float64(cpuTime(b)-start)/float64(time.Microsecond)/float64(b.N), "cpu-µs/op")
 }
 
-// startBench starts a verifier with the default settings (manual
-// enrollment: every event's signature is verified, and its key checked
-// against the host registry), approves each bench host's signtest key,
-// as an operator would, and makes each of baselines its target's
-// baseline.
-func startBench(ctx context.Context, b *testing.B, url string, js jetstream.JetStream, baselines []*snapshot.Snapshot) *verifier.Verifier {
+// startBench starts a verifier with the default settings but the given
+// enrollment (the default, manual: every event's signature is verified,
+// and its key checked against the host registry; off: none is), approves
+// each bench host's signtest key, as an operator would, and makes each of
+// baselines its target's baseline.
+func startBench(ctx context.Context, b *testing.B, url string, js jetstream.JetStream, baselines []*snapshot.Snapshot,
+	enrollment verifier.Enrollment) *verifier.Verifier {
 	b.Helper()
 	cfg := verifier.NewDefaultConfig()
 	require.Equal(b, string(verifier.EnrollManual), cfg.Enrollment)
 	cfg.NATS.URL = url
+	cfg.Enrollment = string(enrollment)
 	v, err := verifier.New(cfg, verifier.Settings{})
 	require.NoError(b, err)
 	require.NoError(b, v.Start(ctx))
@@ -430,7 +445,7 @@ func fixedRate(b *testing.B, rate, seconds int) (p50, p99, achieved float64) {
 			latencies = append(latencies, now.Sub(at))
 		}
 	})
-	startBench(ctx, b, url, js, mix.baselines)
+	startBench(ctx, b, url, js, mix.baselines, verifier.EnrollManual)
 
 	interval := time.Second / time.Duration(rate)
 	start := time.Now().Add(10 * time.Millisecond)
