@@ -107,6 +107,9 @@ func (l *streamLoop) run(ctx context.Context) {
 		}
 		if len(msgs) == 0 {
 			l.budget.give(held)
+			if err == nil && !l.catchUp(ctx, work) {
+				return
+			}
 			continue
 		}
 		pulls.Reset()
@@ -217,13 +220,7 @@ func (l *streamLoop) seal(ctx context.Context, msgs []jetstream.Msg, work chan<-
 		}
 		s := sealed{b: b, upto: l.applied, bytes: readBytes}
 		ordered, readBytes = nil, 0
-		select {
-		case work <- s:
-			return true
-		case <-ctx.Done():
-			l.budget.give(s.bytes)
-			return false
-		}
+		return l.handOver(ctx, work, s)
 	}
 	checked := false
 	for _, m := range msgs {
@@ -644,18 +641,77 @@ func (l *streamLoop) recoverPending(ctx context.Context) error {
 		return nil
 	}
 	l.log.InfoContext(ctx, "recovering messages taken but not recorded", "stream", l.stream, "from", from, "to", to)
-	for from <= to {
-		got, n, ok := l.readBack(ctx, from, to, l.batch, nil)
-		if !ok {
-			return ctx.Err()
-		}
-		b, ok := l.sealBatch(ctx, got)
-		committed := ok && l.commit(ctx, b)
+	if !l.linkDelivered(ctx, to, func(b *Batch, n int64) bool {
+		committed := l.commit(ctx, b)
 		l.budget.give(n)
-		if !committed {
-			return ctx.Err()
-		}
-		from = l.applied + 1
+		return committed
+	}) {
+		return ctx.Err()
 	}
 	return nil
+}
+
+// catchUp links, once a pull came back empty, the messages the consumer
+// delivered that never reached this loop. A pull that reaches the server
+// after nats.go gave it up (the wait and a second after it was sent, on
+// the auditor's clock: a busy server or network) is filled all the same,
+// and what it is filled with goes to nobody. Left alone, those messages
+// would wait unlinked for the ack wait's redelivery or, on a busy
+// stream, for a later message to show their gap; read from the stream
+// (readBack), they are linked now, and their redeliveries, later, are
+// duplicates. The consumer's state is asked for once per empty pull (the
+// idle wait, Config.IdleWait); false when ctx ended.
+func (l *streamLoop) catchUp(ctx context.Context, work chan<- sealed) bool {
+	info, err := l.cons.Info(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return false
+		}
+		count(l.in.fetchErrors, 1)
+		l.log.WarnContext(ctx, "read the consumer's state", "stream", l.stream, "err", err)
+		return true // asked again after the next empty pull
+	}
+	to := info.Delivered.Stream
+	if to <= max(l.floor, l.applied) {
+		return true
+	}
+	l.log.InfoContext(ctx, "linking messages delivered to a pull given up", "stream", l.stream,
+		"from", max(l.floor, l.applied)+1, "to", to)
+	return l.linkDelivered(ctx, to, func(b *Batch, n int64) bool {
+		return l.handOver(ctx, work, sealed{b: b, upto: l.applied, bytes: n})
+	})
+}
+
+// linkDelivered reads from the stream the messages after the last one
+// accounted for, up to sequence to, a batch at a time, and hands each
+// batch sealed to emit with the bytes it holds of the budget, which emit
+// gives back; false when ctx ended or emit said so.
+func (l *streamLoop) linkDelivered(ctx context.Context, to uint64, emit func(b *Batch, bytes int64) bool) bool {
+	for from := max(l.floor, l.applied) + 1; from <= to; from = max(l.floor, l.applied) + 1 {
+		got, n, ok := l.readBack(ctx, from, to, l.batch, nil)
+		if !ok {
+			return false
+		}
+		b, ok := l.sealBatch(ctx, got)
+		if !ok {
+			l.budget.give(n)
+			return false
+		}
+		if !emit(b, n) {
+			return false
+		}
+	}
+	return true
+}
+
+// handOver hands s to the committer (work); false, with its bytes given
+// back, when ctx ended first.
+func (l *streamLoop) handOver(ctx context.Context, work chan<- sealed, s sealed) bool {
+	select {
+	case work <- s:
+		return true
+	case <-ctx.Done():
+		l.budget.give(s.bytes)
+		return false
+	}
 }

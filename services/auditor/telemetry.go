@@ -54,8 +54,10 @@ const (
 	// acknowledgements). Messages whose event id is linked already are
 	// MetricDuplicateIDs.
 	MetricUnlinked = "runtimetruth.audit.messages.unlinked"
-	// MetricRecovered counts messages read back from a stream at start
-	// because a previous run had taken them without recording them.
+	// MetricRecovered counts messages read back from a stream because
+	// the consumer delivered them and they were never recorded: taken by a
+	// previous run (at start), lost on the way before a later message, or
+	// delivered to a pull nats.go had given up (after an empty pull).
 	MetricRecovered = "runtimetruth.audit.messages.recovered"
 	// MetricRejections counts rejection records linked (messages that are
 	// not valid events, recorded as such).
@@ -137,7 +139,7 @@ func newInstruments(p telemetry.Providers) *instruments {
 		{Dst: &in.duplicates, Name: MetricDuplicateIDs, Unit: "{message}", Description: "Messages acknowledged without a link: their event id is in their audit chain already."},
 		{Dst: &in.received, Name: MetricReceived, Unit: "{message}", Description: "Messages taken from the audited streams, redeliveries included."},
 		{Dst: &in.unlinked, Name: MetricUnlinked, Unit: "{message}", Description: "Messages acknowledged without a link, by reason."},
-		{Dst: &in.recovered, Name: MetricRecovered, Unit: "{message}", Description: "Messages read back at start that a previous run had taken without recording them."},
+		{Dst: &in.recovered, Name: MetricRecovered, Unit: "{message}", Description: "Messages read back from a stream that the consumer delivered and were never recorded."},
 		{Dst: &in.rejections, Name: MetricRejections, Unit: "{link}", Description: "Rejection records linked: messages that are not valid events."},
 		{Dst: &in.batches, Name: MetricBatches, Unit: "{batch}", Description: "Batches committed to every required audit sink."},
 		{Dst: &in.retries, Name: MetricCommitRetries, Unit: "{commit}", Description: "Commits tried again after a required audit sink failed."},
