@@ -43,7 +43,13 @@ go test -run '^$' -bench "$pattern" -skip "^$fixed_top\$/^($fixed_subs)\$" -benc
 # element matches the benchmark and its second, if any, a variant).
 top="${pattern%%/*}" sub=""
 [[ "$pattern" == */* ]] && sub="${pattern#*/}"
-if [[ "$fixed_top" =~ $top ]] && { [[ -z "$sub" ]] || [[ runtimetruth =~ $sub ]] || [[ runtimetruth-enrollment-off =~ $sub ]] || [[ reference-raw-jetstream =~ $sub ]]; }; then
+selected=false
+if [[ "$fixed_top" =~ $top ]]; then
+	for v in ${fixed_subs//|/ }; do
+		[[ -z "$sub" || "$v" =~ $sub ]] && selected=true
+	done
+fi
+if $selected; then
 	echo "bench: $fixed_top ($fixed_subs) at $fixed_n messages each, ${FIXED_COUNT:-5} rounds" >&2
 	bin="$(mktemp -d -t runtimetruth-bench.XXXXXX)"
 	trap 'rm -rf "$bin"' EXIT

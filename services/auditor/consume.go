@@ -675,7 +675,7 @@ func (l *streamLoop) catchUp(ctx context.Context, work chan<- sealed) bool {
 	if to <= max(l.floor, l.applied) {
 		return true
 	}
-	l.log.InfoContext(ctx, "linking messages delivered to a pull given up", "stream", l.stream,
+	l.log.InfoContext(ctx, "linking messages the consumer delivered that never arrived", "stream", l.stream,
 		"from", max(l.floor, l.applied)+1, "to", to)
 	return l.linkDelivered(ctx, to, func(b *Batch, n int64) bool {
 		return l.handOver(ctx, work, sealed{b: b, upto: l.applied, bytes: n})

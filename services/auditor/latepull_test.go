@@ -69,7 +69,7 @@ func TestIdlePullLateAtTheServer(t *testing.T) {
 	// below) and well before nats.go gives up a pull the server ends (the
 	// wait and a second).
 	late := &lateChunk{pattern: idle, delay: 500 * time.Millisecond, hit: func() {
-		published <- publish(e, msg)
+		published <- publishDirect(e, msg)
 	}}
 	a := startBehind(t, e, natstest.ProxyHooks{ToServer: late.hold})
 	select {
@@ -107,7 +107,7 @@ func TestPullGivenUpByTheClient(t *testing.T) {
 	// up that long and a second after it was sent.
 	late := &lateChunk{pattern: delivery, delay: 1500 * time.Millisecond, hit: func() { close(held) }}
 	a := startBehind(t, e, natstest.ProxyHooks{ToClient: late.hold})
-	require.NoError(t, publish(e, msg))
+	require.NoError(t, publishDirect(e, msg))
 	select {
 	case <-held:
 	case <-time.After(30 * time.Second):
@@ -133,8 +133,9 @@ func startBehind(t *testing.T, e *env, hooks natstest.ProxyHooks) *auditor.Audit
 	return start(t, cfg)
 }
 
-// publish publishes msg to e's server directly (no proxy).
-func publish(e *env, msg *nats.Msg) error {
+// publishDirect publishes msg to e's server directly (not through the
+// proxy).
+func publishDirect(e *env, msg *nats.Msg) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, err := e.js.PublishMsg(ctx, msg)
