@@ -4,7 +4,10 @@ import (
 	"context"
 	"log/slog"
 
+	"go.opentelemetry.io/otel/metric/noop"
+
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/health"
 )
 
 // WithView gives h a view of its bucket (hostsView), kept by a watch
@@ -15,7 +18,7 @@ func WithView(h *Hosts) (revision func(host string) uint64, stop func()) {
 	view := newHostsView(h.kv, slog.New(slog.DiscardHandler))
 	h.view = view
 	done := make(chan struct{})
-	go func() { defer close(done); view.run(ctx) }()
+	go func() { defer close(done); view.run(ctx, health.NewDuties(noop.NewMeterProvider().Meter(""))) }()
 	return view.revision, func() { cancel(); <-done }
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/health"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/retry"
 )
 
@@ -74,15 +75,18 @@ func (v *hostsView) revision(host string) uint64 {
 }
 
 // run keeps the view until ctx ends, starting the watch again after an
-// error (the view is emptied meanwhile).
-func (v *hostsView) run(ctx context.Context) {
+// error (the view is emptied meanwhile). It reports to duties
+// (DutyRegistry): a failure when the watch cannot start or ends, success
+// once it has delivered the current records.
+func (v *hostsView) run(ctx context.Context, duties *health.Duties) {
 	for ctx.Err() == nil {
-		err := v.watch(ctx)
+		err := v.watch(ctx, func() { duties.Report(ctx, DutyRegistry, nil) })
 		v.reset()
 		if ctx.Err() != nil {
 			return
 		}
 		v.log.WarnContext(ctx, "watch the host registry", "err", err)
+		duties.Report(ctx, DutyRegistry, err)
 		retry.Sleep(ctx, time.Second)
 	}
 }
@@ -94,8 +98,9 @@ func (v *hostsView) reset() {
 }
 
 // watch applies the bucket's host records, the current ones then every
-// change, until ctx ends or the watch does.
-func (v *hostsView) watch(ctx context.Context) error {
+// change, until ctx ends or the watch does; current is called once the
+// current ones are applied.
+func (v *hostsView) watch(ctx context.Context, current func()) error {
 	// "*": the keys of one token, the host records; not the rejection
 	// logs (rejections.<host>), written on every refusal.
 	w, err := v.kv.Watch(ctx, "*")
@@ -111,9 +116,11 @@ func (v *hostsView) watch(ctx context.Context) error {
 			if !ok {
 				return errors.New("the watch ended")
 			}
-			if e != nil { // nil: the current records are all delivered
-				v.apply(ctx, e)
+			if e == nil { // the current records are all delivered
+				current()
+				continue
 			}
+			v.apply(ctx, e)
 		}
 	}
 }

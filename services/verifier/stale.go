@@ -11,7 +11,18 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/health"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
+)
+
+// The verifier's periodic duties (health.Duties): while the last run of
+// one failed, the verifier is not ready (/readyz 503 naming it), and each
+// failed run is counted (health.MetricDutyFailures).
+const (
+	// DutySilence is the silence sweep: stale verdicts for silent targets.
+	DutySilence = "silence sweep"
+	// DutyRegistry is the watch that keeps the registry's view.
+	DutyRegistry = "registry watch"
 )
 
 // MinStaleAfter is the least stale_after of a target by default: three
@@ -83,8 +94,11 @@ func (s *staleWatch) staleAfter(interval time.Duration) time.Duration {
 	return max(3*interval, MinStaleAfter)
 }
 
-// run lists and sweeps every s.every until ctx ends.
-func (s *staleWatch) run(ctx context.Context) {
+// run lists and sweeps every s.every until ctx ends, reporting each
+// round to duties (DutySilence): a listing that fails, or records that
+// could not be checked or made stale, fail the service's readiness until
+// a round succeeds.
+func (s *staleWatch) run(ctx context.Context, duties *health.Duties) {
 	tick := time.NewTicker(s.every)
 	defer tick.Stop()
 	for {
@@ -93,13 +107,17 @@ func (s *staleWatch) run(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		if err := s.list(ctx); err != nil {
-			if ctx.Err() == nil {
-				s.log.WarnContext(ctx, "list verdict records for silence", "err", err)
-			}
-			continue
+		err := s.list(ctx)
+		if err == nil {
+			err = s.sweep(ctx)
 		}
-		s.sweep(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			s.log.WarnContext(ctx, "turn silence into stale verdicts", "err", err)
+		}
+		duties.Report(ctx, DutySilence, err)
 	}
 }
 
@@ -141,32 +159,45 @@ func (s *staleWatch) list(ctx context.Context) error {
 
 // sweep checks every record written longer ago than the least
 // stale_after, reading it in full once per revision, and makes the
-// silent ones stale.
-func (s *staleWatch) sweep(ctx context.Context) {
+// silent ones stale; it returns the first failure and how many there
+// were.
+func (s *staleWatch) sweep(ctx context.Context) error {
 	now := s.now()
 	floor := s.after
 	if floor <= 0 {
 		floor = MinStaleAfter
 	}
+	var first error
+	failed := 0
+	fail := func(key string, err error) {
+		if first == nil {
+			first = fmt.Errorf("%s: %w", key, err)
+		}
+		failed++
+	}
 	for key, k := range s.keys {
 		if ctx.Err() != nil {
-			return
+			return nil
 		}
 		if now.Sub(k.written) < floor {
 			continue
 		}
 		if k.checked != k.rev {
 			if err := s.check(ctx, key, k); err != nil {
-				s.log.WarnContext(ctx, "check verdict record for silence", "key", key, "err", err)
+				fail(key, err)
 				continue
 			}
 		}
 		if !k.due.IsZero() && !now.Before(k.due) {
 			if err := s.markStale(ctx, key, k); err != nil {
-				s.log.WarnContext(ctx, "stale verdict", "key", key, "err", err)
+				fail(key, err)
 			}
 		}
 	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d records failed, the first %w", failed, len(s.keys), first)
+	}
+	return nil
 }
 
 // read returns the record under key at revision rev (false when it has

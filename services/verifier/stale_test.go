@@ -3,6 +3,7 @@ package verifier_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/health"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
@@ -117,4 +119,28 @@ func TestRefusedEvidenceDoesNotKeepATargetFresh(t *testing.T) {
 	assert.Equal(t, first, stale[0].EvidenceID)
 	rejected := rejections(ctx, t, js, 3)
 	assert.Len(t, rejected, 3)
+}
+
+// A silence sweep that cannot run fails the verifier's readiness, naming
+// it, and is counted; once it runs again the verifier is ready again.
+// (As deployed, a listing the bus refuses: e2e's TestSilenceAsDeployed.)
+func TestSilenceSweepThatCannotRunIsNotReady(t *testing.T) {
+	ctx, url, js := server(t)
+	v := start(ctx, t, url, func(c *verifier.Config) { c.StaleAfter = 100 * time.Millisecond })
+	verdictOf(ctx, t, js, publishSnapshot(ctx, t, js, "web-01", snap(unit(1))))
+	require.NoError(t, v.Ready(ctx))
+
+	// The bucket's stream gone: every listing fails.
+	require.NoError(t, js.DeleteKeyValue(ctx, topology.BucketVerdicts))
+	natstest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+		if err := v.Ready(ctx); err == nil || !strings.Contains(err.Error(), verifier.DutySilence+" failing") {
+			return fmt.Errorf("ready: %v", err)
+		}
+		return nil
+	})
+	assert.Positive(t, counted(t, v, health.MetricDutyFailures, health.AttrDuty.String(verifier.DutySilence)))
+
+	_, err := js.CreateKeyValue(ctx, topology.New(1).Buckets[1])
+	require.NoError(t, err)
+	natstest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error { return v.Ready(ctx) })
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/attestation"
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/health"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/lifecycle"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
@@ -64,6 +65,7 @@ type Verifier struct {
 	attest *attestation.Checker
 	tel    telemetry.Providers
 	m      *metrics
+	duties *health.Duties
 
 	mu      sync.Mutex
 	state   lifecycle.State
@@ -93,7 +95,7 @@ func New(cfg Config, set Settings) (*Verifier, error) {
 	}
 	return &Verifier{cfg: cfg, log: log, source: events.Source("verifier", instance), conn: set.Conn,
 		attest: attestation.NewChecker(trusted, attestation.CheckerOptions{Telemetry: set.Telemetry}),
-		tel:    set.Telemetry, m: newMetrics(set.Telemetry)}, nil
+		tel:    set.Telemetry, m: newMetrics(set.Telemetry), duties: health.NewDuties(set.Telemetry.Meter(ScopeName))}, nil
 }
 
 // Name names the component in logs.
@@ -129,12 +131,12 @@ func (v *Verifier) Start(ctx context.Context) error {
 	done := make(chan struct{})
 	var silence sync.WaitGroup
 	silence.Go(func() {
-		newStaleWatch(h.verdicts.kv, h.pub, v.source, v.cfg.StaleAfter, v.m, v.log).run(runCtx)
+		newStaleWatch(h.verdicts.kv, h.pub, v.source, v.cfg.StaleAfter, v.m, v.log).run(runCtx, v.duties)
 	})
 	if h.auth != nil {
 		view := newHostsView(h.auth.hosts.kv, v.log)
 		h.auth.hosts.view = view
-		silence.Go(func() { view.run(runCtx) })
+		silence.Go(func() { view.run(runCtx, v.duties) })
 	}
 	go func() {
 		defer close(done)
@@ -177,6 +179,11 @@ func (v *Verifier) prepare(ctx context.Context, c *natsbus.Client) (*handler, je
 	}
 	return h, cons, nil
 }
+
+// Ready reports whether the verifier's periodic duties run (health.Checker:
+// /readyz answers 503 naming a failing one): the silence sweep
+// (DutySilence) and the registry's view (DutyRegistry).
+func (v *Verifier) Ready(ctx context.Context) error { return v.duties.Ready(ctx) }
 
 // Shutdown stops pulling, finishes the snapshots in hand, hands the
 // prefetched ones back to the stream for another instance, and closes the

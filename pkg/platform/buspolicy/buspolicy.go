@@ -19,7 +19,8 @@
 // signing key issues, operator.go), only its own host's; only the verifier publishes verdicts; only the attestor
 // answers sign requests and publishes attestations; the auditor reads every
 // stream and publishes nothing. No service may delete or purge a stream,
-// a consumer or a bucket; the services that create the topology at start
+// a bucket or a durable consumer (the verifier deletes only the ephemeral
+// consumers of its own key-value watches, on the buckets' streams); the services that create the topology at start
 // (verifier, auditor, attestor) may create and update only their streams,
 // consumers and buckets.
 //
@@ -150,6 +151,24 @@ func kvRead(bucket string) []Grant {
 	}
 }
 
+// kvWatch grants watching a bucket (a key-value watch, and a listing of
+// its keys, which is one): nats.go makes an ordered push consumer on the
+// bucket's stream, an ephemeral one it creates (its name and filter in the
+// create subject, or none), answers the stream's flow control on
+// $JS.FC.<stream>.>, and deletes when the watch stops or starts over
+// after a gap. Only the bucket's stream is named: the consumers of
+// the pipeline's streams stay out of reach.
+func kvWatch(bucket string) []Grant {
+	why := fmt.Sprintf("watch the %s bucket (an ephemeral ordered consumer)", bucket)
+	s := kvStream(bucket)
+	return []Grant{
+		{jsAPI("CONSUMER.CREATE.%s", s), why},
+		{jsAPI("CONSUMER.CREATE.%s.>", s), why},
+		{jsAPI("CONSUMER.DELETE.%s.>", s), why + ": deleted when the watch stops"},
+		{"$JS.FC." + s + ".>", why + ": flow control replies"},
+	}
+}
+
 // kvWrite grants writing a bucket's entries (put, create, update).
 func kvWrite(bucket string) Grant {
 	return Grant{"$KV." + bucket + ".>", fmt.Sprintf("write the %s bucket", bucket)}
@@ -179,6 +198,10 @@ func Roles() []Role {
 	verifier.Publish = append(verifier.Publish, kvRead(topology.BucketVerdicts)...)
 	verifier.Publish = append(verifier.Publish, kvRead(BucketEvidenceLatest)...)
 	verifier.Publish = append(verifier.Publish, kvRead(topology.BucketHosts)...)
+	// The silence sweep lists the latest verdicts, and the registry's view
+	// follows the host records (services/verifier: stale.go, registry.go).
+	verifier.Publish = append(verifier.Publish, kvWatch(topology.BucketVerdicts)...)
+	verifier.Publish = append(verifier.Publish, kvWatch(topology.BucketHosts)...)
 	verifier.Publish = append(verifier.Publish, kvWrite(topology.BucketVerdicts), kvWrite(BucketEvidenceLatest), kvWrite(topology.BucketHosts))
 	verifier.Subscribe = []Grant{inbox}
 

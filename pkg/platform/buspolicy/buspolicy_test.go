@@ -296,6 +296,56 @@ func TestPermissions(t *testing.T) {
 		verifier.violation(t, "$KV.baselines.")
 	})
 
+	// The silence sweep lists the latest verdicts and the registry's view
+	// follows the host records: key-value watches, each an ephemeral
+	// ordered consumer the verifier creates, answers the flow control of
+	// and deletes when it stops. Without their grants the watch is
+	// refused, and silence never becomes STALE as deployed.
+	t.Run("verifier watches its buckets", func(t *testing.T) {
+		for _, bucket := range []string{topology.BucketVerdicts, topology.BucketHosts} {
+			okv, err := operator.js.KeyValue(ctx, bucket)
+			require.NoError(t, err)
+			for i := range 3 {
+				_, err := okv.Put(ctx, fmt.Sprintf("web-%02d", i), []byte(`{}`))
+				require.NoError(t, err)
+			}
+			kv, err := verifier.js.KeyValue(ctx, bucket)
+			require.NoError(t, err)
+			for _, opts := range [][]jetstream.WatchOpt{{jetstream.MetaOnly(), jetstream.IgnoreDeletes()}, nil} {
+				w, err := kv.WatchAll(ctx, opts...)
+				require.NoError(t, err, "watch %s", bucket)
+				n := 0
+				for e := range w.Updates() {
+					if e == nil {
+						break
+					}
+					n++
+				}
+				assert.GreaterOrEqual(t, n, 3, bucket)
+				require.NoError(t, w.Stop(), "stop the watch of %s (its consumer deleted)", bucket)
+			}
+			keys, err := kv.ListKeys(ctx)
+			require.NoError(t, err)
+			n := 0
+			for range keys.Keys() {
+				n++
+			}
+			assert.GreaterOrEqual(t, n, 3, bucket)
+		}
+		select {
+		case err := <-verifier.errs:
+			t.Fatalf("the verifier's watches: %v", err)
+		case <-time.After(200 * time.Millisecond):
+		}
+		short, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		kv, err := verifier.js.KeyValue(ctx, topology.BucketBaselines)
+		require.NoError(t, err)
+		_, err = kv.WatchAll(short)
+		require.Error(t, err, "the verifier watches only its own buckets")
+		verifier.violation(t, "$JS.API.CONSUMER.CREATE.KV_baselines")
+	})
+
 	t.Run("auditor reads every stream", func(t *testing.T) {
 		for _, s := range []string{topology.StreamEvidence, topology.StreamVerdicts} {
 			st, err := auditor.js.Stream(ctx, s)
@@ -388,7 +438,12 @@ func TestRolesAreClosed(t *testing.T) {
 	for _, r := range roles {
 		for _, s := range append(r.PublishSubjects(), r.SubscribeSubjects()...) {
 			assert.NotEqual(t, ">", s, "%s has a catch-all grant", r.Service)
-			assert.NotContains(t, s, ".DELETE.", "%s may delete", r.Service)
+			if strings.Contains(s, ".DELETE.") {
+				// Only the ephemeral consumers of a key-value watch, on a
+				// bucket's stream: never a stream, a bucket or a durable.
+				assert.Regexp(t, `^\$JS\.API\.CONSUMER\.DELETE\.KV_[a-z-]+\.>$`, s, "%s may delete", r.Service)
+				assert.Equal(t, buspolicy.Verifier, r.Service, "%s may delete", r.Service)
+			}
 			assert.NotContains(t, s, ".PURGE.", "%s may purge", r.Service)
 		}
 		assert.Equal(t, r.Service == buspolicy.Verifier, publishes(r.Service, "rt.verdict.web-01.pass"), "only the verifier publishes verdicts (%s)", r.Service)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/platform/config"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/health"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry/telemetrytest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -79,4 +80,32 @@ func TestConfigValidate(t *testing.T) {
 	require.NoError(t, health.Config{Listen: ":9090"}.Validate())
 	require.ErrorIs(t, health.Config{Listen: "9090"}.Validate(), config.ErrInvalid)
 	require.ErrorIs(t, health.Config{ShutdownDelay: -time.Second}.Validate(), config.ErrInvalid)
+}
+
+// TestDuties: a periodic duty whose last run failed fails readiness,
+// naming it, until a run succeeds; every failed run is counted.
+func TestDuties(t *testing.T) {
+	ctx := context.Background()
+	rec := telemetrytest.New(t)
+	d := health.NewDuties(rec.Providers.Meter("test"))
+	s := health.New(health.Config{}, nil, nil)
+	s.AddCheck("verifier", d.Ready)
+	require.NoError(t, s.Gate().Start(ctx))
+	h := s.Handler()
+
+	assert.Equal(t, http.StatusOK, code(h, "/readyz"), "a duty that has not run yet is ready")
+	d.Report(ctx, "silence sweep", errors.New("permissions violation"))
+	d.Report(ctx, "registry watch", nil)
+	assert.Equal(t, http.StatusServiceUnavailable, code(h, "/readyz"))
+	assert.ErrorContains(t, s.Ready(ctx), "silence sweep failing: permissions violation")
+	d.Report(ctx, "registry watch", errors.New("the watch ended"))
+	err := s.Ready(ctx)
+	assert.ErrorContains(t, err, "registry watch failing: the watch ended")
+	assert.ErrorContains(t, err, "silence sweep failing")
+
+	d.Report(ctx, "silence sweep", nil)
+	d.Report(ctx, "registry watch", nil)
+	assert.Equal(t, http.StatusOK, code(h, "/readyz"), "ready again once each duty ran")
+	assert.Equal(t, int64(1), rec.Sum(t, health.MetricDutyFailures, health.AttrDuty.String("silence sweep")))
+	assert.Equal(t, int64(2), rec.Sum(t, health.MetricDutyFailures))
 }
