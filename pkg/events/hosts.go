@@ -44,6 +44,11 @@ type HostRecord struct {
 	// rotate`); a new key waits as pending even under first-use
 	// enrollment, and approving it revokes the others.
 	Rotating bool `json:"rotating,omitempty"`
+	// DroppedKeys counts the keys the registry let go to keep the record
+	// bounded, whatever evidence in the host's name carries: the oldest
+	// pending keys beyond the newest few, the oldest revoked beyond the
+	// newest ones kept (services/verifier: MaxPendingKeys, MaxRevokedKeys).
+	DroppedKeys uint64 `json:"dropped_keys,omitempty"`
 }
 
 // KeyOf returns the host's entry for key id, or nil.

@@ -38,6 +38,29 @@ var (
 	ErrNoSuchKey   = errors.New("no such key for the host")
 )
 
+// Bounds of a host's record, so that nothing sent in a host's name can
+// grow it past what the bucket takes (topology: 64 KiB a value; a key
+// entry is under 250 bytes, so 1 enrolled + MaxPendingKeys +
+// MaxRevokedKeys keys stay under 10 KiB): the newest keys of each state
+// are kept, the oldest dropped and counted (HostRecord.DroppedKeys).
+const (
+	// MaxPendingKeys bounds the pending keys of a host: every new key
+	// seen on evidence in its name is one, and anyone who may publish in
+	// its name can make them. A pending key is never enrolled on its own
+	// (an operator names the key to enroll), so dropping one loses
+	// nothing but a hint.
+	MaxPendingKeys = 4
+	// MaxRevokedKeys bounds the revoked keys a record keeps (each
+	// rotation or revocation adds one; `audit verify --registry` reads
+	// them to accept evidence signed before a revocation).
+	MaxRevokedKeys = 32
+)
+
+// ErrNoKeyNamed is why a key is not enrolled without an operator naming
+// it: a pending key is whatever anyone who may publish in the host's name
+// signed with.
+var ErrNoKeyNamed = errors.New("name the key to enroll (--key, as runtimetruth-collector --print-identity prints it on the host)")
+
 // Hosts is the host registry: one entry per host (events.HostRecord) in a
 // key-value bucket, written with compare-and-set so that verifiers and
 // operators changing one host at once never lose a change.
@@ -137,13 +160,15 @@ func updateJSON[T any](ctx context.Context, kv jetstream.KeyValue, key string, c
 }
 
 // Admit decides whether evidence of host signed by key id is authentic:
-// nil when the registry holds the key as the host's enrolled key. A key
+// nil when the registry holds the key as the host's enrolled key (the
+// newest one of a rotation ends it: Rotate). A key
 // it has not seen is recorded: pinned (enrolled, by "first-use") when the
-// mode is first-use and the host has no key, no rotation pending and was
-// never revoked; else pending (ErrNotEnrolled, or ErrKeyChanged when the
-// host has an enrolled key). A pending or revoked key is refused
-// (ErrNotEnrolled, ErrRevoked). A key the verifier's view of the bucket
-// holds as enrolled is admitted without reading the bucket (hostsView).
+// mode is first-use and the host has no key and was never revoked; else
+// pending (ErrNotEnrolled, or ErrKeyChanged when the host has an enrolled
+// key), the newest MaxPendingKeys kept. A pending or revoked key is
+// refused (ErrNotEnrolled, ErrRevoked). A key the verifier's view of the
+// bucket holds as enrolled is admitted without reading the bucket
+// (hostsView), unless the host is rotating.
 func (h *Hosts) Admit(ctx context.Context, host, id string) error {
 	if h.view != nil && h.view.enrolled(host, id) {
 		return nil
@@ -152,7 +177,7 @@ func (h *Hosts) Admit(ctx context.Context, host, id string) error {
 		if k := rec.KeyOf(id); k != nil {
 			switch k.State {
 			case events.KeyEnrolled:
-				return false, nil
+				return rotated(rec, id, h.now().UTC()), nil
 			case events.KeyRevoked:
 				return false, fmt.Errorf("%w: %s of host %s", ErrRevoked, id, host)
 			}
@@ -160,13 +185,14 @@ func (h *Hosts) Admit(ctx context.Context, host, id string) error {
 		}
 		now := h.now().UTC()
 		k := events.HostKey{Key: id, State: events.KeyPending, FirstSeen: now, Changed: now, By: "first-use"}
-		fresh := len(rec.Keys) == 0 && !rec.Rotating
+		fresh := len(rec.Keys) == 0 && !rec.Rotating && rec.DroppedKeys == 0
 		if h.mode == EnrollFirstUse && fresh {
 			k.State = events.KeyEnrolled
 			rec.Keys = append(rec.Keys, k)
 			return true, nil
 		}
 		rec.Keys = append(rec.Keys, k)
+		bound(rec)
 		if rec.Enrolled() {
 			return true, fmt.Errorf("%w: %s of host %s waits for approval", ErrKeyChanged, id, host)
 		}
@@ -174,31 +200,21 @@ func (h *Hosts) Admit(ctx context.Context, host, id string) error {
 	})
 }
 
-// Approve enrolls a key of host, by an operator: id, or the host's one
-// pending key when id is empty (an error when it has none or several). A
-// key the registry has not seen is added (enrolled before its first
-// evidence). When the host was rotating, or the approved key replaces
-// an enrolled one, the host's other keys are revoked.
+// Approve enrolls key id of host, by an operator who names it (as the
+// host's collector prints it, out of band: never "the pending one",
+// which anyone who may publish in the host's name can make; ErrNoKeyNamed
+// without id). A key the registry has not seen is added (enrolled before
+// its first evidence). The host's other enrolled keys are revoked, and a
+// rotation is over.
 func (h *Hosts) Approve(ctx context.Context, host, id, by string) (events.HostKey, error) {
-	if id != "" {
-		if _, err := events.ParseKeyID(id); err != nil {
-			return events.HostKey{}, err
-		}
+	if id == "" {
+		return events.HostKey{}, ErrNoKeyNamed
+	}
+	if _, err := events.ParseKeyID(id); err != nil {
+		return events.HostKey{}, err
 	}
 	var approved events.HostKey
 	err := h.update(ctx, host, func(rec *events.HostRecord) (bool, error) {
-		if id == "" {
-			var pending []string
-			for _, k := range rec.Keys {
-				if k.State == events.KeyPending {
-					pending = append(pending, k.Key)
-				}
-			}
-			if len(pending) != 1 {
-				return false, fmt.Errorf("host %s has %d pending keys: name one with --key", host, len(pending))
-			}
-			id = pending[0]
-		}
 		now := h.now().UTC()
 		k := rec.KeyOf(id)
 		if k == nil {
@@ -216,9 +232,32 @@ func (h *Hosts) Approve(ctx context.Context, host, id, by string) (events.HostKe
 			}
 		}
 		rec.Rotating = false
+		bound(rec)
 		return true, nil
 	})
 	return approved, err
+}
+
+// bound drops the oldest pending keys of rec beyond MaxPendingKeys and
+// the oldest revoked beyond MaxRevokedKeys (keys are kept in the order
+// first seen), counting them.
+func bound(rec *events.HostRecord) {
+	count := map[events.KeyState]int{}
+	for _, k := range rec.Keys {
+		count[k.State]++
+	}
+	limit := map[events.KeyState]int{events.KeyPending: MaxPendingKeys, events.KeyRevoked: MaxRevokedKeys}
+	kept := rec.Keys[:0]
+	for _, k := range rec.Keys {
+		if l, ok := limit[k.State]; ok && count[k.State] > l {
+			count[k.State]--
+			rec.DroppedKeys++
+			continue
+		}
+		kept = append(kept, k)
+	}
+	clear(rec.Keys[len(kept):])
+	rec.Keys = kept
 }
 
 // Revoke revokes every key of host, by an operator: its evidence is
@@ -234,21 +273,70 @@ func (h *Hosts) Revoke(ctx context.Context, host, by string) error {
 				k.State, k.Changed, k.By = events.KeyRevoked, now, by
 			}
 		}
+		rec.Rotating = false
+		bound(rec)
 		return true, nil
 	})
 }
 
-// Rotate tells the registry that host will sign with a new key: it
-// waits as pending, even under first-use, and approving it revokes the
-// current one (which stays accepted until then).
-func (h *Hosts) Rotate(ctx context.Context, host string) error {
+// Rotate enrolls key id of host beside its current key, by an operator
+// who names it (ErrNoKeyNamed without id): both are accepted until the
+// host's first authentic evidence signed by the new key, which revokes
+// the others (Admit), or until `host approve` of it. The collector can
+// so restart with its new key at any time without a refused event.
+func (h *Hosts) Rotate(ctx context.Context, host, id, by string) error {
+	if id == "" {
+		return ErrNoKeyNamed
+	}
+	if _, err := events.ParseKeyID(id); err != nil {
+		return err
+	}
 	return h.update(ctx, host, func(rec *events.HostRecord) (bool, error) {
-		if len(rec.Keys) == 0 {
-			return false, fmt.Errorf("%w: %s", ErrNoSuchHost, host)
+		if !rec.Enrolled() {
+			return false, fmt.Errorf("%w with an enrolled key: %s (approve its key instead)", ErrNoSuchHost, host)
 		}
+		now := h.now().UTC()
+		k := rec.KeyOf(id)
+		switch {
+		case k == nil:
+			rec.Keys = append(rec.Keys, events.HostKey{Key: id, FirstSeen: now})
+			k = &rec.Keys[len(rec.Keys)-1]
+		case k.State == events.KeyRevoked:
+			return false, fmt.Errorf("%w: %s of host %s (a revoked key is not approved again)", ErrRevoked, id, host)
+		case k.State == events.KeyEnrolled:
+			return false, fmt.Errorf("%s is already the enrolled key of host %s", id, host)
+		}
+		k.State, k.Changed, k.By = events.KeyEnrolled, now, by
 		rec.Rotating = true
+		bound(rec)
 		return true, nil
 	})
+}
+
+// rotated ends a rotation when id, an enrolled key of rec, is the newest
+// one enrolled: the host signs with it, so the others are revoked. It
+// reports whether rec changed.
+func rotated(rec *events.HostRecord, id string, now time.Time) bool {
+	if !rec.Rotating {
+		return false
+	}
+	newest := -1
+	for i, k := range rec.Keys {
+		if k.State == events.KeyEnrolled && (newest < 0 || k.Changed.After(rec.Keys[newest].Changed)) {
+			newest = i
+		}
+	}
+	if newest < 0 || rec.Keys[newest].Key != id {
+		return false
+	}
+	for i := range rec.Keys {
+		if k := &rec.Keys[i]; k.Key != id && k.State == events.KeyEnrolled {
+			k.State, k.Changed, k.By = events.KeyRevoked, now, "rotation"
+		}
+	}
+	rec.Rotating = false
+	bound(rec)
+	return true
 }
 
 // List returns every host's record, by host name.

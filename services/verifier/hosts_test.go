@@ -3,6 +3,8 @@ package verifier_test
 import (
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 
@@ -49,7 +51,9 @@ func TestHostsFirstUse(t *testing.T) {
 	assert.Equal(t, "first-use", rec.KeyOf(k1).By)
 	assert.Equal(t, events.KeyPending, rec.KeyOf(k2).State)
 
-	got, err := h.Approve(ctx, "web-01", "", "alice")
+	_, err = h.Approve(ctx, "web-01", "", "alice")
+	require.ErrorIs(t, err, verifier.ErrNoKeyNamed, "never the pending key on its own")
+	got, err := h.Approve(ctx, "web-01", k2, "alice")
 	require.NoError(t, err)
 	assert.Equal(t, k2, got.Key)
 	require.NoError(t, h.Admit(ctx, "web-01", k2))
@@ -88,26 +92,98 @@ func TestHostsManual(t *testing.T) {
 	require.ErrorIs(t, h.Revoke(ctx, "nowhere", "bob"), verifier.ErrNoSuchHost)
 }
 
-// TestHostsRotate: after rotate, a new key waits as pending even under
-// first-use, the current key stays accepted, and approving the new one
-// revokes it.
+// TestHostsRotate: rotate enrolls the key the operator names beside the
+// current one; both are accepted until the host's first evidence signed
+// by the new key, which revokes the old. A key the operator did not name
+// waits as pending, even while rotating, and is never enrolled on its own
+// (the attacker's key in finding 4 of the fleet-bulkheads issue).
 func TestHostsRotate(t *testing.T) {
 	h := verifier.NewHosts(hostsBucket(t), verifier.EnrollFirstUse)
 	ctx := t.Context()
-	k1, k2 := newKey(t), newKey(t)
+	k1, k2, attacker := newKey(t), newKey(t), newKey(t)
 	require.NoError(t, h.Admit(ctx, "web-01", k1))
-	require.NoError(t, h.Rotate(ctx, "web-01"))
-	require.ErrorIs(t, h.Admit(ctx, "web-01", k2), verifier.ErrKeyChanged)
-	require.NoError(t, h.Admit(ctx, "web-01", k1))
-	_, err := h.Approve(ctx, "web-01", k2, "alice")
-	require.NoError(t, err)
-	require.ErrorIs(t, h.Admit(ctx, "web-01", k1), verifier.ErrRevoked)
+	require.ErrorIs(t, h.Rotate(ctx, "web-01", "", "alice"), verifier.ErrNoKeyNamed)
+	require.ErrorIs(t, h.Rotate(ctx, "nowhere", k2, "alice"), verifier.ErrNoSuchHost)
+	require.NoError(t, h.Rotate(ctx, "web-01", k2, "alice"))
+	require.ErrorIs(t, h.Admit(ctx, "web-01", attacker), verifier.ErrKeyChanged, "a key nobody named waits")
+	_, err := h.Approve(ctx, "web-01", "", "alice")
+	require.ErrorIs(t, err, verifier.ErrNoKeyNamed)
+	require.NoError(t, h.Admit(ctx, "web-01", k1), "the current key, while rotating")
+	require.NoError(t, h.Admit(ctx, "web-01", k2), "the new key")
+	require.ErrorIs(t, h.Admit(ctx, "web-01", k1), verifier.ErrRevoked, "replaced once the new key signed")
+	require.ErrorIs(t, h.Admit(ctx, "web-01", attacker), verifier.ErrNotEnrolled)
 	rec, err := h.Get(ctx, "web-01")
 	require.NoError(t, err)
 	assert.False(t, rec.Rotating)
+	assert.Equal(t, "rotation", rec.KeyOf(k1).By)
+	assert.Equal(t, "alice", rec.KeyOf(k2).By)
+	assert.Equal(t, events.KeyPending, rec.KeyOf(attacker).State)
 
 	_, err = h.Approve(ctx, "web-01", "not-a-key", "alice")
 	require.Error(t, err)
+	require.ErrorIs(t, h.Rotate(ctx, "web-01", k1, "alice"), verifier.ErrRevoked)
+}
+
+// TestHostsBounded: evidence in a host's name signed by ever new keys
+// (anyone who may publish as the host can send it) keeps only the newest
+// MaxPendingKeys pending, counting the others, so the record never grows
+// past the bucket's value limit (64 KiB: about 300 keys once filled it,
+// and every write of the host's record failed, approval included), and
+// rotations keep the newest MaxRevokedKeys revoked keys.
+func TestHostsBounded(t *testing.T) {
+	ctx, _, js := server(t)
+	cfg := verifier.Topology(1, "").Buckets
+	var hostsCfg jetstream.KeyValueConfig
+	for _, b := range cfg {
+		if b.Bucket == "hosts" {
+			hostsCfg = b
+		}
+	}
+	require.Positive(t, hostsCfg.MaxValueSize)
+	kv, err := js.CreateKeyValue(ctx, hostsCfg)
+	require.NoError(t, err)
+	h := verifier.NewHosts(kv, verifier.EnrollManual)
+	own := newKey(t)
+	_, err = h.Approve(ctx, "web-01", own, "alice")
+	require.NoError(t, err)
+	const flood = 400
+	var last []string
+	for i := range flood {
+		k := newKey(t)
+		require.ErrorIs(t, h.Admit(ctx, "web-01", k), verifier.ErrKeyChanged, "key %d", i)
+		last = append(last, k)
+	}
+	rec, err := h.Get(ctx, "web-01")
+	require.NoError(t, err)
+	pending := 0
+	for _, k := range rec.Keys {
+		if k.State == events.KeyPending {
+			pending++
+		}
+	}
+	assert.Equal(t, verifier.MaxPendingKeys, pending)
+	for _, k := range last[flood-verifier.MaxPendingKeys:] {
+		assert.NotNil(t, rec.KeyOf(k), "the newest pending keys are kept")
+	}
+	assert.Equal(t, uint64(flood-verifier.MaxPendingKeys), rec.DroppedKeys)
+	require.NoError(t, h.Admit(ctx, "web-01", own), "the host's own key stays accepted")
+
+	for range 2 * verifier.MaxRevokedKeys {
+		next := newKey(t)
+		_, err := h.Approve(ctx, "web-01", next, "alice")
+		require.NoError(t, err, "approval always works")
+	}
+	rec, err = h.Get(ctx, "web-01")
+	require.NoError(t, err)
+	assert.LessOrEqual(t, len(rec.Keys), 1+verifier.MaxPendingKeys+verifier.MaxRevokedKeys)
+	// The fullest record, with the longest approver name the CLI could
+	// give, is far below the bucket's limit.
+	for i := range rec.Keys {
+		rec.Keys[i].By = strings.Repeat("x", 64)
+	}
+	b, err := json.Marshal(rec)
+	require.NoError(t, err)
+	assert.Less(t, len(b), int(hostsCfg.MaxValueSize)/4, "%d bytes", len(b))
 }
 
 // TestHostsConcurrentFirstUse: verifiers racing on a new host's first

@@ -44,6 +44,7 @@ type hostsView struct {
 type viewedHost struct {
 	host     string
 	enrolled []string // the key ids in state enrolled
+	rotating bool     // HostRecord.Rotating
 	rev      uint64   // the record's revision
 }
 
@@ -56,8 +57,8 @@ func (v *hostsView) enrolled(host, id string) bool {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	h, ok := v.hosts[hostKey(host)]
-	if !ok || h.host != host {
-		return false
+	if !ok || h.host != host || h.rotating {
+		return false // a rotation ends on the new key's first evidence (Admit)
 	}
 	for _, k := range h.enrolled {
 		if k == id {
@@ -143,7 +144,7 @@ func (v *hostsView) apply(ctx context.Context, e jetstream.KeyValueEntry) {
 		v.log.WarnContext(ctx, "a host record the view leaves out", "key", key, "err", err)
 		return
 	}
-	h := viewedHost{host: rec.Host, rev: e.Revision()}
+	h := viewedHost{host: rec.Host, rotating: rec.Rotating, rev: e.Revision()}
 	for _, k := range rec.Keys {
 		if k.State == events.KeyEnrolled {
 			h.enrolled = append(h.enrolled, k.Key)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -58,14 +59,19 @@ changed each and when.`,
 
 	var key string
 	approve := &cobra.Command{
-		Use:   "approve HOST",
-		Short: "Enroll a key of HOST: its pending key, or --key KEY",
-		Long: `Enroll a key of HOST: the one key it has pending (seen on its evidence), or
-the key --key names (ed25519:<base64>, as runtimetruth-collector
---print-identity prints it), which may be enrolled before the host's first
-evidence. The host's other enrolled keys are revoked.`,
+		Use:   "approve HOST --key KEY",
+		Short: "Enroll the key --key names as HOST's: its other enrolled keys are revoked",
+		Long: `Enroll the key --key names (ed25519:<base64>, as runtimetruth-collector
+--print-identity prints it on the host: take it from there, out of band) as
+HOST's, before or after its first evidence. The host's other enrolled keys
+are revoked. A pending key (seen on evidence in the host's name) is never
+enrolled on its own: anyone who may publish in the host's name can make
+one; host list shows them as hints.`,
 		Args: usageArgs(1, 1),
 		RunE: bus.onHosts(func(c *cobra.Command, h *verifier.Hosts, args []string) error {
+			if key == "" {
+				return noKeyNamed(c, h, args[0])
+			}
 			k, err := h.Approve(c.Context(), args[0], key, by)
 			if err != nil {
 				return err
@@ -74,7 +80,7 @@ evidence. The host's other enrolled keys are revoked.`,
 			return err
 		}),
 	}
-	approve.Flags().StringVar(&key, "key", "", "the `KEY` to enroll (default: the host's one pending key)")
+	approve.Flags().StringVar(&key, "key", "", "the `KEY` to enroll, as the host's runtimetruth-collector --print-identity prints it (required)")
 
 	revoke := &cobra.Command{
 		Use:   "revoke HOST",
@@ -88,18 +94,29 @@ evidence. The host's other enrolled keys are revoked.`,
 			return err
 		}),
 	}
+	var next string
 	rotate := &cobra.Command{
-		Use:   "rotate HOST",
-		Short: "Expect a new key from HOST: it waits for approval, and approving it revokes the current one",
-		Args:  usageArgs(1, 1),
+		Use:   "rotate HOST --key KEY",
+		Short: "Enroll HOST's new key beside its current one, until the host signs with it",
+		Long: `Enroll the key --key names (the new key, as runtimetruth-collector
+--print-identity prints it on the host) beside HOST's current one: both are
+accepted until the host's first authentic evidence signed by the new key,
+which revokes the old one (or until host approve HOST --key KEY), so the
+collector can restart with its new key without a refused event.`,
+		Args: usageArgs(1, 1),
 		RunE: bus.onHosts(func(c *cobra.Command, h *verifier.Hosts, args []string) error {
-			if err := h.Rotate(c.Context(), args[0]); err != nil {
+			if next == "" {
+				return noKeyNamed(c, h, args[0])
+			}
+			if err := h.Rotate(c.Context(), args[0], next, by); err != nil {
 				return err
 			}
-			_, err := fmt.Fprintf(c.OutOrStdout(), "host %s: its next new key waits for `runtimetruth host approve`\n", printable(args[0]))
+			_, err := fmt.Fprintf(c.OutOrStdout(), "host %s: %s enrolled beside its current key, which is revoked on the host's first evidence signed by it\n",
+				printable(args[0]), next)
 			return err
 		}),
 	}
+	rotate.Flags().StringVar(&next, "key", "", "the new `KEY`, as the host's runtimetruth-collector --print-identity prints it (required)")
 	for _, sub := range []*cobra.Command{list, approve, revoke, rotate} {
 		bus.register(sub)
 		c.AddCommand(sub)
@@ -139,6 +156,27 @@ func (b *busFlags) hosts(ctx context.Context) (*nats.Conn, *verifier.Hosts, erro
 	return nc, verifier.NewHosts(kv, verifier.EnrollManual), nil
 }
 
+// noKeyNamed is the error of approve or rotate without --key: it names
+// the host's pending keys as hints, never picking one.
+func noKeyNamed(c *cobra.Command, h *verifier.Hosts, host string) error {
+	err := fmt.Errorf("--key is required: %w", verifier.ErrNoKeyNamed)
+	rec, gerr := h.Get(c.Context(), host)
+	if gerr != nil {
+		return err
+	}
+	var pending []string
+	for _, k := range rec.Keys {
+		if k.State == events.KeyPending {
+			pending = append(pending, printable(k.Key)+" (first seen "+k.FirstSeen.UTC().Format(time.RFC3339)+")")
+		}
+	}
+	if len(pending) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w; pending keys seen on evidence in its name, hints only (anyone who may publish as %s can make one): %s",
+		err, printable(host), strings.Join(pending, ", "))
+}
+
 // printHosts prints one line per key: host, state, key, since, by.
 func printHosts(w io.Writer, recs []events.HostRecord) error {
 	if len(recs) == 0 {
@@ -151,6 +189,9 @@ func printHosts(w io.Writer, recs []events.HostRecord) error {
 		host := printable(r.Host)
 		if r.Rotating {
 			host += " (rotating)"
+		}
+		if r.DroppedKeys > 0 {
+			host += fmt.Sprintf(" (%d keys dropped)", r.DroppedKeys)
 		}
 		for _, k := range r.Keys {
 			_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", host, k.State, printable(k.Key),

@@ -16,9 +16,11 @@ import (
 	"github.com/runtimetruth/runtimetruth/services/verifier"
 )
 
-// TestHostCommands: an operator enrolls a host's pending key, sees it in
-// the list, rotates and revokes it, against the registry a verifier
-// created on a real JetStream.
+// TestHostCommands: an operator enrolls the key a host's collector
+// printed (never "the pending one", which anyone who may publish in the
+// host's name can make), sees it in the list, rotates to a new key the
+// host printed and revokes it, against the registry a verifier created on
+// a real JetStream.
 func TestHostCommands(t *testing.T) {
 	b := startApproveBus(t)
 	kv, err := b.js.KeyValue(t.Context(), topology.BucketHosts)
@@ -37,6 +39,13 @@ func TestHostCommands(t *testing.T) {
 	assert.Regexp(t, `web-01\s+pending\s+`+regexpQuote(key), r.stdout)
 
 	r = run(t, "host", "approve", "web-01", "--nats", b.url)
+	require.Equal(t, 1, r.code, "no key named: nothing enrolled")
+	assert.Contains(t, r.stderr, "runtimetruth: error: --key is required")
+	assert.Contains(t, r.stderr, "pending keys seen on evidence in its name, hints only")
+	assert.Contains(t, r.stderr, key)
+	require.ErrorIs(t, reg.Admit(t.Context(), "web-01", key), verifier.ErrNotEnrolled)
+
+	r = run(t, "host", "approve", "web-01", "--key", key, "--nats", b.url)
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Equal(t, "enrolled "+key+" for host web-01\n", r.stdout)
 	require.NoError(t, reg.Admit(t.Context(), "web-01", key))
@@ -49,8 +58,18 @@ func TestHostCommands(t *testing.T) {
 	assert.Equal(t, events.KeyEnrolled, recs[0].KeyOf(key).State)
 
 	r = run(t, "host", "rotate", "web-01", "--nats", b.url)
+	require.Equal(t, 1, r.code, "rotate names the new key too")
+	assert.Contains(t, r.stderr, "--key is required")
+	next, _, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	r = run(t, "host", "rotate", "web-01", "--key", events.KeyID(next), "--nats", b.url)
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, run(t, "host", "list", "--nats", b.url).stdout, "web-01 (rotating)")
+	require.NoError(t, reg.Admit(t.Context(), "web-01", key), "the current key stays accepted")
+	require.NoError(t, reg.Admit(t.Context(), "web-01", events.KeyID(next)), "the new one is accepted")
+	require.ErrorIs(t, reg.Admit(t.Context(), "web-01", key), verifier.ErrRevoked, "and its first evidence ends the rotation")
+	require.NoError(t, reg.Admit(t.Context(), "web-01", events.KeyID(next)))
+	key = events.KeyID(next)
 
 	r = run(t, "host", "revoke", "web-01", "--nats", b.url)
 	require.Equal(t, 0, r.code, r.stderr)
