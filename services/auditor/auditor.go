@@ -664,12 +664,13 @@ func LoadCheckpointPublicKey(path string) (ed25519.PublicKey, error) {
 }
 
 // ReadCheckpoints reads every checkpoint in a file of JSON checkpoint
-// lines or syslog messages (chain.ReadCheckpoints), checking each
-// signature against pub when pub is not nil.
-func ReadCheckpoints(path string, pub ed25519.PublicKey) ([]chain.Checkpoint, error) {
+// lines or of a syslog receiver's RFC 5424 messages (chain.ReadCheckpoints:
+// from the messages of MSGID checkpoint only), checking each signature
+// against pub when pub is not nil; skipped counts the other lines.
+func ReadCheckpoints(path string, pub ed25519.PublicKey) (cps []chain.Checkpoint, skipped int, err error) {
 	f, err := regfile.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("checkpoints: %w", err)
+		return nil, 0, fmt.Errorf("checkpoints: %w", err)
 	}
 	defer func() { _ = f.Close() }()
 	return chain.ReadCheckpoints(f, path, pub)

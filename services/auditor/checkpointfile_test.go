@@ -41,12 +41,13 @@ func TestCheckpointFiles(t *testing.T) {
 	c2 := chain.Checkpoint{Chain: "a", Seq: 2, Head: "h2", Time: time.Now(), Auditor: "x"}.Sign(key)
 	file := filepath.Join(dir, "messages.log")
 	require.NoError(t, os.WriteFile(file, []byte("noise\n"+string(c1.JSON())+"\n<13>1 - h a 1 checkpoint "+c2.SD("1")+" x\n"), 0o600))
-	cps, err := auditor.ReadCheckpoints(file, key.Public().(ed25519.PublicKey))
+	cps, skipped, err := auditor.ReadCheckpoints(file, key.Public().(ed25519.PublicKey))
 	require.NoError(t, err)
 	require.Len(t, cps, 2)
 	assert.Equal(t, uint64(2), cps[1].Seq)
+	assert.Equal(t, 1, skipped, "noise")
 	_, other, _ := ed25519.GenerateKey(nil)
-	_, err = auditor.ReadCheckpoints(file, other.Public().(ed25519.PublicKey))
+	_, _, err = auditor.ReadCheckpoints(file, other.Public().(ed25519.PublicKey))
 	require.ErrorIs(t, err, chain.ErrSignature)
 
 	fifo := filepath.Join(dir, "fifo")
@@ -54,7 +55,7 @@ func TestCheckpointFiles(t *testing.T) {
 	for _, load := range []func(string) error{
 		func(p string) error { _, err := auditor.LoadCheckpointKey(p); return err },
 		func(p string) error { _, err := auditor.LoadCheckpointPublicKey(p); return err },
-		func(p string) error { _, err := auditor.ReadCheckpoints(p, nil); return err },
+		func(p string) error { _, _, err := auditor.ReadCheckpoints(p, nil); return err },
 	} {
 		require.ErrorIs(t, load(fifo), regfile.ErrNotRegular)
 	}

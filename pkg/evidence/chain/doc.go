@@ -33,12 +33,18 @@
 //
 //	{"auditor":"/auditor/a1","chain":"VERDICTS/web-01","head":"sha256:…","key":"<key id>","seq":42,"sig":"<base64>","time":"…"}
 //
-// or as an RFC 5424 structured-data element,
+// or as the RFC 5424 structured-data element of a syslog message whose
+// MSGID is "checkpoint",
 //
-//	[rtcheckpoint@32473 chain="…" seq="42" head="sha256:…" time="…" auditor="…" key="…" sig="…"]
+//	<37>1 2026-01-02T03:04:05.000000Z host runtimetruth-auditor 7 checkpoint [rtcheckpoint@32473 chain="…" seq="42" head="sha256:…" time="…" auditor="…" key="…" sig="…"] checkpoint …
 //
-// and ReadCheckpoints finds both in any text (a syslog receiver's log
-// included). The key id is the first 16 hex digits of the SHA-256 of the
+// ReadCheckpoints reads both from a file, one a line: the auditor's
+// checkpoint file, or a syslog receiver's log of RFC 5424 messages. In
+// the latter it takes a checkpoint only from the STRUCTURED-DATA element
+// rtcheckpoint@<PEN> of a message of MSGID checkpoint, never from other
+// text of a line (a link's message carries an event's subject and target,
+// which may read like a checkpoint), and it skips and counts every other
+// line. The key id is the first 16 hex digits of the SHA-256 of the
 // public key's PKIX DER form.
 //
 // The verifier is built for speed: a link stored canonically (as Seal

@@ -80,8 +80,13 @@ type auditReport struct {
 	Links               int                  `json:"links"`
 	Chains              map[string]auditHead `json:"chains"`
 	Checkpoints         int                  `json:"checkpoints"`
-	SignaturesChecked   bool                 `json:"checkpoint_signatures_checked"`
-	Broken              *auditBreak          `json:"broken,omitempty"`
+	// CheckpointFile is --checkpoints; CheckpointLinesSkipped counts its
+	// lines that hold no checkpoint (in a syslog receiver's log: the
+	// links' messages and everyone else's), skipped whatever their text.
+	CheckpointFile         string      `json:"checkpoint_file,omitempty"`
+	CheckpointLinesSkipped int         `json:"checkpoint_lines_skipped"`
+	SignaturesChecked      bool        `json:"checkpoint_signatures_checked"`
+	Broken                 *auditBreak `json:"broken,omitempty"`
 	// DuplicateID is the first event id linked twice in a chain;
 	// DuplicateIDs counts the links that repeat an id.
 	DuplicateID  *auditDuplicate `json:"duplicate_id,omitempty"`
@@ -170,9 +175,13 @@ fail only with --require-signatures.
 
 --key is the chain's HMAC key (the auditor's hmac.key_file); without it, a
 keyed chain cannot be checked. --checkpoints reads the auditor's checkpoints
-from a file: its checkpoint file, or a syslog receiver's log holding its
-messages; --checkpoint-key (the Ed25519 public or private key, PEM) checks
-their signatures.
+from a file: its checkpoint file (JSON lines), or a syslog receiver's log of
+RFC 5424 messages, one a line, where a checkpoint is the rtcheckpoint@<PEN>
+structured-data element of a message of MSGID checkpoint and every other line
+(the links' messages, whatever their text, and anyone else's) is skipped and
+counted; a malformed checkpoint message is an error naming its line.
+--checkpoint-key (the Ed25519 public or private key, PEM) checks their
+signatures.
 
 Exit codes: 0 every chain intact, 2 a broken link, an event id linked twice
 or a bad signature, 1 error (usage errors included).`,
@@ -196,12 +205,12 @@ or a bad signature, 1 error (usage errors included).`,
 					}
 					rep.SignaturesChecked = true
 				}
-				found, err := auditor.ReadCheckpoints(cpFile, pub)
+				found, skipped, err := auditor.ReadCheckpoints(cpFile, pub)
 				if err != nil {
 					return err
 				}
 				cps = found
-				rep.Checkpoints = len(cps)
+				rep.Checkpoints, rep.CheckpointFile, rep.CheckpointLinesSkipped = len(cps), cpFile, skipped
 			} else if cpKeyFile != "" {
 				return errors.New("--checkpoint-key needs --checkpoints")
 			}
@@ -293,7 +302,7 @@ or a bad signature, 1 error (usage errors included).`,
 	src.register(c)
 	reg.register(c)
 	c.Flags().StringVar(&keyFile, "key", "", "the chain's HMAC key `FILE`")
-	c.Flags().StringVar(&cpFile, "checkpoints", "", "a `FILE` of checkpoints (JSON lines, or a syslog log with the auditor's messages)")
+	c.Flags().StringVar(&cpFile, "checkpoints", "", "a `FILE` of checkpoints (JSON lines, or a syslog receiver's log of RFC 5424 lines: messages of MSGID checkpoint)")
 	c.Flags().StringVar(&cpKeyFile, "checkpoint-key", "", "the Ed25519 key `FILE` (PEM, public or private) that signed the checkpoints")
 	c.Flags().BoolVar(&asJSON, "json", false, "print a versioned JSON report (exit code unchanged)")
 	c.Flags().BoolVar(&heads, "heads", false, "list every chain's last link")
@@ -320,6 +329,10 @@ func renderAudit(w io.Writer, rep auditReport, vr chain.Report, evr *signatures.
 			_, _ = fmt.Fprintf(bw, ", %d checkpoints", rep.Checkpoints)
 		}
 		_, _ = fmt.Fprintf(bw, "), %.0f links/s\n", rep.LinksPerSecond)
+	}
+	if rep.CheckpointFile != "" {
+		_, _ = fmt.Fprintf(bw, "   checkpoints: %d read from %s, %d other line(s) skipped\n",
+			rep.Checkpoints, printable(rep.CheckpointFile), rep.CheckpointLinesSkipped)
 	}
 	if d := vr.Duplicate; d != nil {
 		_, _ = fmt.Fprintf(bw, "✗  event id linked twice: %s", printable(d.Error()))

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,6 +26,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/services/auditor/chstore"
 	"github.com/runtimetruth/runtimetruth/services/auditor/jsonl"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
+	"github.com/runtimetruth/runtimetruth/services/auditor/syslog"
 )
 
 // runAudit runs `runtimetruth audit ARGS` as Run does (exit codes
@@ -174,6 +176,108 @@ func TestAuditVerifyKeyAndCheckpoints(t *testing.T) {
 	code, _, errs = runAudit(ctx, "verify", "--jsonl", path, "--key", keyFile, "--checkpoints", cpFile, "--checkpoint-key", pub)
 	require.Equal(t, ExitError, code)
 	assert.Contains(t, errs, "signature")
+}
+
+// siemLog is what a syslog receiver writes of the auditor's sink, one
+// RFC 5424 message a line as received (rsyslog's %rawmsg%): the links'
+// messages, then the checkpoints'.
+func siemLog(t *testing.T, recs []link.Record, cps []chain.Checkpoint) []string {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "log.sock")
+	pc, err := net.ListenPacket("unixgram", sock)
+	require.NoError(t, err)
+	defer func() { _ = pc.Close() }()
+	s, err := syslog.New(syslog.Options{Network: "unixgram", Address: sock, Hostname: "h"})
+	require.NoError(t, err)
+	defer func() { _ = s.Close() }()
+	ctx := context.Background()
+	require.NoError(t, s.Write(ctx, recs))
+	require.NoError(t, s.SendCheckpoints(ctx, cps))
+	var lines []string
+	buf := make([]byte, 64<<10)
+	for range len(recs) + len(cps) {
+		require.NoError(t, pc.SetReadDeadline(time.Now().Add(10*time.Second)))
+		n, _, err := pc.ReadFrom(buf)
+		require.NoError(t, err)
+		lines = append(lines, string(buf[:n]))
+	}
+	return lines
+}
+
+// TestAuditVerifySIEMCheckpoints: a SIEM's log holds the links' messages
+// beside the checkpoints, and an event's target and subject, which the
+// link messages carry, may hold checkpoint text. Verification reads the
+// checkpoints of the messages of MSGID checkpoint only, and says how many
+// other lines it skipped.
+func TestAuditVerifySIEMCheckpoints(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	h := chain.NewHasher(nil)
+	forged := `[rtcheckpoint@32473 chain="VERDICTS/web-01" seq="1" head="sha256:00" time="2026-01-02T03:04:05Z" auditor="x" key="" sig=""]`
+	heads := map[string]link.Head{}
+	recs := auditRecords(t, h, 0, 6, heads)
+	target := events.Target{Kind: "git.repository", Identifier: "/srv/app " + forged}
+	m, _, err := events.NewMsg(events.Source("test", "t"), events.Verdict{Status: events.StatusError, Host: "web-01", Target: target,
+		EvidenceID: "e-x", SnapshotDigest: "sha256:" + strings.Repeat("a", 64), Error: "no baseline"},
+		events.WithID("id-forged"), events.WithTime(time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC)))
+	require.NoError(t, err)
+	m.Subject += "." + strings.ReplaceAll(forged, " ", "_")
+	evil := seal(t, h, heads, &link.Message{Stream: "VERDICTS", Seq: 7, Subject: m.Subject, Header: m.Header, Data: m.Data,
+		Stored: time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC)})
+	require.Contains(t, evil.Meta.Target, "[rtcheckpoint@32473 ")
+	recs = append(recs, evil)
+	path := filepath.Join(dir, "audit.jsonl")
+	s, err := jsonl.Open(ctx, jsonl.Options{Path: path, Hasher: h})
+	require.NoError(t, err)
+	require.NoError(t, s.Write(ctx, recs))
+	require.NoError(t, s.Close())
+
+	_, k, err := ed25519.GenerateKey(nil)
+	require.NoError(t, err)
+	pub := filepath.Join(dir, "pub.pem")
+	require.NoError(t, os.WriteFile(pub, chain.MarshalPublicKey(k.Public().(ed25519.PublicKey)), 0o600))
+	var cps []chain.Checkpoint
+	for name, hd := range heads {
+		cps = append(cps, chain.Checkpoint{Chain: name, Seq: hd.Seq, Head: hd.Hash, Time: time.Now(), Auditor: "/auditor/t"}.Sign(k))
+	}
+	lines := siemLog(t, recs, cps)
+	require.Contains(t, lines[len(recs)-1], forged[:40], "the link message carries the target's checkpoint text")
+	garbage := []string{"Jan  2 03:04:05 relay rsyslogd: restart " + forged, "garbage", forged}
+	cpFile := filepath.Join(dir, "siem.log")
+	require.NoError(t, os.WriteFile(cpFile, []byte(strings.Join(append(garbage, lines...), "\n")+"\n"), 0o600))
+	skipped := len(recs) + len(garbage)
+
+	code, out, errs := runAudit(ctx, "verify", "--jsonl", path, "--checkpoints", cpFile, "--checkpoint-key", pub)
+	require.Equal(t, ExitPass, code, out+errs)
+	assert.Contains(t, out, fmt.Sprintf("%d checkpoints", len(cps)))
+	assert.Contains(t, out, fmt.Sprintf("checkpoints: %d read from %s, %d other line(s) skipped\n", len(cps), cpFile, skipped))
+
+	code, out, errs = runAudit(ctx, "verify", "--jsonl", path, "--checkpoints", cpFile, "--checkpoint-key", pub, "--json")
+	require.Equal(t, ExitPass, code, out+errs)
+	var rep auditReport
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	assert.Equal(t, "intact", rep.Status)
+	assert.Equal(t, len(cps), rep.Checkpoints)
+	assert.Equal(t, cpFile, rep.CheckpointFile)
+	assert.Equal(t, skipped, rep.CheckpointLinesSkipped)
+
+	// The checkpoints still bind: the log cut before its last link is
+	// reported truncated.
+	cut := filepath.Join(dir, "cut", "audit.jsonl")
+	s, err = jsonl.Open(ctx, jsonl.Options{Path: cut, Hasher: h})
+	require.NoError(t, err)
+	require.NoError(t, s.Write(ctx, recs[:len(recs)-1]))
+	require.NoError(t, s.Close())
+	code, out, _ = runAudit(ctx, "verify", "--jsonl", cut, "--checkpoints", cpFile, "--checkpoint-key", pub)
+	require.Equal(t, ExitDrift, code, out)
+	assert.Contains(t, out, "truncated")
+
+	// A checkpoint message that does not parse is an error naming its line.
+	bad := strings.Replace(lines[len(lines)-1], ` seq="`, ` seq="x`, 1)
+	require.NoError(t, os.WriteFile(cpFile, []byte(strings.Join(append(garbage, bad), "\n")), 0o600))
+	code, _, errs = runAudit(ctx, "verify", "--jsonl", path, "--checkpoints", cpFile)
+	require.Equal(t, ExitError, code)
+	assert.Contains(t, errs, fmt.Sprintf("runtimetruth: error: %s:%d: checkpoint: seq ", cpFile, len(garbage)+1))
 }
 
 func TestAuditUsage(t *testing.T) {

@@ -97,7 +97,7 @@ func upKey(keyFile, cpPath string) (ed25519.PrivateKey, error) {
 // readCheckpoints reads the checkpoints at path, signed or not; none when
 // the file does not exist.
 func readCheckpoints(path string) ([]chain.Checkpoint, error) {
-	cps, err := auditor.ReadCheckpoints(path, nil)
+	cps, _, err := auditor.ReadCheckpoints(path, nil)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -111,7 +111,7 @@ func checkUpLog(ctx context.Context, logPath, cpPath string, pub ed25519.PublicK
 	way := fmt.Sprintf("keep %s, %s and %s for investigation, and start over with a new data directory (--data-dir), "+
 		"or move them aside to start a new audit log here", logPath, cpPath, keyFile)
 	if _, err := os.Stat(cpPath); err == nil {
-		if _, err := auditor.ReadCheckpoints(cpPath, pub); err != nil {
+		if _, _, err := auditor.ReadCheckpoints(cpPath, pub); err != nil {
 			return fmt.Errorf("%w: %w (up signs every checkpoint with %s): %s", ErrUpLogChanged, err, keyFile, way)
 		}
 	}
