@@ -179,46 +179,57 @@ func (c *Collector) observe(ctx context.Context, t *target) (observation, error)
 	return observation{snap: s}, nil
 }
 
-// Why a codex target's probe does not run.
+// Why the Codex probe does not run (CodexAccount).
 var (
-	errRootProbe = errors.New("the Codex probe never runs as root")
-	errNoAccount = errors.New("no such account")
+	// ErrRootProbe: the probe would run as root.
+	ErrRootProbe = errors.New("the Codex probe never runs as root")
+	// ErrNoAccount: the account to run it as does not exist.
+	ErrNoAccount = errors.New("no such account")
 )
 
-// codexAccount is the account a codex target's probe runs as. The probe
-// starts Codex and, with resolve_mcp, every MCP server its configuration
-// names: programs chosen by whoever writes the workspace's and the user's
-// Codex configuration, which must not run as root. A collector running as
-// root runs it as options.run_as, else as the owner of the workspace, and
-// refuses when that is root. A collector that is not root runs it as
-// itself (nil), or as options.run_as when that names another user (which
-// takes CAP_SETUID and CAP_SETGID).
+// codexAccount is the account a codex target's probe runs as.
 func codexAccount(tc TargetConfig) (*codex.Account, error) {
+	return CodexAccount(tc.Cwd, tc.Options.RunAs, "options.run_as")
+}
+
+// CodexAccount is the account the Codex probe of the workspace cwd runs
+// as, nil for this process itself: the one rule of the collector and the
+// CLI. The probe starts Codex and, with resolve_mcp, every MCP server its
+// configuration names: programs chosen by whoever writes the workspace's
+// and the user's Codex configuration, which must not run as root. A
+// process running as root runs it as runAs (a user name or numeric uid),
+// else as the owner of the workspace, and refuses (ErrRootProbe) when that
+// is root. A process that is not root runs it as itself (nil), or as runAs
+// when that names another user (which takes CAP_SETUID and CAP_SETGID).
+// runAs naming root is refused too. setting is how the caller's user
+// gives runAs ("options.run_as", "--codex-run-as"), for the errors.
+func CodexAccount(cwd, runAs, setting string) (*codex.Account, error) {
 	euid := os.Geteuid()
 	var u *user.User
 	switch {
-	case tc.Options.RunAs != "":
+	case runAs != "":
 		var err error
-		if u, err = lookupUser(tc.Options.RunAs); err != nil {
-			return nil, fmt.Errorf("%w: options.run_as %q: %w", errNoAccount, tc.Options.RunAs, err)
+		if u, err = lookupUser(runAs); err != nil {
+			return nil, fmt.Errorf("%w: %s %q: %w", ErrNoAccount, setting, runAs, err)
 		}
 	case euid != 0:
 		return nil, nil
 	default:
-		st, err := os.Stat(tc.Cwd)
+		st, err := os.Stat(cwd)
 		if err != nil {
 			return nil, fmt.Errorf("codex working directory: %w", err)
 		}
 		sys, ok := st.Sys().(*syscall.Stat_t)
 		if !ok {
-			return nil, fmt.Errorf("codex working directory %s: no owner", tc.Cwd)
+			return nil, fmt.Errorf("codex working directory %s: no owner", cwd)
 		}
 		if sys.Uid == 0 {
-			return nil, fmt.Errorf("%w: the workspace %s is owned by root and options.run_as names no user to run it as", errRootProbe, tc.Cwd)
+			return nil, fmt.Errorf("%w (it starts the agent and its MCP servers): the workspace %s is owned by root and %s names no user to run it as",
+				ErrRootProbe, cwd, setting)
 		}
 		id := strconv.FormatUint(uint64(sys.Uid), 10)
 		if u, err = user.LookupId(id); err != nil {
-			return nil, fmt.Errorf("%w: the owner of the workspace %s, uid %s: %w (set options.run_as)", errNoAccount, tc.Cwd, id, err)
+			return nil, fmt.Errorf("%w: the owner of the workspace %s, uid %s: %w (set %s)", ErrNoAccount, cwd, id, err, setting)
 		}
 	}
 	a, err := account(u)
@@ -227,9 +238,9 @@ func codexAccount(tc TargetConfig) (*codex.Account, error) {
 	}
 	switch {
 	case a.UID == 0:
-		return nil, fmt.Errorf("%w: options.run_as %q is root", errRootProbe, tc.Options.RunAs)
+		return nil, fmt.Errorf("%w: %s %q is root", ErrRootProbe, setting, runAs)
 	case int(a.UID) == euid:
-		return nil, nil // the collector's own user: nothing to switch
+		return nil, nil // this process's own user: nothing to switch
 	}
 	return a, nil
 }
@@ -394,13 +405,13 @@ func classify(err error) (reason string, retryable bool) {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, codex.ErrTimeout):
 		return "timeout", true
 	case errors.Is(err, os.ErrPermission), errors.Is(err, process.ErrPermission), errors.Is(err, git.ErrDubiousOwnership),
-		errors.Is(err, errRootProbe):
+		errors.Is(err, ErrRootProbe):
 		return "permission", false
 	case errors.Is(err, git.ErrGitNotFound), errors.Is(err, systemd.ErrSystemctlNotFound),
 		errors.Is(err, systemd.ErrSystemdUnavailable), errors.Is(err, codex.ErrNotFound):
 		return "unavailable", false
 	case errors.Is(err, os.ErrNotExist), errors.Is(err, process.ErrDisappeared), errors.Is(err, git.ErrNotRepository),
-		errors.Is(err, process.ErrNoExecutable), integrityNotFound(err), errors.Is(err, errNoAccount):
+		errors.Is(err, process.ErrNoExecutable), integrityNotFound(err), errors.Is(err, ErrNoAccount):
 		return "not_found", false
 	case errors.As(err, &evErr):
 		return "invalid", false

@@ -32,8 +32,15 @@ type codexWorkspace struct {
 
 const marker = "PLANTED-SECRET-"
 
+// newCodexWorkspace makes a Codex home and a workspace with an MCP server.
+// Run as root, the probe never runs as root: the whole base then belongs
+// to nobody, whom the probe runs as (the workspace's owner), in a
+// directory every user can reach (t.TempDir's parent is 0700).
 func newCodexWorkspace(t *testing.T) *codexWorkspace {
 	base := t.TempDir()
+	if os.Geteuid() == 0 {
+		base = openDir(t)
+	}
 	w := &codexWorkspace{
 		home:      filepath.Join(base, "home"),
 		codexHome: filepath.Join(base, "codex-home"),
@@ -69,6 +76,9 @@ env = { MCP_TOKEN = "` + marker + `env" }
 startup_timeout_sec = 10
 `)
 	require.NoError(t, os.WriteFile(w.config, w.configBytes, 0o600))
+	if os.Geteuid() == 0 {
+		chownTree(t, base, nobody)
+	}
 	t.Setenv("HOME", w.home)
 	t.Setenv("CODEX_HOME", w.codexHome)
 	return w

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+	"github.com/runtimetruth/runtimetruth/services/collector"
 	"github.com/runtimetruth/runtimetruth/services/collector/inspect"
 	"github.com/runtimetruth/runtimetruth/services/collector/source/codex"
 	"github.com/runtimetruth/runtimetruth/services/collector/source/systemd"
@@ -24,6 +26,7 @@ type codexFlags struct {
 	binary        string
 	timeout       time.Duration
 	config        []string
+	runAs         string
 }
 
 func (f *codexFlags) register(c *cobra.Command) {
@@ -32,11 +35,25 @@ func (f *codexFlags) register(c *cobra.Command) {
 	c.Flags().StringVar(&f.binary, "codex-binary", "", "codex executable (default: codex on PATH)")
 	c.Flags().DurationVar(&f.timeout, "timeout", codex.DefaultTimeout, "overall deadline for the Codex probe")
 	c.Flags().StringArrayVarP(&f.config, "config", "c", nil, "Codex config override `key=value` passed to the app-server (repeatable)")
+	c.Flags().StringVar(&f.runAs, "codex-run-as", "", "run the Codex probe, and the MCP servers it starts, as `USER` (default: yourself; as root, the owner of the workspace, never root)")
 }
 
+// collect runs the Codex probe in cwd as the collector would
+// (collector.CodexAccount): never as root. Run as root, it runs the probe
+// as --codex-run-as, else as the owner of cwd, and refuses when that is
+// root; as the account, with the account's environment, but for
+// CODEX_HOME, which when set still names the Codex home.
 func (f *codexFlags) collect(ctx context.Context, cwd string, seedOnly bool) (*snapshot.Snapshot, error) {
 	if f.timeout <= 0 {
 		return nil, errors.New("--timeout must be positive")
+	}
+	acct, err := collector.CodexAccount(cwd, f.runAs, "--codex-run-as")
+	if err != nil {
+		return nil, err
+	}
+	var env []string
+	if home := os.Getenv("CODEX_HOME"); home != "" && acct != nil {
+		env = []string{"CODEX_HOME=" + home}
 	}
 	target, records, err := codex.Collect(ctx, cwd, codex.Options{
 		Binary:          f.binary,
@@ -45,6 +62,8 @@ func (f *codexFlags) collect(ctx context.Context, cwd string, seedOnly bool) (*s
 		Timeout:         f.timeout,
 		ConfigOverrides: f.config,
 		SeedOnly:        seedOnly,
+		RunAs:           acct,
+		Env:             env,
 	})
 	if err != nil {
 		return nil, err
@@ -127,7 +146,12 @@ app-server: the executable and version, the resolved configuration, and with
 --resolve-thread the effective settings of an ephemeral thread (no turn is
 started) and SHA-256 fingerprints of its instruction files; with --resolve-mcp
 the MCP servers with per-tool digests. Secrets, instruction text and tool
-descriptions are never recorded.`,
+descriptions are never recorded.
+
+Codex, and so every MCP server it starts, never runs as root: run as root,
+the probe runs as --codex-run-as USER, else as the owner of CWD, with that
+account's environment (and CODEX_HOME when set), and a root-owned CWD is
+refused before Codex starts (verify --codex does the same).`,
 		Args: usageArgs(1, 1),
 		RunE: func(c *cobra.Command, args []string) error {
 			s, err := cf.collect(c.Context(), args[0], seedOnly)
@@ -211,8 +235,8 @@ func (l *liveSource) exclusive(haveCurrent bool) error {
 	case !haveCurrent && len(chosen) == 0:
 		return errors.New("verify requires a current snapshot or --codex (or --git, --process, --systemd, --python, --node)")
 	}
-	if l.codex == "" && (l.cf.resolveThread || l.cf.resolveMCP) {
-		return errors.New("--resolve-thread and --resolve-mcp apply only with --codex")
+	if l.codex == "" && (l.cf.resolveThread || l.cf.resolveMCP || l.cf.runAs != "") {
+		return errors.New("--resolve-thread, --resolve-mcp and --codex-run-as apply only with --codex")
 	}
 	return nil
 }
