@@ -40,7 +40,7 @@
 // match its schema or its payload rules, or a subject that does not match
 // the payload: each fails with an *Error carrying a Reason, never a panic.
 // A consumer terminates such a message and publishes its dead-letter
-// record (Reject, TypeEventRejected) to rt.dlq.<stream>.
+// record (Reject, TypeEventRejected) to rt.dlq.<stream>.<host>.
 //
 // # Subjects
 //

@@ -669,8 +669,9 @@ func (p EventRejected) Subject() string {
 	return p.Stream + ":" + strconv.FormatUint(p.StreamSequence, 10)
 }
 
-// NATSSubject is rt.dlq.<stream>.
-func (p EventRejected) NATSSubject() string { return DeadLetterSubject(p.Stream) }
+// NATSSubject is rt.dlq.<stream>.<host>, the host of the original
+// subject (DeadLetterSubject).
+func (p EventRejected) NATSSubject() string { return DeadLetterSubject(p.Stream, p.OriginalSubject) }
 
 // Validate checks the fields the schema cannot.
 func (p EventRejected) Validate() error {

@@ -18,7 +18,7 @@ const maxEnvelopeValue = 256
 // consumer gives up on because of cause: an *Error from this package (its
 // Reason is kept) or a handler's own permanent error (ReasonPermanent).
 //
-// The consumer publishes the record (NewMsg, to rt.dlq.<stream>) and only
+// The consumer publishes the record (NewMsg, to rt.dlq.<stream>.<host>) and only
 // then terminates the message (Term), so that nothing disappears
 // unrecorded. It fails only when m carries no JetStream metadata.
 func Reject(m jetstream.Msg, cause error) (EventRejected, error) {

@@ -34,7 +34,8 @@ const (
 	// FilterAttestation matches the subjects of attestation.created events,
 	// rt.attestation.<target-kind>.<target-identifier>.
 	FilterAttestation = "rt.attestation.>"
-	// FilterDeadLetter matches the dead-letter subjects, rt.dlq.<stream>.
+	// FilterDeadLetter matches the dead-letter subjects,
+	// rt.dlq.<stream>.<host>.
 	FilterDeadLetter = "rt.dlq.>"
 )
 
@@ -95,9 +96,37 @@ func IsAttestationKey(key string) bool {
 	return strings.HasSuffix(key, AttestationKeySuffix) && strings.Count(key, ".") == 2
 }
 
-// DeadLetterSubject is rt.dlq.<stream>, where the dead letters of the
-// named stream's consumers go.
-func DeadLetterSubject(stream string) string { return join("dlq", Token(stream)) }
+// DeadLetterSubject is rt.dlq.<stream>.<host>, where the dead letters of
+// the named stream's consumers go: <host> is the host token of the
+// subject of the message dead-lettered (HostToken), so the DLQ stream
+// keeps each host's newest dead letters apart from every other host's
+// (topology: DeadLettersPerHost).
+func DeadLetterSubject(stream, subject string) string {
+	return join("dlq", Token(stream), HostToken(subject))
+}
+
+// DeadLetterFilter matches the dead letters of a stream's consumers, of
+// every host: rt.dlq.<stream>.*.
+func DeadLetterFilter(stream string) string { return join("dlq", Token(stream), "*") }
+
+// HostToken is the token naming the host in a subject of the catalog's
+// host events (rt.evidence.<host>.<kind>, rt.integrity.<host>,
+// rt.collect.failed.<host>, rt.verdict.<host>.<status>), or "=" (Token
+// of no host) for any other subject. It is the host a message claims by
+// its subject, which per-host credentials make the publisher's own; the
+// verifier budgets retries and the DLQ keeps dead letters by it.
+func HostToken(subject string) string {
+	tokens := strings.SplitN(subject, ".", 5)
+	switch {
+	case len(tokens) < 3 || tokens[0] != Prefix:
+	case tokens[1] == "evidence" && len(tokens) >= 4, tokens[1] == "integrity" && len(tokens) == 3,
+		tokens[1] == "verdict" && len(tokens) == 4:
+		return tokens[2]
+	case tokens[1] == "collect" && tokens[2] == "failed" && len(tokens) == 4:
+		return tokens[3]
+	}
+	return Token("")
+}
 
 // TargetTokens renders a target as two subject tokens, <kind>.<identifier>;
 // it is also the key of a target in the key-value buckets.

@@ -69,18 +69,24 @@ func TestParseTokenRejects(t *testing.T) {
 func TestSubjects(t *testing.T) {
 	target := events.Target{Kind: "systemd.unit", Identifier: "agent worker.service"}
 	cases := map[string]string{
-		events.EvidenceSubject("web-01.example.com", "systemd.unit"): "rt.evidence.web-01=2Eexample=2Ecom.systemd=2Eunit",
-		events.IntegritySubject("web-01"):                            "rt.integrity.web-01",
-		events.CollectFailedSubject("web-01"):                        "rt.collect.failed.web-01",
-		events.VerdictSubject("web-01", events.StatusDrift):          "rt.verdict.web-01.drift",
-		events.BaselineSubject(target):                               "rt.baseline.systemd=2Eunit.agent=20worker=2Eservice",
-		events.AttestationSubject(target):                            "rt.attestation.systemd=2Eunit.agent=20worker=2Eservice",
-		events.DeadLetterSubject("EVIDENCE"):                         "rt.dlq.EVIDENCE",
+		events.EvidenceSubject("web-01.example.com", "systemd.unit"):   "rt.evidence.web-01=2Eexample=2Ecom.systemd=2Eunit",
+		events.IntegritySubject("web-01"):                              "rt.integrity.web-01",
+		events.CollectFailedSubject("web-01"):                          "rt.collect.failed.web-01",
+		events.VerdictSubject("web-01", events.StatusDrift):            "rt.verdict.web-01.drift",
+		events.BaselineSubject(target):                                 "rt.baseline.systemd=2Eunit.agent=20worker=2Eservice",
+		events.AttestationSubject(target):                              "rt.attestation.systemd=2Eunit.agent=20worker=2Eservice",
+		events.DeadLetterSubject("EVIDENCE", "rt.evidence.web-01.git"): "rt.dlq.EVIDENCE.web-01",
+		events.DeadLetterSubject("EVIDENCE", "rt.collect.failed.db"):   "rt.dlq.EVIDENCE.db",
+		events.DeadLetterSubject("EVIDENCE", "rt.integrity.db"):        "rt.dlq.EVIDENCE.db",
+		events.DeadLetterSubject("VERDICTS", "rt.verdict.db.pass"):     "rt.dlq.VERDICTS.db",
+		events.DeadLetterSubject("EVIDENCE", "rt.evidence.web-01"):     "rt.dlq.EVIDENCE.=",
+		events.DeadLetterSubject("EVIDENCE", "elsewhere.x.y"):          "rt.dlq.EVIDENCE.=",
 	}
 	for got, want := range cases {
 		assert.Equal(t, want, got)
 		assert.True(t, events.ValidSubject(got), got)
 	}
+	assert.Equal(t, "rt.dlq.EVIDENCE.*", events.DeadLetterFilter("EVIDENCE"))
 	for _, bad := range []string{"", "rt..x", "rt.*", "rt.>", "rt.a b", ".rt", "rt.", "rt.\x7f"} {
 		assert.False(t, events.ValidSubject(bad), "%q", bad)
 	}

@@ -143,7 +143,7 @@ var catalog = []Spec{
 		"the target, <kind>:<identifier>", "attestation.created"),
 	spec[CollectionFailed](TypeCollectionFailed, "rt.collect.failed.<host>",
 		"the collector that failed, e.g. codex", "collection.failed"),
-	spec[EventRejected](TypeEventRejected, "rt.dlq.<stream>",
+	spec[EventRejected](TypeEventRejected, "rt.dlq.<stream>.<host>",
 		"the rejected message, <stream>:<stream-sequence>", "event.rejected"),
 	superseded(spec[Verdict](TypeVerdictPassV1, "rt.verdict.<host>.pass", "the target, <kind>:<identifier>", "verdict"), TypeVerdictPass),
 	superseded(spec[Verdict](TypeVerdictDriftV1, "rt.verdict.<host>.drift", "the target, <kind>:<identifier>", "verdict"), TypeVerdictDrift),

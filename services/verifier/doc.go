@@ -13,7 +13,7 @@
 // a redelivered snapshot yields the same id and JetStream drops the copy:
 // one verdict per snapshot, across restarts. A snapshot is acknowledged only
 // after its verdict is stored. A malformed event is dead-lettered
-// (rt.dlq.EVIDENCE) and the verifier carries on. Snapshots are handled in
+// (rt.dlq.EVIDENCE.<host>) and the verifier carries on. Snapshots are handled in
 // batches of what has arrived, so that the bucket writes, baseline reads and
 // publish acknowledgements are shared, never skipped.
 //

@@ -22,17 +22,6 @@ func WithView(h *Hosts) (revision func(host string) uint64, stop func()) {
 	return view.revision, func() { cancel(); <-done }
 }
 
-// ViewRevision is the revision of host's record the running verifier's
-// view of the host registry holds (0: none, or enrollment off).
-func (v *Verifier) ViewRevision(host string) uint64 {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.handler == nil || v.handler.auth == nil || v.handler.auth.hosts.view == nil {
-		return 0
-	}
-	return v.handler.auth.hosts.view.revision(host)
-}
-
 // VerifyAll is verifyAll with the keys of expand (of some of sigs, or
 // none) kept expanded.
 func VerifyAll(sigs []*events.PendingSignature, expand ...*events.PendingSignature) []bool {

@@ -135,18 +135,17 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans [
 		case err != nil:
 			it.fail(err)
 			continue
-		case handled && (h.auth == nil || it.ord.EvidenceSequence <= cur.EvidenceSequence):
-			// Handled before (a redelivery: the verdict was published and
-			// recorded, the acknowledgement lost), whether JetStream still
-			// knows the verdict's message id or not.
+		case handled:
+			// Handled before: a redelivery (the verdict was published and
+			// recorded, the acknowledgement lost), or the same event sent
+			// again byte for byte and stored again (a collector's re-send
+			// after a NATS restart, or past the duplicate window), whether
+			// JetStream still knows the message ids or not. Its id is in
+			// its signed claim, so it is that event: a duplicate, which
+			// changes nothing, never a rejection. (A replay is a different
+			// event claiming an old sequence: below.)
 			h.tel.duplicate(it.ctx)
 			it.fail(nil)
-			continue
-		case handled:
-			// The same event stored again after the latest verified one:
-			// published again byte for byte, after the stream forgot its
-			// message id. A replay.
-			it.fail(h.auth.refuse(it.ctx, it.ev.Host, it.e.ID(), fmt.Errorf("%w: evidence %s was verified before", ErrReplayed, it.e.ID())))
 			continue
 		case found && h.auth != nil && it.ord.EvidenceSequence > cur.EvidenceSequence:
 			// A message stored after the latest verified one, signed
@@ -232,7 +231,7 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans [
 	out := make([]error, len(items))
 	for i, it := range items {
 		if it.done {
-			out[i] = it.err
+			out[i] = lasting(it.err)
 			continue
 		}
 		if it.ack.Duplicate {
@@ -242,6 +241,24 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans [
 		h.tel.verdict(it.ctx, it.verdict.Status, it.ev.Target)
 	}
 	return out
+}
+
+// lasting marks an error that will not pass as permanent, so that its
+// message is dead-lettered with the reason and terminated, not retried
+// into the consumer's window, which every host shares: a write or read
+// the server refuses (a value over the bucket's limit, a bad request)
+// fails the same way each time. Transient errors (natsbus.Transient: a
+// timeout, no leader yet, a reconnection), a full stream (VERDICTS while
+// the auditor is behind) and a compare-and-set lost to another writer are
+// retried.
+func lasting(err error) error {
+	switch {
+	case err == nil, natsbus.IsPermanent(err), natsbus.Transient(err), natsbus.StreamFull(err),
+		errors.Is(err, jetstream.ErrKeyRevisionMismatch), errors.Is(err, jetstream.ErrKeyExists),
+		errors.Is(err, context.Canceled):
+		return err
+	}
+	return natsbus.Permanent(err)
 }
 
 // pending returns the items not settled yet.

@@ -52,7 +52,17 @@ const (
 	// prefetch is how many messages are pulled ahead of the workers; with
 	// the batches in hand it stays within the consumer's MaxAckPending.
 	prefetch = topology.MaxAckPending / 2
+	// hostRetries bounds a host's evidence waiting for a retry
+	// (natsbus.Options.TenantRetries): a sixteenth of the consumer's
+	// window, which every host shares; a retryable failure beyond it is
+	// dead-lettered, so one host's failing evidence never holds the
+	// window for the others.
+	hostRetries = topology.MaxAckPending / 16
 )
+
+// hostOf is the host token of an evidence message's subject
+// (rt.evidence.<host>.<kind>): the tenant of the verifier's retry budget.
+func hostOf(m jetstream.Msg) string { return events.HostToken(m.Subject()) }
 
 // Verifier verifies every evidence snapshot against its target's baseline
 // and publishes one verdict per snapshot. It is a lifecycle component:
@@ -144,6 +154,7 @@ func (v *Verifier) Start(ctx context.Context) error {
 		err := natsbus.ConsumeBatch(runCtx, cons, h.handleBatch, natsbus.Options{
 			JetStream: h.js, Source: v.source, Concurrency: v.cfg.Concurrency, MaxBatch: maxBatch, Prefetch: prefetch,
 			HandlerTimeout: v.cfg.HandlerTimeout, Logger: v.log, Telemetry: v.tel,
+			Tenant: hostOf, TenantRetries: hostRetries, Duties: v.duties,
 		})
 		if err != nil {
 			v.log.ErrorContext(runCtx, "consume evidence", "err", err)
@@ -182,8 +193,23 @@ func (v *Verifier) prepare(ctx context.Context, c *natsbus.Client) (*handler, je
 
 // Ready reports whether the verifier's periodic duties run (health.Checker:
 // /readyz answers 503 naming a failing one): the silence sweep
-// (DutySilence) and the registry's view (DutyRegistry).
+// (DutySilence), the registry's view (DutyRegistry) and dead-lettering
+// (natsbus.DutyDeadLetters: the DLQ stream full).
 func (v *Verifier) Ready(ctx context.Context) error { return v.duties.Ready(ctx) }
+
+// ViewRevision is the revision of host's record that the running
+// verifier's view of the host registry holds (0: none, or enrollment
+// off): a change to the record (host revoke, approve, rotate) takes
+// effect for evidence the verifier takes once this reaches the record's
+// revision after the change, usually within milliseconds.
+func (v *Verifier) ViewRevision(host string) uint64 {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.handler == nil || v.handler.auth == nil || v.handler.auth.hosts.view == nil {
+		return 0
+	}
+	return v.handler.auth.hosts.view.revision(host)
+}
 
 // Shutdown stops pulling, finishes the snapshots in hand, hands the
 // prefetched ones back to the stream for another instance, and closes the

@@ -186,7 +186,7 @@ func Roles() []Role {
 	verifier := Role{Service: Verifier}
 	verifier.Publish = append(verifier.Publish,
 		Grant{events.FilterVerdict, "publish verdicts (pass, drift, error)"},
-		Grant{events.DeadLetterSubject(topology.StreamEvidence), "dead-letter evidence it cannot handle"},
+		Grant{events.DeadLetterFilter(topology.StreamEvidence), "dead-letter evidence it cannot handle (rt.dlq.EVIDENCE.<host>)"},
 		accountInfo,
 	)
 	verifier.Publish = append(verifier.Publish, ensure(ensureWhy, append(slices.Clone(allStreams),

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/health"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 )
@@ -101,6 +102,22 @@ type Options struct {
 	// RetryDelay is the NakWithDelay delay after a retryable error, given
 	// the number of deliveries so far (default topology.RetryDelay).
 	RetryDelay func(delivered uint64) time.Duration
+	// Tenant names the party a message belongs to (the verifier: the
+	// host in its subject). With TenantRetries, a tenant's messages
+	// waiting for a retry are at most TenantRetries at a time in this
+	// loop: each such message holds a slot of the consumer's
+	// MaxAckPending, which every tenant shares, through its retry delay,
+	// so a retryable failure beyond the budget is dead-lettered and
+	// terminated with ErrRetryBudget instead, and one tenant's failing
+	// messages cannot fill the window for the others. A retry counts
+	// until its message is settled again, or retryHeld after it was
+	// nak'ed (the message may be redelivered to another instance).
+	Tenant        func(jetstream.Msg) string
+	TenantRetries int
+	// Duties, when set, is told how dead-lettering goes
+	// (DutyDeadLetters): failing while the DLQ stream is full, so that the
+	// service's readiness says so.
+	Duties *health.Duties
 	// Logger logs pull errors (never one line per message); default
 	// discards.
 	Logger *slog.Logger
@@ -181,7 +198,7 @@ func ConsumeBatch(ctx context.Context, cons jetstream.Consumer, h BatchHandler, 
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &loop{cons: cons, h: h, o: opts, maxDeliver: -1}
+	c := &loop{cons: cons, h: h, o: opts, maxDeliver: -1, retrying: map[string]map[uint64]time.Time{}}
 	stream := ""
 	if info := cons.CachedInfo(); info != nil {
 		c.maxDeliver = info.Config.MaxDeliver
@@ -201,6 +218,73 @@ type loop struct {
 	name       string
 	tel        *ConsumeTelemetry
 	pub        *Publisher // of the dead-letter records
+
+	rmu      sync.Mutex
+	retrying map[string]map[uint64]time.Time // tenant → stream sequence → when nak'ed (Options.TenantRetries)
+}
+
+// ErrRetryBudget is why a message whose handling failed with a retryable
+// error is dead-lettered rather than retried: its tenant already has
+// Options.TenantRetries messages waiting for a retry.
+var ErrRetryBudget = errors.New("retry budget of its tenant spent")
+
+// retryHeld is how long a nak'ed message counts against its tenant's
+// retry budget at most: past the longest retry delay and an ack wait, it
+// was redelivered, here or to another instance.
+const retryHeld = 2 * time.Minute
+
+// spend reports whether m's tenant may have m retried, and counts it
+// when so; a loop without a budget always may.
+func (c *loop) spend(m jetstream.Msg) bool {
+	tenant, seq, ok := c.tenantOf(m)
+	if !ok {
+		return true
+	}
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	held := c.retrying[tenant]
+	now := time.Now()
+	for s, at := range held {
+		if now.Sub(at) > retryHeld {
+			delete(held, s)
+		}
+	}
+	if _, again := held[seq]; !again && len(held) >= c.o.TenantRetries {
+		return false
+	}
+	if held == nil {
+		held = map[uint64]time.Time{}
+		c.retrying[tenant] = held
+	}
+	held[seq] = now
+	return true
+}
+
+// settled gives back the retry m held, if any.
+func (c *loop) settled(m jetstream.Msg) {
+	tenant, seq, ok := c.tenantOf(m)
+	if !ok {
+		return
+	}
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if held := c.retrying[tenant]; held != nil {
+		delete(held, seq)
+		if len(held) == 0 {
+			delete(c.retrying, tenant)
+		}
+	}
+}
+
+func (c *loop) tenantOf(m jetstream.Msg) (string, uint64, bool) {
+	if c.o.Tenant == nil || c.o.TenantRetries <= 0 {
+		return "", 0, false
+	}
+	md, err := m.Metadata()
+	if err != nil {
+		return "", 0, false
+	}
+	return c.o.Tenant(m), md.Sequence.Stream, true
 }
 
 // run pulls until ctx is done, then lets the workers finish the batches in
@@ -417,7 +501,10 @@ func (c *loop) settle(ctx, actx context.Context, m jetstream.Msg, h Handling, er
 		}
 		outcome = OutcomeAck
 		c.tel.Acked(ctx)
-	case IsPermanent(err) || c.last(m):
+	case IsPermanent(err) || c.last(m) || !c.spend(m):
+		if !IsPermanent(err) && !c.last(m) {
+			err = fmt.Errorf("%w (%d messages waiting for a retry): %w", ErrRetryBudget, c.o.TenantRetries, err)
+		}
 		// ctx ended with the handler's time; the record gets its own.
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.o.HandlerTimeout)
 		defer cancel()
@@ -426,6 +513,9 @@ func (c *loop) settle(ctx, actx context.Context, m jetstream.Msg, h Handling, er
 		}
 	default:
 		c.retry(ctx, m)
+	}
+	if outcome != OutcomeNak {
+		c.settled(m)
 	}
 	c.tel.End(ctx, h, outcome, err)
 }
@@ -453,17 +543,41 @@ func (c *loop) deadLetter(ctx context.Context, m jetstream.Msg, cause error) boo
 	if err == nil {
 		err = publishRetrying(ctx, c.pub, dm)
 	}
+	if StreamFull(err) {
+		// Kept out of a full DLQ, never redelivered into it for ever: the
+		// message is terminated with its reason, and the loss counted
+		// and reported (Options.Duties: DutyDeadLetters).
+		c.tel.Failed(ctx, ReasonDeadLetterFull)
+		c.report(ctx, fmt.Errorf("the dead-letter stream is full: %w", err))
+		if terr := m.TermWithReason(string(rec.Reason)); terr != nil {
+			c.tel.Failed(ctx, ReasonAck)
+			return false
+		}
+		return true
+	}
 	if err != nil {
 		c.tel.Failed(ctx, ReasonDeadLetter)
 		c.retry(ctx, m)
 		return false
 	}
+	c.report(ctx, nil)
 	if err := m.TermWithReason(string(rec.Reason)); err != nil {
 		c.tel.Failed(ctx, ReasonAck)
 		return false
 	}
 	c.tel.DeadLettered(ctx, IsPermanent(cause))
 	return true
+}
+
+// DutyDeadLetters is the duty of keeping dead letters (Options.Duties):
+// failing while the last record could not be kept for a full DLQ.
+const DutyDeadLetters = "dead letters"
+
+// report tells Options.Duties how the last dead letter went.
+func (c *loop) report(ctx context.Context, err error) {
+	if c.o.Duties != nil {
+		c.o.Duties.Report(ctx, DutyDeadLetters, err)
+	}
 }
 
 // DeadLetterID is the id of the dead-letter record of a stream's message
@@ -479,5 +593,5 @@ func publishRetrying(ctx context.Context, pub *Publisher, m *nats.Msg) error {
 	return deadPostPolicy.Do(ctx, func(ctx context.Context) error {
 		_, err := pub.PublishRetrying(ctx, m)
 		return err
-	}, func(err error) bool { return !errors.Is(err, nats.ErrConnectionClosed) }, nil)
+	}, func(err error) bool { return !errors.Is(err, nats.ErrConnectionClosed) && !StreamFull(err) }, nil)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -474,4 +475,47 @@ func TestDeadLetterID(t *testing.T) {
 	assert.NotEqual(t, a, natsbus.DeadLetterID("EVIDENCE", "auditor", 7))
 	assert.NotEqual(t, a, natsbus.DeadLetterID("EVIDENCE", "verifier", 8))
 	assert.Len(t, a, 36)
+}
+
+// TestConsumeBoundsATenantsRetries: one tenant (here a host) whose every
+// message fails with a retryable error may hold at most TenantRetries
+// messages waiting for a retry; the rest are dead-lettered at once with
+// ErrRetryBudget, so the consumer's window (MaxAckPending, shared by
+// every tenant) stays open and another tenant's messages are handled.
+// Without the budget the failing tenant's nak'ed messages fill the
+// window through their retry delay and nothing else is delivered.
+func TestConsumeBoundsATenantsRetries(t *testing.T) {
+	ctx, js := bus(t)
+	cfg := topology.New(1).Consumers[0].Config
+	cfg.Durable, cfg.MaxDeliver, cfg.MaxAckPending = "budget", 10, 8
+	cons, err := js.CreateOrUpdateConsumer(ctx, topology.StreamEvidence, cfg)
+	require.NoError(t, err)
+	const bad = 20
+	for i := range bad {
+		_, err := js.PublishMsg(ctx, evidence(t, "bad", i))
+		require.NoError(t, err)
+	}
+	for i := range 3 {
+		_, err := js.PublishMsg(ctx, evidence(t, "good", i))
+		require.NoError(t, err)
+	}
+	st := telemetrytest.New(t)
+	o := options(js, st)
+	o.RetryDelay = func(uint64) time.Duration { return time.Minute } // a retry holds its slot
+	o.Tenant = func(m jetstream.Msg) string { return strings.Split(m.Subject(), ".")[2] }
+	o.TenantRetries = 2
+	run(ctx, t, cons, func(_ context.Context, m jetstream.Msg) error {
+		if strings.Contains(m.Subject(), ".bad.") {
+			return errors.New("store unavailable")
+		}
+		return nil
+	}, o)
+	eventually(t, counter(t, st, acked, 3))
+	eventually(t, counter(t, st, deadLettered, bad-2))
+	assert.Equal(t, uint64(2), retried.of(t, st), "the budget's retries")
+	for _, r := range deadLetters(ctx, t, js) {
+		assert.Contains(t, r.OriginalSubject, ".bad.")
+		assert.Contains(t, r.Error, natsbus.ErrRetryBudget.Error())
+		assert.Contains(t, r.Error, "store unavailable")
+	}
 }

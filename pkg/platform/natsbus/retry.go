@@ -3,6 +3,7 @@ package natsbus
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -36,9 +37,20 @@ var (
 	deadPostPolicy = retry.Policy{First: 20 * time.Millisecond, Max: time.Second}
 )
 
+// StreamFull reports whether a publish failed because its stream is full
+// (its bytes, messages or a subject's messages at their limit, with new
+// messages discarded): it passes only when something is removed, which
+// for a stream kept by age (DLQ: 30 days) is not soon.
+func StreamFull(err error) bool {
+	apiErr, ok := errors.AsType[*jetstream.APIError](err)
+	return ok && apiErr.ErrorCode == jetstream.ErrorCode(10077) && strings.HasPrefix(apiErr.Description, "maximum ")
+}
+
 // Transient reports whether err may go away by itself: a timeout, no
 // responders (no leader yet), a connection reconnecting, or a JetStream
-// API error with a 5xx code (temporarily unavailable).
+// API error with a 5xx code (temporarily unavailable), but not a full
+// stream (StreamFull), which the caller decides about: it does not pass
+// within a retry's wait.
 func Transient(err error) bool {
 	switch {
 	case err == nil:
@@ -50,7 +62,7 @@ func Transient(err error) bool {
 		return true
 	}
 	if apiErr, ok := errors.AsType[*jetstream.APIError](err); ok {
-		return apiErr.Code >= 500
+		return apiErr.Code >= 500 && !StreamFull(err)
 	}
 	return false
 }

@@ -135,6 +135,10 @@ const (
 	ReasonPanic      = "panic"       // consume error: a handler panicked
 	ReasonAck        = "ack"         // consume error: an acknowledgement was not confirmed
 	ReasonDeadLetter = "dead_letter" // consume error: a dead-letter record was not written
+	// ReasonDeadLetterFull: consume error: the DLQ stream could not take
+	// the record (full); the message was terminated with its reason all
+	// the same, rather than redelivered into a full stream for ever.
+	ReasonDeadLetterFull = "dead_letter_full"
 	ReasonFetch      = "fetch"       // consume error: a pull failed
 )
 
@@ -215,7 +219,7 @@ func NewConsumeTelemetry(p telemetry.Providers, stream, consumer string) *Consum
 	t.outTerm, t.outAckFailed = with(AttrOutcome.String(OutcomeTerm)), with(AttrOutcome.String(OutcomeAckFailed))
 	t.outUnknown = with(AttrOutcome.String("unknown"))
 	t.failed = map[string]metric.MeasurementOption{}
-	for _, r := range []string{ReasonPanic, ReasonAck, ReasonDeadLetter, ReasonFetch} {
+	for _, r := range []string{ReasonPanic, ReasonAck, ReasonDeadLetter, ReasonDeadLetterFull, ReasonFetch} {
 		t.failed[r] = with(AttrReason.String(r))
 	}
 	return t

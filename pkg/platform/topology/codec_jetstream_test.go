@@ -174,7 +174,7 @@ func TestBadEventIsDeadLettered(t *testing.T) {
 	require.NoError(t, m.Term())
 
 	d := fetch(ctx, t, js, topology.StreamDLQ, topology.ConsumerAuditor, 1)[0]
-	assert.Equal(t, "rt.dlq.EVIDENCE", d.Subject())
+	assert.Equal(t, "rt.dlq.EVIDENCE.web-01=2Eexample=2Ecom", d.Subject(), "the host's own dead letters")
 	_, got, err := events.Read[events.EventRejected](d)
 	require.NoError(t, err)
 	assert.Equal(t, topology.StreamEvidence, got.Stream)

@@ -17,6 +17,7 @@
 //	VERDICTS   rt.verdict.>                                interest   7 days   256 MiB
 //	BASELINES  rt.baseline.> rt.attestation.>              limits     1 year   256 MiB
 //	DLQ        rt.dlq.>                                    limits     30 days  256 MiB
+//	           (the newest DeadLettersPerHost per rt.dlq.<stream>.<host>)
 //
 // MaxBytes is reserved against the server's JetStream storage (by default
 // 75% of the free disk when it starts), so the defaults stay small enough
@@ -113,6 +114,11 @@ const (
 	AckWait = 30 * time.Second
 	// VerifierMaxDeliver bounds the verifier's deliveries of one message.
 	VerifierMaxDeliver = 10
+	// DeadLettersPerHost is how many dead letters the DLQ stream keeps per
+	// host and stream (rt.dlq.<stream>.<host>: its per-subject limit,
+	// which drops the oldest): at about 1 KiB a record, a thousand hosts
+	// fill a fourth of its 256 MiB.
+	DeadLettersPerHost = 1000
 	// MaxAckPending bounds a consumer's unacknowledged messages.
 	MaxAckPending = 256
 	// AuditorMaxAckPending bounds the auditor consumers' unacknowledged
@@ -190,6 +196,12 @@ func New(replicas int) Topology {
 		}
 	}
 	const day = 24 * time.Hour
+	// A host's dead letters keep to their subject (rt.dlq.<stream>.<host>),
+	// its newest DeadLettersPerHost: one host's junk replaces its own
+	// older records and never fills the stream for the others.
+	dlq := stream(StreamDLQ, "dead-letter records of rejected messages (event.rejected), the newest per host",
+		jetstream.LimitsPolicy, 30*day, 256<<20, events.FilterDeadLetter)
+	dlq.MaxMsgsPerSubject = DeadLettersPerHost
 	consumer := func(stream, name, desc string, maxDeliver, maxAckPending int, filters ...string) Consumer {
 		return Consumer{Stream: stream, Config: jetstream.ConsumerConfig{
 			Durable:        name,
@@ -212,8 +224,7 @@ func New(replicas int) Topology {
 				jetstream.InterestPolicy, 7*day, 256<<20, events.FilterVerdict),
 			stream(StreamBaselines, "baseline changes and attestations",
 				jetstream.LimitsPolicy, 365*day, 256<<20, events.FilterBaseline, events.FilterAttestation),
-			stream(StreamDLQ, "dead-letter records of rejected messages (event.rejected)",
-				jetstream.LimitsPolicy, 30*day, 256<<20, events.FilterDeadLetter),
+			dlq,
 		},
 		Consumers: []Consumer{
 			consumer(StreamEvidence, ConsumerVerifier, "verifies evidence snapshots against baselines",

@@ -211,7 +211,7 @@ func runUp(ctx context.Context, out, errw io.Writer, f upFlags) error {
 	defer func() { _ = failSub.Unsubscribe() }()
 	// Evidence the verifier refused (not authentic) changes no verdict:
 	// its dead-letter record is the outcome.
-	rejSub, err := nc.Subscribe(events.DeadLetterSubject(topology.StreamEvidence), printer.handleRejected)
+	rejSub, err := nc.Subscribe(events.DeadLetterFilter(topology.StreamEvidence), printer.handleRejected)
 	if err != nil {
 		return err
 	}
