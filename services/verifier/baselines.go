@@ -471,9 +471,18 @@ type ApproveOptions struct {
 	// Digest is the digest of the snapshot the operator reviewed
 	// (sha256:<hex>, as Candidate, `runtimetruth baseline approve` without
 	// --digest, `baseline show` and `status` print it). Approve adopts the
-	// latest snapshot only when it has this digest: ErrNoDigest when
-	// empty, ErrDigestChanged when the latest snapshot is another.
+	// latest snapshot when it has this digest, or Reviewed: ErrNoDigest
+	// when empty, ErrDigestChanged when neither can be adopted.
 	Digest string
+	// Reviewed is the snapshot the operator reviewed (its JSON, as the
+	// review showed it), for an approval made after the host collected
+	// again: an unchanged target's snapshots differ only in captured_at,
+	// so each has a new digest. Approve adopts it (its digest must be
+	// Digest) when the latest snapshot of its host has the same evidence
+	// (nothing but captured_at differs: the host still reports what was
+	// reviewed, signed as the latest is); when the evidence changed it
+	// refuses with ErrDigestChanged naming both digests and what changed.
+	Reviewed []byte
 	// By names the approver (baseline.changed's actor).
 	By string
 	// Protect and RequiredIdentity set the new baseline's; nil keeps the
@@ -588,8 +597,9 @@ func (b *Baselines) Approve(ctx context.Context, target events.Target, o Approve
 		return nil, c.Unauthentic
 	}
 	if obs.Digest != o.Digest {
-		return nil, fmt.Errorf("%w: the latest snapshot of %s from %s is %s, not the reviewed %s: review it again",
-			ErrDigestChanged, target, obs.Host, obs.Digest, o.Digest)
+		if obs, err = reviewedStill(target, obs, o); err != nil {
+			return nil, err
+		}
 	}
 	bl := events.Baseline{
 		Target: target, Snapshot: obs.Snapshot, Digest: obs.Digest,
@@ -609,6 +619,53 @@ func (b *Baselines) Approve(ctx context.Context, target events.Target, o Approve
 		out.Evidence = &obs
 	}
 	return out, err
+}
+
+// reviewedStill returns the observation to adopt when the latest snapshot
+// latest is not the reviewed one (o.Digest): the reviewed snapshot
+// (o.Reviewed), provided its digest is o.Digest and latest has its
+// evidence; else ErrDigestChanged, naming both digests and, when the
+// reviewed snapshot is known, what changed since.
+func reviewedStill(target events.Target, latest Observation, o ApproveOptions) (Observation, error) {
+	changed := func(what string) error {
+		return fmt.Errorf("%w: the latest snapshot of %s from %s is %s, not the reviewed %s%s: review it again",
+			ErrDigestChanged, target, latest.Host, latest.Digest, o.Digest, what)
+	}
+	if o.Reviewed == nil {
+		return Observation{}, changed("")
+	}
+	reviewed, err := snapshot.Parse(o.Reviewed)
+	if err != nil {
+		return Observation{}, fmt.Errorf("the reviewed snapshot: %w", err)
+	}
+	canonical, err := reviewed.Canonical()
+	if err != nil {
+		return Observation{}, fmt.Errorf("the reviewed snapshot: %w", err)
+	}
+	digest, err := reviewed.Digest()
+	if err != nil {
+		return Observation{}, fmt.Errorf("the reviewed snapshot: %w", err)
+	}
+	if digest != o.Digest {
+		return Observation{}, fmt.Errorf("%w: the reviewed snapshot given is %s, not %s", ErrDigestChanged, digest, o.Digest)
+	}
+	now, err := snapshot.Parse(latest.Snapshot)
+	if err != nil {
+		return Observation{}, fmt.Errorf("latest snapshot from %s: %w", latest.Host, err)
+	}
+	res, err := diff.Compare(reviewed, now)
+	switch {
+	case err != nil:
+		return Observation{}, changed(fmt.Sprintf(" (cannot compare them: %v)", err))
+	case !res.Empty():
+		return Observation{}, changed(", whose evidence changed since:\n" + res.Render())
+	case reviewed.Target != now.Target:
+		return Observation{}, changed(", of another target")
+	}
+	// The host still reports what was reviewed, in authentic evidence
+	// (latest's signature): adopt the snapshot reviewed.
+	latest.Digest, latest.Snapshot = digest, canonical
+	return latest, nil
 }
 
 // LatestDigest is the digest of the latest snapshot of r's host and

@@ -335,6 +335,59 @@ func TestApproveOnlyTheReviewedDigest(t *testing.T) {
 	assert.Equal(t, digest(t, changed), bl.Digest)
 }
 
+// TestApproveAtAPersonsPace: an unchanged target's snapshots differ only
+// in captured_at, so every collection has a new digest; the snapshot the
+// operator reviewed (Reviewed, its digest Digest) stays approvable while
+// the host reports the same evidence, and is what is adopted. Once the
+// evidence changed it is refused, naming both digests and what changed.
+// (Before, any collection after the review refused it: "the latest
+// snapshot is not the reviewed one" although nothing had changed.)
+func TestApproveAtAPersonsPace(t *testing.T) {
+	ctx, js, bls, hosts := approving(t)
+	reviewed := snap(unit(1))
+	verdictOf(ctx, t, js, hosts.publish(ctx, t, js, "web-01", reviewed))
+	c, err := bls.Candidate(ctx, testTarget, "")
+	require.NoError(t, err)
+	review := c.Observation.Snapshot // what the operator reads
+	for range 3 {                   // collections while the operator reads
+		verdictOf(ctx, t, js, hosts.publish(ctx, t, js, "web-01", snap(unit(1))))
+	}
+	c, err = bls.Candidate(ctx, testTarget, "")
+	require.NoError(t, err)
+	require.NotEqual(t, digest(t, reviewed), c.Observation.Digest, "the latest snapshot has a new digest")
+
+	_, err = bls.Approve(ctx, testTarget, verifier.ApproveOptions{Digest: digest(t, reviewed), By: "alice"})
+	require.ErrorIs(t, err, verifier.ErrDigestChanged, "without the reviewed snapshot, only the latest")
+	tampered := snap(unit(1))
+	_, err = bls.Approve(ctx, testTarget, verifier.ApproveOptions{Digest: digest(t, reviewed), Reviewed: mustCanonical(t, tampered), By: "alice"})
+	require.ErrorIs(t, err, verifier.ErrDigestChanged, "a snapshot that is not the reviewed digest")
+
+	bl, err := bls.Approve(ctx, testTarget, verifier.ApproveOptions{Digest: digest(t, reviewed), Reviewed: review, By: "alice"})
+	require.NoError(t, err)
+	assert.Equal(t, digest(t, reviewed), bl.Digest, "the reviewed snapshot is adopted")
+	assert.Equal(t, "web-01", bl.Host)
+
+	// The evidence changes: the reviewed snapshot is refused, naming both
+	// digests and the change.
+	drift := snap(unit(2))
+	verdictOf(ctx, t, js, hosts.publish(ctx, t, js, "web-01", drift))
+	_, err = bls.Approve(ctx, testTarget, verifier.ApproveOptions{Digest: digest(t, reviewed), Reviewed: review, By: "bob"})
+	require.ErrorIs(t, err, verifier.ErrDigestChanged)
+	for _, s := range []string{digest(t, reviewed), digest(t, drift), "main_pid"} {
+		assert.Contains(t, err.Error(), s)
+	}
+	cur, err := bls.Get(ctx, testTarget)
+	require.NoError(t, err)
+	assert.Equal(t, digest(t, reviewed), cur.Digest, "nothing changed")
+}
+
+func mustCanonical(t *testing.T, s *snapshot.Snapshot) []byte {
+	t.Helper()
+	b, err := s.Canonical()
+	require.NoError(t, err)
+	return b
+}
+
 // Approve adopts only authentic evidence: signed by a key that is, at
 // approval, an enrolled key of the host the snapshot came from. A key the
 // registry holds as pending or revoked, another host's key, or a host the

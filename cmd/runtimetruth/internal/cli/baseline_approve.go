@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,9 +40,12 @@ that signed it and whether the host registry holds that key as the host's
 enrolled one, its collection time, the changes against the current
 baseline) and the command that approves exactly that snapshot, and exits 1.
 With --digest sha256:<hex> (as that preview, "baseline show" and "status"
-print it) it adopts the latest snapshot only if it still has that digest:
-a snapshot that changed since you reviewed it is refused, naming both
-digests, and nothing changes.
+print it) it adopts that snapshot: the latest if it still has that digest,
+or, as an unchanged target gets a new digest at every collection (only
+captured_at differs), the snapshot the review showed (kept by digest in
+~/.local/state/runtimetruth/reviewed) while the host's latest snapshot has
+its evidence. A snapshot whose evidence changed since you reviewed it is
+refused, naming both digests and what changed, and nothing changes.
 
 Only authentic evidence is adopted: the snapshot must carry the verified
 signature the verifier recorded with it, by a key that is, at approval, an
@@ -64,6 +70,9 @@ identity; without them the current baseline's are kept.
     host: HOST
     key: ed25519:<key> (enrolled)
     collected: <time> (evidence <id>)
+    evidence:
+      PLANE KIND (COLLECTOR, METHOD)
+        FIELD: VALUE
     current baseline: sha256:<digest> (approved <time> by <who>)
     changes against the current baseline:
       ...
@@ -99,7 +108,8 @@ func newBaselineApproveCmd(bus *busFlags, by *string, author func() string) *cob
 			if err != nil {
 				return err
 			}
-			o := verifier.ApproveOptions{Host: f.host, Digest: f.digest, By: *by, RequiredIdentity: id, AllowUnauthenticated: f.unauthenticated}
+			o := verifier.ApproveOptions{Host: f.host, Digest: f.digest, By: *by, RequiredIdentity: id, AllowUnauthenticated: f.unauthenticated,
+				Reviewed: reviewedSnapshot(f.digest)}
 			if c.Flags().Changed("protect") {
 				o.Protect = f.protect
 			}
@@ -148,6 +158,7 @@ func previewApproval(c *cobra.Command, s *baselineSession, f approveFlags) error
 		return approveError(err)
 	}
 	rep := previewReport(cand)
+	keepReviewed(cand.Observation.Digest, cand.Observation.Snapshot)
 	args := append([]string{"runtimetruth", "baseline", "approve", s.target.String()}, busArgsOf(c)...)
 	args = append(args, "--host", cand.Observation.Host, "--digest", cand.Observation.Digest)
 	if errors.Is(cand.Unauthentic, verifier.ErrUnauthenticated) {
@@ -164,7 +175,7 @@ func previewApproval(c *cobra.Command, s *baselineSession, f approveFlags) error
 	case cand.Unauthentic != nil && !errors.Is(cand.Unauthentic, verifier.ErrUnauthenticated):
 		return fmt.Errorf("%w: approve would refuse this snapshot: %w", errNotApproved, cand.Unauthentic)
 	case f.digest != "" && f.digest != cand.Observation.Digest:
-		return fmt.Errorf("%w: --digest %s is not the latest snapshot's (%s): approve would refuse it", errNotApproved, f.digest, cand.Observation.Digest)
+		return fmt.Errorf("%w: --digest %s is not the latest snapshot's (%s): approve adopts it only if it is the snapshot a review showed and the host still reports its evidence", errNotApproved, f.digest, cand.Observation.Digest)
 	case f.dryRun:
 		return fmt.Errorf("%w (--dry-run)", errNotApproved)
 	}
@@ -302,6 +313,7 @@ func printPreview(w io.Writer, target events.Target, c *verifier.Candidate, r ap
 	if o.AtBaseline {
 		b.WriteString("  the host's latest snapshot had this baseline's evidence (it stands for it)\n")
 	}
+	writeEvidence(&b, o.Snapshot)
 	if cur := c.Current; cur == nil {
 		b.WriteString("  current baseline: none (approving creates it)\n")
 	} else {
@@ -331,6 +343,77 @@ func printPreview(w io.Writer, target events.Target, c *verifier.Candidate, r ap
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeEvidence writes what a snapshot says, record by record and field
+// by field, every value escaped: what approving it adopts.
+func writeEvidence(b *strings.Builder, raw []byte) {
+	s, err := snapshot.Parse(raw)
+	if err != nil {
+		fmt.Fprintf(b, "  evidence: cannot read it: %s\n", printable(err.Error()))
+		return
+	}
+	b.WriteString("  evidence:\n")
+	for _, r := range s.Evidence {
+		fmt.Fprintf(b, "    %s %s (%s, %s)\n", printable(string(r.Plane)), printable(r.Kind), printable(r.Source.Collector), printable(r.Source.Method))
+		keys := make([]string, 0, len(r.Data))
+		for k := range r.Data {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			fmt.Fprintf(b, "      %s: %s\n", printable(k), printable(r.Data[k].String()))
+		}
+	}
+}
+
+// reviewedDir holds the snapshots reviews showed, by digest, so that an
+// approval made after the host collected again (the same evidence under
+// a new digest) can adopt the one reviewed (ApproveOptions.Reviewed).
+// Approve checks a kept snapshot's digest and evidence itself: the
+// directory is a convenience, not trusted.
+func reviewedDir() (string, error) {
+	state, err := stateDirectory("")
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(state, "reviewed"), nil
+}
+
+// reviewedKeep is how long a reviewed snapshot is kept.
+const reviewedKeep = 30 * 24 * time.Hour
+
+// keepReviewed keeps the snapshot a review showed (best effort: without
+// it, only the latest snapshot can be approved), and lets go of those
+// older than reviewedKeep.
+func keepReviewed(digest string, raw []byte) {
+	dir, err := reviewedDir()
+	hex, ok := strings.CutPrefix(digest, "sha256:")
+	if err != nil || !ok || os.MkdirAll(dir, 0o700) != nil {
+		return
+	}
+	if old, err := os.ReadDir(dir); err == nil {
+		for _, e := range old {
+			if info, err := e.Info(); err == nil && info.Mode().IsRegular() && time.Since(info.ModTime()) > reviewedKeep {
+				_ = os.Remove(filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	_ = os.WriteFile(filepath.Join(dir, hex+".json"), raw, 0o600)
+}
+
+// reviewedSnapshot is the snapshot of digest a review kept, or nil.
+func reviewedSnapshot(digest string) []byte {
+	dir, err := reviewedDir()
+	hex, ok := strings.CutPrefix(digest, "sha256:")
+	if err != nil || !ok || strings.ContainsAny(hex, "/.") {
+		return nil
+	}
+	raw, err := readFile(filepath.Join(dir, hex+".json"), snapshot.MaxSize)
+	if err != nil {
+		return nil
+	}
+	return raw
 }
 
 // approvedBy is " by <approver>", escaped, or "" when none is recorded.

@@ -48,6 +48,7 @@ func startApproveBus(t *testing.T) *approveBus {
 // collected evidence is unsigned, as no verifier checks it.
 func startApproveBusWith(t *testing.T, mode verifier.Enrollment) *approveBus {
 	t.Helper()
+	t.Setenv("RUNTIMETRUTH_STATE_DIR", t.TempDir()) // the snapshots reviews keep
 	_, url := natstest.RunJetStream(t)
 	nc, js := natstest.Connect(t, url)
 	cfg := verifier.NewDefaultConfig()
@@ -153,11 +154,17 @@ func TestBaselineApprove(t *testing.T) {
 	require.Len(t, obs, 1)
 	r = run(t, "baseline", "approve", target.String(), "--nats", bus.url)
 	assert.Equal(t, 1, r.code)
+	head, rest, ok := strings.Cut(r.stdout, "  evidence:\n")
+	require.True(t, ok, "the review shows what the snapshot says: %s", r.stdout)
+	evidence, tail, ok := strings.Cut(rest, "  current baseline:")
+	require.True(t, ok, r.stdout)
 	assert.Equal(t, "REVIEW: "+target.String()+" (not approved)\n  digest: "+before+"\n  host: host-a\n"+
 		"  key: "+bus.keys["host-a"]+" (enrolled)\n"+
-		"  collected: "+obs[0].Time.UTC().Format(time.RFC3339)+" (evidence "+obs[0].EvidenceID+")\n"+
-		"  current baseline: none (approving creates it)\n"+
-		"approve exactly this snapshot with:\n  runtimetruth baseline approve "+target.String()+" --nats "+bus.url+" --host host-a --digest "+before+"\n", r.stdout)
+		"  collected: "+obs[0].Time.UTC().Format(time.RFC3339)+" (evidence "+obs[0].EvidenceID+")\n", head)
+	assert.Contains(t, evidence, "    live git.repository (git, git rev-parse/status)\n      branch: main\n      detached: false\n")
+	assert.Contains(t, evidence, "      head_commit: 1111111111111111111111111111111111111111\n")
+	assert.Equal(t, " none (approving creates it)\n"+
+		"approve exactly this snapshot with:\n  runtimetruth baseline approve "+target.String()+" --nats "+bus.url+" --host host-a --digest "+before+"\n", tail)
 	assert.Equal(t, "runtimetruth: error: nothing approved: review the snapshot above, then approve it with --digest "+before+"\n", r.stderr)
 	bus.noBaseline(t, target)
 	r = run(t, "baseline", "approve", target.String(), "--nats", bus.url, "--digest", before, "--dry-run")
@@ -325,6 +332,32 @@ func TestBaselineApproveRefusesAChangedSnapshot(t *testing.T) {
 	assert.Contains(t, r.stderr, "the latest snapshot of "+target.String()+" from host-a is "+fixtureDigest(t, "after.json")+", not the reviewed "+reviewed)
 	assert.Contains(t, r.stderr, "nothing approved")
 	bus.noBaseline(t, target)
+}
+
+// An unchanged target gets a new digest at every collection (only
+// captured_at differs): the snapshot the review showed stays approvable
+// by its digest while the host reports the same evidence, at a person's
+// pace, and is the one adopted; the review shows what it says.
+func TestBaselineApproveAtAPersonsPace(t *testing.T) {
+	bus := startApproveBus(t)
+	target := fixtureTarget(t, "before.json")
+	bus.collected(t, "host-a", fixtureSnapshot(t, "before.json"))
+	r := run(t, "baseline", "approve", target.String(), "--nats", bus.url)
+	assert.Equal(t, 1, r.code)
+	reviewed := fixtureDigest(t, "before.json")
+	assert.Contains(t, r.stdout, "  digest: "+reviewed)
+	assert.Contains(t, r.stdout, "  evidence:\n", "the review shows what the snapshot says")
+	assert.Regexp(t, `\n      [a-z_]+: `, r.stdout, "field by field")
+
+	later := fixtureSnapshot(t, "before.json")
+	later.CapturedAt = snapshot.FormatTime(time.Now().UTC())
+	bus.collected(t, "host-a", later) // the host collects again while the operator reads
+	r = run(t, "baseline", "approve", target.String(), "--nats", bus.url, "--digest", reviewed)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "APPROVED")
+	b, err := bus.baselines.Get(t.Context(), target)
+	require.NoError(t, err)
+	assert.Equal(t, reviewed, b.Digest, "the reviewed snapshot is adopted")
 }
 
 // Only evidence signed by an enrolled key of its host is approved: once
