@@ -3,6 +3,8 @@ package events
 import (
 	"crypto/ed25519"
 	"fmt"
+
+	"github.com/cloudevents/sdk-go/v2/types"
 )
 
 // OpenSignature checks a signature envelope as carried in ExtSignature,
@@ -37,3 +39,33 @@ func OpenSignature(envelope string) (Signature, error) {
 // sequence numbers aside ("id", "type", …, "payload_sha256"); "" when
 // they agree.
 func ClaimDiff(a, b Claim) string { return claimDiff(a, b) }
+
+// CheckClaim checks, without the signature itself, that an event's
+// signature envelope (as carried in ExtSignature) can be the event's: the
+// envelope well formed (the claim's payload type, one signature of an
+// Ed25519 size; ErrBadSignature), and its claim saying what the event's
+// attributes a say (id, type, source, subject, time) and naming
+// dataSHA256, the hex SHA-256 of the data bytes as received, as the
+// payload's digest (ErrClaim, naming the first field that differs). It
+// returns the claim. Its host and target, which need the payload decoded,
+// are not compared, nor is the key trusted: a signature that passes may
+// still be refused by a verifier. It needs no key and no state, so that a
+// reader of every message (the auditor) tells evidence that cannot be
+// authentic (a real event's headers on other data, the id changed) from
+// evidence that may be, for the cost of decoding the envelope.
+func CheckClaim(a Attributes, dataSHA256 string) (Claim, error) {
+	env, err := claimEnvelope(a.Signature)
+	if err != nil {
+		return Claim{}, err
+	}
+	got, err := readClaim(env.Payload)
+	if err != nil {
+		return Claim{}, err
+	}
+	want := Claim{ID: a.ID, Type: a.Type, Source: a.Source, Subject: a.Subject, Time: types.FormatTime(a.Time),
+		Host: got.Host, Target: got.Target, PayloadSHA256: dataSHA256}
+	if field := claimDiff(got, want); field != "" {
+		return Claim{}, fmt.Errorf("%w: %s differs", ErrClaim, field)
+	}
+	return got, nil
+}

@@ -18,7 +18,9 @@
 // the data, and the message's stream, stream sequence, subject and store
 // time (package link). With a key, links are HMAC-SHA-256. A message that
 // is not a valid catalog event is recorded as an auditor-made rejection
-// record, never dropped.
+// record, never dropped, and so is a signed event whose signature cannot
+// be its own (a real event's headers on other data, its id changed: the
+// claim checked against the message, events.CheckClaim), without its data.
 //
 // A batch is acknowledged only once its links are durable in every
 // required sink (Writer.Commit; a failing sink is retried, the backlog

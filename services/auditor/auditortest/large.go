@@ -64,3 +64,15 @@ func msgSize(m *nats.Msg) int {
 	}
 	return n + len(m.Data)
 }
+
+// HeadersOn is a message on m's subject with a copy of m's headers (its
+// signature included) and data: a real event's headers on other data, as
+// anyone who may publish evidence can send.
+func HeadersOn(m *nats.Msg, data []byte) *nats.Msg {
+	out := nats.NewMsg(m.Subject)
+	for k, vs := range m.Header {
+		out.Header[k] = append([]string(nil), vs...)
+	}
+	out.Data = data
+	return out
+}

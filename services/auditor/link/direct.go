@@ -2,8 +2,6 @@ package link
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -48,6 +46,10 @@ func appendEntry(dst []byte, m *Message, meta *Meta) ([]byte, bool) {
 	if err != nil || m.Seq > canonjson.MaxSafeInteger {
 		return nil, false
 	}
+	digest, err := claimed(m, a)
+	if err != nil {
+		return nil, false
+	}
 	*meta = Meta{
 		Stream: m.Stream, StreamSeq: m.Seq, NATSSubject: m.Subject, Stored: stamp(m.Stored),
 		ID: a.ID, Type: a.Type, Source: a.Source, Subject: a.Subject, Time: stamp(a.Time),
@@ -75,10 +77,9 @@ func appendEntry(dst []byte, m *Message, meta *Meta) ([]byte, bool) {
 	if err != nil {
 		return nil, false
 	}
-	if a.Signature != "" {
+	if digest != "" {
 		dst = append(dst, `,"`+DataDigestMember+`":"`...)
-		sum := sha256.Sum256(m.Data)
-		dst = hex.AppendEncode(dst, sum[:])
+		dst = append(dst, digest...)
 		dst = append(dst, '"')
 	}
 	dst = append(dst, `,"nats":{"seq":`...)

@@ -115,11 +115,7 @@ func ChainName(stream, subject string) string {
 // decoded token, or the token as it is when it does not decode to a
 // printable name (a shortened or malformed token); "=" when there is none.
 func HostOf(subject string) string {
-	i := 2
-	if token(subject, 1) == "collect" {
-		i = 3
-	}
-	tok := token(subject, i)
+	tok, _ := hostToken("EVIDENCE", subject)
 	if tok == "" {
 		return "="
 	}
@@ -153,9 +149,11 @@ func token(subject string, i int) string {
 // that is not a CloudEvent of the catalog (events.FromNATS: attributes,
 // encoding, type, sizes) or whose data is not one well-formed JSON value
 // without duplicate keys becomes an auditor-made event.rejected from
-// source, with "rejected": true. The payload is recorded as it came; its
-// schema is the consumers' to check (EntryStrict checks it too). Entry
-// never fails.
+// source, with "rejected": true, and so does a signed event whose
+// signature cannot be its own (claimed: ReasonBadSignature,
+// ReasonClaimMismatch), recorded without its data. The payload of any
+// other is recorded as it came; its schema is the consumers' to check
+// (EntryStrict checks it too). Entry never fails.
 func Entry(m *Message, source string) jsontree.Value {
 	// ParseAttributes accepts and rejects as FromNATS does, without
 	// building the event.
@@ -163,11 +161,68 @@ func Entry(m *Message, source string) jsontree.Value {
 	if err != nil {
 		return rejected(m, source, err)
 	}
+	digest, err := claimed(m, a)
+	if err != nil {
+		return refused(m, source, err)
+	}
 	data, err := jsontree.Parse(m.Data)
 	if err != nil {
 		return rejected(m, source, err)
 	}
-	return eventOf(attributesOf(a), data, a.Signature != "", m)
+	return eventOf(attributesOf(a), data, digest, m)
+}
+
+// Reasons of the auditor's refusals: a signed event whose signature
+// cannot be its own (events.CheckClaim), recorded as an auditor-made
+// event.rejected without its payload. They are the verifier's reason
+// labels for the same faults.
+const (
+	// ReasonBadSignature: the signature envelope is not one (not DSSE
+	// JSON, another payload type, not one signature of an Ed25519 size).
+	ReasonBadSignature events.Reason = "bad_signature"
+	// ReasonClaimMismatch: the signed claim names another id, type,
+	// source, subject or time than the event's attributes, or another
+	// payload digest than the data received's: a real event's headers on
+	// other data, or its id changed.
+	ReasonClaimMismatch events.Reason = "claim_mismatch"
+)
+
+// claimed checks a signed event's claim against its attributes and data
+// (events.CheckClaim) and, on a host-scoped stream (EVIDENCE, VERDICTS),
+// that it names the host of the NATS subject (its token, events.Token,
+// as every subject of a host's events carries it: a real event published
+// on another host's subject would otherwise be linked whole in that
+// host's chain, past the chain's id check). It returns the data's hex
+// SHA-256, the link's DataDigestMember; "" and nil for an unsigned event.
+func claimed(m *Message, a events.Attributes) (string, error) {
+	if a.Signature == "" {
+		return "", nil
+	}
+	digest := dataDigest(m.Data)
+	c, err := events.CheckClaim(a, digest)
+	if err != nil {
+		return digest, err
+	}
+	if tok, ok := hostToken(m.Stream, m.Subject); ok && tok != events.Token(c.Host) {
+		return digest, fmt.Errorf("%w: host differs: the claim names %q, the NATS subject another host", events.ErrClaim,
+			events.Clip(c.Host, events.MaxTokenLength, "…"))
+	}
+	return digest, nil
+}
+
+// hostToken is the host token of a subject of a host-scoped stream
+// (ChainName's), as it is; false for other streams.
+func hostToken(stream, subject string) (string, bool) {
+	switch stream {
+	case "EVIDENCE", "VERDICTS":
+	default:
+		return "", false
+	}
+	i := 2
+	if token(subject, 1) == "collect" {
+		i = 3
+	}
+	return token(subject, i), true
 }
 
 // DataDigestMember is the member of a signed event's link holding the
@@ -177,13 +232,13 @@ func Entry(m *Message, source string) jsontree.Value {
 // the digest is the auditor's record of them, bound by the chain hash.
 const DataDigestMember = "data_sha256"
 
-// eventOf is the event of a link: attributes, data, the data's digest when
-// signed, and the message's position.
-func eventOf(attrs, data jsontree.Value, signed bool, m *Message) jsontree.Value {
+// eventOf is the event of a link: attributes, data, the data's digest
+// (hex, "" when unsigned), and the message's position.
+func eventOf(attrs, data jsontree.Value, digest string, m *Message) jsontree.Value {
 	members := make([]jsontree.Member, 0, 4)
 	members = append(members, jsontree.Member{Key: "attributes", Value: attrs}, jsontree.Member{Key: "data", Value: data})
-	if signed {
-		members = append(members, jsontree.Member{Key: DataDigestMember, Value: str(dataDigest(m.Data))})
+	if digest != "" {
+		members = append(members, jsontree.Member{Key: DataDigestMember, Value: str(digest)})
 	}
 	return jsontree.Value{Kind: jsontree.Object, Members: append(members, jsontree.Member{Key: "nats", Value: position(m)})}
 }
@@ -203,10 +258,21 @@ func EntryStrict(m *Message, source string) jsontree.Value {
 }
 
 func entry(m *Message, source string, e event.Event, err error) jsontree.Value {
-	var data jsontree.Value
-	if err == nil {
-		data, err = jsontree.Parse(e.Data())
+	if err != nil {
+		return rejected(m, source, err)
 	}
+	digest := ""
+	if _, signed := e.Extensions()[events.ExtSignature]; signed {
+		// The attributes as Entry reads them, which Read accepted.
+		a, aerr := events.ParseAttributes(m.Header, m.Data)
+		if aerr != nil {
+			return rejected(m, source, aerr)
+		}
+		if digest, err = claimed(m, a); err != nil {
+			return refused(m, source, err)
+		}
+	}
+	data, err := jsontree.Parse(e.Data())
 	if err != nil {
 		return rejected(m, source, err)
 	}
@@ -214,8 +280,7 @@ func entry(m *Message, source string, e event.Event, err error) jsontree.Value {
 	if err != nil {
 		return rejected(m, source, err)
 	}
-	_, signed := e.Extensions()[events.ExtSignature]
-	return eventOf(attrs, data, signed, m)
+	return eventOf(attrs, data, digest, m)
 }
 
 func position(m *Message) jsontree.Value {
@@ -290,6 +355,28 @@ func rejected(m *Message, source string, cause error) jsontree.Value {
 	rec := events.Rejected(m.Stream, consumer, m.Subject, m.Seq, deliveries, m.Header, m.Data, cause)
 	if !errors.Is(cause, events.ErrInvalid) {
 		rec.Reason = "unrecordable"
+	}
+	return rejectedEvent(m, source, rec, RejectionID(m.Stream, m.Seq), rec.Subject())
+}
+
+// refused is the event of a signed message whose signature cannot be its
+// own (claimed's error): an event.rejected like rejected's, naming
+// ReasonClaimMismatch or ReasonBadSignature. Like every rejection record
+// it keeps the message's identifying headers (each cut to 256 bytes), the
+// data's size and SHA-256, and the subject (so its host), never the
+// data: what such a message adds to the audit sinks is this record,
+// whatever its size.
+func refused(m *Message, source string, cause error) jsontree.Value {
+	deliveries := max(m.Deliveries, 1)
+	consumer := m.Consumer
+	if consumer == "" {
+		consumer = "auditor"
+	}
+	rec := events.Rejected(m.Stream, consumer, m.Subject, m.Seq, deliveries, m.Header, m.Data,
+		fmt.Errorf("the signature cannot be this event's: %w", cause))
+	rec.Reason = ReasonBadSignature
+	if errors.Is(cause, events.ErrClaim) {
+		rec.Reason = ReasonClaimMismatch
 	}
 	return rejectedEvent(m, source, rec, RejectionID(m.Stream, m.Seq), rec.Subject())
 }

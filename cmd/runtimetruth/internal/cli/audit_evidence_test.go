@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/jsontree"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/auditor/jsonl"
@@ -79,7 +82,10 @@ func TestAuditVerifyDuplicateID(t *testing.T) {
 }
 
 // signedRecords seals evidence events of host, signed with key (odd ones
-// unsigned when mixed), as the auditor records them.
+// unsigned when mixed), as the auditor records them. edit, when set,
+// rewrites a link's data after the fact: the link records the data it
+// returns and its SHA-256 (data_sha256), and the chain is recomputed, as
+// someone rewriting the log would.
 func signedRecords(t *testing.T, h chain.Hasher, host string, key ed25519.PrivateKey, n int, mixed bool, edit func(i int, data []byte) []byte) []link.Record {
 	t.Helper()
 	heads := map[string]link.Head{}
@@ -95,15 +101,43 @@ func signedRecords(t *testing.T, h chain.Hasher, host string, key ed25519.Privat
 		}
 		m, _, err := events.NewMsg(events.Source("collector", host), p, opts...)
 		require.NoError(t, err)
-		data := m.Data
+		msg := &link.Message{Stream: "EVIDENCE", Seq: uint64(i + 1), Subject: m.Subject, Header: m.Header, Data: m.Data, Stored: at.Add(time.Duration(i) * time.Second)}
 		if edit != nil {
-			data = edit(i, data)
+			if data := edit(i, m.Data); string(data) != string(m.Data) {
+				out = append(out, rewritten(t, h, heads, msg, data))
+				continue
+			}
 		}
-		r := seal(t, h, heads, &link.Message{Stream: "EVIDENCE", Seq: uint64(i + 1), Subject: m.Subject, Header: m.Header, Data: data, Stored: at.Add(time.Duration(i) * time.Second)})
+		r := seal(t, h, heads, msg)
 		require.False(t, r.Meta.Rejected, "a valid event")
 		out = append(out, r)
 	}
 	return out
+}
+
+// rewritten is the link of msg with data in place of what the auditor
+// recorded, data_sha256 its digest, sealed after the head of its chain
+// in heads (which it advances): a link rewritten and its chain
+// recomputed.
+func rewritten(t *testing.T, h chain.Hasher, heads map[string]link.Head, msg *link.Message, data []byte) link.Record {
+	t.Helper()
+	ev := link.Entry(msg, "/auditor/t")
+	tree, err := jsontree.Parse(data)
+	require.NoError(t, err)
+	sum := sha256.Sum256(data)
+	for i, mb := range ev.Members {
+		switch mb.Key {
+		case "data":
+			ev.Members[i].Value = tree
+		case link.DataDigestMember:
+			ev.Members[i].Value = jsontree.Value{Kind: jsontree.String, Text: hex.EncodeToString(sum[:])}
+		}
+	}
+	name := link.ChainName(msg.Stream, msg.Subject)
+	r, err := link.Seal(h, name, heads[name], ev)
+	require.NoError(t, err)
+	heads[name] = r.Head()
+	return r
 }
 
 // hostsFile writes records as `runtimetruth host list --json` prints them.
