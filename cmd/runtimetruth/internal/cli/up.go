@@ -61,7 +61,10 @@ func newUpCmd() *cobra.Command {
 embedded NATS JetStream server storing in the data directory, with a default
 set of targets for this machine: the git repository of the current directory,
 the current Python environment's installed-code integrity, and Codex in the
-current directory when it is installed. Each verdict is printed as it arrives.
+current directory when it is installed. Each target's outcome is printed
+when it changes (NO BASELINE, PASS, DRIFT with its changed fields, STALE,
+ERROR, REJECTED evidence), not again at every collection while it stays
+the same.
 
 The auditor appends every event to a hash-chained JSONL audit log,
 <data-dir>/auditor/audit.jsonl, with checkpoints signed by the key
@@ -422,8 +425,9 @@ func upBusArgs(b busFlags, url, dir string, external bool) []string {
 	return []string{"--data-dir", dir}
 }
 
-// verdictPrinter prints the verdicts and failed collections of host as they
-// arrive and explains, once per target, how to approve a baseline.
+// verdictPrinter prints the verdicts, failed collections and refused
+// evidence of host when they change their target's state (targetState),
+// and explains, once per target, how to approve a baseline.
 type verdictPrinter struct {
 	out       io.Writer
 	baselines *verifier.Baselines
@@ -442,6 +446,8 @@ type verdictPrinter struct {
 
 	mu        sync.Mutex
 	explained map[string]bool
+	// printed is each target's last printed state.
+	printed targetStates
 	// seen is each target's last outcome: a verdict's status, or
 	// StatusError for a failed collection, whose message is in failed.
 	seen   map[string]events.Status
@@ -451,6 +457,7 @@ type verdictPrinter struct {
 func (p *verdictPrinter) init() {
 	if p.seen == nil {
 		p.explained, p.seen, p.failed = map[string]bool{}, map[string]events.Status{}, map[string]string{}
+		p.printed = targetStates{}
 	}
 }
 
@@ -469,8 +476,9 @@ func decodeMsg[T events.Payload](m *nats.Msg) (T, bool) {
 	return v, true
 }
 
-// handleFailure prints a collection.failed event of host and counts it as
-// its target's outcome, as a verdict would be.
+// handleFailure prints a collection.failed event of host, unless its
+// target's last line said the same, and counts it as its target's
+// outcome, as a verdict would be.
 func (p *verdictPrinter) handleFailure(m *nats.Msg) {
 	f, ok := decodeMsg[events.CollectionFailed](m)
 	if !ok || f.Host != p.host {
@@ -484,7 +492,9 @@ func (p *verdictPrinter) handleFailure(m *nats.Msg) {
 	defer p.mu.Unlock()
 	p.init()
 	msg := printable(f.Message)
-	_, _ = fmt.Fprintf(p.out, "%s  ERROR  %s  collection failed (%s): %s\n", time.Now().Format("15:04:05"), key, f.Reason, msg)
+	if p.printed.changed(key, failureState(f.Reason, msg)) {
+		_, _ = fmt.Fprintf(p.out, "%s  ERROR  %s  collection failed (%s): %s\n", time.Now().Format("15:04:05"), key, f.Reason, msg)
+	}
 	p.seen[key], p.failed[key] = events.StatusError, msg
 	if p.done != nil {
 		p.done(len(p.seen))
@@ -514,25 +524,35 @@ func (p *verdictPrinter) handle(m *nats.Msg) {
 	p.init()
 	key := v.Target.String()
 	stamp := time.Now().Format("15:04:05")
+	state := verdictState(v)
 	switch {
-	case v.Status == events.StatusError && v.BaselineDigest == "" && p.approve:
+	case state.word == wordNoBaseline && p.approve:
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if _, err := p.baselines.Approve(ctx, v.Target, firstUseApproval(v, p.enrollment)); err != nil {
-			_, _ = fmt.Fprintf(p.out, "%s  ERROR  %s  approve: %v\n", stamp, key, err)
+			if p.printed.changed(key, targetState{word: statusWord(events.StatusError), detail: "approve: " + err.Error()}) {
+				_, _ = fmt.Fprintf(p.out, "%s  ERROR  %s  approve: %v\n", stamp, key, err)
+			}
 		} else {
+			// Every approval is printed, and the verdict after it.
+			p.printed[key] = targetState{word: wordApproved}
 			_, _ = fmt.Fprintf(p.out, "%s  APPROVED  %s  (first snapshot; the next collection is verified against it)\n", stamp, key)
 			p.sign(ctx, v.Target, stamp, key)
 		}
 		return // the approval's verdict comes with the next collection
-	case v.Status == events.StatusError && v.BaselineDigest == "" && !p.explained[key]:
-		p.explained[key] = true
-		bus := ""
-		if len(p.busArgs) > 0 {
-			bus = " " + shellArgs(p.busArgs)
+	case !p.printed.changed(key, state):
+		// As last printed: counted, not printed again.
+	case state.word == wordNoBaseline:
+		_, _ = fmt.Fprintf(p.out, "%s  NO BASELINE  %s\n", stamp, key)
+		if !p.explained[key] {
+			p.explained[key] = true
+			bus := ""
+			if len(p.busArgs) > 0 {
+				bus = " " + shellArgs(p.busArgs)
+			}
+			_, _ = fmt.Fprintf(p.out, "    review it:  runtimetruth status%s; then approve it from another terminal:\n    runtimetruth baseline approve '%s'%s\n",
+				bus, key, bus)
 		}
-		_, _ = fmt.Fprintf(p.out, "%s  NO BASELINE  %s\n    review it:  runtimetruth status%s; then approve it from another terminal:\n    runtimetruth baseline approve '%s'%s\n",
-			stamp, key, bus, key, bus)
 	default:
 		detail := verdictDetail(v)
 		if detail != "" {

@@ -61,8 +61,10 @@ func enrollSelf(ctx context.Context, js jetstream.JetStream, vcfg verifier.Confi
 }
 
 // handleRejected prints the verifier's dead-letter record of evidence of
-// host it refused (not authentic: its reason) and counts it as its
-// target's outcome, as a verdict would be: the evidence changed nothing.
+// host it refused (not authentic: its reason), once while its target's
+// evidence is refused for that reason (rejectedState), and counts it as
+// its target's outcome, as a verdict would be: the evidence changed
+// nothing.
 func (p *verdictPrinter) handleRejected(m *nats.Msg) {
 	r, ok := decodeMsg[events.EventRejected](m)
 	if !ok || r.Stream != topology.StreamEvidence ||
@@ -74,7 +76,9 @@ func (p *verdictPrinter) handleRejected(m *nats.Msg) {
 	defer p.mu.Unlock()
 	p.init()
 	msg := printable(r.Error)
-	_, _ = fmt.Fprintf(p.out, "%s  REJECTED  %s  %s\n", time.Now().Format("15:04:05"), printable(key), msg)
+	if p.printed.changed(key, rejectedState(r)) {
+		_, _ = fmt.Fprintf(p.out, "%s  REJECTED  %s  %s\n", time.Now().Format("15:04:05"), printable(key), msg)
+	}
 	p.seen[key], p.failed[key] = events.StatusError, "the verifier refused its evidence: "+msg
 	if p.done != nil {
 		p.done(len(p.seen))
