@@ -109,12 +109,33 @@ type auditDuplicate struct {
 }
 
 type auditEvidence struct {
-	Registry string             `json:"registry"`
-	Required bool               `json:"signatures_required"`
-	Signed   int                `json:"signed"`
-	Unsigned int                `json:"unsigned"`
-	Other    int                `json:"other"`
-	Bad      *auditBadSignature `json:"bad,omitempty"`
+	Registry string `json:"registry"`
+	Required bool   `json:"signatures_required"`
+	Signed   int    `json:"signed"`
+	Unsigned int    `json:"unsigned"`
+	Other    int    `json:"other"`
+	// Refused counts the links whose signature fails but whose event the
+	// verifier refused (its dead letter is in the DLQ chain): notes, not
+	// failures. Notes lists the first of them (signatures.MaxNotes).
+	Refused int                `json:"refused"`
+	Notes   []auditRefusal     `json:"notes,omitempty"`
+	Bad     *auditBadSignature `json:"bad,omitempty"`
+}
+
+// auditRefusal is a link whose evidence signature fails, refused by the
+// verifier: the link, the finding, and the verifier's decision (its dead
+// letter).
+type auditRefusal struct {
+	auditBadSignature
+	// Note says it in words: "…; refused by the verifier: <reason> (dead
+	// letter: …)".
+	Note string `json:"note"`
+	// Consumer and Refused are the dead letter's consumer and reason;
+	// DeadLetterChain and DeadLetterSeq its link.
+	Consumer        string `json:"consumer"`
+	Refused         string `json:"refused"`
+	DeadLetterChain string `json:"dead_letter_chain"`
+	DeadLetterSeq   uint64 `json:"dead_letter_seq"`
 }
 
 // auditBadSignature is the first link whose evidence signature failed.
@@ -171,7 +192,11 @@ subject, time, host, target and the digest of the payload bytes the auditor
 received), and the registry holds the key as an enrolled key of the claimed
 host at the event's time (or one revoked after it). It names the first link
 that fails. Links of collector events without a signature are counted, and
-fail only with --require-signatures.
+fail only with --require-signatures. A link that fails whose event the
+verifier refused (its dead letter, naming the same stream message and event
+id, is in the DLQ chain of the same log or table) is a note, "refused by the
+verifier: <reason>", not a failure: the chain records refused events as it
+records everything.
 
 --key is the chain's HMAC key (the auditor's hmac.key_file); without it, a
 keyed chain cannot be checked. --checkpoints reads the auditor's checkpoints
@@ -277,7 +302,14 @@ or a bad signature, 1 error (usage errors included).`,
 				evr = sigs.Report()
 			}
 			if ev := evr; ev != nil {
-				rep.Evidence = &auditEvidence{Registry: reg.name(), Required: reg.require, Signed: ev.Signed, Unsigned: ev.Unsigned, Other: ev.Other}
+				rep.Evidence = &auditEvidence{Registry: reg.name(), Required: reg.require, Signed: ev.Signed, Unsigned: ev.Unsigned, Other: ev.Other,
+					Refused: ev.Refused}
+				for _, n := range ev.Notes {
+					rep.Evidence.Notes = append(rep.Evidence.Notes, auditRefusal{
+						auditBadSignature: auditBadSignature{Chain: n.Chain, Seq: n.Seq, ID: n.ID, Reason: n.Reason, File: n.Pos.File, Line: n.Pos.Line, Row: n.Pos.Row},
+						Note:              n.Note(), Consumer: n.Consumer, Refused: n.Refused, DeadLetterChain: n.DeadLetter.Chain, DeadLetterSeq: n.DeadLetter.Seq,
+					})
+				}
 				if b := ev.Bad; b != nil {
 					rep.Evidence.Bad = &auditBadSignature{Chain: b.Chain, Seq: b.Seq, ID: b.ID, Reason: b.Reason,
 						File: b.Pos.File, Line: b.Pos.Line, Row: b.Pos.Row}
@@ -308,6 +340,10 @@ or a bad signature, 1 error (usage errors included).`,
 	c.Flags().BoolVar(&heads, "heads", false, "list every chain's last link")
 	return c
 }
+
+// maxPrintedNotes bounds the notes audit verify prints (--json lists up
+// to signatures.MaxNotes).
+const maxPrintedNotes = 10
 
 func renderAudit(w io.Writer, rep auditReport, vr chain.Report, evr *signatures.EvidenceReport, heads, unsigned bool) error {
 	bw := bufio.NewWriter(w)
@@ -345,8 +381,19 @@ func renderAudit(w io.Writer, rep auditReport, vr chain.Report, evr *signatures.
 		if b := ev.Bad; b != nil {
 			_, _ = fmt.Fprintf(bw, "✗  evidence signature BAD: %s\n", printable(b.Error()))
 		}
-		_, _ = fmt.Fprintf(bw, "   evidence signatures: %d signed and checked, %d unsigned collector events, %d other events\n",
+		for i, n := range ev.Notes {
+			if i == maxPrintedNotes {
+				_, _ = fmt.Fprintf(bw, "note: %d more refused by the verifier (--json lists %d)\n", ev.Refused-i, len(ev.Notes))
+				break
+			}
+			_, _ = fmt.Fprintf(bw, "note: %s\n", printable(n.Note()))
+		}
+		_, _ = fmt.Fprintf(bw, "   evidence signatures: %d signed and checked, %d unsigned collector events, %d other events",
 			ev.Signed, ev.Unsigned, ev.Other)
+		if ev.Refused > 0 {
+			_, _ = fmt.Fprintf(bw, ", %d refused by the verifier (notes)", ev.Refused)
+		}
+		_, _ = fmt.Fprintln(bw)
 	}
 	if heads {
 		names := make([]string, 0, len(vr.Chains))

@@ -9,16 +9,20 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/signtest"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/jsontree"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/auditor/jsonl"
@@ -249,4 +253,135 @@ func TestAuditVerifyEvidenceSignatures(t *testing.T) {
 	code, _, errs := runAudit(ctx, "verify", "--jsonl", good, "--require-signatures")
 	assert.Equal(t, ExitError, code)
 	assert.Contains(t, errs, "--require-signatures needs --registry or --hosts")
+}
+
+// TestAuditVerifyRefusedByTheVerifier: a link whose evidence signature
+// fails, whose event the verifier refused (its dead letter, naming the
+// same stream message and id, is in the DLQ chain), is a note, "refused
+// by the verifier: <reason>", in the human output and the --json report,
+// and audit verify exits 0; the same chain without the dead letter, or
+// with one of another message, exits 2 (a forged event). The cases: a
+// real event replayed under a new id, linked whole with its signature as
+// the auditor did before it checked claims (the verifier: claim_mismatch),
+// and an event in the host's name signed by another key, which the
+// auditor links whole (it does not read the registry; the verifier:
+// key_changed).
+func TestAuditVerifyRefusedByTheVerifier(t *testing.T) {
+	ctx := context.Background()
+	h := chain.NewHasher(nil)
+	_, key, err := ed25519.GenerateKey(nil)
+	require.NoError(t, err)
+	const host = "web-01"
+	hosts := hostsFile(t, events.HostRecord{Host: host, Keys: []events.HostKey{
+		{Key: events.KeyID(key.Public().(ed25519.PublicKey)), State: events.KeyEnrolled, By: "test"}}})
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	target := events.Target{Kind: "systemd.unit", Identifier: "u0.service"}
+	p := events.CollectionFailed{Host: host, Collector: "systemd", Target: &target, Reason: "timeout", Message: "no answer"}
+
+	const replayID = "01930000-0000-7000-8000-00000000dead"
+	replay := func(t *testing.T, heads map[string]link.Head) link.Record {
+		// The first event's message again under a new id, linked as the
+		// auditor linked it before it checked claims: whole, its
+		// signature kept.
+		orig, _, err := events.NewMsg(events.Source("collector", host), p, events.WithID("ev-0"), events.WithTime(at),
+			events.WithSigner(events.NewSigner(key, func() (uint64, error) { return 1, nil })))
+		require.NoError(t, err)
+		ev := link.Entry(&link.Message{Stream: "EVIDENCE", Seq: 5, Subject: orig.Subject, Header: orig.Header, Data: orig.Data,
+			Stored: at.Add(5 * time.Second)}, "/auditor/t")
+		attrs, _ := ev.Get("attributes")
+		for i, mb := range attrs.Members {
+			if mb.Key == "id" {
+				attrs.Members[i].Value = jsontree.Value{Kind: jsontree.String, Text: replayID}
+			}
+		}
+		name := link.ChainName("EVIDENCE", orig.Subject)
+		r, err := link.Seal(h, name, heads[name], ev)
+		require.NoError(t, err)
+		heads[name] = r.Head()
+		return r
+	}
+	const otherKeyID = "01930000-0000-7000-8000-0000000000ee"
+	otherKey := func(t *testing.T, heads map[string]link.Head) link.Record {
+		m, _, err := events.NewMsg(events.Source("collector", host), p, events.WithID(otherKeyID), events.WithTime(at.Add(5*time.Second)),
+			events.WithSigner(signtest.Random()))
+		require.NoError(t, err)
+		r := seal(t, h, heads, &link.Message{Stream: "EVIDENCE", Seq: 5, Subject: m.Subject, Header: m.Header, Data: m.Data, Stored: at.Add(5 * time.Second)})
+		require.False(t, r.Meta.Rejected, "linked whole: the claim says what the event says")
+		return r
+	}
+	// deadLetter is the verifier's dead letter of EVIDENCE's message seq
+	// with event id, as natsbus publishes it, linked at DLQ seq 1.
+	deadLetter := func(t *testing.T, heads map[string]link.Head, seq uint64, id, reason, why string) link.Record {
+		cause := natsbus.Permanent(fmt.Errorf("rejected evidence (%s): authenticate evidence of %s: %s", reason, host, why))
+		rec := events.Rejected("EVIDENCE", "verifier", events.CollectFailedSubject(host), seq, 1,
+			nats.Header{"ce-id": []string{id}, "Nats-Msg-Id": []string{id}}, []byte(`{}`), cause)
+		m, _, err := events.NewMsg(events.Source("verifier", "v"), rec, events.WithID(natsbus.DeadLetterID("EVIDENCE", "verifier", seq)),
+			events.WithTime(at.Add(6*time.Second)))
+		require.NoError(t, err)
+		return seal(t, h, heads, &link.Message{Stream: "DLQ", Seq: 1, Subject: m.Subject, Header: m.Header, Data: m.Data, Stored: at.Add(6 * time.Second)})
+	}
+
+	for _, tc := range []struct {
+		name, id, reason, why, finding string
+		link                           func(*testing.T, map[string]link.Head) link.Record
+	}{
+		{"replayed under a new id", replayID, "claim_mismatch", "the claim does not match the event: id differs", "id differs", replay},
+		{"another key in the host's name", otherKeyID, "key_changed", "another key than the enrolled one", "is not a key of host", otherKey},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			heads := map[string]link.Head{}
+			recs := signedRecords(t, h, host, key, 4, false, nil)
+			for _, r := range recs {
+				heads[r.Chain] = r.Head()
+			}
+			forged := tc.link(t, heads)
+			dlqHeads := map[string]link.Head{}
+			withDead := append(slices.Clone(recs), forged, deadLetter(t, dlqHeads, 5, tc.id, tc.reason, tc.why))
+			otherDead := append(slices.Clone(recs), forged, deadLetter(t, map[string]link.Head{}, 4, tc.id, tc.reason, tc.why))
+			withoutDead := append(slices.Clone(recs), forged)
+
+			code, out, errs := runAudit(ctx, "verify", "--json", "--jsonl", writeRecords(t, h, withDead), "--hosts", hosts)
+			require.Equal(t, ExitPass, code, errs+out)
+			var rep auditReport
+			require.NoError(t, json.Unmarshal([]byte(out), &rep))
+			assert.Equal(t, "intact", rep.Status)
+			require.NotNil(t, rep.Evidence)
+			assert.Nil(t, rep.Evidence.Bad)
+			assert.Equal(t, 4, rep.Evidence.Signed)
+			assert.Equal(t, 1, rep.Evidence.Refused)
+			require.Len(t, rep.Evidence.Notes, 1)
+			n := rep.Evidence.Notes[0]
+			assert.Equal(t, forged.Chain, n.Chain)
+			assert.Equal(t, forged.Seq, n.Seq)
+			assert.Equal(t, tc.id, n.ID)
+			assert.Contains(t, n.Reason, tc.finding)
+			assert.Equal(t, tc.reason, n.Refused)
+			assert.Equal(t, "verifier", n.Consumer)
+			assert.Equal(t, "DLQ", n.DeadLetterChain)
+			assert.Equal(t, uint64(1), n.DeadLetterSeq)
+			assert.Contains(t, n.Note, "refused by the verifier: "+tc.reason)
+
+			// The dead letter first in the log: the same.
+			dlqFirst := append([]link.Record{withDead[len(withDead)-1]}, withDead[:len(withDead)-1]...)
+			code, out, errs = runAudit(ctx, "verify", "--jsonl", writeRecords(t, h, dlqFirst), "--hosts", hosts)
+			require.Equal(t, ExitPass, code, errs+out)
+			assert.Contains(t, out, "✓  audit chain intact")
+			assert.Contains(t, out, fmt.Sprintf("note: chain %q seq %d: event %q: ", forged.Chain, forged.Seq, tc.id))
+			assert.Contains(t, out, "refused by the verifier: "+tc.reason)
+			assert.Contains(t, out, "1 refused by the verifier (notes)")
+
+			for name, recs := range map[string][]link.Record{"no dead letter": withoutDead, "a dead letter of another message": otherDead} {
+				code, out, errs = runAudit(ctx, "verify", "--json", "--jsonl", writeRecords(t, h, recs), "--hosts", hosts)
+				require.Equal(t, ExitDrift, code, "%s: %s", name, errs+out)
+				var rep auditReport
+				require.NoError(t, json.Unmarshal([]byte(out), &rep))
+				assert.Equal(t, "bad_signature", rep.Status, name)
+				require.NotNil(t, rep.Evidence.Bad, name)
+				assert.Equal(t, tc.id, rep.Evidence.Bad.ID, name)
+				assert.Contains(t, rep.Evidence.Bad.Reason, tc.finding, name)
+				assert.Zero(t, rep.Evidence.Refused, name)
+				assert.Empty(t, rep.Evidence.Notes, name)
+			}
+		})
+	}
 }
