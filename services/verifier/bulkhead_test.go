@@ -2,6 +2,7 @@ package verifier_test
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -168,4 +169,58 @@ func TestHonestResendIsADuplicate(t *testing.T) {
 	rec, err := verifier.NewStatus(js).Get(ctx, "web-01", testTarget)
 	require.NoError(t, err)
 	assert.Equal(t, second, rec.EvidenceID, "the latest verdict stands")
+}
+
+// TestOneVerdictWhateverStops: the verifier stops (as a crash would)
+// before each of its writes in turn, then JetStream forgets every message
+// id of VERDICTS (a NATS restart that lost them, or the duplicate window
+// passed) and another verifier takes the redelivered evidence: VERDICTS
+// holds exactly one verdict of it each time. Before, a stop between the
+// verdict's publish and the record listing it handled left only the
+// duplicate window between the redelivery and a second verdict.
+func TestOneVerdictWhateverStops(t *testing.T) {
+	for _, point := range []string{verifier.CrashBeforeRecord, verifier.CrashBeforePublish,
+		verifier.CrashBeforeConfirm, verifier.CrashBeforeAck} {
+		t.Run(point, func(t *testing.T) {
+			ctx, url, js := server(t)
+			first := start(ctx, t, url, nil)
+			stopped := make(chan struct{})
+			var once sync.Once
+			first.CrashAt(func(p string) bool {
+				if p != point {
+					return false
+				}
+				once.Do(func() { close(stopped) })
+				return true
+			})
+			id := publishSnapshot(ctx, t, js, "web-01", snap(unit(1)))
+			select {
+			case <-stopped:
+			case <-ctx.Done():
+				t.Fatal("the verifier never reached the point")
+			}
+			require.NoError(t, first.Shutdown(ctx))
+			natstest.ForgetMessageIDs(ctx, t, js, topology.StreamVerdicts)
+
+			second := start(ctx, t, url, nil)
+			natstest.CheckFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+				if n := counted(t, second, natsbus.MetricAcked); n == 0 {
+					return fmt.Errorf("the redelivered evidence is not acknowledged yet")
+				}
+				return nil
+			})
+			n := 0
+			for _, e := range streamEvents(ctx, t, js, topology.StreamVerdicts) {
+				if e.Payload.(events.Verdict).EvidenceID == id {
+					n++
+				}
+			}
+			assert.Equal(t, 1, n, "verdicts of the evidence in VERDICTS")
+			rec, err := verifier.NewStatus(js).Get(ctx, "web-01", testTarget)
+			require.NoError(t, err)
+			assert.Equal(t, id, rec.EvidenceID)
+			assert.Empty(t, rec.Unconfirmed, "confirmed")
+			assert.Zero(t, counted(t, second, natsbus.MetricDeadLettered))
+		})
+	}
 }

@@ -22,6 +22,14 @@ func WithView(h *Hosts) (revision func(host string) uint64, stop func()) {
 	return view.revision, func() { cancel(); <-done }
 }
 
+// CrashAt makes the running verifier stop its batches at point (a
+// CrashBefore… constant), as a crash would, while crash returns true.
+func (v *Verifier) CrashAt(crash func(point string) bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.handler.crash.Store(&crash)
+}
+
 // VerifyAll is verifyAll with the keys of expand (of some of sigs, or
 // none) kept expanded.
 func VerifyAll(sigs []*events.PendingSignature, expand ...*events.PendingSignature) []bool {

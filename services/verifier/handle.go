@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
@@ -32,6 +33,11 @@ type handler struct {
 	verdicts  *latestBucket  // verdicts-latest
 	auth      *authenticator // nil: Config.Enrollment off
 
+	verdictStream jetstream.Stream // VERDICTS, where stored looks verdicts up
+	// crash, set by tests, stops a batch at a point (CrashBefore…) when
+	// it returns true.
+	crash atomic.Pointer[func(point string) bool]
+
 	mu     sync.Mutex
 	parsed map[string]*parsed // baseline key → the last baseline decoded, by revision
 }
@@ -46,6 +52,11 @@ func newHandler(ctx context.Context, js jetstream.JetStream, pub *natsbus.Publis
 		}
 		*dst = kv
 	}
+	s, err := js.Stream(ctx, topology.StreamVerdicts)
+	if err != nil {
+		return nil, fmt.Errorf("%s stream: %w", topology.StreamVerdicts, err)
+	}
+	h.verdictStream = s
 	for name, dst := range map[string]**latestBucket{BucketEvidence: &h.latest, topology.BucketVerdicts: &h.verdicts} {
 		kv, err := js.KeyValue(ctx, name)
 		if err != nil {
@@ -135,6 +146,24 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans [
 		case err != nil:
 			it.fail(err)
 			continue
+		case handled && cur.unconfirmed(it.e.ID()):
+			// Handled, but its verdict not confirmed stored: the
+			// verifier stopped, or NATS did, between the record and the
+			// publish's acknowledgement. The verdict is published again
+			// only when VERDICTS does not hold it (the same id).
+			stored, err := h.stored(ctx, it.ev.Host, VerdictID(it.e.ID()))
+			switch {
+			case err != nil:
+				it.fail(err)
+			case stored:
+				if err := h.verdicts.confirm(ctx, it.key, []string{HandledMark(it.e.ID())}); err != nil {
+					it.fail(err)
+					continue
+				}
+				h.tel.duplicate(it.ctx)
+				it.fail(nil)
+			}
+			continue
 		case handled:
 			// Handled before: a redelivery (the verdict was published and
 			// recorded, the acknowledgement lost), or the same event sent
@@ -203,23 +232,31 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans [
 		return obs, nil
 	})
 
-	h.publishVerdicts(ctx, pending(items))
+	if h.crashed(CrashBeforeRecord, items) {
+		return h.results(items)
+	}
 
 	// The record lists the ids handled (VerdictRecord.Handled, as their
-	// HandledMark): the batch's whose verdicts were published, never one
-	// still to retry, merged by the bucket with those it lists.
+	// HandledMark), merged by the bucket with those it lists, before
+	// their verdicts are published, as unconfirmed too
+	// (VerdictRecord.Unconfirmed); once the stream has stored the
+	// verdicts, they are confirmed. A message delivered again after a stop
+	// between the two is a duplicate when VERDICTS holds its verdict, and
+	// has the same verdict published when it does not: one verdict per
+	// evidence id, whatever stops where.
 	batch := map[string][]string{}
 	for _, it := range pending(items) {
 		batch[it.key] = append(batch[it.key], HandledMark(it.e.ID()))
 	}
 	for _, it := range pending(items) {
-		it.ord.Handled = batch[it.key]
+		it.ord.Handled, it.ord.Unconfirmed = batch[it.key], batch[it.key]
 	}
 	h.putNewest(ctx, h.verdicts, items, func(it *item, o ordering) ([]byte, error) {
 		rec, err := marshalVerdictRecord(&VerdictRecord{
 			ID: it.ve.ID(), Time: it.ve.Time().UTC(),
 			EvidenceID: it.e.ID(), EvidenceSequence: o.EvidenceSequence, Verdict: it.verdict,
-			AtBaseline: it.atBaseline, SignedBy: o.SignedBy, SignedSeq: o.SignedSeq, Handled: o.Handled,
+			AtBaseline: it.atBaseline, SignedBy: o.SignedBy, SignedSeq: o.SignedSeq,
+			Handled: o.Handled, Unconfirmed: o.Unconfirmed,
 			IntervalSeconds: it.ev.IntervalSeconds,
 		}, it.vm.Data)
 		if err != nil {
@@ -227,7 +264,28 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans [
 		}
 		return rec, nil
 	})
+	if h.crashed(CrashBeforePublish, items) {
+		return h.results(items)
+	}
 
+	h.publishVerdicts(ctx, pending(items))
+	if h.crashed(CrashBeforeConfirm, items) {
+		return h.results(items)
+	}
+	confirmed := map[string][]string{}
+	for _, it := range pending(items) {
+		confirmed[it.key] = append(confirmed[it.key], HandledMark(it.e.ID()))
+	}
+	// A confirmation not written leaves the ids unconfirmed: a
+	// redelivery then looks their verdicts up, and finds them.
+	h.verdicts.confirmAll(ctx, h.js, confirmed)
+	h.crashed(CrashBeforeAck, items)
+	return h.results(items)
+}
+
+// results are the handler's results of items, counting the verdicts
+// published.
+func (h *handler) results(items []*item) []error {
 	out := make([]error, len(items))
 	for i, it := range items {
 		if it.done {
@@ -242,6 +300,66 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans [
 	}
 	return out
 }
+
+// Where a test may stop the handler (handler.crash), as a crash would:
+// before one of its writes, the rest of the batch undone and its
+// messages redelivered.
+const (
+	CrashBeforeRecord  = "before the verdict record"
+	CrashBeforePublish = "before the verdicts are published"
+	CrashBeforeConfirm = "before the verdicts are confirmed"
+	CrashBeforeAck     = "before the acknowledgements"
+)
+
+// errCrashed is the result of the messages of a batch a test stopped: as
+// a stopping process's, retried.
+var errCrashed = fmt.Errorf("stopped by a test (handler.crash): %w", context.Canceled)
+
+// crashed reports whether a test stops the batch at point; then every
+// item not settled fails, to be redelivered.
+func (h *handler) crashed(point string, items []*item) bool {
+	crash := h.crash.Load()
+	if crash == nil || !(*crash)(point) {
+		return false
+	}
+	for _, it := range pending(items) {
+		it.fail(errCrashed)
+	}
+	return true
+}
+
+// stored reports whether VERDICTS holds the verdict of id published for
+// host: its messages on rt.verdict.<host>.* read by sequence, their
+// message ids compared (a rare path: a redelivery after a stop between
+// the record and the publish's acknowledgement). Verdicts the stream no
+// longer holds (consumed by every consumer) are not found: then the
+// verdict is published again under its id, which a consumer of VERDICTS
+// (the auditor links an id once per chain) treats as the same event.
+func (h *handler) stored(ctx context.Context, host, id string) (bool, error) {
+	subject := events.VerdictSubject(host, events.StatusPass)
+	subject = subject[:strings.LastIndexByte(subject, '.')] + ".*"
+	for seq, n := uint64(1), 0; n < maxStoredScan; n++ {
+		var m *jetstream.RawStreamMsg
+		err := natsbus.Retry(ctx, func(ctx context.Context) (err error) {
+			m, err = h.verdictStream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
+			return err
+		})
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("look up verdict %s: %w", id, err)
+		}
+		if m.Header.Get(events.HeaderMsgID) == id {
+			return true, nil
+		}
+		seq = m.Sequence + 1
+	}
+	return false, fmt.Errorf("look up verdict %s: more than %d verdicts of %s in VERDICTS", id, maxStoredScan, host)
+}
+
+// maxStoredScan bounds the verdicts stored looks at.
+const maxStoredScan = 100_000
 
 // lasting marks an error that will not pass as permanent, so that its
 // message is dead-lettered with the reason and terminated, not retried

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -97,6 +98,15 @@ type VerdictRecord struct {
 	// after the first delivery and whether or not JetStream still knows
 	// the verdict's message id.
 	Handled []string `json:"handled,omitempty"`
+	// Unconfirmed lists, as their HandledMark, the handled evidence events
+	// whose verdicts were not yet confirmed stored: the record is written
+	// before the verdicts are published and written again without them
+	// once the stream has stored them. A message delivered again with one
+	// of these ids has its verdict looked up in VERDICTS and published only
+	// if it is not there (the same verdict id): one verdict per evidence
+	// id across a crash or a NATS restart between the writes, without
+	// relying on the stream's duplicate window.
+	Unconfirmed []string `json:"unconfirmed,omitempty"`
 	// IntervalSeconds is the verified evidence's collection interval
 	// (EvidenceCollected.IntervalSeconds): with it, how long the host and
 	// target may stay silent before a stale verdict (Config.StaleAfter).
@@ -139,7 +149,7 @@ func (o *Observation) marshal() ([]byte, error) {
 // r.Verdict as encoding/json writes it with HTML escaping off).
 func marshalVerdictRecord(r *VerdictRecord, verdict []byte) ([]byte, error) {
 	size := 256 + len(verdict)
-	for _, id := range r.Handled {
+	for _, id := range append(r.Handled, r.Unconfirmed...) {
 		size += len(id) + 3 // quoted, with its comma
 	}
 	b := make([]byte, 0, size)
@@ -155,20 +165,28 @@ func marshalVerdictRecord(r *VerdictRecord, verdict []byte) ([]byte, error) {
 		b = append(b, `,"at_baseline":true`...)
 	}
 	b = appendSigned(b, r.SignedBy, r.SignedSeq)
-	if len(r.Handled) > 0 {
-		b = append(b, `,"handled":[`...)
-		for i, id := range r.Handled {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = events.AppendJSONString(b, id)
-		}
-		b = append(b, ']')
-	}
+	b = appendMarks(b, `,"handled":[`, r.Handled)
+	b = appendMarks(b, `,"unconfirmed":[`, r.Unconfirmed)
 	if r.IntervalSeconds != 0 {
 		b = strconv.AppendInt(append(b, `,"interval_seconds":`...), r.IntervalSeconds, 10)
 	}
 	return htmlEscaped(append(b, '}')), nil
+}
+
+// appendMarks appends a member (open: its name and "[") listing marks,
+// omitted when there are none.
+func appendMarks(b []byte, open string, marks []string) []byte {
+	if len(marks) == 0 {
+		return b
+	}
+	b = append(b, open...)
+	for i, id := range marks {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = events.AppendJSONString(b, id)
+	}
+	return append(b, ']')
 }
 
 // appendSigned appends the signed_by and signed_seq members (omitted when
@@ -244,11 +262,18 @@ var htmlEscapedByte = [256]bool{'<': true, '>': true, '&': true, 0xE2: true}
 type ordering struct {
 	EvidenceID       string `json:"evidence_id"`
 	EvidenceSequence uint64 `json:"evidence_sequence"`
-	// SignedBy, SignedSeq and Handled are a verdict record's
-	// (VerdictRecord).
-	SignedBy  string   `json:"signed_by,omitempty"`
-	SignedSeq uint64   `json:"signed_seq,omitempty"`
-	Handled   []string `json:"handled,omitempty"`
+	// SignedBy, SignedSeq, Handled and Unconfirmed are a verdict
+	// record's (VerdictRecord).
+	SignedBy    string   `json:"signed_by,omitempty"`
+	SignedSeq   uint64   `json:"signed_seq,omitempty"`
+	Handled     []string `json:"handled,omitempty"`
+	Unconfirmed []string `json:"unconfirmed,omitempty"`
+}
+
+// unconfirmed reports whether the record lists evidence id among those
+// whose verdict is not confirmed stored.
+func (o ordering) unconfirmed(id string) bool {
+	return slices.Contains(o.Unconfirmed, HandledMark(id))
 }
 
 // handled reports whether the record lists evidence id among those
@@ -391,12 +416,13 @@ func (b *latestBucket) put(ctx context.Context, key string, o ordering, value fu
 		rec := o
 		if len(o.Handled) > 0 {
 			rec.Handled = mergeHandled(cur.Handled, o.Handled)
+			rec.Unconfirmed = mergeHandled(cur.Unconfirmed, o.Unconfirmed)
 		}
 		if found && cur.EvidenceSequence >= o.EvidenceSequence {
-			if len(o.Handled) == 0 || slices.Equal(rec.Handled, cur.Handled) {
+			if len(o.Handled) == 0 || slices.Equal(rec.Handled, cur.Handled) && slices.Equal(rec.Unconfirmed, cur.Unconfirmed) {
 				return false, nil
 			}
-			err := b.addHandled(ctx, key, cur, rec.Handled)
+			err := b.setMarks(ctx, key, cur, rec.Handled, rec.Unconfirmed)
 			if err == nil {
 				return false, nil
 			}
@@ -516,6 +542,7 @@ func (b *latestBucket) send(js jetstream.JetStream, w *write) {
 	w.rec = w.o
 	if len(w.o.Handled) > 0 {
 		w.rec.Handled = mergeHandled(cur.Handled, w.o.Handled)
+		w.rec.Unconfirmed = mergeHandled(cur.Unconfirmed, w.o.Unconfirmed)
 	}
 	data, err := w.value(w.rec)
 	if err != nil || data == nil {
@@ -584,18 +611,20 @@ func (b *latestBucket) keep(key string, w written) {
 	setBounded(b.wrote, maxWrote, key, w)
 }
 
-// addHandled rewrites the verdict record under key, of revision cur.rev,
-// to list handled: the ids of a batch older than the record, verified
-// while another batch wrote it (a host's snapshots verified out of order,
-// concurrently). A record this process wrote is encoded again as it was,
-// with handled; another is read, decoded and encoded in full.
-func (b *latestBucket) addHandled(ctx context.Context, key string, cur seen, handled []string) error {
+// setMarks rewrites the verdict record under key, of revision cur.rev,
+// to list handled and unconfirmed: the ids of a batch older than the
+// record, verified while another batch wrote it (a host's snapshots
+// verified out of order, concurrently), or the record's once a batch's
+// verdicts are confirmed stored (confirm). A record this process wrote is
+// encoded again as it was, with the new lists; another is read, decoded
+// and encoded in full.
+func (b *latestBucket) setMarks(ctx context.Context, key string, cur seen, handled, unconfirmed []string) error {
 	b.mu.Lock()
 	w, ok := b.wrote[key]
 	b.mu.Unlock()
 	if ok && w.rev == cur.rev {
 		o := w.o
-		o.Handled = handled
+		o.Handled, o.Unconfirmed = handled, unconfirmed
 		value, err := w.value(o)
 		if err != nil {
 			return fmt.Errorf("encode %s/%s: %w", b.kv.Bucket(), key, err)
@@ -613,14 +642,111 @@ func (b *latestBucket) addHandled(ctx context.Context, key string, cur seen, han
 	if err := json.Unmarshal(e.Value(), &r); err != nil {
 		return fmt.Errorf("read %s/%s: %w", b.kv.Bucket(), key, err)
 	}
-	r.Handled = handled
+	r.Handled, r.Unconfirmed = handled, unconfirmed
 	value, err := marshalVerdictRecord(&r, r.Verdict.AppendJSON(nil))
 	if err != nil {
 		return fmt.Errorf("encode %s/%s: %w", b.kv.Bucket(), key, err)
 	}
 	o := cur.ordering
-	o.Handled = handled
+	o.Handled, o.Unconfirmed = handled, unconfirmed
 	return b.rewrite(ctx, key, cur, o, value, nil)
+}
+
+// confirmAll confirms the marks of each key (confirm), the records this
+// process wrote last encoded again and sent at once, their
+// acknowledgements awaited together (one round trip, as putAll); any
+// other goes through confirm.
+func (b *latestBucket) confirmAll(ctx context.Context, js jetstream.JetStream, marks map[string][]string) {
+	keys := slices.Sorted(maps.Keys(marks))
+	type sent struct {
+		key string
+		o   ordering
+		w   written
+		fut jetstream.PubAckFuture
+	}
+	var out []sent
+	var slow []string
+	ws := make([]*write, len(keys))
+	for i, key := range keys {
+		ws[i] = &write{key: key}
+	}
+	unlock := b.lockAll(ws)
+	for _, key := range keys {
+		b.mu.Lock()
+		cur, found := b.known[key]
+		w, ok := b.wrote[key]
+		b.mu.Unlock()
+		if !found || !ok || w.rev != cur.rev {
+			slow = append(slow, key)
+			continue
+		}
+		o := w.o
+		o.Unconfirmed = slices.DeleteFunc(slices.Clone(o.Unconfirmed), func(m string) bool { return slices.Contains(marks[key], m) })
+		if len(o.Unconfirmed) == len(w.o.Unconfirmed) {
+			continue // confirmed already
+		}
+		if len(o.Unconfirmed) == 0 {
+			o.Unconfirmed = nil
+		}
+		data, err := w.value(o)
+		if err != nil {
+			slow = append(slow, key)
+			continue
+		}
+		m := &nats.Msg{Subject: "$KV." + b.kv.Bucket() + "." + key, Header: nats.Header{}, Data: data}
+		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(cur.rev, 10))
+		f, err := js.PublishMsgAsync(m)
+		if err != nil {
+			slow = append(slow, key)
+			continue
+		}
+		out = append(out, sent{key: key, o: o, w: w, fut: f})
+	}
+	for _, s := range out {
+		select {
+		case ack := <-s.fut.Ok():
+			b.remember(s.key, seen{rev: ack.Sequence, ordering: s.o})
+			b.keep(s.key, written{rev: ack.Sequence, o: s.o, value: s.w.value})
+		case <-s.fut.Err(): //nolint:errcheck // confirm writes it again
+			b.forget(s.key)
+			slow = append(slow, s.key)
+		case <-ctx.Done():
+		}
+	}
+	unlock()
+	for _, key := range slow {
+		_ = b.confirm(ctx, key, marks[key])
+	}
+}
+
+// confirm takes marks (HandledMark) off the unconfirmed ids of the
+// verdict record under key: their verdicts are stored.
+func (b *latestBucket) confirm(ctx context.Context, key string, marks []string) error {
+	w := &b.writing[b.stripe(key)]
+	w.Lock()
+	defer w.Unlock()
+	for attempt := 0; ; attempt++ {
+		cur, found, err := b.lookup(ctx, key)
+		if err != nil || !found {
+			return err
+		}
+		rest := slices.DeleteFunc(slices.Clone(cur.Unconfirmed), func(m string) bool { return slices.Contains(marks, m) })
+		if len(rest) == len(cur.Unconfirmed) {
+			return nil
+		}
+		if len(rest) == 0 {
+			rest = nil
+		}
+		err = b.setMarks(ctx, key, cur, cur.Handled, rest)
+		if err == nil {
+			return nil
+		}
+		b.forget(key)
+		if attempt < 8 && errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			continue
+		}
+		return err
+	}
 }
 
 // rewrite writes value, the record of o, over the revision cur.rev of

@@ -203,6 +203,8 @@ func Roles() []Role {
 	verifier.Publish = append(verifier.Publish, kvWatch(topology.BucketVerdicts)...)
 	verifier.Publish = append(verifier.Publish, kvWatch(topology.BucketHosts)...)
 	verifier.Publish = append(verifier.Publish, kvWrite(topology.BucketVerdicts), kvWrite(BucketEvidenceLatest), kvWrite(topology.BucketHosts))
+	verifier.Publish = append(verifier.Publish, Grant{jsAPI("STREAM.MSG.GET.%s", topology.StreamVerdicts),
+		"look up a verdict it may have published, by sequence (one verdict per evidence across a stop)"})
 	verifier.Subscribe = []Grant{inbox}
 
 	auditor := Role{Service: Auditor}

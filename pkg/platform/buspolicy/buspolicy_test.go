@@ -283,6 +283,13 @@ func TestPermissions(t *testing.T) {
 		info, err := s.Info(ctx)
 		require.NoError(t, err)
 		assert.Equal(t, uint64(1), info.State.Msgs, "the verdict is stored")
+		// The verifier looks a verdict up by sequence and subject (one
+		// verdict per evidence across a stop: services/verifier stored).
+		vs, err := verifier.js.Stream(ctx, topology.StreamVerdicts)
+		require.NoError(t, err)
+		got, err := vs.GetMsg(ctx, 1, jetstream.WithGetMsgSubject("rt.verdict.web-01.*"))
+		require.NoError(t, err, "the verifier reads VERDICTS by sequence")
+		assert.Equal(t, "rt.verdict.web-01.error", got.Subject)
 
 		short, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
