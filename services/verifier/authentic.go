@@ -40,7 +40,7 @@ type authenticator struct {
 // and fails each other item with a permanent error naming why (counted
 // by reason), or a transient one when the registry cannot be read, so
 // the evidence is retried.
-func (a *authenticator) checkBatch(items []*item) {
+func (a *authenticator) checkBatch(items []*item, r *refusals) {
 	pending := make([]*events.PendingSignature, len(items))
 	errs := make([]error, len(items))
 	for i, it := range items {
@@ -60,7 +60,7 @@ func (a *authenticator) checkBatch(items []*item) {
 			err = a.hosts.Admit(it.ctx, it.ev.Host, sig.KeyID)
 		}
 		if err != nil {
-			it.fail(a.refuse(it.ctx, it.ev.Host, it.e.ID(), fmt.Errorf("authenticate evidence of %s: %w", it.ev.Host, err)))
+			a.refuse(r, it, fmt.Errorf("authenticate evidence of %s: %w", it.ev.Host, err))
 			continue
 		}
 		a.keys.add(pending[i].PublicKey)
@@ -69,29 +69,70 @@ func (a *authenticator) checkBatch(items []*item) {
 	}
 }
 
-// refuse is err as checkBatch fails an item with it: permanent, counted and added to the
-// rejection log of the host the evidence names when it says why the
-// evidence is not authentic; else transient (as is a log that cannot be
-// written: the refusal is retried until it is recorded).
-func (a *authenticator) refuse(ctx context.Context, host, evidenceID string, err error) error {
+// refusals are the refusals of a batch, kept to be recorded together:
+// one write of each host's rejection log per batch, however many of its
+// events the batch refuses (a host sending junk or ever new keys at full
+// speed costs the bucket a write a batch, not one an event).
+type refusals struct {
+	byHost map[string][]refusal
+}
+
+type refusal struct {
+	it     *item
+	reason string
+	err    error
+}
+
+// refuse fails it with err: when err says why the evidence is not
+// authentic, as a refusal to be recorded (record); else as it is (the
+// registry could not be read: transient, retried).
+func (a *authenticator) refuse(r *refusals, it *item, err error) {
 	reason := rejectReason(err)
 	if reason == "" {
-		return err
+		it.fail(err)
+		return
 	}
-	if rerr := recordRejection(ctx, a.hosts.kv, host, reason, evidenceID, a.now()); rerr != nil {
-		return fmt.Errorf("record the rejection of evidence of %s: %w", host, rerr)
+	if r.byHost == nil {
+		r.byHost = map[string][]refusal{}
 	}
-	a.tel.reject(ctx, reason)
-	return natsbus.Permanent(fmt.Errorf("rejected evidence (%s): %w", reason, err))
+	r.byHost[it.ev.Host] = append(r.byHost[it.ev.Host], refusal{it: it, reason: reason, err: err})
+	it.fail(err) // settled here; record sets the result
+}
+
+// record adds the batch's refusals to their hosts' rejection logs, each
+// log written once, at once, and settles each refused item: permanent,
+// counted by reason, once recorded; transient when its host's log could
+// not be written (the refusal is retried until it is recorded).
+func (a *authenticator) record(ctx context.Context, r *refusals) {
+	hosts := make([]string, 0, len(r.byHost))
+	for host := range r.byHost {
+		hosts = append(hosts, host)
+	}
+	eachAtOnce(len(hosts), func(i int) {
+		host, rs := hosts[i], r.byHost[hosts[i]]
+		logged := make([]Rejection, len(rs))
+		for j, x := range rs {
+			logged[j] = Rejection{Reason: x.reason, EvidenceID: x.it.e.ID()}
+		}
+		err := recordRejections(ctx, a.hosts.kv, host, a.now(), logged)
+		for _, x := range rs {
+			if err != nil {
+				x.it.err = fmt.Errorf("record the rejection of evidence of %s: %w", host, err)
+				continue
+			}
+			a.tel.reject(x.it.ctx, x.reason)
+			x.it.err = natsbus.Permanent(fmt.Errorf("rejected evidence (%s): %w", x.reason, x.err))
+		}
+	})
 }
 
 // replayed checks sig against the latest verified evidence's record of
-// the same host and target.
-func (a *authenticator) replayed(ctx context.Context, host, evidenceID string, sig events.Signature, cur ordering) error {
-	if cur.SignedBy != sig.KeyID || sig.Claim.Seq > cur.SignedSeq {
-		return nil
+// the same host and target, refusing it as a replay.
+func (a *authenticator) replayed(r *refusals, it *item, cur ordering) {
+	if sig := it.sig; cur.SignedBy != sig.KeyID || sig.Claim.Seq > cur.SignedSeq {
+		return
 	}
-	return a.refuse(ctx, host, evidenceID, fmt.Errorf("%w: %d, last verified %d", ErrReplayed, sig.Claim.Seq, cur.SignedSeq))
+	a.refuse(r, it, fmt.Errorf("%w: %d, last verified %d", ErrReplayed, it.sig.Claim.Seq, cur.SignedSeq))
 }
 
 // read checks e's time and reads its signature, up to the Ed25519 check.

@@ -135,8 +135,9 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans [
 		it.bkey = topology.BaselineKey(ev.BaselineTarget())
 		it.ord = ordering{EvidenceID: e.ID(), EvidenceSequence: md.Sequence.Stream}
 	}
+	var refused refusals
 	if h.auth != nil {
-		h.auth.checkBatch(pending(items)) // sets it.sig, it.ord.SignedBy and SignedSeq
+		h.auth.checkBatch(pending(items), &refused) // sets it.sig, it.ord.SignedBy and SignedSeq
 	}
 
 	for _, it := range pending(items) {
@@ -180,11 +181,11 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans [
 			// A message stored after the latest verified one, signed
 			// before it: a replay. (A message stored before it is a late
 			// delivery, verified without becoming the latest.)
-			if err := h.auth.replayed(it.ctx, it.ev.Host, it.e.ID(), it.sig, cur.ordering); err != nil {
-				it.fail(err)
-				continue
-			}
+			h.auth.replayed(&refused, it, cur.ordering)
 		}
+	}
+	if h.auth != nil {
+		h.auth.record(ctx, &refused)
 	}
 
 	baselines := h.baselinesOf(ctx, pending(items))

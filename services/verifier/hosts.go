@@ -41,14 +41,17 @@ var (
 // Bounds of a host's record, so that nothing sent in a host's name can
 // grow it past what the bucket takes (topology: 64 KiB a value; a key
 // entry is under 250 bytes, so 1 enrolled + MaxPendingKeys +
-// MaxRevokedKeys keys stay under 10 KiB): the newest keys of each state
-// are kept, the oldest dropped and counted (HostRecord.DroppedKeys).
+// MaxRevokedKeys keys stay under 10 KiB): a host records at most
+// MaxPendingKeys pending keys (a further new key is refused without a
+// write: pendingFull), and the newest MaxRevokedKeys revoked ones, older
+// ones dropped and counted (HostRecord.DroppedKeys).
 const (
 	// MaxPendingKeys bounds the pending keys of a host: every new key
 	// seen on evidence in its name is one, and anyone who may publish in
 	// its name can make them. A pending key is never enrolled on its own
-	// (an operator names the key to enroll), so dropping one loses
-	// nothing but a hint.
+	// (an operator names the key to enroll), so one not recorded loses
+	// nothing but a hint; approving a key (which keeps the pending ones)
+	// or revoking makes room only by the operator's hand.
 	MaxPendingKeys = 4
 	// MaxRevokedKeys bounds the revoked keys a record keeps (each
 	// rotation or revocation adds one; `audit verify --registry` reads
@@ -170,8 +173,10 @@ func updateJSON[T any](ctx context.Context, kv jetstream.KeyValue, key string, c
 // bucket holds as enrolled is admitted without reading the bucket
 // (hostsView), unless the host is rotating.
 func (h *Hosts) Admit(ctx context.Context, host, id string) error {
-	if h.view != nil && h.view.enrolled(host, id) {
-		return nil
+	if h.view != nil {
+		if decided, err := h.view.admit(host, id); decided {
+			return err
+		}
 	}
 	return h.update(ctx, host, func(rec *events.HostRecord) (bool, error) {
 		if k := rec.KeyOf(id); k != nil {
@@ -182,6 +187,9 @@ func (h *Hosts) Admit(ctx context.Context, host, id string) error {
 				return false, fmt.Errorf("%w: %s of host %s", ErrRevoked, id, host)
 			}
 			return false, fmt.Errorf("%w: %s of host %s is pending approval", ErrNotEnrolled, id, host)
+		}
+		if full, err := pendingFull(rec, host, id); full {
+			return false, err // not recorded: the host has its pending keys
 		}
 		now := h.now().UTC()
 		k := events.HostKey{Key: id, State: events.KeyPending, FirstSeen: now, Changed: now, By: "first-use"}
@@ -236,6 +244,27 @@ func (h *Hosts) Approve(ctx context.Context, host, id, by string) (events.HostKe
 		return true, nil
 	})
 	return approved, err
+}
+
+// pendingFull reports whether rec holds MaxPendingKeys pending keys,
+// and then the refusal of id, a key it does not hold: such a key is
+// refused without being recorded, so that evidence signed by ever new
+// keys costs the registry no write.
+func pendingFull(rec *events.HostRecord, host, id string) (bool, error) {
+	n := 0
+	for _, k := range rec.Keys {
+		if k.State == events.KeyPending {
+			n++
+		}
+	}
+	if n < MaxPendingKeys {
+		return false, nil
+	}
+	why := ErrNotEnrolled
+	if rec.Enrolled() {
+		why = ErrKeyChanged
+	}
+	return true, fmt.Errorf("%w: %s of host %s, not recorded: the host has %d pending keys already", why, id, host, n)
 }
 
 // bound drops the oldest pending keys of rec beyond MaxPendingKeys and

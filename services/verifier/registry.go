@@ -18,14 +18,16 @@ import (
 )
 
 // hostsView is an in-memory view of the host records of the hosts
-// bucket, fed by a watch of the bucket, so that Hosts.Admit answers the
-// common case (a key the view holds as its host's enrolled key) without
-// reading the bucket: evidence costs no registry round trip. The view
-// only ever says yes: anything it does not hold as enrolled (an unknown
-// host or key, a pending or revoked key, a record it cannot read, no view
-// at all while the watch starts again) goes through Admit's read and
-// compare-and-set on the bucket, so first-use pinning and the recording
-// of pending keys stay exact. A change to a record (a revocation, an
+// bucket, fed by a watch of the bucket, so that Hosts.Admit answers from
+// memory what it can (admit): a key the view holds as its host's enrolled
+// key, and the refusals that record nothing (a pending or revoked key, a
+// new key of a host whose pending keys are full): authentic evidence, and
+// evidence in a host's name signed by ever new keys, cost no registry
+// round trip. Anything else (an unknown host, a new key Admit records as
+// pending, a rotating host, a record it cannot read, no view at all while
+// the watch starts again) goes through Admit's read and compare-and-set on
+// the bucket, so first-use pinning and the recording of pending keys stay
+// exact. A change to a record (a revocation, an
 // approval that replaces a key) takes effect as soon as the watch
 // delivers it; while the watch is down the view is empty.
 //
@@ -43,29 +45,38 @@ type hostsView struct {
 // viewedHost is a host record as the view keeps it.
 type viewedHost struct {
 	host     string
-	enrolled []string // the key ids in state enrolled
-	rotating bool     // HostRecord.Rotating
-	rev      uint64   // the record's revision
+	rec      events.HostRecord // the record, its keys at most 1 + MaxPendingKeys + MaxRevokedKeys
+	rotating bool              // HostRecord.Rotating
+	rev      uint64            // the record's revision
 }
 
 func newHostsView(kv jetstream.KeyValue, log *slog.Logger) *hostsView {
 	return &hostsView{kv: kv, log: log, hosts: map[string]viewedHost{}}
 }
 
-// enrolled reports whether the view holds id as an enrolled key of host.
-func (v *hostsView) enrolled(host, id string) bool {
+// admit decides, when it can from memory, whether evidence of host signed
+// by key id is authentic (Hosts.Admit): an enrolled key is; a pending or
+// revoked one is not, nor a new key of a host whose pending keys are full
+// (pendingFull). Anything else (a host the view does not hold, a rotating
+// one, a new key that Admit records as pending) is left to Admit's read
+// and compare-and-set.
+func (v *hostsView) admit(host, id string) (decided bool, err error) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	h, ok := v.hosts[hostKey(host)]
 	if !ok || h.host != host || h.rotating {
-		return false // a rotation ends on the new key's first evidence (Admit)
+		return false, nil // a rotation ends on the new key's first evidence (Admit)
 	}
-	for _, k := range h.enrolled {
-		if k == id {
-			return true
+	if k := h.rec.KeyOf(id); k != nil {
+		switch k.State {
+		case events.KeyEnrolled:
+			return true, nil
+		case events.KeyRevoked:
+			return true, fmt.Errorf("%w: %s of host %s", ErrRevoked, id, host)
 		}
+		return true, fmt.Errorf("%w: %s of host %s is pending approval", ErrNotEnrolled, id, host)
 	}
-	return false
+	return pendingFull(&h.rec, host, id)
 }
 
 // revision is the revision of host's record the view holds (0: none).
@@ -144,11 +155,5 @@ func (v *hostsView) apply(ctx context.Context, e jetstream.KeyValueEntry) {
 		v.log.WarnContext(ctx, "a host record the view leaves out", "key", key, "err", err)
 		return
 	}
-	h := viewedHost{host: rec.Host, rotating: rec.Rotating, rev: e.Revision()}
-	for _, k := range rec.Keys {
-		if k.State == events.KeyEnrolled {
-			h.enrolled = append(h.enrolled, k.Key)
-		}
-	}
-	v.hosts[key] = h
+	v.hosts[key] = viewedHost{host: rec.Host, rec: rec, rotating: rec.Rotating, rev: e.Revision()}
 }

@@ -62,12 +62,16 @@ func (r Rejections) Last() Rejection {
 
 func rejectionsKey(host string) string { return rejectionsPrefix + events.Token(host) }
 
-// recordRejection adds a refusal to host's rejection log.
-func recordRejection(ctx context.Context, kv jetstream.KeyValue, host, reason, evidenceID string, at time.Time) error {
+// recordRejections adds refusals (their reasons and evidence ids) to
+// host's rejection log, in one write.
+func recordRejections(ctx context.Context, kv jetstream.KeyValue, host string, at time.Time, refused []Rejection) error {
 	return updateJSON(ctx, kv, rejectionsKey(host), func(r *Rejections, _ bool) (bool, error) {
 		r.Host = host
-		r.Total++
-		r.Recent = append(r.Recent, Rejection{Time: at.UTC(), Reason: reason, Seq: r.Total, EvidenceID: evidenceID})
+		for _, x := range refused {
+			r.Total++
+			x.Time, x.Seq = at.UTC(), r.Total
+			r.Recent = append(r.Recent, x)
+		}
 		if len(r.Recent) > maxRejections {
 			r.Recent = r.Recent[len(r.Recent)-maxRejections:]
 		}
