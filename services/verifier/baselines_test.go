@@ -349,7 +349,7 @@ func TestApproveAtAPersonsPace(t *testing.T) {
 	c, err := bls.Candidate(ctx, testTarget, "")
 	require.NoError(t, err)
 	review := c.Observation.Snapshot // what the operator reads
-	for range 3 {                   // collections while the operator reads
+	for range 3 {                    // collections while the operator reads
 		verdictOf(ctx, t, js, hosts.publish(ctx, t, js, "web-01", snap(unit(1))))
 	}
 	c, err = bls.Candidate(ctx, testTarget, "")

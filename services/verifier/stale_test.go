@@ -134,7 +134,7 @@ func TestSilenceSweepThatCannotRunIsNotReady(t *testing.T) {
 	require.NoError(t, js.DeleteKeyValue(ctx, topology.BucketVerdicts))
 	natstest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
 		if err := v.Ready(ctx); err == nil || !strings.Contains(err.Error(), verifier.DutySilence+" failing") {
-			return fmt.Errorf("ready: %v", err)
+			return fmt.Errorf("ready: %w", err)
 		}
 		return nil
 	})

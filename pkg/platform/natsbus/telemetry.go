@@ -139,7 +139,7 @@ const (
 	// the record (full); the message was terminated with its reason all
 	// the same, rather than redelivered into a full stream for ever.
 	ReasonDeadLetterFull = "dead_letter_full"
-	ReasonFetch      = "fetch"       // consume error: a pull failed
+	ReasonFetch          = "fetch" // consume error: a pull failed
 )
 
 // ConsumeTelemetry is the per-message instrumentation of a consumer: the
