@@ -14,6 +14,7 @@
 //
 //	stream     subjects                                    retention  max age  max bytes
 //	EVIDENCE   rt.evidence.> rt.integrity.> rt.collect.>   interest   7 days   1 GiB
+//	           (at most EvidencePerSubject unconsumed per subject: a host's own)
 //	VERDICTS   rt.verdict.>                                interest   7 days   256 MiB
 //	BASELINES  rt.baseline.> rt.attestation.>              limits     1 year   256 MiB
 //	DLQ        rt.dlq.>                                    limits     30 days  256 MiB
@@ -114,6 +115,13 @@ const (
 	AckWait = 30 * time.Second
 	// VerifierMaxDeliver bounds the verifier's deliveries of one message.
 	VerifierMaxDeliver = 10
+	// EvidencePerSubject is how many messages of one EVIDENCE subject
+	// (a host's evidence of one target kind, its runnable.modified, its
+	// collection failures) the stream holds unconsumed; a publish past it
+	// is refused (maximum messages per subject exceeded) and the collector
+	// keeps the event in its spool. A host's targets of one kind at a
+	// 60 s interval send a few a minute.
+	EvidencePerSubject = 128
 	// DeadLettersPerHost is how many dead letters the DLQ stream keeps per
 	// host and stream (rt.dlq.<stream>.<host>: its per-subject limit,
 	// which drops the oldest): at about 1 KiB a record, a thousand hosts
@@ -202,6 +210,16 @@ func New(replicas int) Topology {
 	dlq := stream(StreamDLQ, "dead-letter records of rejected messages (event.rejected), the newest per host",
 		jetstream.LimitsPolicy, 30*day, 256<<20, events.FilterDeadLetter)
 	dlq.MaxMsgsPerSubject = DeadLettersPerHost
+	// A host's evidence waiting for its consumers keeps to its subjects
+	// (rt.evidence.<host>.<kind>, rt.integrity.<host>,
+	// rt.collect.failed.<host>), at most EvidencePerSubject each: a host
+	// publishing faster than the verifier refuses (junk, replays, ever new
+	// keys) is told the subject is full, and its backlog, which every
+	// other host's evidence would wait behind, stays a few hundred
+	// messages.
+	evidence := stream(StreamEvidence, "collector output: evidence snapshots, runnable.modified, collection failures",
+		jetstream.InterestPolicy, 7*day, 1<<30, events.FilterEvidence, events.FilterIntegrity, events.FilterCollect)
+	evidence.MaxMsgsPerSubject, evidence.DiscardNewPerSubject = EvidencePerSubject, true
 	consumer := func(stream, name, desc string, maxDeliver, maxAckPending int, filters ...string) Consumer {
 		return Consumer{Stream: stream, Config: jetstream.ConsumerConfig{
 			Durable:        name,
@@ -218,8 +236,7 @@ func New(replicas int) Topology {
 	}
 	return Topology{
 		Streams: []jetstream.StreamConfig{
-			stream(StreamEvidence, "collector output: evidence snapshots, runnable.modified, collection failures",
-				jetstream.InterestPolicy, 7*day, 1<<30, events.FilterEvidence, events.FilterIntegrity, events.FilterCollect),
+			evidence,
 			stream(StreamVerdicts, "verifier output: pass, drift and error verdicts",
 				jetstream.InterestPolicy, 7*day, 256<<20, events.FilterVerdict),
 			stream(StreamBaselines, "baseline changes and attestations",

@@ -3,6 +3,7 @@ package topology_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -313,4 +314,25 @@ func TestEnsureUncompressesInterestStreams(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, jetstream.NoCompression, info.Config.Compression)
 	assert.Equal(t, uint64(1), info.State.Msgs)
+}
+
+// TestEvidencePerSubject: a host's evidence of one subject waiting for
+// its consumers stops at EvidencePerSubject messages (the publish past it
+// is refused: the stream is full for that subject, natsbus.StreamFull),
+// while another host's subject takes its evidence: a host flooding
+// EVIDENCE builds no backlog for every other host's evidence to wait
+// behind.
+func TestEvidencePerSubject(t *testing.T) {
+	ctx, js := jetStream(t)
+	require.NoError(t, topology.New(1).Ensure(ctx, js))
+	flood := events.EvidenceSubject("flood", "systemd.unit")
+	for i := range topology.EvidencePerSubject {
+		_, err := js.Publish(ctx, flood, []byte(strconv.Itoa(i)))
+		require.NoError(t, err, "message %d", i)
+	}
+	_, err := js.Publish(ctx, flood, []byte("one more"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "maximum messages per subject exceeded")
+	_, err = js.Publish(ctx, events.EvidenceSubject("other", "systemd.unit"), []byte("x"))
+	require.NoError(t, err, "another host's subject takes its evidence")
 }
