@@ -1,0 +1,535 @@
+package fleet_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
+	"github.com/runtimetruth/runtimetruth/services/auditor"
+	"github.com/runtimetruth/runtimetruth/services/verifier"
+)
+
+// The fleet's size and pace; FLEET_HOSTS, FLEET_INTERVAL and FLEET_PHASE
+// (seconds) override them.
+var (
+	hosts    = envInt("FLEET_HOSTS", 10_000)
+	interval = time.Duration(envInt("FLEET_INTERVAL", 60)) * time.Second
+	phase    = time.Duration(envInt("FLEET_PHASE", 20)) * time.Second
+)
+
+// staleAfter is the verifiers' stale_after: the silenced host's STALE is
+// due this long after its last evidence.
+const staleAfter = 30 * time.Second
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// targets are the targets of the fleet: every host has the first two,
+// every other host the third as well (2.5 a host).
+var targets = []events.Target{
+	{Kind: "systemd.unit", Identifier: "agent.service"},
+	{Kind: "systemd.unit", Identifier: "web.service"},
+	{Kind: "systemd.unit", Identifier: "db.service"},
+}
+
+// unit is the snapshot of target every honest host reports: its
+// baseline's evidence, captured at.
+func unit(target events.Target, at time.Time) *snapshot.Snapshot {
+	s := snapshot.New(snapshot.Target{Kind: target.Kind, Identifier: target.Identifier}, snapshot.Record{
+		Plane: snapshot.Live, Kind: "systemd.unit",
+		Source: snapshot.Source{Collector: "systemd", Method: "systemctl show"},
+		Data:   snapshot.Data{"active_state": snapshot.String("active"), "unit_id": snapshot.String(target.Identifier), "user": snapshot.String("svc")},
+	})
+	s.CapturedAt = snapshot.FormatTime(at.UTC())
+	return s
+}
+
+// host is one simulated host: its name, key and signature sequence.
+type host struct {
+	name string
+	key  ed25519.PrivateKey
+	seq  atomic.Uint64
+	// quiet: silenced (the host whose STALE is timed).
+	quiet atomic.Bool
+}
+
+func newHost(name string) *host {
+	sum := sha256.Sum256([]byte("fleet " + name))
+	return &host{name: name, key: ed25519.NewKeyFromSeed(sum[:])}
+}
+
+func (h *host) signer() *events.Signer {
+	return events.NewSigner(h.key, func() (uint64, error) { return h.seq.Add(1), nil })
+}
+
+func (h *host) keyID() string { return events.KeyID(h.key.Public().(ed25519.PublicKey)) }
+
+// attack is one of the adversary's attacks: run publishes until ctx
+// ends and returns how many messages it sent.
+type attack struct {
+	name string
+	run  func(ctx context.Context) int
+}
+
+// sample is one honest evidence event on its way to a verdict.
+type sample struct {
+	phase string
+	sent  time.Time
+	got   time.Time
+}
+
+// ledger records the honest evidence sent and the verdicts seen.
+type ledger struct {
+	mu      sync.Mutex
+	phase   string
+	samples map[string]*sample // evidence id → sample
+	early   map[string]time.Time
+	stale   map[string]time.Time // host → first stale verdict seen
+	last    map[string]time.Time // host → its last evidence sent
+}
+
+func (l *ledger) setPhase(p string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.phase = p
+}
+
+func (l *ledger) sent(host, id string, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := &sample{phase: l.phase, sent: at}
+	if got, ok := l.early[id]; ok { // the verdict was faster than this record
+		s.got = got
+		delete(l.early, id)
+	}
+	l.samples[id] = s
+	l.last[host] = at
+}
+
+func (l *ledger) verdict(v events.Verdict, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if v.Status == events.StatusStale {
+		if _, ok := l.stale[v.Host]; !ok {
+			l.stale[v.Host] = at
+		}
+		return
+	}
+	s, ok := l.samples[v.EvidenceID]
+	switch {
+	case !ok:
+		l.early[v.EvidenceID] = at
+	case s.got.IsZero():
+		s.got = at
+	}
+}
+
+// latencies returns the evidence-to-verdict times of the samples of
+// phase, sorted, and how many got no verdict.
+func (l *ledger) latencies(phase string) (d []time.Duration, missed int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.samples {
+		if s.phase != phase {
+			continue
+		}
+		if s.got.IsZero() {
+			missed++
+			continue
+		}
+		d = append(d, s.got.Sub(s.sent))
+	}
+	slices.Sort(d)
+	return d, missed
+}
+
+func quantile(d []time.Duration, q float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	return d[min(len(d)-1, int(q*float64(len(d))))]
+}
+
+// BenchmarkFleet runs the fleet once (b.N is not used: the scenario is
+// the measure) and reports its figures as the benchmark's metrics.
+func BenchmarkFleet(b *testing.B) {
+	ctx, cancel := context.WithTimeout(b.Context(), 40*time.Minute)
+	defer cancel()
+	_, urls := natstest.RunCluster(b, 3)
+	nc, js := natstest.Connect(b, urls)
+	dir := b.TempDir()
+
+	var stops []func()
+	defer func() {
+		for _, stop := range slices.Backward(stops) {
+			stop()
+		}
+	}()
+	for i := range 2 {
+		cfg := verifier.NewDefaultConfig()
+		cfg.Instance, cfg.Replicas, cfg.StaleAfter = "fleet-"+strconv.Itoa(i), 3, staleAfter
+		cfg.NATS.URL = urls
+		v, err := verifier.New(cfg, verifier.Settings{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := v.Start(ctx); err != nil {
+			b.Fatal(err)
+		}
+		stops = append(stops, func() { _ = v.Shutdown(context.Background()) })
+	}
+	var logs []string
+	for i := range 2 {
+		cfg := auditor.NewDefaultConfig()
+		cfg.Instance, cfg.Replicas, cfg.Partitions, cfg.Partition = "fleet-"+strconv.Itoa(i), 3, 2, i
+		cfg.NATS.URL = urls
+		cfg.JSONL.Path = filepath.Join(dir, "auditor-"+strconv.Itoa(i), "audit.jsonl")
+		cfg.Checkpoint.File = filepath.Join(dir, "auditor-"+strconv.Itoa(i), "checkpoints.jsonl")
+		logs = append(logs, filepath.Dir(cfg.JSONL.Path))
+		a, err := auditor.New(cfg, auditor.Settings{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := a.Start(ctx); err != nil {
+			b.Fatal(err)
+		}
+		stops = append(stops, func() { _ = a.Shutdown(context.Background()) })
+	}
+
+	// The fleet, each host's key enrolled, the targets' baselines.
+	fleet := make([]*host, hosts)
+	for i := range fleet {
+		fleet[i] = newHost(fmt.Sprintf("host-%05d", i))
+	}
+	adversary := newHost("adversary")
+	kv, err := js.KeyValue(ctx, topology.BucketHosts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	registry := verifier.NewHosts(kv, verifier.EnrollManual)
+	enroll := make(chan *host)
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Go(func() {
+			for h := range enroll {
+				if _, err := registry.Approve(ctx, h.name, h.keyID(), "fleet"); err != nil {
+					b.Error(err)
+				}
+			}
+		})
+	}
+	for _, h := range append(slices.Clone(fleet), adversary) {
+		enroll <- h
+	}
+	close(enroll)
+	wg.Wait()
+	baselines := verifier.NewBaselines(js, "/fleet/operator")
+	for _, t := range targets {
+		raw, err := unit(t, time.Now()).Canonical()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := baselines.Put(ctx, events.Baseline{Snapshot: raw, ApprovedBy: "fleet"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+
+	led := &ledger{samples: map[string]*sample{}, early: map[string]time.Time{}, stale: map[string]time.Time{}, last: map[string]time.Time{}}
+	sub, err := nc.Subscribe(events.FilterVerdict, func(m *nats.Msg) {
+		at := time.Now()
+		e, err := events.FromNATS(m.Header, m.Data)
+		if err != nil {
+			return
+		}
+		if v, err := events.Decode[events.Verdict](e); err == nil {
+			led.verdict(v, at)
+		}
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := sub.SetPendingLimits(-1, -1); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+
+	// The honest load: every host's targets, each at its own offset in the
+	// interval, published by a pool of workers.
+	type due struct {
+		h *host
+		t events.Target
+	}
+	const slot = 50 * time.Millisecond
+	wheel := make([][]due, int(interval/slot))
+	for i, h := range fleet {
+		for j, t := range targets[:2+i%2] {
+			k := (i*3 + j*7919) % len(wheel)
+			wheel[k] = append(wheel[k], due{h, t})
+		}
+	}
+	work := make(chan due, 4096)
+	var publishErrs atomic.Int64
+	var pubs sync.WaitGroup
+	for range 32 {
+		pubs.Go(func() {
+			for d := range work {
+				p, err := events.NewEvidenceCollected(d.h.name, unit(d.t, time.Now()), interval)
+				if err != nil {
+					b.Error(err)
+					continue
+				}
+				m, e, err := events.NewMsg(events.Source("collector", d.h.name), p, events.WithSigner(d.h.signer()))
+				if err != nil {
+					b.Error(err)
+					continue
+				}
+				at := time.Now()
+				led.sent(d.h.name, e.ID(), at)
+				if _, err := js.PublishMsg(ctx, m); err != nil {
+					publishErrs.Add(1)
+				}
+			}
+		})
+	}
+	honestCtx, stopHonest := context.WithCancel(ctx)
+	var honest sync.WaitGroup
+	honest.Go(func() {
+		defer close(work)
+		tick := time.NewTicker(slot)
+		defer tick.Stop()
+		for k := 0; ; k = (k + 1) % len(wheel) {
+			for _, d := range wheel[k] {
+				if d.h.quiet.Load() {
+					continue
+				}
+				select {
+				case work <- d:
+				case <-honestCtx.Done():
+					return
+				}
+			}
+			select {
+			case <-tick.C:
+			case <-honestCtx.Done():
+				return
+			}
+		}
+	})
+
+	// One interval to warm up (every target's first verdict), one without
+	// the adversary, then each attack in turn.
+	led.setPhase("warm-up")
+	sleep(ctx, interval)
+	led.setPhase("quiet")
+	silenced := fleet[0]
+	silenced.quiet.Store(true)
+	sleep(ctx, interval)
+	attacks := []attack{
+		{"key-churn", func(ctx context.Context) int { return keyChurn(ctx, js, adversary) }},
+		{"junk", func(ctx context.Context) int { return junk(ctx, js) }},
+		{"replays", func(ctx context.Context) int { return replays(ctx, js, adversary) }},
+		{"big-copies", func(ctx context.Context) int { return bigCopies(ctx, js, adversary) }},
+	}
+	sentByAttack := map[string]int{}
+	for _, a := range attacks {
+		led.setPhase(a.name)
+		actx, stop := context.WithTimeout(ctx, phase)
+		sentByAttack[a.name] = a.run(actx)
+		stop()
+	}
+	led.setPhase("after")
+	stopHonest()
+	honest.Wait()
+	pubs.Wait()
+
+	// Every honest verdict, or give up after a minute.
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		missing := 0
+		phases := []string{"quiet"}
+		for _, a := range attacks {
+			phases = append(phases, a.name)
+		}
+		for _, p := range phases {
+			_, m := led.latencies(p)
+			missing += m
+		}
+		if missing == 0 {
+			break
+		}
+		sleep(ctx, time.Second)
+	}
+
+	report := func(name string, v float64) { b.ReportMetric(v, name) }
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	d, missed := led.latencies("quiet")
+	report("quiet-p50-ms", ms(quantile(d, 0.5)))
+	report("quiet-p99-ms", ms(quantile(d, 0.99)))
+	report("quiet-verdicts", float64(len(d)))
+	totalMissed := missed
+	for _, a := range attacks {
+		d, missed := led.latencies(a.name)
+		report(a.name+"-p50-ms", ms(quantile(d, 0.5)))
+		report(a.name+"-p99-ms", ms(quantile(d, 0.99)))
+		report(a.name+"-sent", float64(sentByAttack[a.name]))
+		totalMissed += missed
+	}
+	report("missed", float64(totalMissed))
+	report("honest-publish-errors", float64(publishErrs.Load()))
+	led.mu.Lock()
+	staleAt, lastAt := led.stale[silenced.name], led.last[silenced.name]
+	led.mu.Unlock()
+	if staleAt.IsZero() {
+		report("stale-s", -1)
+	} else {
+		report("stale-s", staleAt.Sub(lastAt).Seconds())
+	}
+	for _, bucket := range []string{topology.BucketHosts, topology.BucketVerdicts, verifier.BucketEvidence} {
+		s, err := js.Stream(ctx, "KV_"+bucket)
+		if err != nil {
+			b.Fatal(err)
+		}
+		info, err := s.Info(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		report("kv-"+bucket+"-MB", float64(info.State.Bytes)/1e6)
+	}
+	var logBytes int64
+	for _, logDir := range logs {
+		files, _ := filepath.Glob(filepath.Join(logDir, "audit.jsonl*"))
+		for _, f := range files {
+			if fi, err := os.Stat(f); err == nil {
+				logBytes += fi.Size()
+			}
+		}
+	}
+	elapsed := 2*interval + time.Duration(len(attacks))*phase
+	report("jsonl-KB/host/day", float64(logBytes)/float64(hosts)/elapsed.Seconds()*86400/1e3)
+	report("peak-rss-MB", peakRSS()/1e6)
+	b.Logf("fleet of %d hosts (%.1f targets each) every %s: %d honest verdicts in the quiet interval, %d missed in all, adversary sent %v",
+		hosts, 2.5, interval, len(d), totalMissed, sentByAttack)
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// peakRSS is the process's peak resident set (VmHWM), in bytes: every
+// service of the benchmark runs in this one process.
+func peakRSS() float64 {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return -1
+	}
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return kb * 1024
+		}
+	}
+	return -1
+}
+
+// flood publishes what next makes, as fast as the stream takes it (up to
+// 256 acknowledgements awaited at once), until ctx ends; it returns how
+// many it published.
+func flood(ctx context.Context, js jetstream.JetStream, next func(i int) *nats.Msg) int {
+	n := 0
+	for ; ctx.Err() == nil; n++ {
+		if _, err := js.PublishMsgAsync(next(n), jetstream.WithStallWait(time.Second)); err != nil {
+			continue
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-time.After(10 * time.Second):
+	}
+	return n
+}
+
+// keyChurn: evidence in the adversary's name signed by ever new keys,
+// each a pending key of its record.
+func keyChurn(ctx context.Context, js jetstream.JetStream, h *host) int {
+	return flood(ctx, js, func(int) *nats.Msg {
+		_, key, _ := ed25519.GenerateKey(rand.Reader)
+		p, _ := events.NewEvidenceCollected(h.name, unit(targets[0], time.Now()), interval)
+		m, _, _ := events.NewMsg(events.Source("collector", h.name), p,
+			events.WithSigner(events.NewSigner(key, func() (uint64, error) { return 1, nil })))
+		return m
+	})
+}
+
+// junk: messages on the adversary's evidence subject no decoder takes.
+func junk(ctx context.Context, js jetstream.JetStream) int {
+	return flood(ctx, js, func(i int) *nats.Msg {
+		m := nats.NewMsg(events.EvidenceSubject("adversary", "systemd.unit"))
+		m.Data = []byte(`{"junk":` + strconv.Itoa(i) + `}`)
+		return m
+	})
+}
+
+// replays: the adversary's own events, old ones again byte for byte
+// (duplicates) and new ones claiming an old sequence (replays).
+func replays(ctx context.Context, js jetstream.JetStream, h *host) int {
+	p, _ := events.NewEvidenceCollected(h.name, unit(targets[0], time.Now()), interval)
+	first, _, _ := events.NewMsg(events.Source("collector", h.name), p, events.WithSigner(h.signer()))
+	old := events.NewSigner(h.key, func() (uint64, error) { return 1, nil })
+	return flood(ctx, js, func(i int) *nats.Msg {
+		if i%2 == 0 {
+			m := nats.NewMsg(first.Subject)
+			for k, v := range first.Header {
+				m.Header[k] = slices.Clone(v)
+			}
+			m.Header.Del(jetstream.MsgIDHeader) // stored again: the stream would drop it
+			m.Data = first.Data
+			return m
+		}
+		p, _ := events.NewEvidenceCollected(h.name, unit(targets[0], time.Now()), interval)
+		m, _, _ := events.NewMsg(events.Source("collector", h.name), p, events.WithSigner(old))
+		return m
+	})
+}
+
+// bigCopies: a real event's headers, its signature included, on 900 KiB
+// of other data.
+func bigCopies(ctx context.Context, js jetstream.JetStream, h *host) int {
+	p, _ := events.NewEvidenceCollected(h.name, unit(targets[0], time.Now()), interval)
+	signed, _, _ := events.NewMsg(events.Source("collector", h.name), p, events.WithSigner(h.signer()))
+	big := bytes.Repeat([]byte("x"), 900<<10)
+	return flood(ctx, js, func(int) *nats.Msg {
+		m := nats.NewMsg(signed.Subject)
+		for k, v := range signed.Header {
+			m.Header[k] = slices.Clone(v)
+		}
+		m.Header.Del(jetstream.MsgIDHeader)
+		m.Data = big
+		return m
+	})
+}
