@@ -121,6 +121,7 @@ func startProc(t *testing.T, log *testLog, name, bin string, env []string, args 
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = env
+	cmd.SysProcAttr = procAttr()
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = stopTimeout
 	p := &proc{name: name, cmd: cmd, out: &output{log: log, name: name}, cancel: cancel, done: make(chan struct{})}
