@@ -186,7 +186,7 @@ func (h *Hosts) Admit(ctx context.Context, host, id string) error {
 			case events.KeyRevoked:
 				return false, fmt.Errorf("%w: %s of host %s", ErrRevoked, id, host)
 			}
-			return false, fmt.Errorf("%w: %s of host %s is pending approval", ErrNotEnrolled, id, host)
+			return false, pendingKey(rec, host, id)
 		}
 		if full, err := pendingFull(rec, host, id); full {
 			return false, err // not recorded: the host has its pending keys
@@ -244,6 +244,17 @@ func (h *Hosts) Approve(ctx context.Context, host, id, by string) (events.HostKe
 		return true, nil
 	})
 	return approved, err
+}
+
+// pendingKey is the refusal of id, a pending key of rec: ErrKeyChanged
+// when the host has an enrolled key (another key signs in its name: an
+// impostor, or a host re-keyed without its operator), else
+// ErrNotEnrolled.
+func pendingKey(rec *events.HostRecord, host, id string) error {
+	if rec.Enrolled() {
+		return fmt.Errorf("%w: %s of host %s is pending approval", ErrKeyChanged, id, host)
+	}
+	return fmt.Errorf("%w: %s of host %s is pending approval", ErrNotEnrolled, id, host)
 }
 
 // pendingFull reports whether rec holds MaxPendingKeys pending keys,

@@ -41,7 +41,7 @@ func TestHostsFirstUse(t *testing.T) {
 	require.NoError(t, h.Admit(ctx, "web-01", k1))
 	require.NoError(t, h.Admit(ctx, "web-01", k1), "the pinned key again")
 	require.ErrorIs(t, h.Admit(ctx, "web-01", k2), verifier.ErrKeyChanged)
-	require.ErrorIs(t, h.Admit(ctx, "web-01", k2), verifier.ErrNotEnrolled, "still pending")
+	require.ErrorIs(t, h.Admit(ctx, "web-01", k2), verifier.ErrKeyChanged, "still pending, another key than the enrolled one")
 	require.NoError(t, h.Admit(ctx, "web-01", k1), "the enrolled key stays accepted meanwhile")
 
 	rec, err := h.Get(ctx, "web-01")
@@ -111,7 +111,7 @@ func TestHostsRotate(t *testing.T) {
 	require.NoError(t, h.Admit(ctx, "web-01", k1), "the current key, while rotating")
 	require.NoError(t, h.Admit(ctx, "web-01", k2), "the new key")
 	require.ErrorIs(t, h.Admit(ctx, "web-01", k1), verifier.ErrRevoked, "replaced once the new key signed")
-	require.ErrorIs(t, h.Admit(ctx, "web-01", attacker), verifier.ErrNotEnrolled)
+	require.ErrorIs(t, h.Admit(ctx, "web-01", attacker), verifier.ErrKeyChanged, "pending, another key than the enrolled one")
 	rec, err := h.Get(ctx, "web-01")
 	require.NoError(t, err)
 	assert.False(t, rec.Rotating)

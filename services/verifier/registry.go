@@ -74,7 +74,7 @@ func (v *hostsView) admit(host, id string) (decided bool, err error) {
 		case events.KeyRevoked:
 			return true, fmt.Errorf("%w: %s of host %s", ErrRevoked, id, host)
 		}
-		return true, fmt.Errorf("%w: %s of host %s is pending approval", ErrNotEnrolled, id, host)
+		return true, pendingKey(&h.rec, host, id)
 	}
 	return pendingFull(&h.rec, host, id)
 }
