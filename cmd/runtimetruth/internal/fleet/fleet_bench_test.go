@@ -37,8 +37,9 @@ var (
 )
 
 // staleAfter is the verifiers' stale_after: the silenced host's STALE is
-// due this long after its last evidence.
-const staleAfter = 30 * time.Second
+// due this long after its last evidence; above the interval, or every
+// honest target would turn STALE between two collections.
+var staleAfter = interval * 3 / 2
 
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
@@ -346,6 +347,7 @@ func BenchmarkFleet(b *testing.B) {
 	led.setPhase("quiet")
 	silenced := fleet[0]
 	silenced.quiet.Store(true)
+	silencedAt := time.Now()
 	sleep(ctx, interval)
 	attacks := []attack{
 		{"key-churn", func(ctx context.Context) int { return keyChurn(ctx, js, adversary) }},
@@ -378,6 +380,18 @@ func BenchmarkFleet(b *testing.B) {
 			missing += m
 		}
 		if missing == 0 {
+			break
+		}
+		sleep(ctx, time.Second)
+	}
+
+	// The silenced host's STALE: due stale_after after its last evidence,
+	// found by a sweep every half of it.
+	for time.Now().Before(silencedAt.Add(2*staleAfter + interval)) {
+		led.mu.Lock()
+		_, seen := led.stale[silenced.name]
+		led.mu.Unlock()
+		if seen {
 			break
 		}
 		sleep(ctx, time.Second)
