@@ -127,8 +127,12 @@ func TestMemoryBoundedByBytes(t *testing.T) {
 	e := newEnv(t, 10*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	big := auditortest.LargeMsg(t, "web-01.example.com", 0, events.MaxEventSize)
+	// Two hosts: EVIDENCE holds topology.EvidencePerSubject messages of a
+	// subject unconsumed (no verifier consumes here).
+	bigs := []*nats.Msg{auditortest.LargeMsg(t, "web-01.example.com", 0, events.MaxEventSize),
+		auditortest.LargeMsg(t, "web-02.example.com", 0, events.MaxEventSize)}
 	for i := range n {
+		big := bigs[i%len(bigs)]
 		m := nats.NewMsg(big.Subject)
 		m.Data = big.Data
 		for k, v := range big.Header {

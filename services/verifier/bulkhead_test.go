@@ -2,6 +2,7 @@ package verifier_test
 
 import (
 	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -67,7 +68,11 @@ func TestDeadLettersKeptPerHost(t *testing.T) {
 	require.NoError(t, err)
 	const flood = topology.DeadLettersPerHost + 200
 	for i := range flood {
-		require.NoError(t, js.Conn().PublishMsg(junk("bad", i)))
+		// Spread over kinds: EVIDENCE holds EvidencePerSubject of a
+		// subject unconsumed (no auditor consumes here).
+		m := junk("bad", i)
+		m.Subject = events.EvidenceSubject("bad", "kind-"+strconv.Itoa(i%16))
+		require.NoError(t, js.Conn().PublishMsg(m))
 	}
 	good := publishSnapshot(ctx, t, js, "good", snap(unit(1)))
 	verdictOf(ctx, t, js, good)

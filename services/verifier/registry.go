@@ -20,14 +20,13 @@ import (
 // hostsView is an in-memory view of the host records of the hosts
 // bucket, fed by a watch of the bucket, so that Hosts.Admit answers from
 // memory what it can (admit): a key the view holds as its host's enrolled
-// key, and the refusals that record nothing (a pending or revoked key, a
-// new key of a host whose pending keys are full): authentic evidence, and
-// evidence in a host's name signed by ever new keys, cost no registry
-// round trip. Anything else (an unknown host, a new key Admit records as
-// pending, a rotating host, a record it cannot read, no view at all while
-// the watch starts again) goes through Admit's read and compare-and-set on
-// the bucket, so first-use pinning and the recording of pending keys stay
-// exact. A change to a record (a revocation, an
+// key, and a revoked one: authentic evidence costs no registry round
+// trip. Anything else (an unknown host or key, a pending key, a rotating
+// host, a record it cannot read, no view at all while the watch starts
+// again) goes through Admit's read and compare-and-set on the bucket, so
+// first-use pinning, approvals and the recording of pending keys stay
+// exact; a new key past a host's pending ones costs that read and no
+// write. A change to a record (a revocation, an
 // approval that replaces a key) takes effect as soon as the watch
 // delivers it; while the watch is down the view is empty.
 //
@@ -55,11 +54,12 @@ func newHostsView(kv jetstream.KeyValue, log *slog.Logger) *hostsView {
 }
 
 // admit decides, when it can from memory, whether evidence of host signed
-// by key id is authentic (Hosts.Admit): an enrolled key is; a pending or
-// revoked one is not, nor a new key of a host whose pending keys are full
-// (pendingFull). Anything else (a host the view does not hold, a rotating
-// one, a new key that Admit records as pending) is left to Admit's read
-// and compare-and-set.
+// by key id is authentic (Hosts.Admit): an enrolled key is; a revoked one
+// is not (it is never approved again, so a view behind the bucket is right
+// about it). Anything else (a host the view does not hold, a rotating one,
+// a pending or new key, which an approval the view has not caught up with
+// may have enrolled) is left to Admit's read, which writes only a new
+// pending key (never past MaxPendingKeys: pendingFull).
 func (v *hostsView) admit(host, id string) (decided bool, err error) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
@@ -74,9 +74,8 @@ func (v *hostsView) admit(host, id string) (decided bool, err error) {
 		case events.KeyRevoked:
 			return true, fmt.Errorf("%w: %s of host %s", ErrRevoked, id, host)
 		}
-		return true, pendingKey(&h.rec, host, id)
 	}
-	return pendingFull(&h.rec, host, id)
+	return false, nil
 }
 
 // revision is the revision of host's record the view holds (0: none).
