@@ -364,20 +364,24 @@ const maxStoredScan = 100_000
 
 // lasting marks an error that will not pass as permanent, so that its
 // message is dead-lettered with the reason and terminated, not retried
-// into the consumer's window, which every host shares: a write or read
-// the server refuses (a value over the bucket's limit, a bad request)
-// fails the same way each time. Transient errors (natsbus.Transient: a
-// timeout, no leader yet, a reconnection), a full stream (VERDICTS while
-// the auditor is behind) and a compare-and-set lost to another writer are
-// retried.
+// into the consumer's window, which every host shares: a request the
+// server refuses as bad (a JetStream API error 400: a value over the
+// bucket's limit, a malformed request; not a lost compare-and-set), a
+// message over the server's payload limit, an invalid subject. Anything
+// else is retried (a timeout, no leader yet, a reconnection, a full
+// stream, whatever a leader change answers), within the host's retry
+// budget (natsbus.Options.TenantRetries).
 func lasting(err error) error {
-	switch {
-	case err == nil, natsbus.IsPermanent(err), natsbus.Transient(err), natsbus.StreamFull(err),
-		errors.Is(err, jetstream.ErrKeyRevisionMismatch), errors.Is(err, jetstream.ErrKeyExists),
-		errors.Is(err, context.Canceled):
+	if err == nil || natsbus.IsPermanent(err) {
 		return err
 	}
-	return natsbus.Permanent(err)
+	apiErr, ok := errors.AsType[*jetstream.APIError](err)
+	switch {
+	case ok && apiErr.Code == 400 && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !errors.Is(err, jetstream.ErrKeyExists),
+		errors.Is(err, nats.ErrMaxPayload), errors.Is(err, nats.ErrBadSubject):
+		return natsbus.Permanent(err)
+	}
+	return err
 }
 
 // pending returns the items not settled yet.
