@@ -352,6 +352,7 @@ func (a *Auditor) bringUp(ctx context.Context, st *startState) (*running, error)
 		w.Owns(a.cfg.Owns)
 	}
 	w.StrictPayloads(a.cfg.StrictPayloads)
+	w.Allow(a.cfg.Allowance)
 	w.Fence(st.leases.check)
 	if ch := st.sinks.clickHouse(); ch != nil && ch.Required {
 		// An id looked up by the links table's columns, rather than by

@@ -59,6 +59,9 @@ type Config struct {
 	// off, the envelope and the JSON are checked and the payload recorded
 	// as it came, at a twentieth of the cost.
 	StrictPayloads bool `mapstructure:"strict_payloads"`
+	// Allowance bounds what one host's messages add to the audit sinks
+	// (README "Bulkheads").
+	Allowance AllowanceConfig `mapstructure:"allowance"`
 	// HMAC keys the chain.
 	HMAC HMACConfig `mapstructure:"hmac"`
 	// JSONL is the file sink; an empty path turns it off.
@@ -180,6 +183,7 @@ func NewDefaultConfig() Config {
 		IdleWait:      time.Second,
 
 		MaxInflightBytes: DefaultMaxInflightBytes,
+		Allowance:        DefaultAllowance,
 
 		JSONL:      JSONLConfig{Path: "/var/lib/runtimetruth/auditor/audit.jsonl", MaxBytes: 256 << 20, Required: true},
 		ClickHouse: ClickHouseConfig{Table: "audit_links", Required: true, Timeout: 10 * time.Second},
@@ -227,6 +231,9 @@ func (c *Config) Validate() error {
 	}
 	if least := max(int64(MinInflightBytes), int64(len(c.Streams)+1)*minPull); c.MaxInflightBytes < least {
 		return config.Invalidf("max_inflight_bytes: %d (want at least %d for %d streams)", c.MaxInflightBytes, least, len(c.Streams))
+	}
+	if err := c.Allowance.Validate(); err != nil {
+		return err
 	}
 	if c.JSONL.Path == "" && c.ClickHouse.DSN == "" {
 		return config.Invalidf("no sink that keeps the chain: set jsonl.path or clickhouse.dsn")

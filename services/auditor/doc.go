@@ -18,9 +18,12 @@
 // the data, and the message's stream, stream sequence, subject and store
 // time (package link). With a key, links are HMAC-SHA-256. A message that
 // is not a valid catalog event is recorded as an auditor-made rejection
-// record, never dropped, and so is a signed event whose signature cannot
+// record, never dropped silently, and so is a signed event whose signature cannot
 // be its own (a real event's headers on other data, its id changed: the
 // claim checked against the message, events.CheckClaim), without its data.
+// Each host's messages draw on an allowance of link bytes (AllowanceConfig):
+// past it they are recorded by digest and size, then, further past it, left
+// out between two notices that say so.
 //
 // A batch is acknowledged only once its links are durable in every
 // required sink (Writer.Commit; a failing sink is retried, the backlog

@@ -47,7 +47,9 @@ const (
 	// MetricUnlinked counts messages acknowledged without a link, by
 	// reason: ReasonDuplicate (the stream message is in its chain
 	// already: a redelivery), ReasonOtherPartition (its chain is another
-	// partition's, Config.Partitions) or ReasonDrained (a message of the
+	// partition's, Config.Partitions), ReasonOverAllowance (its host is
+	// over its allowance, AllowanceConfig: a notice stands for it) or
+	// ReasonDrained (a message of the
 	// unpartitioned consumer that partition 0 drains: counted when its
 	// drain hands it back to be acknowledged, before the server confirms;
 	// natsbus's MetricAcked, by that consumer, counts the confirmed
@@ -93,6 +95,7 @@ const (
 	ReasonDuplicate      = "duplicate"
 	ReasonOtherPartition = "other_partition"
 	ReasonDrained        = "drained"
+	ReasonOverAllowance  = "over_allowance"
 )
 
 // Metric attribute keys.
@@ -119,7 +122,7 @@ type instruments struct {
 	received, unlinked, recovered, rejections, batches, retries metric.Int64Counter
 	sinkErrors, sinkSkipped, caughtUp, sinkWaits, checkpoints   metric.Int64Counter
 	fetchErrors, ackErrors, leaseLost                           metric.Int64Counter
-	duplicate, otherPartition, drained                          metric.MeasurementOption
+	duplicate, otherPartition, drained, overAllowance           metric.MeasurementOption
 }
 
 // count adds n to c (without a context of its own: counters need none).
@@ -155,6 +158,7 @@ func newInstruments(p telemetry.Providers) *instruments {
 	in.duplicate = metric.WithAttributes(AttrReason.String(ReasonDuplicate))
 	in.otherPartition = metric.WithAttributes(AttrReason.String(ReasonOtherPartition))
 	in.drained = metric.WithAttributes(AttrReason.String(ReasonDrained))
+	in.overAllowance = metric.WithAttributes(AttrReason.String(ReasonOverAllowance))
 	return in
 }
 

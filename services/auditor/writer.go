@@ -76,6 +76,7 @@ type Writer struct {
 	owns   func(chain string) bool
 	ids    *linkedIDs
 	idSink Sink // the sink ids are looked up in (LookupIDs); nil: Recover's choice
+	allow  *allowances
 
 	mu    sync.Mutex
 	heads map[string]link.Head
@@ -86,6 +87,11 @@ type Writer struct {
 func NewWriter(h chain.Hasher, sinks []SinkSpec, log *slog.Logger, tel telemetry.Providers) *Writer {
 	return &Writer{h: h, sinks: sinks, log: lifecycle.Logger(log), in: newInstruments(tel), heads: map[string]link.Head{}, ids: newLinkedIDs()}
 }
+
+// Allow bounds what each host's messages add to the chains (see
+// AllowanceConfig); call it before appending. Without it, every message is
+// linked as it is.
+func (w *Writer) Allow(cfg AllowanceConfig) { w.allow = newAllowances(cfg) }
 
 // LookupIDs names the sink the writer asks whether an event id is in a
 // chain already (an IDReader among its sinks); call it before Recover.
@@ -358,31 +364,53 @@ func (w *Writer) SealAll(ctx context.Context, b *Batch, msgs []*link.Message, so
 		return err
 	}
 	sealed := keys[:0]
-	for _, p := range prep {
-		if !p.Meta.Rejected && p.Meta.ID != "" {
-			k := idKey{p.Chain, p.Meta.ID}
-			if linked[k] {
-				b.Duplicates++
+	for i, p := range prep {
+		k := idKey{p.Chain, p.Meta.ID}
+		if !p.Meta.Rejected && p.Meta.ID != "" && linked[k] {
+			b.Duplicates++
+			continue
+		}
+		if w.allow != nil {
+			d, ended, started := w.allow.admit(msgs[i], len(p.Bytes))
+			if ended != nil {
+				w.seal(b, link.Prepare(unrecordedNotice(msgs[i], ended), source, false))
+			}
+			switch d {
+			case admitCompact:
+				p = link.PrepareOverAllowance(msgs[i], source)
+			case admitNone:
+				if started {
+					w.seal(b, link.Prepare(w.allow.overAllowance(msgs[i]), source, false))
+				}
+				count(w.in.unlinked, 1, w.in.overAllowance)
 				continue
 			}
+		}
+		if !p.Meta.Rejected && p.Meta.ID != "" {
 			linked[k] = true // once in this batch too
 			sealed = append(sealed, k)
 		}
-		head, ok := b.tip[p.Chain]
-		if !ok {
-			if head, ok = b.Base[p.Chain]; !ok {
-				head = w.Head(p.Chain)
-			}
-		}
-		r := p.Seal(w.h, head)
-		if r.Meta.Rejected {
-			count(w.in.rejections, 1)
-		}
-		b.tip[p.Chain] = r.Head()
-		b.Recs = append(b.Recs, r)
+		w.seal(b, p)
 	}
 	w.ids.add(sealed)
 	return nil
+}
+
+// seal appends p's link to the batch, after the batch's earlier link of
+// its chain, else Base's, else the chain's committed head.
+func (w *Writer) seal(b *Batch, p link.Prepared) {
+	head, ok := b.tip[p.Chain]
+	if !ok {
+		if head, ok = b.Base[p.Chain]; !ok {
+			head = w.Head(p.Chain)
+		}
+	}
+	r := p.Seal(w.h, head)
+	if r.Meta.Rejected {
+		count(w.in.rejections, 1)
+	}
+	b.tip[p.Chain] = r.Head()
+	b.Recs = append(b.Recs, r)
 }
 
 // Commit writes the batch to every sink that does not hold it yet, in

@@ -171,6 +171,17 @@ func Prepare(m *Message, source string, strict bool) Prepared {
 	return p
 }
 
+// PrepareOverAllowance is Prepare's for a message recorded by its digest
+// and size only, its host being over its allowance (ReasonOverAllowance).
+func PrepareOverAllowance(m *Message, source string) Prepared {
+	chainName := m.Chain
+	if chainName == "" {
+		chainName = ChainName(m.Stream, m.Subject)
+	}
+	p, _ := prepare(chainName, overAllowance(m, source))
+	return p
+}
+
 func prepare(chainName string, ev jsontree.Value) (Prepared, error) {
 	p := Prepared{Chain: chainName, Event: ev}
 	var err error

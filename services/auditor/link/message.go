@@ -51,6 +51,14 @@ const (
 	// ReasonReset: the stream's sequence went back (the stream was deleted
 	// and re-created); the links that follow number the new stream.
 	ReasonReset events.Reason = "stream_reset"
+	// ReasonOverAllowance: the message's host is over its allowance of
+	// audit bytes; the message is recorded by its digest and size, or
+	// (a notice) the host's messages are not recorded from here on until
+	// the allowance refills.
+	ReasonOverAllowance events.Reason = "over_allowance"
+	// ReasonUnrecorded: the notice of a run of a host's messages left out
+	// over its allowance, naming their count, bytes and sequences.
+	ReasonUnrecorded events.Reason = "unrecorded"
 )
 
 // Notice is what the auditor records about a stream itself, as an
@@ -96,6 +104,10 @@ type msg struct{ m *Message }
 func (v msg) Subject() string      { return v.m.Subject }
 func (v msg) Headers() nats.Header { return v.m.Header }
 func (v msg) Data() []byte         { return v.m.Data }
+
+// DeadLetterHost is the host token of a dead letter's subject
+// (rt.dlq.<stream>.<host>, events.DeadLetterSubject); "" for another.
+func DeadLetterHost(subject string) string { return token(subject, 3) }
 
 // ChainName is the chain a stream's message belongs to. Host-scoped
 // streams (EVIDENCE, VERDICTS) have one chain per host, "<stream>/<host>",
@@ -378,6 +390,27 @@ func refused(m *Message, source string, cause error) jsontree.Value {
 	if errors.Is(cause, events.ErrClaim) {
 		rec.Reason = ReasonClaimMismatch
 	}
+	return rejectedEvent(m, source, rec, RejectionID(m.Stream, m.Seq), rec.Subject())
+}
+
+// overAllowance is the event of a message recorded by its digest and
+// size only, its host being over its allowance: an event.rejected like
+// refused's, keeping only the message's id header (cut to 256 bytes).
+func overAllowance(m *Message, source string) jsontree.Value {
+	deliveries := max(m.Deliveries, 1)
+	consumer := m.Consumer
+	if consumer == "" {
+		consumer = "auditor"
+	}
+	id := nats.Header{}
+	for k, vs := range m.Header {
+		if strings.EqualFold(k, events.HeaderPrefix+"id") {
+			id[k] = vs
+		}
+	}
+	rec := events.Rejected(m.Stream, consumer, m.Subject, m.Seq, deliveries, id, m.Data,
+		errors.New("recorded by digest and size: the host is over its allowance of audit bytes"))
+	rec.Reason = ReasonOverAllowance
 	return rejectedEvent(m, source, rec, RejectionID(m.Stream, m.Seq), rec.Subject())
 }
 
