@@ -18,6 +18,7 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/health"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/lifecycle"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/regfile"
@@ -70,6 +71,9 @@ type Auditor struct {
 	// unready says why the sinks are not up (Ready), nil once they are.
 	smu     sync.Mutex
 	unready error
+	// duties are the periodic duties nothing else would notice stopping
+	// (DutyCheckpoint).
+	duties *health.Duties
 
 	// test hooks (export_test.go)
 	wrapSink func(Sink) Sink
@@ -91,7 +95,8 @@ func New(cfg Config, set Settings) (*Auditor, error) {
 		cfg.Lease.TTL = 30 * time.Second
 	}
 	a := &Auditor{cfg: cfg, log: log, instance: instance, source: events.Source("auditor", instance), conn: set.Conn,
-		in: newInstruments(set.Telemetry), budget: newBudget(cfg.MaxInflightBytes)}
+		in: newInstruments(set.Telemetry), budget: newBudget(cfg.MaxInflightBytes),
+		duties: health.NewDuties(set.Telemetry.Meter(ScopeName))}
 	a.unready = errors.New("not started")
 	return a, nil
 }
@@ -174,12 +179,14 @@ func (a *Auditor) writer() *Writer {
 func (a *Auditor) InflightBytes() int64 { return a.budget.held() }
 
 // Ready reports whether the auditor audits: started, not shutting down,
-// and its sinks up. While it waits for the ClickHouse sink the error says
+// its sinks up and its checkpoints sent (DutyCheckpoint: the last round
+// of them failed). While it waits for the ClickHouse sink the error says
 // so and why (health.Checker: /readyz answers 503 with it).
-func (a *Auditor) Ready(context.Context) error {
+func (a *Auditor) Ready(ctx context.Context) error {
 	a.smu.Lock()
-	defer a.smu.Unlock()
-	return a.unready
+	unready := a.unready
+	a.smu.Unlock()
+	return errors.Join(unready, a.duties.Ready(ctx))
 }
 
 func (a *Auditor) setUnready(err error) {

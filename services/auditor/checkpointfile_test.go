@@ -2,8 +2,10 @@ package auditor_test
 
 import (
 	"crypto/ed25519"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/health"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/regfile"
 	"github.com/runtimetruth/runtimetruth/services/auditor"
 )
@@ -59,4 +62,36 @@ func TestCheckpointFiles(t *testing.T) {
 	} {
 		require.ErrorIs(t, load(fifo), regfile.ErrNotRegular)
 	}
+}
+
+// TestCheckpointsThatCannotBeSentFailReadiness: the checkpoint file's
+// directory is a regular file, so no round of checkpoints can be written.
+// /readyz answers 503 naming the checkpoint duty, and every failed round
+// is counted (health.MetricDutyFailures), not only logged; once the file
+// can be written, the next round clears it.
+func TestCheckpointsThatCannotBeSentFailReadiness(t *testing.T) {
+	e := newEnv(t, 30*time.Second)
+	cfg := e.config()
+	blocker := filepath.Join(e.dir, "not-a-directory")
+	require.NoError(t, os.WriteFile(blocker, nil, 0o600))
+	cfg.Checkpoint.File = filepath.Join(blocker, "checkpoints.jsonl")
+	cfg.Checkpoint.Interval = 50 * time.Millisecond
+	a := start(t, cfg)
+	defer stop(t, a)
+	get := readyz(t, a)
+	e.publish(t, 0, 3)
+
+	require.Eventually(t, func() bool {
+		code, body := get()
+		return code == http.StatusServiceUnavailable && strings.Contains(body, auditor.DutyCheckpoint+" failing")
+	}, 30*time.Second, 20*time.Millisecond, "/readyz names the checkpoint duty")
+	assert.Positive(t, counted(t, a, health.MetricDutyFailures, health.AttrDuty.String(auditor.DutyCheckpoint)))
+
+	require.NoError(t, os.Remove(blocker))
+	require.Eventually(t, func() bool {
+		code, _ := get()
+		return code == http.StatusOK
+	}, 30*time.Second, 20*time.Millisecond, "ready once a round is sent")
+	_, err := os.Stat(cfg.Checkpoint.File)
+	require.NoError(t, err, "the checkpoints written")
 }

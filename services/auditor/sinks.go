@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/health"
 	"github.com/runtimetruth/runtimetruth/services/auditor/jsonl"
 )
 
@@ -113,6 +114,7 @@ func (a *Auditor) openSinks(ctx context.Context, h chain.Hasher) (*sinkSet, erro
 // interval and at shutdown.
 type checkpointer struct {
 	w        *Writer
+	duties   *health.Duties
 	key      ed25519.PrivateKey
 	sinks    []CheckpointSink
 	interval time.Duration
@@ -140,13 +142,18 @@ func (a *Auditor) newCheckpointer(w *Writer, sinks []CheckpointSink, key ed25519
 	if len(sinks) == 0 || a.cfg.Checkpoint.Interval == 0 {
 		return nil
 	}
-	c := &checkpointer{w: w, key: key, sinks: sinks, interval: a.cfg.Checkpoint.Interval, auditor: a.source,
+	c := &checkpointer{w: w, duties: a.duties, key: key, sinks: sinks, interval: a.cfg.Checkpoint.Interval, auditor: a.source,
 		in: a.in, log: a.log, last: map[string]uint64{}}
 	for name, h := range w.Heads() {
 		c.last[name] = h.Seq
 	}
 	return c
 }
+
+// DutyCheckpoint is the periodic round of signed checkpoints (Ready fails
+// while the last round could not be sent to every checkpoint sink;
+// health.MetricDutyFailures counts the failed rounds).
+const DutyCheckpoint = "checkpoint"
 
 func (c *checkpointer) run(ctx context.Context) {
 	t := time.NewTicker(c.interval)
@@ -156,9 +163,14 @@ func (c *checkpointer) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if err := c.emit(ctx); err != nil && ctx.Err() == nil {
+			err := c.emit(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
 				c.log.WarnContext(ctx, "send checkpoints", "err", err)
 			}
+			c.duties.Report(ctx, DutyCheckpoint, err)
 		}
 	}
 }
