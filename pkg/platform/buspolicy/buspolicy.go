@@ -227,6 +227,8 @@ func Roles() []Role {
 	)
 	attestor.Publish = append(attestor.Publish, ensure(ensureWhy, topology.StreamBaselines, kvStream(topology.BucketBaselines))...)
 	attestor.Publish = append(attestor.Publish, kvRead(topology.BucketBaselines)...)
+	attestor.Publish = append(attestor.Publish, Grant{"$KV." + topology.BucketBaselines + "." + events.BaselineKeysFilter + events.AttestationKeySuffix,
+		"write the attestation record of the baseline it signs (<kind>.<identifier>.attestation), never a baseline"})
 	attestor.Subscribe = []Grant{
 		{AttestSubject, "sign requests (queue group attestor); replies through allow_responses"},
 		inbox,

@@ -418,6 +418,13 @@ func TestPermissions(t *testing.T) {
 		require.NoError(t, err)
 		_, err = kv.Get(ctx, topology.BaselineKey(target()))
 		require.NoError(t, err, "the attestor reads the baseline it signs")
+		_, err = kv.Put(ctx, events.AttestationKey(target()), []byte(`{}`))
+		require.NoError(t, err, "the attestor writes the baseline's attestation record")
+		refused, cancel := context.WithTimeout(ctx, time.Second) // no acknowledgement comes
+		defer cancel()
+		_, err = kv.Put(refused, topology.BaselineKey(target()), []byte(`{}`))
+		require.Error(t, err, "but not a baseline")
+		attestor.violation(t, "$KV."+topology.BucketBaselines+"."+topology.BaselineKey(target()))
 		require.NoError(t, attestor.nc.Publish(events.FilterVerdict[:len(events.FilterVerdict)-1]+"web-01.pass", nil))
 		attestor.violation(t, "rt.verdict.web-01.pass")
 	})

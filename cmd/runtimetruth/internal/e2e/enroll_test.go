@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/platform/lifecycle"
-	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/collector"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
@@ -33,15 +32,14 @@ func enroll(ctx context.Context, t *testing.T, js jetstream.JetStream, cfg colle
 }
 
 // startEnrolled starts comps in order, then col, the collector of ccfg,
-// once its key is enrolled (over the bus at url): its evidence is
+// once its key is enrolled (through js, the operator's): its evidence is
 // authentic from the first. Each is shut down when the test ends, in
 // reverse order.
-func startEnrolled(ctx context.Context, t *testing.T, url string, ccfg collector.Config, col lifecycle.Component, comps ...lifecycle.Component) {
+func startEnrolled(ctx context.Context, t *testing.T, js jetstream.JetStream, ccfg collector.Config, col lifecycle.Component, comps ...lifecycle.Component) {
 	t.Helper()
 	for _, c := range comps {
 		startComponent(ctx, t, c)
 	}
-	_, js := natstest.Connect(t, url)
 	enroll(ctx, t, js, ccfg)
 	startComponent(ctx, t, col)
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +18,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/cmd/runtimetruth/internal/cli"
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/buspolicy"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
 	"github.com/runtimetruth/runtimetruth/services/collector"
@@ -131,12 +134,15 @@ func (w *busWatch) check(t *testing.T) {
 // digest, then the approval of that digest. A collection landing between
 // the two is a new snapshot, refused as not the reviewed one: review
 // again. It returns the digest it approved.
-func approve(t *testing.T, url string, target events.Target) string {
+func approve(t *testing.T, ps *policyServer, target events.Target) string {
 	t.Helper()
+	password := filepath.Join(t.TempDir(), "operator-password")
+	require.NoError(t, os.WriteFile(password, []byte("operator-pw"), 0o600))
 	cmd := func(args ...string) (int, string, string) {
 		var out, errb bytes.Buffer
 		code := cli.Run(t.Context(), cli.IO{In: strings.NewReader(""), Out: &out, Err: &errb}, "e2e",
-			append([]string{"baseline", "approve", target.String(), "--nats", url, "--host", host, "--by", "e2e"}, args...))
+			append([]string{"baseline", "approve", target.String(), "--nats", ps.url, "--nats-user", "operator",
+				"--nats-password-file", password, "--host", host, "--by", "e2e"}, args...))
 		return code, out.String(), errb.String()
 	}
 	for attempt := 0; ; attempt++ {
@@ -181,13 +187,15 @@ func TestDriftWithinOneInterval(t *testing.T) {
 	require.NoError(t, err)
 	target := events.Target{Kind: snap.Target.Kind, Identifier: snap.Target.Identifier}
 
-	_, url := natstest.RunJetStream(t)
-	nc, _ := natstest.Connect(t, url)
+	ps := runPolicyServer(t)
+	nc, js := ps.as(t, "operator")
 	w := watchBus(t, nc)
 
-	ver := newFirstUseVerifier(t, nc, telemetry.Providers{})
-	ccfg, col := newRepoCollector(t, nc, telemetry.Providers{}, repo, interval)
-	startEnrolled(ctx, t, url, ccfg, col, ver)
+	verNC, _ := ps.as(t, buspolicy.Verifier)
+	ver := newFirstUseVerifier(t, verNC, telemetry.Providers{})
+	colNC, _ := ps.as(t, buspolicy.Collector)
+	ccfg, col := newRepoCollector(t, colNC, telemetry.Providers{}, repo, interval)
+	startEnrolled(ctx, t, js, ccfg, col, ver)
 
 	// 1. The first collection (at start): no baseline, an error verdict.
 	first, _ := w.await(t, "error verdict", 0, within, isStatus(events.StatusError))
@@ -195,7 +203,7 @@ func TestDriftWithinOneInterval(t *testing.T) {
 
 	// 2. Approve what was collected: the next collections pass.
 	mark := w.mark()
-	approved := approve(t, url, target)
+	approved := approve(t, ps, target)
 	pass, at := w.await(t, "pass verdict", mark, within, isStatus(events.StatusPass))
 	assert.Equal(t, approved, pass.BaselineDigest)
 	// Let a second scheduled collection pass too, so the interval is what
@@ -229,7 +237,7 @@ func TestDriftWithinOneInterval(t *testing.T) {
 
 	// 4. Approve the new state: the next collections pass again.
 	mark = w.mark()
-	reapproved := approve(t, url, target)
+	reapproved := approve(t, ps, target)
 	assert.NotEqual(t, approved, reapproved)
 	again, _ := w.await(t, "pass verdict after approving again", mark, within, func(v events.Verdict) bool {
 		return v.Status == events.StatusPass && v.BaselineDigest == reapproved

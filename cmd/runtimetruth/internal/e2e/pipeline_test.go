@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
@@ -19,6 +20,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/attestation/attestationtest"
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/buspolicy"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry/telemetrytest"
@@ -78,9 +80,12 @@ func gitIn(t *testing.T, dir string, args ...string) {
 	require.NoError(t, err, string(out))
 }
 
-// pipeline is the four services embedded on one bus.
+// pipeline is the four services embedded on one bus, each connected as
+// the user buspolicy renders for it.
 type pipeline struct {
-	nc  *nats.Conn
+	ps  *policyServer
+	nc  *nats.Conn // the operator's: the test's own reads, sign requests
+	js  jetstream.JetStream
 	col *collector.Collector
 	ver *verifier.Verifier
 	aud *auditor.Auditor
@@ -88,41 +93,46 @@ type pipeline struct {
 }
 
 // startPipeline starts the auditor, verifier, attestor and collector (in
-// that order; shut down in reverse) on an in-process JetStream, all
-// reporting through p. The collector has one git target, "repo", collected
-// at start and then on demand only.
+// that order; shut down in reverse) on a nats-server running the
+// configuration buspolicy renders, each service connected as its rendered
+// user, all reporting through p. The collector has one git target, "repo",
+// collected at start and then on demand only.
 func startPipeline(t *testing.T, p telemetry.Providers, repo string) *pipeline {
 	t.Helper()
 	ctx := t.Context()
-	_, url := natstest.RunJetStream(t)
-	nc, _ := natstest.Connect(t, url)
+	ps := runPolicyServer(t)
+	nc, js := ps.as(t, "operator")
 	dir := t.TempDir()
-	pl := &pipeline{nc: nc}
+	pl := &pipeline{ps: ps, nc: nc, js: js}
 
 	acfg := auditor.NewDefaultConfig()
 	acfg.Instance = host
 	acfg.JSONL.Path = filepath.Join(dir, "auditor", "audit.jsonl")
 	acfg.Checkpoint.File = filepath.Join(dir, "auditor", "checkpoints.jsonl")
 	acfg.IdleWait = 20 * time.Millisecond
-	aud, err := auditor.New(acfg, auditor.Settings{Conn: nc, Telemetry: p})
+	audNC, _ := ps.as(t, buspolicy.Auditor)
+	aud, err := auditor.New(acfg, auditor.Settings{Conn: audNC, Telemetry: p})
 	require.NoError(t, err)
 	pl.aud = aud
 
-	pl.ver = newFirstUseVerifier(t, nc, p)
+	verNC, _ := ps.as(t, buspolicy.Verifier)
+	pl.ver = newFirstUseVerifier(t, verNC, p)
 
 	// A password-protected cosign-format key and its password file, as
 	// the attestor's key mode reads them.
 	key := attestationtest.WriteCosignKey(t, t.TempDir(), "correct horse battery staple")
 	tcfg := attestor.NewKeyConfig(key.KeyFile, key.WritePasswordFile(t))
 	tcfg.Instance = host
-	att, err := attestor.New(tcfg, attestor.Settings{Conn: nc, Telemetry: p})
+	attNC, _ := ps.as(t, buspolicy.Attestor)
+	att, err := attestor.New(tcfg, attestor.Settings{Conn: attNC, Telemetry: p})
 	require.NoError(t, err)
 	pl.att = att
 
-	ccfg, col := newRepoCollector(t, nc, p, repo, time.Hour)
+	colNC, _ := ps.as(t, buspolicy.Collector)
+	ccfg, col := newRepoCollector(t, colNC, p, repo, time.Hour)
 	pl.col = col
 
-	startEnrolled(ctx, t, url, ccfg, col, aud, pl.ver, att)
+	startEnrolled(ctx, t, js, ccfg, col, aud, pl.ver, att)
 	return pl
 }
 
@@ -171,7 +181,7 @@ func TestPipelineTracesAndMetrics(t *testing.T) {
 	rec := newRecorder(t)
 	repo := gitRepo(t)
 	pl := startPipeline(t, rec.Providers, repo)
-	_, js := natstest.Connect(t, pl.nc.ConnectedUrl())
+	js := pl.js
 
 	snap, err := inspect.Git(ctx, repo, inspect.Options{})
 	require.NoError(t, err)
