@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -25,6 +26,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/auditor"
+	"github.com/runtimetruth/runtimetruth/services/auditor/auditortest"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
 )
 
@@ -108,7 +110,7 @@ type ledger struct {
 	phase   string
 	samples map[string]*sample // evidence id → sample
 	early   map[string]time.Time
-	stale   map[string]time.Time // host → first stale verdict seen
+	stale   map[string]time.Time // host and target (targetKey) → first stale verdict seen
 	last    map[string]time.Time // host → its last evidence sent
 }
 
@@ -118,7 +120,10 @@ func (l *ledger) setPhase(p string) {
 	l.phase = p
 }
 
-func (l *ledger) sent(host, id string, at time.Time) {
+// targetKey is the ledger's key of a host's target.
+func targetKey(host string, t events.Target) string { return host + " " + t.String() }
+
+func (l *ledger) sent(host string, t events.Target, id string, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	s := &sample{phase: l.phase, sent: at}
@@ -127,15 +132,15 @@ func (l *ledger) sent(host, id string, at time.Time) {
 		delete(l.early, id)
 	}
 	l.samples[id] = s
-	l.last[host] = at
+	l.last[targetKey(host, t)] = at
 }
 
 func (l *ledger) verdict(v events.Verdict, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if v.Status == events.StatusStale {
-		if _, ok := l.stale[v.Host]; !ok {
-			l.stale[v.Host] = at
+		if k := targetKey(v.Host, v.Target); l.stale[k].IsZero() {
+			l.stale[k] = at
 		}
 		return
 	}
@@ -203,10 +208,20 @@ func BenchmarkFleet(b *testing.B) {
 		stops = append(stops, func() { _ = v.Shutdown(context.Background()) })
 	}
 	var logs []string
+	// With a ClickHouse server (RUNTIMETRUTH_CLICKHOUSE_DSN, as make bench
+	// runs it), the auditors write there too, into a database of their
+	// own, whose size on disk is reported.
+	chDSN := ""
+	if os.Getenv("RUNTIMETRUTH_CLICKHOUSE_DSN") != "" {
+		var drop func()
+		chDSN, drop = auditortest.ClickHouseDatabase(b)
+		defer drop()
+	}
 	for i := range 2 {
 		cfg := auditor.NewDefaultConfig()
 		cfg.Instance, cfg.Replicas, cfg.Partitions, cfg.Partition = "fleet-"+strconv.Itoa(i), 3, 2, i
 		cfg.NATS.URL = urls
+		cfg.ClickHouse.DSN = chDSN
 		cfg.JSONL.Path = filepath.Join(dir, "auditor-"+strconv.Itoa(i), "audit.jsonl")
 		cfg.Checkpoint.File = filepath.Join(dir, "auditor-"+strconv.Itoa(i), "checkpoints.jsonl")
 		logs = append(logs, filepath.Dir(cfg.JSONL.Path))
@@ -308,7 +323,7 @@ func BenchmarkFleet(b *testing.B) {
 					continue
 				}
 				at := time.Now()
-				led.sent(d.h.name, e.ID(), at)
+				led.sent(d.h.name, d.t, e.ID(), at)
 				if _, err := js.PublishMsg(ctx, m); err != nil {
 					publishErrs.Add(1)
 				}
@@ -385,13 +400,19 @@ func BenchmarkFleet(b *testing.B) {
 		sleep(ctx, time.Second)
 	}
 
-	// The silenced host's STALE: due stale_after after its last evidence,
-	// found by a sweep every half of it.
+	// The silenced host's targets' STALE: each due stale_after after its
+	// last evidence, found by a sweep every half of it.
+	silencedTargets := targets[:2] // host 0's
 	for time.Now().Before(silencedAt.Add(2*staleAfter + interval)) {
 		led.mu.Lock()
-		_, seen := led.stale[silenced.name]
+		seen := 0
+		for _, t := range silencedTargets {
+			if !led.stale[targetKey(silenced.name, t)].IsZero() {
+				seen++
+			}
+		}
 		led.mu.Unlock()
-		if seen {
+		if seen == len(silencedTargets) {
 			break
 		}
 		sleep(ctx, time.Second)
@@ -413,14 +434,20 @@ func BenchmarkFleet(b *testing.B) {
 	}
 	report("missed", float64(totalMissed))
 	report("honest-publish-errors", float64(publishErrs.Load()))
+	// The longest of the silenced host's targets, from its last evidence
+	// to its STALE (-1: one never turned STALE).
+	staleS := 0.0
 	led.mu.Lock()
-	staleAt, lastAt := led.stale[silenced.name], led.last[silenced.name]
-	led.mu.Unlock()
-	if staleAt.IsZero() {
-		report("stale-s", -1)
-	} else {
-		report("stale-s", staleAt.Sub(lastAt).Seconds())
+	for _, t := range silencedTargets {
+		k := targetKey(silenced.name, t)
+		if led.stale[k].IsZero() {
+			staleS = -1
+			break
+		}
+		staleS = max(staleS, led.stale[k].Sub(led.last[k]).Seconds())
 	}
+	led.mu.Unlock()
+	report("stale-s", staleS)
 	for _, bucket := range []string{topology.BucketHosts, topology.BucketVerdicts, verifier.BucketEvidence} {
 		s, err := js.Stream(ctx, "KV_"+bucket)
 		if err != nil {
@@ -443,9 +470,38 @@ func BenchmarkFleet(b *testing.B) {
 	}
 	elapsed := 2*interval + time.Duration(len(attacks))*phase
 	report("jsonl-KB/host/day", float64(logBytes)/float64(hosts)/elapsed.Seconds()*86400/1e3)
+	if chDSN != "" {
+		onDisk, raw := clickHouseBytes(ctx, b, chDSN)
+		report("clickhouse-KB/host/day", float64(onDisk)/float64(hosts)/elapsed.Seconds()*86400/1e3)
+		report("clickhouse-raw-KB/host/day", float64(raw)/float64(hosts)/elapsed.Seconds()*86400/1e3)
+	}
 	report("peak-rss-MB", peakRSS()/1e6)
 	b.Logf("fleet of %d hosts (%.1f targets each) every %s: %d honest verdicts in the quiet interval, %d missed in all, adversary sent %v",
 		hosts, 2.5, interval, len(d), totalMissed, sentByAttack)
+}
+
+// clickHouseBytes is the size of the active parts of the database of dsn:
+// on disk (compressed) and uncompressed.
+func clickHouseBytes(ctx context.Context, b *testing.B, dsn string) (onDisk, raw uint64) {
+	opts, err := clickhouse.ParseDSN(dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	conn, err := clickhouse.Open(opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = conn.Close() }()
+	// Merged first, as a day's parts would be.
+	if err := conn.Exec(ctx, "OPTIMIZE TABLE audit_links FINAL"); err != nil {
+		b.Logf("clickhouse: optimize: %v", err)
+	}
+	row := conn.QueryRow(ctx, "SELECT sum(bytes_on_disk), sum(data_uncompressed_bytes) FROM system.parts WHERE database = ? AND active",
+		opts.Auth.Database)
+	if err := row.Scan(&onDisk, &raw); err != nil {
+		b.Fatal(err)
+	}
+	return onDisk, raw
 }
 
 func sleep(ctx context.Context, d time.Duration) {
