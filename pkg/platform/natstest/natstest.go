@@ -102,6 +102,14 @@ func Connect(tb testing.TB, url string) (*nats.Conn, jetstream.JetStream) {
 // the cluster ports are picked up front from free loopback ports.
 func RunCluster(tb testing.TB, n int) ([]*server.Server, string) {
 	tb.Helper()
+	return RunClusterWith(tb, n, nil)
+}
+
+// RunClusterWith is RunCluster with each server's options (the i-th of n)
+// passed to configure, when not nil, before it starts: the accounts and
+// users of a rendered configuration, for example.
+func RunClusterWith(tb testing.TB, n int, configure func(i int, opts *server.Options)) ([]*server.Server, string) {
+	tb.Helper()
 	if n < 1 {
 		tb.Fatalf("natstest: cluster of %d servers", n)
 	}
@@ -117,6 +125,9 @@ func RunCluster(tb testing.TB, n int) ([]*server.Server, string) {
 		opts.ServerName = fmt.Sprintf("natstest-%d", i)
 		opts.Cluster = server.ClusterOpts{Name: "natstest", Host: "127.0.0.1", Port: ports[i]}
 		opts.Routes = routes
+		if configure != nil {
+			configure(i, opts)
+		}
 		servers[i] = start(tb, opts, false)
 	}
 	for i, s := range servers {
@@ -234,6 +245,13 @@ func (m Member) Name() string { return m.name }
 // accepts connections.
 func (m Member) Restart(tb testing.TB, members []Member) *server.Server {
 	tb.Helper()
+	return m.RestartWith(tb, members, nil)
+}
+
+// RestartWith is Restart with the server's options passed to configure,
+// when not nil, before it starts (as RunClusterWith's were).
+func (m Member) RestartWith(tb testing.TB, members []Member, configure func(opts *server.Options)) *server.Server {
+	tb.Helper()
 	routes := make([]*url.URL, len(members))
 	for i, o := range members {
 		routes[i] = &url.URL{Scheme: "nats", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(o.route))}
@@ -243,6 +261,9 @@ func (m Member) Restart(tb testing.TB, members []Member) *server.Server {
 	opts.Port = m.port
 	opts.Cluster = server.ClusterOpts{Name: "natstest", Host: "127.0.0.1", Port: m.route}
 	opts.Routes = routes
+	if configure != nil {
+		configure(opts)
+	}
 	s, _ := Run(tb, opts)
 	return s
 }
@@ -273,15 +294,22 @@ func WaitConverged(ctx context.Context, tb testing.TB, js jetstream.JetStream, s
 				}
 			}
 			for _, srv := range servers {
-				acc, err := srv.JszAccount(&server.JSzOptions{Account: srv.GlobalAccount().Name, Streams: true})
+				// The stream in whichever account holds it (the global
+				// one, or a configured account such as buspolicy's).
+				jsz, err := srv.Jsz(&server.JSzOptions{Accounts: true, Streams: true})
 				if err != nil {
 					return fmt.Errorf("%s: %w", srv.Name(), err)
 				}
-				i := slices.IndexFunc(acc.Streams, func(d server.StreamDetail) bool { return d.Name == name })
-				if i < 0 {
+				var detail *server.StreamDetail
+				for _, acc := range jsz.AccountDetails {
+					if i := slices.IndexFunc(acc.Streams, func(d server.StreamDetail) bool { return d.Name == name }); i >= 0 {
+						detail = &acc.Streams[i]
+					}
+				}
+				if detail == nil {
 					return fmt.Errorf("%s: no replica on %s", name, srv.Name())
 				}
-				if st := acc.Streams[i].State; st.Msgs != info.State.Msgs || st.LastSeq != info.State.LastSeq {
+				if st := detail.State; st.Msgs != info.State.Msgs || st.LastSeq != info.State.LastSeq {
 					return fmt.Errorf("%s on %s: %d messages to %d, the leader %s has %d to %d",
 						name, srv.Name(), st.Msgs, st.LastSeq, ci.Leader, info.State.Msgs, info.State.LastSeq)
 				}

@@ -39,31 +39,65 @@ type policyServer struct {
 
 func runPolicyServer(t *testing.T) *policyServer {
 	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := l.Addr().(*net.TCPAddr).Port
+	require.NoError(t, l.Close())
+	opts := policyOptions(t, fmt.Sprintf("host: 127.0.0.1\nport: %d\njetstream { store_dir: %q }\n", port, t.TempDir()))
+	opts.ServerName = "attack"
+	p := &policyServer{opts: opts}
+	p.srv, p.url = natstest.Run(t, opts)
+	return p
+}
+
+// policyOptions are the options of a nats-server whose configuration is
+// head followed by what buspolicy renders (a user per service, password
+// "<service>-pw"), plus an operator user in the pipeline's account.
+func policyOptions(t *testing.T, head string) *server.Options {
+	t.Helper()
 	users := map[string]string{}
 	for _, r := range buspolicy.Roles() {
 		users[r.Service] = r.Service
 		t.Setenv(strings.ToUpper(r.Service)+"_PASSWORD", r.Service+"-pw")
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := l.Addr().(*net.TCPAddr).Port
-	require.NoError(t, l.Close())
 	policy, err := buspolicy.ServerConfig(users)
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "nats.conf")
-	conf := fmt.Sprintf("host: 127.0.0.1\nport: %d\njetstream { store_dir: %q }\n", port, t.TempDir()) + policy
-	require.NoError(t, os.WriteFile(path, []byte(conf), 0o600))
+	require.NoError(t, os.WriteFile(path, []byte(head+policy), 0o600))
 	opts, err := server.ProcessConfigFile(path)
 	require.NoError(t, err)
-	opts.NoLog, opts.NoSigs, opts.ServerName = true, true, "attack"
+	opts.NoLog, opts.NoSigs = true, true
 	for _, a := range opts.Accounts {
 		if a.Name == buspolicy.AccountPipeline {
 			opts.Users = append(opts.Users, &server.User{Username: "operator", Password: "operator-pw", Account: a})
 		}
 	}
-	p := &policyServer{opts: opts}
-	p.srv, p.url = natstest.Run(t, opts)
-	return p
+	return opts
+}
+
+// policyCluster makes each server of a natstest cluster take the
+// configuration buspolicy renders (policyOptions): its accounts, users
+// and limits, each server its own.
+func policyCluster(t *testing.T) func(int, *server.Options) {
+	return func(_ int, opts *server.Options) {
+		p := policyOptions(t, "")
+		opts.Accounts, opts.Users, opts.Nkeys = p.Accounts, p.Users, p.Nkeys
+		opts.SystemAccount, opts.NoAuthUser = p.SystemAccount, p.NoAuthUser
+		if p.MaxPayload > 0 {
+			opts.MaxPayload = p.MaxPayload
+		}
+	}
+}
+
+// connectAs connects to urls as user of a policy server or cluster.
+func connectAs(t *testing.T, urls, user string) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := natsbus.Connect(natsbus.Config{URL: urls, User: user, Password: user + "-pw"}, "e2e-"+user)
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	return nc, js
 }
 
 // restart stops the server and starts it again on its store.
@@ -77,12 +111,7 @@ func (p *policyServer) restart(t *testing.T) {
 // as connects as user.
 func (p *policyServer) as(t *testing.T, user string) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	nc, err := natsbus.Connect(natsbus.Config{URL: p.url, User: user, Password: user + "-pw"}, "attack-"+user)
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	require.NoError(t, err)
-	return nc, js
+	return connectAs(t, p.url, user)
 }
 
 var attackClock atomic.Int64

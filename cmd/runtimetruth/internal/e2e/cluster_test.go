@@ -8,11 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/buspolicy"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry/telemetrytest"
@@ -55,9 +57,11 @@ func TestClusterNodeOutageWithCollector(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	begun := time.Now()
-	servers, urls := natstest.RunCluster(t, 3)
+	// Every server runs the configuration buspolicy renders; each part
+	// connects as its rendered user, the test as the operator.
+	servers, urls := natstest.RunClusterWith(t, 3, policyCluster(t))
 	members := natstest.Members(servers)
-	_, js := natstest.Connect(t, urls)
+	_, js := connectAs(t, urls, "operator")
 
 	type component interface {
 		Start(context.Context) error
@@ -70,7 +74,7 @@ func TestClusterNodeOutageWithCollector(t *testing.T) {
 	}
 	vcfg := verifier.NewDefaultConfig()
 	vcfg.Instance = host
-	vcfg.NATS.URL = urls
+	vcfg.NATS.URL, vcfg.NATS.User, vcfg.NATS.Password = urls, buspolicy.Verifier, buspolicy.Verifier+"-pw"
 	vcfg.Replicas = 3
 	tel := newRecorder(t)
 	ver, err := verifier.New(vcfg, verifier.Settings{Telemetry: tel.Providers})
@@ -104,7 +108,7 @@ func TestClusterNodeOutageWithCollector(t *testing.T) {
 
 	ccfg := collector.NewDefaultConfig()
 	ccfg.Host = host
-	ccfg.NATS.URL = urls
+	ccfg.NATS.URL, ccfg.NATS.User, ccfg.NATS.Password = urls, buspolicy.Collector, buspolicy.Collector+"-pw"
 	ccfg.StateDir = filepath.Join(t.TempDir(), "collector")
 	ccfg.Targets = targets
 	colTel := telemetrytest.New(t)
@@ -151,7 +155,7 @@ func TestClusterNodeOutageWithCollector(t *testing.T) {
 	outage := tel.verdicts(t, events.StatusPass)
 	passes("with a node down", outage+phase) // verdicts continue on two nodes
 
-	servers[down] = members[down].Restart(t, members)
+	servers[down] = members[down].RestartWith(t, members, func(o *server.Options) { policyCluster(t)(down, o) })
 	natstest.CheckFor(t, 30*time.Second, 20*time.Millisecond, func() error {
 		if !servers[down].JetStreamIsCurrent() || natstest.Peers(servers[down]) != 2 {
 			return fmt.Errorf("%s not back in the cluster", members[down].Name())
