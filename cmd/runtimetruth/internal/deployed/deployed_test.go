@@ -53,6 +53,7 @@ func scenario(t *testing.T, m mode) {
 	p.collectNow()
 	p.foreignSubject()
 	p.impostor()
+	p.hostileNeighbour()
 	p.drift()
 	p.stale()
 	p.rotate()
@@ -336,7 +337,16 @@ func (p *pipeline) audit() {
 	for _, c := range []string{"EVIDENCE/" + web, "VERDICTS/" + web, "BASELINES", "DLQ"} {
 		assert.Contains(t, rep.Chains, c)
 	}
-	assert.NotContains(t, rep.Chains, "EVIDENCE/"+db, "nothing was published in db's name")
+	// db's chain holds what db's own credential sent (hostileNeighbour),
+	// each once, and nothing else: not web's publish in db's name, which
+	// the server refused (foreignSubject); no verdict in db's name.
+	var dbHead struct {
+		Seq int `json:"seq"`
+	}
+	require.Contains(t, rep.Chains, "EVIDENCE/"+db)
+	require.NoError(t, json.Unmarshal(rep.Chains["EVIDENCE/"+db], &dbHead))
+	assert.Equal(t, churnKeys+junkMsgs, dbHead.Seq, "db's chain: what db's credential sent")
+	assert.NotContains(t, rep.Chains, "VERDICTS/"+db, "no verdict in db's name")
 	r = p.cli("audit", "verify", "--jsonl", p.auditLog, "--registry")
 	assert.Equal(t, 0, r.code, "audit verify --registry: %s", r.stderr)
 

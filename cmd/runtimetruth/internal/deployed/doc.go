@@ -20,7 +20,10 @@
 // collector is silent; a collect-now request answered and accepted; a key
 // rotation and a revocation; what a host's own credential cannot do (publish
 // in another host's name) and what a key that is not the host's cannot do
-// (change a verdict); and the audit log the auditor wrote, which verifies.
+// (change a verdict); what one hostile host's own credential and keys do
+// to the others (key churn and junk: nothing, its registry record and its
+// dead letters bounded); and the audit log the auditor wrote, which
+// verifies.
 //
 // TestMain builds the binaries once (nats-server at the version of this
 // module's graph, runtimetruth and the runtimetruth-* services). A failing
