@@ -370,12 +370,32 @@ func BenchmarkFleet(b *testing.B) {
 		{"replays", func(ctx context.Context) int { return replays(ctx, js, adversary) }},
 		{"big-copies", func(ctx context.Context) int { return bigCopies(ctx, js, adversary) }},
 	}
+	// The verifiers' backlog: the most EVIDENCE messages waiting for
+	// their consumer (not yet delivered) seen during a phase, sampled
+	// every second; of the adversary's, at most EvidencePerSubject wait.
+	backlog := func(ctx context.Context) <-chan uint64 {
+		out := make(chan uint64, 1)
+		go func() {
+			most := uint64(0)
+			defer func() { out <- most }()
+			for ctx.Err() == nil {
+				if c, err := js.Consumer(ctx, topology.StreamEvidence, topology.ConsumerVerifier); err == nil {
+					most = max(most, c.CachedInfo().NumPending)
+				}
+				sleep(ctx, time.Second)
+			}
+		}()
+		return out
+	}
 	sentByAttack := map[string]int{}
+	backlogs := map[string]uint64{}
 	for _, a := range attacks {
 		led.setPhase(a.name)
 		actx, stop := context.WithTimeout(ctx, phase)
+		most := backlog(actx)
 		sentByAttack[a.name] = a.run(actx)
 		stop()
+		backlogs[a.name] = <-most
 	}
 	led.setPhase("after")
 	stopHonest()
@@ -430,6 +450,7 @@ func BenchmarkFleet(b *testing.B) {
 		report(a.name+"-p50-ms", ms(quantile(d, 0.5)))
 		report(a.name+"-p99-ms", ms(quantile(d, 0.99)))
 		report(a.name+"-sent", float64(sentByAttack[a.name]))
+		report(a.name+"-backlog", float64(backlogs[a.name]))
 		totalMissed += missed
 	}
 	report("missed", float64(totalMissed))
