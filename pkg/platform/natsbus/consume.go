@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -221,6 +222,10 @@ type loop struct {
 
 	rmu      sync.Mutex
 	retrying map[string]map[uint64]time.Time // tenant → stream sequence → when nak'ed (Options.TenantRetries)
+
+	// fullAt is when a dead letter was last refused by a full DLQ (unix
+	// nanoseconds; 0: never): only a record sent after it clears the duty.
+	fullAt atomic.Int64
 }
 
 // ErrRetryBudget is why a message whose handling failed with a retryable
@@ -540,6 +545,7 @@ func (c *loop) deadLetter(ctx context.Context, m jetstream.Msg, cause error) boo
 		return false
 	}
 	dm, _, err := events.NewMsg(c.o.Source, rec, events.WithID(DeadLetterID(rec.Stream, rec.Consumer, rec.StreamSequence)))
+	sent := time.Now().UnixNano()
 	if err == nil {
 		err = publishRetrying(ctx, c.pub, dm)
 	}
@@ -548,6 +554,7 @@ func (c *loop) deadLetter(ctx context.Context, m jetstream.Msg, cause error) boo
 		// message is terminated with its reason, and the loss counted
 		// and reported (Options.Duties: DutyDeadLetters).
 		c.tel.Failed(ctx, ReasonDeadLetterFull)
+		c.fullAt.Store(time.Now().UnixNano())
 		c.report(ctx, fmt.Errorf("the dead-letter stream is full: %w", err))
 		if terr := m.TermWithReason(string(rec.Reason)); terr != nil {
 			c.tel.Failed(ctx, ReasonAck)
@@ -560,7 +567,11 @@ func (c *loop) deadLetter(ctx context.Context, m jetstream.Msg, cause error) boo
 		c.retry(ctx, m)
 		return false
 	}
-	c.report(ctx, nil)
+	if sent > c.fullAt.Load() {
+		// Kept, and sent after the last one a full DLQ refused (a record
+		// sent before it, by another worker, says nothing of the DLQ now).
+		c.report(ctx, nil)
+	}
 	if err := m.TermWithReason(string(rec.Reason)); err != nil {
 		c.tel.Failed(ctx, ReasonAck)
 		return false
