@@ -53,6 +53,7 @@ func scenario(t *testing.T, m mode) {
 	p.collectNow()
 	p.foreignSubject()
 	p.impostor()
+	p.forgeries()
 	p.hostileNeighbour()
 	p.drift()
 	p.stale()

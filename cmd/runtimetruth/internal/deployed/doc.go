@@ -19,8 +19,10 @@
 // approved; PASS, then DRIFT when the target changes, then STALE when the
 // collector is silent; a collect-now request answered and accepted; a key
 // rotation and a revocation; what a host's own credential cannot do (publish
-// in another host's name) and what a key that is not the host's cannot do
-// (change a verdict); what one hostile host's own credential and keys do
+// in another host's name), what a key that is not the host's cannot do
+// (change a verdict), and what the host's own key cannot do either (an old
+// sequence, a time far off, other data than signed, a broken or missing
+// signature: each refused with its reason); what one hostile host's own credential and keys do
 // to the others (key churn and junk: nothing, its registry record and its
 // dead letters bounded); and the audit log the auditor wrote, which
 // verifies.

@@ -153,7 +153,7 @@ func (d *deployment) host(host string) *events.HostRecord {
 
 // deadLetter is a dead-letter record of evidence: the evidence event's id
 // and why the verifier refused it.
-type deadLetter struct{ id, reason string }
+type deadLetter struct{ id, reason, err string }
 
 var rejectedReason = regexp.MustCompile(`rejected evidence \(([a-z_]+)\)`)
 
@@ -172,7 +172,7 @@ func (d *deployment) deadLetters(host, reason string) []deadLetter {
 		require.NoError(d.t, err)
 		rej, err := events.Decode[events.EventRejected](e)
 		require.NoError(d.t, err)
-		l := deadLetter{id: rej.Envelope.ID}
+		l := deadLetter{id: rej.Envelope.ID, err: rej.Error}
 		if m := rejectedReason.FindStringSubmatch(rej.Error); m != nil {
 			l.reason = m[1]
 		}
