@@ -121,7 +121,7 @@ func TestFullDeadLetterStream(t *testing.T) {
 	natstest.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		// The count comes a moment before the report.
 		if err := v.Ready(ctx); err == nil || !strings.Contains(err.Error(), natsbus.DutyDeadLetters+" failing: the dead-letter stream is full") {
-			return fmt.Errorf("ready: %v", err)
+			return fmt.Errorf("ready: %w", err)
 		}
 		return nil
 	})
