@@ -6,14 +6,17 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -188,24 +191,20 @@ func BenchmarkFleet(b *testing.B) {
 	nc, js := natstest.Connect(b, urls)
 	dir := b.TempDir()
 
-	var stops []func()
+	// The services run as deployed, each its own process (so that each
+	// one's peak RSS is its own), built from this workspace.
+	bin := buildServices(b, dir)
+	var services []*service
 	defer func() {
-		for _, stop := range slices.Backward(stops) {
-			stop()
+		for _, s := range slices.Backward(services) {
+			s.stop()
 		}
 	}()
 	for i := range 2 {
-		cfg := verifier.NewDefaultConfig()
-		cfg.Instance, cfg.Replicas, cfg.StaleAfter = "fleet-"+strconv.Itoa(i), 3, staleAfter
-		cfg.NATS.URL = urls
-		v, err := verifier.New(cfg, verifier.Settings{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := v.Start(ctx); err != nil {
-			b.Fatal(err)
-		}
-		stops = append(stops, func() { _ = v.Shutdown(context.Background()) })
+		services = append(services, startService(b, bin.verifier, dir, "verifier-"+strconv.Itoa(i), map[string]any{
+			"nats": map[string]any{"url": urls}, "instance": "fleet-" + strconv.Itoa(i), "replicas": 3,
+			"stale_after": staleAfter.String(), "http": map[string]any{"listen": "127.0.0.1:0"},
+		}))
 	}
 	var logs []string
 	// With a ClickHouse server (RUNTIMETRUTH_CLICKHOUSE_DSN, as make bench
@@ -217,22 +216,36 @@ func BenchmarkFleet(b *testing.B) {
 		chDSN, drop = auditortest.ClickHouseDatabase(b)
 		defer drop()
 	}
+	var auditorConsumers []string
 	for i := range 2 {
-		cfg := auditor.NewDefaultConfig()
-		cfg.Instance, cfg.Replicas, cfg.Partitions, cfg.Partition = "fleet-"+strconv.Itoa(i), 3, 2, i
-		cfg.NATS.URL = urls
-		cfg.ClickHouse.DSN = chDSN
-		cfg.JSONL.Path = filepath.Join(dir, "auditor-"+strconv.Itoa(i), "audit.jsonl")
-		cfg.Checkpoint.File = filepath.Join(dir, "auditor-"+strconv.Itoa(i), "checkpoints.jsonl")
-		logs = append(logs, filepath.Dir(cfg.JSONL.Path))
-		a, err := auditor.New(cfg, auditor.Settings{})
-		if err != nil {
-			b.Fatal(err)
+		logDir := filepath.Join(dir, "auditor-"+strconv.Itoa(i))
+		logs = append(logs, logDir)
+		cfg := map[string]any{
+			"nats": map[string]any{"url": urls}, "instance": "fleet-" + strconv.Itoa(i), "replicas": 3,
+			"partitions": 2, "partition": i,
+			"jsonl":      map[string]any{"path": filepath.Join(logDir, "audit.jsonl")},
+			"checkpoint": map[string]any{"file": filepath.Join(logDir, "checkpoints.jsonl")},
+			"http":       map[string]any{"listen": "127.0.0.1:0"},
 		}
-		if err := a.Start(ctx); err != nil {
-			b.Fatal(err)
+		if chDSN != "" {
+			cfg["clickhouse"] = map[string]any{"dsn": chDSN}
 		}
-		stops = append(stops, func() { _ = a.Shutdown(context.Background()) })
+		services = append(services, startService(b, bin.auditor, dir, "auditor-"+strconv.Itoa(i), cfg))
+		ac := auditor.NewDefaultConfig()
+		ac.Partitions, ac.Partition = 2, i
+		auditorConsumers = append(auditorConsumers, ac.PartitionConsumer())
+	}
+	// Up once their consumers are.
+	for _, c := range append([]string{topology.ConsumerVerifier}, auditorConsumers...) {
+		for {
+			if _, err := js.Consumer(ctx, topology.StreamEvidence, c); err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				b.Fatalf("the services' consumer %s never came", c)
+			}
+			sleep(ctx, 100*time.Millisecond)
+		}
 	}
 
 	// The fleet, each host's key enrolled, the targets' baselines.
@@ -496,6 +509,9 @@ func BenchmarkFleet(b *testing.B) {
 		report("clickhouse-KB/host/day", float64(onDisk)/float64(hosts)/elapsed.Seconds()*86400/1e3)
 		report("clickhouse-raw-KB/host/day", float64(raw)/float64(hosts)/elapsed.Seconds()*86400/1e3)
 	}
+	for _, s := range services {
+		report("rss-"+s.name+"-MB", s.peakRSS()/1e6)
+	}
 	report("peak-rss-MB", peakRSS()/1e6)
 	b.Logf("fleet of %d hosts (%.1f targets each) every %s: %d honest verdicts in the quiet interval, %d missed in all, adversary sent %v",
 		hosts, 2.5, interval, len(d), totalMissed, sentByAttack)
@@ -532,10 +548,14 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// peakRSS is the process's peak resident set (VmHWM), in bytes: every
-// service of the benchmark runs in this one process.
-func peakRSS() float64 {
-	raw, err := os.ReadFile("/proc/self/status")
+// peakRSS is this process's peak resident set (VmHWM), in bytes: the
+// three NATS servers and the simulated fleet.
+func peakRSS() float64 { return vmHWM("/proc/self/status") }
+
+// vmHWM reads the peak resident set (VmHWM) from a /proc status file, in
+// bytes; -1 when it cannot.
+func vmHWM(path string) float64 {
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		return -1
 	}
@@ -623,4 +643,69 @@ func bigCopies(ctx context.Context, js jetstream.JetStream, h *host) int {
 		m.Data = big
 		return m
 	})
+}
+
+// binaries are the service binaries buildServices made.
+type binaries struct{ verifier, auditor string }
+
+// buildServices builds the verifier and auditor binaries into dir.
+func buildServices(b *testing.B, dir string) binaries {
+	const module = "github.com/runtimetruth/runtimetruth"
+	out, err := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
+		module+"/services/verifier/cmd/runtimetruth-verifier",
+		module+"/services/auditor/cmd/runtimetruth-auditor").CombinedOutput()
+	if err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	return binaries{verifier: filepath.Join(dir, "runtimetruth-verifier"), auditor: filepath.Join(dir, "runtimetruth-auditor")}
+}
+
+// service is a service process of the benchmark.
+type service struct {
+	name string
+	cmd  *exec.Cmd
+	out  *bytes.Buffer
+	done chan struct{}
+	rss  float64 // its peak RSS, read when it stops
+}
+
+// startService starts bin with cfg as its configuration file (JSON).
+func startService(b *testing.B, bin, dir, name string, cfg map[string]any) *service {
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(dir, name+".json")
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	s := &service{name: name, cmd: exec.Command(bin, "-config", path), out: &bytes.Buffer{}, done: make(chan struct{})}
+	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
+	if err := s.cmd.Start(); err != nil {
+		b.Fatalf("start %s: %v", name, err)
+	}
+	go func() {
+		_ = s.cmd.Wait()
+		close(s.done)
+	}()
+	return s
+}
+
+// peakRSS is the service's peak resident set so far, in bytes.
+func (s *service) peakRSS() float64 {
+	if s.rss == 0 {
+		s.rss = vmHWM(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	}
+	return s.rss
+}
+
+// stop ends the service (SIGTERM, then SIGKILL after 30 s).
+func (s *service) stop() {
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(30 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.done
+	}
 }
