@@ -235,17 +235,28 @@ func BenchmarkFleet(b *testing.B) {
 		ac.Partitions, ac.Partition = 2, i
 		auditorConsumers = append(auditorConsumers, ac.PartitionConsumer())
 	}
-	// Up once their consumers are.
-	for _, c := range append([]string{topology.ConsumerVerifier}, auditorConsumers...) {
-		for {
-			if _, err := js.Consumer(ctx, topology.StreamEvidence, c); err == nil {
-				break
-			}
-			if ctx.Err() != nil {
-				b.Fatalf("the services' consumer %s never came", c)
-			}
-			sleep(ctx, 100*time.Millisecond)
+	// Up once their consumers are and none has exited for longer than a
+	// start takes: on a fresh cluster, four services ensuring the topology
+	// at once can time out a start, which a supervisor (systemd's
+	// Restart=on-failure) answers with a restart, as this does.
+	settled := time.Now()
+	for {
+		if supervise(b, services) {
+			settled = time.Now()
 		}
+		up := true
+		for _, c := range append([]string{topology.ConsumerVerifier}, auditorConsumers...) {
+			if _, err := js.Consumer(ctx, topology.StreamEvidence, c); err != nil {
+				up = false
+			}
+		}
+		if up && time.Since(settled) > 40*time.Second {
+			break
+		}
+		if ctx.Err() != nil {
+			b.Fatal("the services never came up")
+		}
+		sleep(ctx, time.Second)
 	}
 
 	// The fleet, each host's key enrolled, the targets' baselines.
@@ -275,6 +286,7 @@ func BenchmarkFleet(b *testing.B) {
 	}
 	close(enroll)
 	wg.Wait()
+	alive(b, services)
 	baselines := verifier.NewBaselines(js, "/fleet/operator")
 	for _, t := range targets {
 		raw, err := unit(t, time.Now()).Canonical()
@@ -509,6 +521,7 @@ func BenchmarkFleet(b *testing.B) {
 		report("clickhouse-KB/host/day", float64(onDisk)/float64(hosts)/elapsed.Seconds()*86400/1e3)
 		report("clickhouse-raw-KB/host/day", float64(raw)/float64(hosts)/elapsed.Seconds()*86400/1e3)
 	}
+	alive(b, services)
 	for _, s := range services {
 		report("rss-"+s.name+"-MB", s.peakRSS()/1e6)
 	}
@@ -662,11 +675,12 @@ func buildServices(b *testing.B, dir string) binaries {
 
 // service is a service process of the benchmark.
 type service struct {
-	name string
-	cmd  *exec.Cmd
-	out  *bytes.Buffer
-	done chan struct{}
-	rss  float64 // its peak RSS, read when it stops
+	name, bin, config string
+	cmd               *exec.Cmd
+	out               *bytes.Buffer
+	done              chan struct{}
+	restarts          int
+	rss               float64 // its peak RSS, read when it stops
 }
 
 // startService starts bin with cfg as its configuration file (JSON).
@@ -679,16 +693,61 @@ func startService(b *testing.B, bin, dir, name string, cfg map[string]any) *serv
 	if err := os.WriteFile(path, raw, 0o600); err != nil {
 		b.Fatal(err)
 	}
-	s := &service{name: name, cmd: exec.Command(bin, "-config", path), out: &bytes.Buffer{}, done: make(chan struct{})}
+	s := &service{name: name, bin: bin, config: path}
+	s.start(b)
+	return s
+}
+
+// start starts the service's process.
+func (s *service) start(b *testing.B) {
+	s.cmd, s.out, s.done = exec.Command(s.bin, "-config", s.config), &bytes.Buffer{}, make(chan struct{})
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
 	if err := s.cmd.Start(); err != nil {
-		b.Fatalf("start %s: %v", name, err)
+		b.Fatalf("start %s: %v", s.name, err)
 	}
+	done := s.done
 	go func() {
 		_ = s.cmd.Wait()
-		close(s.done)
+		close(done)
 	}()
-	return s
+}
+
+// supervise restarts a service that has exited (at most three times, then
+// fails the benchmark with its output); true when it restarted one.
+func supervise(b *testing.B, services []*service) bool {
+	restarted := false
+	for _, s := range services {
+		select {
+		case <-s.done:
+		default:
+			continue
+		}
+		if s.restarts == 3 {
+			b.Fatalf("%s exited a fourth time (%v):\n%s", s.name, s.cmd.ProcessState, s.out)
+		}
+		b.Logf("%s exited (%v), restarted: %s", s.name, s.cmd.ProcessState, lastLine(s.out.String()))
+		s.restarts++
+		s.start(b)
+		restarted = true
+	}
+	return restarted
+}
+
+// lastLine is the last non-empty line of s.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+// alive fails the benchmark, with a service's output, when one has exited.
+func alive(b *testing.B, services []*service) {
+	for _, s := range services {
+		select {
+		case <-s.done:
+			b.Fatalf("%s exited (%v):\n%s", s.name, s.cmd.ProcessState, s.out)
+		default:
+		}
+	}
 }
 
 // peakRSS is the service's peak resident set so far, in bytes.
