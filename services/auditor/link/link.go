@@ -145,10 +145,7 @@ type Prepared struct {
 // of a message Entry accepts is written from the message's bytes, without
 // its tree; the bytes and meta are those of the tree's path.
 func Prepare(m *Message, source string, strict bool) Prepared {
-	chainName := m.Chain
-	if chainName == "" {
-		chainName = ChainName(m.Stream, m.Subject)
-	}
+	chainName := chainOf(m)
 	if m.Notice != nil {
 		p, _ := prepare(chainName, notice(m, source))
 		return p
@@ -174,12 +171,16 @@ func Prepare(m *Message, source string, strict bool) Prepared {
 // PrepareOverAllowance is Prepare's for a message recorded by its digest
 // and size only, its host being over its allowance (ReasonOverAllowance).
 func PrepareOverAllowance(m *Message, source string) Prepared {
-	chainName := m.Chain
-	if chainName == "" {
-		chainName = ChainName(m.Stream, m.Subject)
-	}
-	p, _ := prepare(chainName, overAllowance(m, source))
+	p, _ := prepare(chainOf(m), overAllowance(m, source))
 	return p
+}
+
+// chainOf is m's chain: m.Chain, else ChainName's.
+func chainOf(m *Message) string {
+	if m.Chain != "" {
+		return m.Chain
+	}
+	return ChainName(m.Stream, m.Subject)
 }
 
 func prepare(chainName string, ev jsontree.Value) (Prepared, error) {

@@ -359,12 +359,7 @@ func Reject(m *Message, source string, cause error) jsontree.Value { return reje
 
 // rejected is the event of a message that is not a valid catalog event.
 func rejected(m *Message, source string, cause error) jsontree.Value {
-	deliveries := max(m.Deliveries, 1)
-	consumer := m.Consumer
-	if consumer == "" {
-		consumer = "auditor"
-	}
-	rec := events.Rejected(m.Stream, consumer, m.Subject, m.Seq, deliveries, m.Header, m.Data, cause)
+	rec := rejection(m, m.Header, cause)
 	if !errors.Is(cause, events.ErrInvalid) {
 		rec.Reason = "unrecordable"
 	}
@@ -379,13 +374,7 @@ func rejected(m *Message, source string, cause error) jsontree.Value {
 // data: what such a message adds to the audit sinks is this record,
 // whatever its size.
 func refused(m *Message, source string, cause error) jsontree.Value {
-	deliveries := max(m.Deliveries, 1)
-	consumer := m.Consumer
-	if consumer == "" {
-		consumer = "auditor"
-	}
-	rec := events.Rejected(m.Stream, consumer, m.Subject, m.Seq, deliveries, m.Header, m.Data,
-		fmt.Errorf("the signature cannot be this event's: %w", cause))
+	rec := rejection(m, m.Header, fmt.Errorf("the signature cannot be this event's: %w", cause))
 	rec.Reason = ReasonBadSignature
 	if errors.Is(cause, events.ErrClaim) {
 		rec.Reason = ReasonClaimMismatch
@@ -397,30 +386,36 @@ func refused(m *Message, source string, cause error) jsontree.Value {
 // size only, its host being over its allowance: an event.rejected like
 // refused's, keeping only the message's id header (cut to 256 bytes).
 func overAllowance(m *Message, source string) jsontree.Value {
-	deliveries := max(m.Deliveries, 1)
-	consumer := m.Consumer
-	if consumer == "" {
-		consumer = "auditor"
-	}
 	id := nats.Header{}
 	for k, vs := range m.Header {
 		if strings.EqualFold(k, events.HeaderPrefix+"id") {
 			id[k] = vs
 		}
 	}
-	rec := events.Rejected(m.Stream, consumer, m.Subject, m.Seq, deliveries, id, m.Data,
-		errors.New("recorded by digest and size: the host is over its allowance of audit bytes"))
+	rec := rejection(m, id, errors.New("recorded by digest and size: the host is over its allowance of audit bytes"))
 	rec.Reason = ReasonOverAllowance
 	return rejectedEvent(m, source, rec, RejectionID(m.Stream, m.Seq), rec.Subject())
+}
+
+// rejection is the event.rejected record of m, keeping the headers of h
+// that identify it (events.Rejected), as the auditor rejects it.
+func rejection(m *Message, h nats.Header, cause error) events.EventRejected {
+	return events.Rejected(m.Stream, consumerOf(m), m.Subject, m.Seq, max(m.Deliveries, 1), h, m.Data, cause)
+}
+
+// consumerOf is the consumer m came through; "auditor" for a message read
+// from its stream directly.
+func consumerOf(m *Message) string {
+	if m.Consumer == "" {
+		return "auditor"
+	}
+	return m.Consumer
 }
 
 // notice is the event of a Notice.
 func notice(m *Message, source string) jsontree.Value {
 	n := m.Notice
-	consumer := m.Consumer
-	if consumer == "" {
-		consumer = "auditor"
-	}
+	consumer := consumerOf(m)
 	empty := sha256.Sum256(nil)
 	rec := events.EventRejected{
 		Stream: m.Stream, Consumer: consumer, OriginalSubject: m.Subject, StreamSequence: n.Seq, Deliveries: 1,
