@@ -97,8 +97,8 @@ func (c *Collector) checkIntegrity(ctx context.Context, t *target) (observation,
 		return observation{}, err
 	}
 	if rep.CacheError != "" {
-		// The check stands (a cache that faulted was discarded and every
-		// file hashed); the next check writes a new cache.
+		// The check stands (its cache could not be saved); the next
+		// check hashes what this one could not record.
 		c.log.Warn("integrity stat cache", "target", t.cfg.Name, "err", rep.CacheError)
 	}
 	s := snapshot.New(snapshot.Target{Kind: ic.targetKind, Identifier: rep.Root}, rec)

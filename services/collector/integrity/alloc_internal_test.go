@@ -57,7 +57,7 @@ func TestPerFileAllocations(t *testing.T) {
 	store.FullEvery = 1 << 20
 	fc, err := store.Cache(dir, false)
 	require.NoError(t, err)
-	require.NotNil(t, fc.view)
+	require.NotNil(t, fc.saved)
 	require.Nil(t, fc.entries)
 	w.cache = fc
 	w.check(&f)

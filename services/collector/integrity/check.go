@@ -20,8 +20,8 @@ type CheckStats struct {
 	// Hashed and Cached count files read and hashed versus taken from the
 	// stat cache.
 	Hashed, Cached int
-	// CacheErr is why the stat cache could not be saved, if it could not,
-	// or why it was discarded (ErrCacheFault); the check itself stands.
+	// CacheErr is why the stat cache could not be saved, if it could not;
+	// the check itself stands.
 	CacheErr error
 }
 
@@ -45,23 +45,7 @@ func Check(ctx context.Context, store *Store, scope string, files []File, opts C
 // CheckWith is Check with a cache the caller opened (Store.Cache), which
 // lets it load the cache while it prepares files; nil hashes everything.
 // opts.NoCache only matters when opening the cache.
-//
-// A cache whose mapped file faults (ErrCacheFault: truncated in place by
-// another process) is discarded and the files are checked again in full,
-// without a cache; CacheErr then says so.
 func CheckWith(ctx context.Context, cache *Cache, files []File, opts CheckOptions) (CheckStats, error) {
-	var st CheckStats
-	fault, err := WithoutFaultyCache(cache, func(cache *Cache) (err error) {
-		st, err = checkWith(ctx, cache, files, opts)
-		return err
-	})
-	if fault != nil {
-		st.CacheErr = fault
-	}
-	return st, err
-}
-
-func checkWith(ctx context.Context, cache *Cache, files []File, opts CheckOptions) (CheckStats, error) {
 	h := Hasher{Workers: opts.Workers, BeneathDir: opts.BeneathDir}
 	if err := h.Run(ctx, files, cache); err != nil {
 		return CheckStats{}, err

@@ -22,11 +22,9 @@
 //   - Cache, a stat cache keyed on (device, inode, size, mtime, ctime,
 //     mode) that lets a check skip re-hashing unchanged files, with a full
 //     re-hash forced every FullEvery checks and on demand. The cache file
-//     is mapped into memory and read in place: a check checksums it and
-//     indexes its records, then reads the entries and parsed baselines it
-//     uses from the mapping, so a process that checks once (the check
-//     hook) neither copies nor decodes the whole file, and a cached
-//     baseline's files are checked without being copied either (List);
+//     is read whole and decoded in one pass (its strings left in the bytes
+//     read), and a cached baseline's files are checked without being
+//     copied into Files (List);
 //   - Store, the state directory: stat caches and first-run snapshots
 //     (package modified keeps the last change reported per package there).
 //     A Store also keeps each scope's last committed cache in memory and
@@ -50,27 +48,30 @@
 // path. Every file is written to a temporary file in the same directory,
 // fsynced and renamed over the old one (the .count file is not fsynced: a
 // lost count only brings the next full re-hash forward), so a crash leaves
-// either the old or the new version, and a damaged cache is detected by its
-// checksum and discarded (the next check hashes everything). A cache file
-// is mapped while in use; one truncated in place under the mapping (by
-// another process, or a failing disk) makes reading it fault, which the
-// readers turn into ErrCacheFault rather than a crash: the check discards
-// the cache and hashes everything again, saying so in Report.CacheError.
+// either the old or the new version. A cache file is read whole, at most
+// 256 MiB, a regular file not reached through a symbolic link, and checked
+// as it is decoded (checksum, version, every record in bounds, order); one
+// that fails any of this, whatever damaged it, is discarded (the next
+// check hashes everything). A check works on the cache as it read it, so
+// the file changing afterwards does not affect it.
 //
 // # Cache file format
 //
-// Little-endian, version 3: the magic "RTIC", uint32 version, uint64 entry
-// count, then per entry (in strictly increasing byte order of path, which
-// lookups rely on: a file out of order is damaged): the path (uint32
-// length and bytes), the status it was hashed under (uint64 dev, inode,
-// size, mtime ns, ctime ns; uint32 mode), uint64 generation (the check
-// that last saw it), uint8 algorithm, uint8 digest length and the
-// digest. Then uint64
-// list count and per parsed baseline (a RECORD): its path, its status,
+// One encoder (cacheFile.encode) and one decoder (decodeCacheFile), which
+// reads the whole file. Little-endian, version 3: the magic "RTIC",
+// uint32 version (a file of any other version is discarded as damaged),
+// uint64 entry count, then per entry (in strictly increasing byte order of
+// path, which lookups rely on: a file out of order is damaged): the path
+// (uint32 length and bytes), the status it was hashed under (uint64 dev,
+// inode, size, mtime ns, ctime ns; uint32 mode), uint64 generation (the
+// check that last saw it), uint8 algorithm, uint8 digest length and the
+// digest. Then uint64 list count and per parsed baseline (a RECORD, in
+// strictly increasing byte order of path): its path, its status,
 // generation, uint32 extra count, uint32 file count and per file the
 // index of its entry (or 0xffffffff and the path), the known-good digest
 // (algorithm, length, bytes), uint64 known-good size plus one (0 when
-// unknown) and its label (uint16 offset into the path,
-// or 0xffff and the label). Last, the CRC-32C (Castagnoli) of everything
-// before it, which detects a torn or damaged file.
+// unknown) and its label (uint16 offset into the path, or 0xffff and the
+// label). Last, the CRC-32C (Castagnoli) of everything before it, which
+// detects a torn or damaged file. Nothing may follow, and each count is
+// checked against the bytes left before anything is allocated for it.
 package integrity

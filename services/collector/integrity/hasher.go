@@ -1,7 +1,6 @@
 package integrity
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"hash"
@@ -199,9 +198,8 @@ const batch = 16
 // taken from the open file and its content read once, up to the size that
 // status reports. Run returns
 // early with ctx's error when ctx ends; files not reached stay FilePending.
-// When reading c's mapped file faults (ErrCacheFault), Run stops and
-// returns that error: the files' states are then incomplete. Run does not
-// modify the cache: pass the files to Cache.Update afterwards.
+// Run adds nothing to the cache: pass the files to Cache.Update
+// afterwards.
 func (h *Hasher) Run(ctx context.Context, files []File, c *Cache) error {
 	workers := h.Workers
 	if workers <= 0 {
@@ -234,32 +232,14 @@ func (h *Hasher) Run(ctx context.Context, files []File, c *Cache) error {
 	})
 }
 
-// runWorkers runs body on n goroutines and waits for them. A worker that
-// faults reading the mapped cache stops the others (their ctx ends), and
-// runWorkers returns its ErrCacheFault; else it returns ctx's error.
+// runWorkers runs body on n goroutines, waits for them and returns ctx's
+// error.
 func runWorkers(ctx context.Context, n int, body func(ctx context.Context)) error {
-	wctx, stop := context.WithCancel(ctx)
-	defer stop()
-	var (
-		mu    sync.Mutex
-		fault error
-		wg    sync.WaitGroup
-	)
+	var wg sync.WaitGroup
 	for range n {
-		wg.Go(func() {
-			err := catchFault(func() error { body(wctx); return nil })
-			if err != nil {
-				mu.Lock()
-				fault = cmp.Or(fault, err)
-				mu.Unlock()
-				stop()
-			}
-		})
+		wg.Go(func() { body(ctx) })
 	}
 	wg.Wait()
-	if fault != nil {
-		return fault
-	}
 	return ctx.Err()
 }
 
@@ -274,8 +254,7 @@ func runWorkers(ctx context.Context, n int, body func(ctx context.Context)) erro
 // it returns are checked in place and must not be touched until
 // RunPlanned returns. A list read from the cache (Cache.List) is checked
 // against the cache it came from, which should be c. When ctx ends, the
-// remaining items are neither planned nor checked; a fault reading the
-// mapped cache stops it as Run does.
+// remaining items are neither planned nor checked.
 func (h *Hasher) RunPlanned(ctx context.Context, n int, plan func(i int) *List, c *Cache) error {
 	workers := h.Workers
 	if workers <= 0 {
@@ -558,7 +537,7 @@ func (w *worker) setPath(f *File) {
 	w.path.Set(f.Dir, f.Rel)
 }
 
-func (w *worker) check(f *File) { w.checkEntry(f, noEntry, false) }
+func (w *worker) check(f *File) { w.checkEntry(f, nil, false) }
 
 // checkListed checks file i of a list read from the cache. The file's
 // record links it to its entry, which saves a lookup when the list is
@@ -566,24 +545,25 @@ func (w *worker) check(f *File) { w.checkEntry(f, noEntry, false) }
 // cache since. A file taken from the cache and matching its known-good
 // digest leaves only its state behind; any other is kept.
 func (w *worker) checkListed(r *listRun, i int) {
-	var lf listFile
-	r.view.file(r.list, i, &lf)
 	f := &w.tmp
 	*f = File{}
-	r.fill(f, &lf)
-	linked := w.cache != nil && w.cache == r.cache && w.cache.view == r.view && len(w.cache.entries) == 0
-	w.checkEntry(f, entryRef{idx: lf.entry}, linked)
+	r.fill(f, i)
+	var e *cacheEntry
+	linked := w.cache != nil && w.cache == r.cache && r.from != nil && w.cache.saved == r.from && len(w.cache.entries) == 0
+	if idx := r.list.files[i].entry; linked && idx >= 0 {
+		e = &r.from.entries[idx]
+	}
+	w.checkEntry(f, e, linked)
 	if linked && f.Cached && f.gotWant {
 		r.state[i] = listOK
 	} else {
 		r.keep(i, f)
 	}
-	f.Dir, f.Rel = "", "" // Rel is the view's
 }
 
-// checkEntry checks f; with linked, ref is f's cache entry (else it is
-// looked up by path).
-func (w *worker) checkEntry(f *File, ref entryRef, linked bool) {
+// checkEntry checks f; with linked, ref is f's cache entry, nil for none
+// (else it is looked up by path).
+func (w *worker) checkEntry(f *File, ref *cacheEntry, linked bool) {
 	f.Cached, f.fresh, f.Err = false, false, nil
 	f.gotWant, f.got = false, nil
 	algo := f.Want.Algo

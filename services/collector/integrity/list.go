@@ -1,33 +1,29 @@
 package integrity
 
-import (
-	"runtime"
-	"strings"
-	"sync"
-)
+import "sync"
 
 // List is a parsed baseline: the files to hash (Want set; Dir and Rel as
 // Cache.List documents), a label per file (the path as the baseline lists
 // it) and a count the caller keeps with it (e.g. unhashed rows).
 //
 // A List the caller builds has Files and Labels. One that Cache.List
-// read from the cache file has neither: its files are read from the file
-// as RunPlanned reaches them, and a check keeps only those that are not
-// OK (not taken from the cache, or changed). Read either kind through
-// Len, OK, File, Label and Stats.
+// returned has neither: its files are taken from the cache's list as
+// RunPlanned reaches them, and a check keeps only those that are not OK
+// (not taken from the cache, or changed). Read either kind through Len,
+// OK, File, Label and Stats.
 type List struct {
 	Files  []File
 	Labels []string
 	Extra  int
 
-	cached *listRun // a list read from the cache file
+	cached *listRun // a list the cache kept
 }
 
-// listRun is a check of a list read from a cache view.
+// listRun is a check of a list the cache kept.
 type listRun struct {
 	cache *Cache
-	view  *view
-	list  *viewList
+	from  *cacheFile // the file whose entries list's files link to; nil for none
+	list  *cachedList
 	dir   string
 	state []uint8    // per file, as the check left it
 	mu    sync.Mutex // guards allocating kept
@@ -60,9 +56,9 @@ func (l *List) OK(i int) bool {
 	return l.Files[i].OK()
 }
 
-// File returns file i as checked. For a list read from the cache file, a
-// file that is OK is rebuilt, with its own copy of the path, on every
-// call: callers look at the files that are not OK.
+// File returns file i as checked. For a list the cache kept, a file that
+// is OK is rebuilt on every call: callers look at the files that are not
+// OK.
 func (l *List) File(i int) *File {
 	r := l.cached
 	if r == nil {
@@ -72,32 +68,22 @@ func (l *List) File(i int) *File {
 		return &r.kept[i]
 	}
 	f := &File{}
-	var lf listFile
-	r.view.file(r.list, i, &lf)
-	r.fill(f, &lf)
-	f.Rel = strings.Clone(f.Rel)
+	r.fill(f, i)
 	if r.state[i] == listOK {
-		f.State, f.gotWant, f.Size, f.Cached = FileHashed, true, r.view.entryKey(lf.entry).size, true
+		f.State, f.gotWant, f.Size, f.Cached = FileHashed, true, r.from.entries[r.list.files[i].entry].key.size, true
 	}
-	runtime.KeepAlive(r.view) // until Rel is copied
 	return f
 }
 
-// Label returns the label of file i (a copy, for a list read from the
-// cache file).
+// Label returns the label of file i.
 func (l *List) Label(i int) string {
-	r := l.cached
-	if r == nil {
-		if i >= len(l.Labels) {
-			return l.Files[i].Rel
-		}
-		return l.Labels[i]
+	if r := l.cached; r != nil {
+		return r.list.files[i].label
 	}
-	var lf listFile
-	r.view.file(r.list, i, &lf)
-	label := string(lf.label)
-	runtime.KeepAlive(r.view)
-	return label
+	if i >= len(l.Labels) {
+		return l.Files[i].Rel
+	}
+	return l.Labels[i]
 }
 
 // Stats counts the files hashed and the files taken from the cache.
@@ -122,12 +108,12 @@ func (l *List) Stats() (hashed, cached int) {
 	return hashed, cached
 }
 
-// fill sets f's Dir, Rel, Want and known-good size from the file record
-// lf. Rel is read from the view: copy it before it outlives the check.
-func (r *listRun) fill(f *File, lf *listFile) {
-	f.Dir, f.Rel = splitDir(r.dir, bytesString(lf.path))
-	readDigest(r.view.data[lf.want:], &f.Want)
-	f.wantSize = lf.size
+// fill sets f's Dir, Rel, Want and known-good size from file i of the
+// list.
+func (r *listRun) fill(f *File, i int) {
+	lf := &r.list.files[i]
+	f.Dir, f.Rel = splitDir(r.dir, lf.path)
+	f.Want, f.wantSize = lf.want, lf.size
 }
 
 // keep records f, checked as file i, as not OK.
@@ -138,8 +124,6 @@ func (r *listRun) keep(i int, f *File) {
 	}
 	kept := r.kept
 	r.mu.Unlock()
-	g := &kept[i]
-	*g = *f
-	g.Rel = strings.Clone(f.Rel)
+	kept[i] = *f
 	r.state[i] = listKept
 }

@@ -288,9 +288,8 @@ type Report struct {
 	// the stat cache.
 	Hashed int `json:"hashed"`
 	Cached int `json:"cached"`
-	// CacheError is why the stat cache could not be saved, or why it was
-	// discarded (its file faulted while mapped: the files were then
-	// checked again in full); the check itself stands.
+	// CacheError is why the stat cache could not be saved; the check
+	// itself stands.
 	CacheError string `json:"cache_error,omitempty"`
 }
 

@@ -98,11 +98,7 @@ func keyFor(path string) string {
 // as long as the file is still the one that check read or wrote (same
 // status) and no other check has been committed since (the check counter
 // is unchanged). A long-lived process, such as the collector, thus reads
-// a scope's cache once rather than on every check. A cache read from its
-// file keeps the file mapped while it is in use or kept (see view), so a
-// file another process has since replaced stays allocated on disk until
-// the cache kept for it is dropped: at the scope's next check, or when
-// MaxCaches are kept.
+// a scope's cache once rather than on every check.
 func (s *Store) Cache(scope string, force bool) (*Cache, error) {
 	every := s.FullEvery
 	if every < 1 {
@@ -122,7 +118,7 @@ func (s *Store) Cache(scope string, force bool) (*Cache, error) {
 				return nil, err
 			}
 			ok = false
-			c.setView(nil)
+			c.setSaved(nil)
 		}
 	}
 	c.store, c.max, c.keep, c.fullEvery = s, limit, uint64(2*every), every

@@ -253,23 +253,7 @@ func Verify(ctx context.Context, env *Env, opts Options) (*integrity.Report, err
 	if oc.err != nil {
 		return nil, oc.err
 	}
-	return env.checkGuarded(ctx, sel, oc.c, opts)
-}
-
-// checkGuarded is check, checked again in full without the cache when
-// reading the cache's mapped file faulted (it was truncated under the
-// mapping: what was checked is incomplete). The cache is discarded and
-// the report's CacheError says why.
-func (e *Env) checkGuarded(ctx context.Context, sel []Selected, cache *integrity.Cache, opts Options) (*integrity.Report, error) {
-	var rep *integrity.Report
-	fault, err := integrity.WithoutFaultyCache(cache, func(cache *integrity.Cache) (err error) {
-		rep, err = e.check(ctx, sel, cache, opts)
-		return err
-	})
-	if fault != nil && rep != nil {
-		rep.CacheError = fault.Error()
-	}
-	return rep, err
+	return env.check(ctx, sel, oc.c, opts)
 }
 
 // check hashes the files of the selected distributions (with cache, when
