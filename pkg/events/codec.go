@@ -1,15 +1,12 @@
 package events
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"net/url"
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"reflect"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -48,77 +45,10 @@ func WithTraceContext(traceparent, tracestate string) Option {
 
 // New builds the event that carries p, produced by source (see Source):
 // the type, subject and dataschema follow from p, the id is a UUIDv7 and the
-// time is now, unless options say otherwise. The data is p as compact JSON.
-// New checks the event as FromNATS and Decode will, so what it returns
-// encodes and decodes.
+// time is now, unless options say otherwise. The data is p as compact JSON
+// (encodeData). New checks p (Validate) and the event as FromNATS will, so
+// what it returns encodes and decodes.
 func New(source string, p Payload, opts ...Option) (event.Event, error) {
-	a, src, data, err := newAttributes(source, p, nil, nil, opts...)
-	if err != nil {
-		return event.Event{}, err
-	}
-	return a.event(src, data), nil
-}
-
-// NewMsg builds the event carrying p (New) and its message to
-// p.NATSSubject() (ToNATS).
-func NewMsg(source string, p Payload, opts ...Option) (*nats.Msg, event.Event, error) {
-	return newMsg(source, p, nil, nil, opts...)
-}
-
-// checkSchema checks encoded data against its type's JSON Schema.
-func checkSchema(s *Spec, _ Payload, data []byte) error { return validateData(s, data) }
-
-// newMsg is NewMsg with the encoding and the check of the data given, or
-// the payload type's (see prepareEvent).
-func newMsg(source string, p Payload, enc func(Payload) ([]byte, error), check func(s *Spec, p Payload, data []byte) error, opts ...Option) (*nats.Msg, event.Event, error) {
-	a, src, data, err := newAttributes(source, p, enc, check, opts...)
-	if err != nil {
-		return nil, event.Event{}, err
-	}
-	m, err := a.msg(p.NATSSubject(), data)
-	if err != nil {
-		return nil, event.Event{}, err
-	}
-	return m, a.event(src, data), nil
-}
-
-// newAttributes does New's work up to the event: the attributes of the
-// event carrying p, checked as FromNATS checks them (and signed), the
-// parsed source and the data.
-func newAttributes(source string, p Payload, enc func(Payload) ([]byte, error), check func(s *Spec, p Payload, data []byte) error, opts ...Option) (Attributes, url.URL, []byte, error) {
-	o, s, data, err := prepareEvent(p, enc, check, opts...)
-	if err != nil {
-		return Attributes{}, url.URL{}, nil, err
-	}
-	a := Attributes{
-		ID: o.id, Source: source, Type: s.Type, Subject: p.Subject(), Time: o.time.UTC(),
-		DataContentType: ContentType, DataSchema: s.SchemaURI, Traceparent: o.traceparent, Tracestate: o.tracestate,
-	}
-	var ext uint
-	if a.Traceparent != "" {
-		ext |= hasTraceparent
-	}
-	if a.Tracestate != "" {
-		ext |= hasTracestate
-	}
-	if o.signer != nil {
-		if err := o.signer.sign(&a, data, p); err != nil {
-			return Attributes{}, url.URL{}, nil, err
-		}
-		ext |= hasSignature
-	}
-	src, err := a.check(s, ext, nil, data)
-	if err != nil {
-		return Attributes{}, url.URL{}, nil, err
-	}
-	return a, src, data, nil
-}
-
-// prepareEvent does New's work up to the data: the options with their
-// defaults, the payload's type and Validate, the data encoded (by enc, or
-// the type's encoder when nil) and checked (by check, or the type's check
-// when nil: its JSON Schema, or what stands for it).
-func prepareEvent(p Payload, enc func(Payload) ([]byte, error), check func(s *Spec, p Payload, data []byte) error, opts ...Option) (options, *Spec, []byte, error) {
 	o := options{}
 	for _, opt := range opts {
 		opt(&o)
@@ -126,7 +56,7 @@ func prepareEvent(p Payload, enc func(Payload) ([]byte, error), check func(s *Sp
 	if o.id == "" {
 		id, err := uuid.NewV7()
 		if err != nil {
-			return o, nil, nil, fmt.Errorf("new event id: %w", err)
+			return event.Event{}, fmt.Errorf("new event id: %w", err)
 		}
 		o.id = id.String()
 	}
@@ -134,45 +64,99 @@ func prepareEvent(p Payload, enc func(Payload) ([]byte, error), check func(s *Sp
 		o.time = time.Now()
 	}
 	if p == nil {
-		return o, nil, nil, invalid(ReasonInvalidPayload, "data", "no payload")
+		return event.Event{}, invalid(ReasonInvalidPayload, "data", "no payload")
 	}
 	s, ok := byType[p.Type()]
 	if !ok {
-		return o, nil, nil, invalid(ReasonUnknownType, "type", "%T gives unknown type %q", p, p.Type())
+		return event.Event{}, invalid(ReasonUnknownType, "type", "%T gives unknown type %q", p, p.Type())
 	}
 	if reflect.TypeOf(p) != s.goType {
-		return o, nil, nil, invalid(ReasonUnexpectedType, "data", "%s carries %s, not %T", s.Type, s.Payload, p)
+		return event.Event{}, invalid(ReasonUnexpectedType, "data", "%s carries %s, not %T", s.Type, s.Payload, p)
 	}
 	if err := p.Validate(); err != nil {
-		return o, nil, nil, payloadError(err)
+		return event.Event{}, payloadError(err)
 	}
-	if enc == nil {
-		enc = s.encode
-	}
-	if check == nil {
-		check = s.check
-	}
-	data, err := enc(p)
+	data, err := encodeData(p)
 	if err != nil {
-		return o, nil, nil, fmt.Errorf("encode %s: %w", s.Type, err)
+		return event.Event{}, fmt.Errorf("encode %s: %w", s.Type, err)
 	}
-	if err := check(s, p, data); err != nil {
-		return o, nil, nil, err
+	e := event.New(SpecVersion)
+	e.SetID(o.id)
+	e.SetSource(source)
+	e.SetType(s.Type)
+	e.SetSubject(p.Subject())
+	e.SetTime(o.time.UTC())
+	e.SetDataContentType(ContentType)
+	e.SetDataSchema(s.SchemaURI)
+	if o.traceparent != "" {
+		e.SetExtension(ExtTraceparent, o.traceparent)
 	}
-	return o, s, data, nil
+	if o.tracestate != "" {
+		e.SetExtension(ExtTracestate, o.tracestate)
+	}
+	e.DataEncoded = data
+	if err := sameAttributes(e, map[string]string{"id": o.id, "source": source, "subject": p.Subject()}); err != nil {
+		return event.Event{}, err
+	}
+	if o.signer != nil {
+		sig, err := o.signer.sign(&e, p)
+		if err != nil {
+			return event.Event{}, err
+		}
+		e.SetExtension(ExtSignature, sig)
+	}
+	if err := checkEvent(e); err != nil {
+		return event.Event{}, err
+	}
+	return e, nil
 }
 
-// marshal encodes a payload as compact JSON without HTML escaping.
-func marshal(p Payload) ([]byte, error) { return marshalJSON(p) }
+// NewMsg builds the event carrying p (New) and its message to
+// p.NATSSubject() (ToNATS).
+func NewMsg(source string, p Payload, opts ...Option) (*nats.Msg, event.Event, error) {
+	e, err := New(source, p, opts...)
+	if err != nil {
+		return nil, event.Event{}, err
+	}
+	m, err := ToNATS(p.NATSSubject(), e)
+	if err != nil {
+		return nil, event.Event{}, err
+	}
+	return m, e, nil
+}
 
-func marshalJSON(p any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(p); err != nil {
+// encodeData is the one encoder of every payload: compact JSON, the
+// struct's members in order, an empty slice as [] (a schema never takes
+// null), U+2028 and U+2029 escaped as encoding/json escapes them, and no
+// other escaping than JSON's own.
+func encodeData(p Payload) ([]byte, error) {
+	data, err := json.Marshal(p, json.Deterministic(true), jsontext.EscapeForJS(true))
+	if err != nil {
 		return nil, err
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	if len(data) > MaxDataSize {
+		return nil, invalid(ReasonTooLarge, "data", "%d bytes, over the %d-byte limit", len(data), MaxDataSize)
+	}
+	return data, nil
+}
+
+// sameAttributes checks that the event kept each value as given: the
+// sdk-go setters trim spaces and normalize URIs, and the codec sends what
+// it was given or nothing.
+func sameAttributes(e event.Event, want map[string]string) error {
+	got := map[string]string{
+		"id": e.ID(), "source": e.Source(), "type": e.Type(), "subject": e.Subject(),
+		"datacontenttype": e.DataContentType(), "dataschema": e.DataSchema(),
+	}
+	for _, name := range sortedKeys(want) {
+		if g, ok := got[name]; ok && g != want[name] {
+			if _, fieldErr := e.FieldErrors[name]; fieldErr {
+				continue // reported by checkEvent
+			}
+			return invalid(attrReason(g), name, "%q is not in normal form (it reads back as %q)", want[name], g)
+		}
+	}
+	return nil
 }
 
 // ToNATS encodes e as a NATS message to subject in binary content mode:
@@ -182,49 +166,24 @@ func marshalJSON(p any) ([]byte, error) {
 // structured mode. The event is checked as FromNATS checks it.
 func ToNATS(subject string, e event.Event) (*nats.Msg, error) {
 	if !ValidSubject(subject) {
-		return nil, errNotPublishable(subject)
+		return nil, fmt.Errorf("%w: %q is not a NATS subject to publish to", ErrInvalid, subject)
 	}
 	if err := checkEvent(e); err != nil {
 		return nil, err
 	}
 	a := attributesOf(e)
-	return a.msg(subject, e.Data())
-}
-
-func errNotPublishable(subject string) error {
-	return fmt.Errorf("%w: %q is not a NATS subject to publish to", ErrInvalid, subject)
-}
-
-// msg is the message of the event of these attributes and data, to
-// subject.
-func (a *Attributes) msg(subject string, data []byte) (*nats.Msg, error) {
-	if !ValidSubject(subject) {
-		return nil, errNotPublishable(subject)
-	}
 	h := a.header()
 	if n := headerSize(h); n > MaxHeaderSize {
 		return nil, invalid(ReasonTooLarge, "headers", "%d bytes, over the %d-byte limit", n, MaxHeaderSize)
 	}
-	return &nats.Msg{Subject: subject, Header: h, Data: data}, nil
+	return &nats.Msg{Subject: subject, Header: h, Data: e.Data()}, nil
 }
 
 // header builds the headers of these attributes: each attribute's
 // percent-encoded, and the id as Nats-Msg-Id.
 func (a *Attributes) header() nats.Header {
-	n := 9
-	for _, v := range []string{a.Traceparent, a.Tracestate, a.Signature} {
-		if v != "" {
-			n++
-		}
-	}
-	h := make(nats.Header, n)
-	vals := make([]string, n) // one array for every header's value
-	i := 0
-	put := func(k, v string) {
-		vals[i] = v
-		h[k] = vals[i : i+1 : i+1]
-		i++
-	}
+	h := make(nats.Header, 12)
+	put := func(k, v string) { h[k] = []string{v} }
 	put(HeaderPrefix+"specversion", SpecVersion)
 	put(HeaderPrefix+"id", encodeValue(a.ID))
 	put(HeaderPrefix+"source", encodeValue(a.Source))
@@ -282,327 +241,131 @@ func attributesOf(e event.Event) Attributes {
 // datacontenttype and dataschema present and well-formed; a catalog type
 // with its dataschema; no extension but traceparent, tracestate and
 // rtsignature; header values properly percent-encoded, each attribute
-// given once; a Nats-Msg-Id, if any, equal to the id; data present and
-// within MaxDataSize, headers within MaxHeaderSize. Headers without the
-// "ce-" prefix are otherwise ignored. The event keeps data (not a copy).
+// given once and in the normal form the sdk-go setters keep; a
+// Nats-Msg-Id, if any, equal to the id; data present and within
+// MaxDataSize, headers within MaxHeaderSize. Headers without the "ce-"
+// prefix are otherwise ignored. The event keeps data (not a copy).
 //
-// The payload is not read: Decode does that. Every error
-// is an *Error (errors.Is(err, ErrInvalid)), for the first problem in the
-// order of the checks above, headers taken in sorted order.
-//
-// ParseAttributes checks the same and returns the attributes alone.
+// The payload is not read: Decode does that. Every error is an *Error
+// (errors.Is(err, ErrInvalid)), for the first problem in the order of the
+// checks above, headers taken in sorted order.
 func FromNATS(h nats.Header, data []byte) (event.Event, error) {
-	a, src, err := readAttributes(h, data)
-	if err != nil {
+	if n := headerSize(h); n > MaxHeaderSize {
+		return event.Event{}, invalid(ReasonTooLarge, "headers", "%d bytes, over the %d-byte limit", n, MaxHeaderSize)
+	}
+	if len(data) > MaxDataSize {
+		return event.Event{}, invalid(ReasonTooLarge, "data", "%d bytes, over the %d-byte limit", len(data), MaxDataSize)
+	}
+	attrs := make(map[string]string, len(h))
+	var msgID *string
+	for _, k := range sortedKeys(h) {
+		vs := h[k]
+		lk := strings.ToLower(k)
+		switch {
+		case lk == headerContentType:
+			for _, v := range vs {
+				if strings.HasPrefix(strings.ToLower(strings.TrimSpace(v)), "application/cloudevents") {
+					return event.Event{}, invalid(ReasonContentMode, k, "%q is structured or batched content mode; only binary mode is accepted", v)
+				}
+			}
+		case lk == "nats-msg-id":
+			if msgID != nil || len(vs) != 1 {
+				return event.Event{}, invalid(ReasonInvalidAttribute, HeaderMsgID, "given more than once")
+			}
+			msgID = &vs[0]
+		case strings.HasPrefix(lk, HeaderPrefix):
+			name := lk[len(HeaderPrefix):]
+			if _, dup := attrs[name]; dup || len(vs) != 1 {
+				return event.Event{}, invalid(ReasonInvalidAttribute, k, "attribute %q given more than once", name)
+			}
+			v, err := decodeValue(vs[0])
+			if err != nil {
+				return event.Event{}, &Error{Reason: ReasonInvalidAttribute, Field: k, Err: err}
+			}
+			attrs[name] = v
+		}
+	}
+	sv, ok := attrs["specversion"]
+	if !ok {
+		return event.Event{}, invalid(ReasonMissingAttribute, "specversion", "no %sspecversion header", HeaderPrefix)
+	}
+	if sv != SpecVersion {
+		return event.Event{}, invalid(ReasonSpecVersion, "specversion", "%q, want %q", sv, SpecVersion)
+	}
+	if err := requireAttributes(attrs, "id", "source", "type"); err != nil {
 		return event.Event{}, err
 	}
-	return a.event(src, data), nil
+	if _, ok := byType[attrs["type"]]; !ok {
+		return event.Event{}, invalid(ReasonUnknownType, "type", "%q is not in the catalog", attrs["type"])
+	}
+	if err := requireAttributes(attrs, "subject", "time", "datacontenttype", "dataschema"); err != nil {
+		return event.Event{}, err
+	}
+	t, err := types.ParseTime(attrs["time"])
+	if err != nil {
+		return event.Event{}, invalid(ReasonInvalidAttribute, "time", "%q is not an RFC 3339 timestamp", attrs["time"])
+	}
+	e := event.New(SpecVersion)
+	e.SetID(attrs["id"])
+	e.SetSource(attrs["source"])
+	e.SetType(attrs["type"])
+	e.SetSubject(attrs["subject"])
+	e.SetTime(t)
+	e.SetDataContentType(attrs["datacontenttype"])
+	e.SetDataSchema(attrs["dataschema"])
+	for _, name := range sortedKeys(attrs) {
+		switch name {
+		case "specversion", "id", "source", "type", "subject", "time", "datacontenttype", "dataschema":
+			continue
+		}
+		if !knownExtension(name) {
+			return event.Event{}, errUnknownExtension(name)
+		}
+		e.SetExtension(name, attrs[name])
+	}
+	if err := sameAttributes(e, attrs); err != nil {
+		return event.Event{}, err
+	}
+	if msgID != nil && *msgID != attrs["id"] {
+		return event.Event{}, invalid(ReasonInvalidAttribute, HeaderMsgID, "%q differs from the id %q", *msgID, attrs["id"])
+	}
+	e.DataEncoded = data
+	if err := checkEvent(e); err != nil {
+		return event.Event{}, err
+	}
+	return e, nil
 }
 
 // ParseAttributes checks a message as FromNATS does and returns the
-// attributes of the event FromNATS would return, without building the
-// event. The data is checked for presence and size only, as FromNATS
-// does.
+// attributes of the event FromNATS returns.
 func ParseAttributes(h nats.Header, data []byte) (Attributes, error) {
-	a, _, err := readAttributes(h, data)
-	return a, err
+	e, err := FromNATS(h, data)
+	if err != nil {
+		return Attributes{}, err
+	}
+	return attributesOf(e), nil
 }
 
-// The attribute headers, as bits of a set.
-const (
-	hasSpecVersion = 1 << iota
-	hasID
-	hasSource
-	hasType
-	hasSubject
-	hasTime
-	hasContentType
-	hasSchema
-	hasTraceparent
-	hasTracestate
-	hasSignature
-)
-
-// headerRead is the headers of a message as read: the attributes' values
-// (decoded), which were given (seen), the Nats-Msg-Id, and any other
-// attribute, which is refused.
-type headerRead struct {
-	a                     Attributes
-	specVersion, timeText string
-	seen                  uint
-	msgID                 string
-	hasMsgID              bool
-	other                 map[string]struct{}
-	otherFirst            string
-}
-
-// readAttributes reads and checks the headers of a message (FromNATS).
-// The headers are read in map order; on a problem, again in sorted order,
-// so that the error is the first problem in that order.
-func readAttributes(h nats.Header, data []byte) (Attributes, url.URL, error) {
-	var r headerRead
-	size := len("NATS/1.0\r\n") + 2 // headerSize(h), summed on the way
-	var err error
-	for k, vs := range h {
-		for _, v := range vs {
-			size += len(k) + 2 + len(v) + 2
-		}
-		if err = r.header(k, vs); err != nil {
-			break
+// requireAttributes is the error of the first of names not in attrs.
+func requireAttributes(attrs map[string]string, names ...string) error {
+	for _, name := range names {
+		if _, ok := attrs[name]; !ok {
+			return invalid(ReasonMissingAttribute, name, "no %s%s header", HeaderPrefix, name)
 		}
 	}
-	if err != nil {
-		size = headerSize(h)
-	}
-	if size > MaxHeaderSize {
-		return Attributes{}, url.URL{}, invalid(ReasonTooLarge, "headers", "%d bytes, over the %d-byte limit", size, MaxHeaderSize)
-	}
-	if len(data) > MaxDataSize {
-		return Attributes{}, url.URL{}, invalid(ReasonTooLarge, "data", "%d bytes, over the %d-byte limit", len(data), MaxDataSize)
-	}
-	if err != nil {
-		r = headerRead{}
-		for _, k := range sortedKeys(h) {
-			if err := r.header(k, h[k]); err != nil {
-				return Attributes{}, url.URL{}, err
-			}
-		}
-	}
-	s, err := r.check()
-	if err != nil {
-		return Attributes{}, url.URL{}, err
-	}
-	var msgID *string
-	if r.hasMsgID {
-		msgID = &r.msgID
-	}
-	src, err := r.a.check(s, r.seen, msgID, data)
-	if err != nil {
-		return Attributes{}, url.URL{}, err
-	}
-	return r.a, src, nil
-}
-
-// header reads one header: a Content-Type of structured or batched mode
-// is refused, a Nats-Msg-Id kept, an attribute decoded (each once).
-func (r *headerRead) header(k string, vs []string) error {
-	lk := "nats-msg-id"
-	if k != HeaderMsgID {
-		lk = strings.ToLower(k) // no copy when already lower case
-	}
-	switch {
-	case lk == headerContentType:
-		for _, v := range vs {
-			if strings.HasPrefix(strings.ToLower(strings.TrimSpace(v)), "application/cloudevents") {
-				return invalid(ReasonContentMode, k, "%q is structured or batched content mode; only binary mode is accepted", v)
-			}
-		}
-		return nil
-	case lk == "nats-msg-id":
-		if r.hasMsgID || len(vs) != 1 {
-			return invalid(ReasonInvalidAttribute, HeaderMsgID, "given more than once")
-		}
-		r.hasMsgID, r.msgID = true, vs[0]
-		return nil
-	case !strings.HasPrefix(lk, HeaderPrefix):
-		return nil
-	}
-	name := lk[len(HeaderPrefix):]
-	var bit uint
-	var dst *string
-	switch name {
-	case "specversion":
-		bit, dst = hasSpecVersion, &r.specVersion
-	case "id":
-		bit, dst = hasID, &r.a.ID
-	case "source":
-		bit, dst = hasSource, &r.a.Source
-	case "type":
-		bit, dst = hasType, &r.a.Type
-	case "subject":
-		bit, dst = hasSubject, &r.a.Subject
-	case "time":
-		bit, dst = hasTime, &r.timeText
-	case "datacontenttype":
-		bit, dst = hasContentType, &r.a.DataContentType
-	case "dataschema":
-		bit, dst = hasSchema, &r.a.DataSchema
-	case ExtTraceparent:
-		bit, dst = hasTraceparent, &r.a.Traceparent
-	case ExtTracestate:
-		bit, dst = hasTracestate, &r.a.Tracestate
-	case ExtSignature:
-		bit, dst = hasSignature, &r.a.Signature
-	}
-	dup := r.seen&bit != 0
-	if bit == 0 {
-		_, dup = r.other[name]
-	}
-	if dup || len(vs) != 1 {
-		return invalid(ReasonInvalidAttribute, k, "attribute %q given more than once", name)
-	}
-	v, err := decodeValue(vs[0])
-	if err != nil {
-		return &Error{Reason: ReasonInvalidAttribute, Field: k, Err: err}
-	}
-	if bit == 0 { // refused by check, the first by name
-		if r.other == nil {
-			r.other = map[string]struct{}{}
-		}
-		r.other[name] = struct{}{}
-		if len(r.other) == 1 || name < r.otherFirst {
-			r.otherFirst = name
-		}
-		return nil
-	}
-	r.seen |= bit
-	*dst = v
 	return nil
-}
-
-// check checks what the headers gave: the specversion, the required
-// attributes, a catalog type, the time, no other attribute.
-func (r *headerRead) check() (*Spec, error) {
-	if r.seen&hasSpecVersion == 0 {
-		return nil, invalid(ReasonMissingAttribute, "specversion", "no %sspecversion header", HeaderPrefix)
-	}
-	if r.specVersion != SpecVersion {
-		return nil, invalid(ReasonSpecVersion, "specversion", "%q, want %q", r.specVersion, SpecVersion)
-	}
-	required := func(names ...string) error {
-		for _, name := range names {
-			if r.seen&attributeBits[name] == 0 {
-				return invalid(ReasonMissingAttribute, name, "no %s%s header", HeaderPrefix, name)
-			}
-		}
-		return nil
-	}
-	if err := required("id", "source", "type"); err != nil {
-		return nil, err
-	}
-	s, ok := byType[r.a.Type]
-	if !ok {
-		return nil, invalid(ReasonUnknownType, "type", "%q is not in the catalog", r.a.Type)
-	}
-	if err := required("subject", "time", "datacontenttype", "dataschema"); err != nil {
-		return nil, err
-	}
-	t, err := types.ParseTime(r.timeText)
-	if err != nil {
-		return nil, invalid(ReasonInvalidAttribute, "time", "%q is not an RFC 3339 timestamp", r.timeText)
-	}
-	r.a.Time = t
-	if r.other != nil {
-		return nil, errUnknownExtension(r.otherFirst)
-	}
-	return s, nil
-}
-
-var attributeBits = map[string]uint{
-	"id": hasID, "source": hasSource, "type": hasType, "subject": hasSubject,
-	"time": hasTime, "datacontenttype": hasContentType, "dataschema": hasSchema,
 }
 
 func errUnknownExtension(name string) error {
 	return invalid(ReasonUnknownExtension, name, "extension %q is not accepted (only %s, %s, %s)", name, ExtTraceparent, ExtTracestate, ExtSignature)
 }
 
-// check checks the attributes of an event of type s, with the extensions
-// ext present (hasTraceparent, hasTracestate, hasSignature), the
-// Nats-Msg-Id if one was given, and its data; it returns the source
-// parsed. Values are taken as given or not at all: each must read back as
-// given from an event.Event (the sdk-go setters trim spaces and normalize
-// URIs), which is checked first, by name.
-func (a *Attributes) check(s *Spec, ext uint, msgID *string, data []byte) (url.URL, error) {
-	// What the sdk-go setters refuse, reported after the values that do
-	// not read back as given.
-	var schemaErr, idErr, sourceErr error
-	if got := strings.TrimSpace(a.DataContentType); got != a.DataContentType {
-		return url.URL{}, notNormal("datacontenttype", a.DataContentType, got)
-	}
-	if _, ok := schemaURLs()[a.DataSchema]; !ok {
-		got := strings.TrimSpace(a.DataSchema)
-		if got != "" {
-			u, err := url.Parse(got)
-			if err != nil {
-				schemaErr, got = err, a.DataSchema
-			} else {
-				got = u.String()
-			}
-		}
-		if got != a.DataSchema {
-			return url.URL{}, notNormal("dataschema", a.DataSchema, got)
-		}
-	}
-	if got := strings.TrimSpace(a.ID); got == "" {
-		idErr = errors.New("id is required to be a non-empty string")
-	} else if got != a.ID {
-		return url.URL{}, notNormal("id", a.ID, got)
-	}
-	src, ok := sourceURL(a.Source)
-	if !ok {
-		u, err := url.Parse(a.Source)
-		if err != nil {
-			sourceErr = err
-		} else if got := u.String(); got != a.Source {
-			return url.URL{}, notNormal("source", a.Source, got)
-		}
-	}
-	if got := strings.TrimSpace(a.Subject); got != a.Subject {
-		return url.URL{}, notNormal("subject", a.Subject, got)
-	}
-	if got := strings.TrimSpace(a.Type); got != a.Type {
-		return url.URL{}, notNormal("type", a.Type, got)
-	}
-	if msgID != nil && *msgID != a.ID {
-		return url.URL{}, invalid(ReasonInvalidAttribute, HeaderMsgID, "%q differs from the id %q", *msgID, a.ID)
-	}
-	for _, fe := range []struct {
-		name string
-		err  error
-	}{{"dataschema", schemaErr}, {"id", idErr}, {"source", sourceErr}} {
-		if fe.err != nil {
-			return url.URL{}, &Error{Reason: ReasonInvalidAttribute, Field: fe.name, Err: fe.err}
-		}
-	}
-	if err := validID(a.ID); err != nil {
-		return url.URL{}, &Error{Reason: attrReason(a.ID), Field: "id", Err: err}
-	}
-	if err := checkText("source", a.Source); err != nil {
-		return url.URL{}, err
-	}
-	if !ok { // a source sourceURL refuses that reads back as given
-		return url.URL{}, invalid(ReasonInvalidAttribute, "source", "%q is not a URI reference in normal form", a.Source)
-	}
-	if err := checkText("subject", a.Subject); err != nil {
-		return url.URL{}, err
-	}
-	if a.Time.IsZero() {
-		return url.URL{}, invalid(ReasonMissingAttribute, "time", "empty")
-	}
-	if ct := a.DataContentType; ct != ContentType {
-		return url.URL{}, invalid(attrReason(ct), "datacontenttype", "%q, want %q", ct, ContentType)
-	}
-	if ds := a.DataSchema; ds != s.SchemaURI {
-		return url.URL{}, invalid(attrReason(ds), "dataschema", "%q, want %q for %s", ds, s.SchemaURI, s.Type)
-	}
-	if err := checkExtensions(ext, a.Traceparent, a.Tracestate, a.Signature); err != nil {
-		return url.URL{}, err
-	}
-	if len(data) == 0 {
-		return url.URL{}, invalid(ReasonMissingAttribute, "data", "no data")
-	}
-	if n := len(data); n > MaxDataSize {
-		return url.URL{}, invalid(ReasonTooLarge, "data", "%d bytes, over the %d-byte limit", n, MaxDataSize)
-	}
-	return src, nil
-}
-
-// notNormal is the error of an attribute value that reads back as got
-// from an event.
-func notNormal(name, v, got string) error {
-	return invalid(attrReason(got), name, "%q is not in normal form (it reads back as %q)", v, got)
-}
+// The extensions an event carries, as bits of a set.
+const (
+	hasTraceparent = 1 << iota
+	hasTracestate
+	hasSignature
+)
 
 // checkExtensions checks the extensions present (ext), by name.
 func checkExtensions(ext uint, traceparent, tracestate, signature string) error {
@@ -705,89 +468,6 @@ func checkEvent(e event.Event) error {
 func knownExtension(name string) bool {
 	return name == ExtTraceparent || name == ExtTracestate || name == ExtSignature
 }
-
-// event builds the event of these attributes, as the sdk-go setters
-// would build it (field by field), with src the parsed source. The
-// context and the values it points to are one allocation.
-func (a *Attributes) event(src url.URL, data []byte) event.Event {
-	p := &eventParts{subject: a.Subject, contentType: a.DataContentType}
-	p.time.Time = a.Time
-	p.schema.URL = schemaURLs()[a.DataSchema]
-	p.ec = event.EventContextV1{
-		ID:              a.ID,
-		Source:          types.URIRef{URL: src},
-		Type:            a.Type,
-		DataContentType: &p.contentType,
-		Subject:         &p.subject,
-		Time:            &p.time,
-		DataSchema:      &p.schema,
-	}
-	if a.Traceparent != "" || a.Tracestate != "" || a.Signature != "" {
-		p.ec.Extensions = make(map[string]any, 3)
-		if a.Traceparent != "" {
-			p.ec.Extensions[ExtTraceparent] = a.Traceparent
-		}
-		if a.Tracestate != "" {
-			p.ec.Extensions[ExtTracestate] = a.Tracestate
-		}
-		if a.Signature != "" {
-			p.ec.Extensions[ExtSignature] = a.Signature
-		}
-	}
-	return event.Event{Context: &p.ec, DataEncoded: data}
-}
-
-// eventParts is an event context with the values its pointers point to.
-type eventParts struct {
-	ec                   event.EventContextV1
-	subject, contentType string
-	time                 types.Timestamp
-	schema               types.URI
-}
-
-// maxSourceURLs bounds the cache of parsed sources: a deployment has a
-// source per producer instance, a few per host.
-const maxSourceURLs = 4096
-
-var sourceURLCache = struct {
-	sync.RWMutex
-	m map[string]url.URL
-}{m: map[string]url.URL{}}
-
-// sourceURL parses a source as the sdk-go setter does, once per distinct
-// source; false when it does not parse, is empty or does not read back as
-// given (the codec refuses it).
-func sourceURL(s string) (url.URL, bool) {
-	sourceURLCache.RLock()
-	u, ok := sourceURLCache.m[s]
-	sourceURLCache.RUnlock()
-	if ok {
-		return u, true
-	}
-	p, err := url.Parse(s)
-	if err != nil || s == "" || p.String() != s {
-		return url.URL{}, false
-	}
-	sourceURLCache.Lock()
-	if len(sourceURLCache.m) >= maxSourceURLs {
-		clear(sourceURLCache.m)
-	}
-	sourceURLCache.m[s] = *p
-	sourceURLCache.Unlock()
-	return *p, true
-}
-
-// schemaURLs are the catalog's dataschema URIs parsed, those that read
-// back as written (all of them; the tests check).
-var schemaURLs = sync.OnceValue(func() map[string]url.URL {
-	out := make(map[string]url.URL, len(byType))
-	for _, s := range byType {
-		if u, err := url.Parse(s.SchemaURI); err == nil && u.String() == s.SchemaURI {
-			out[s.SchemaURI] = *u
-		}
-	}
-	return out
-})
 
 // attrReason is ReasonMissingAttribute for an empty value, else
 // ReasonInvalidAttribute.

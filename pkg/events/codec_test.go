@@ -507,7 +507,7 @@ func TestNewRejectsBadPayloads(t *testing.T) {
 	bad = v
 	bad.Report = nil
 	_, err = events.New(fixtureSource, bad)
-	requireReason(t, err, events.ReasonInvalidPayload, "/report")
+	requireReason(t, err, events.ReasonSchema, "/report") // as Decode reports it
 
 	_, err = events.New("", v)
 	requireReason(t, err, events.ReasonMissingAttribute, "source")

@@ -3,41 +3,41 @@ package events
 import (
 	"crypto/sha256"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 )
 
-// Hooks for the external tests of the evidence decoder.
+// Hooks for the external tests.
 
-// DecodeEvidence is the evidence.collected decoder ReadEvidence runs: the
+// DecodeEvidence is the evidence.collected decoding ReadEvidence runs: the
 // payload (its Snapshot canonical) and the snapshot.
 func DecodeEvidence(data []byte) (EvidenceCollected, *snapshot.Snapshot, error) {
-	p, s, _, err := decodeEvidence(data)
-	return p, s, err
-}
-
-// CheckEvidenceSchemaCompiled runs the JSON Schema itself.
-func CheckEvidenceSchemaCompiled(data []byte) error {
-	return validateData(byType[TypeEvidenceCollected], data)
-}
-
-// DecodeEvidenceSchemaPath decodes as the schema specifies: the JSON
-// Schema, then encoding/json, then Validate (decodeInto, which decodes
-// the other payload types).
-func DecodeEvidenceSchemaPath(data []byte) (EvidenceCollected, error) {
 	var p EvidenceCollected
-	err := decodeInto(byType[TypeEvidenceCollected], data, &p)
-	return p, err
+	if err := decodeData(byType[TypeEvidenceCollected], data, &p); err != nil {
+		return EvidenceCollected{}, nil, err
+	}
+	s, canon, err := p.check()
+	if err != nil {
+		return EvidenceCollected{}, nil, payloadError(err)
+	}
+	p.Snapshot = canon
+	return p, s, nil
 }
 
-// Hooks for the tests holding the codec to its reference.
+// CheckSchema runs the JSON Schema of type typ on data.
+func CheckSchema(typ string, data []byte) error { return validateData(byType[typ], data) }
+
+// Compiler returns a JSON Schema compiler that knows every payload schema
+// and the report schema by their $id, and asserts formats.
+func Compiler() (*jsonschema.Compiler, error) {
+	c, _, err := newCompiler()
+	return c, err
+}
+
 var (
-	// FromNATSReference is FromNATS through the sdk-go setters alone.
-	FromNATSReference = fromNATSReference
-	// MarshalVerdict is NewMsg's encoding of a verdict.
-	MarshalVerdict = marshalVerdict
-	// MarshalPayload is encoding/json's encoding of a payload (HTML
-	// escaping off), New's for every type without its own encoder.
-	MarshalPayload = marshal
+	// EncodeData is New's encoding of a payload.
+	EncodeData = encodeData
 	// ValidTraceparent is the full check, with its errors.
 	ValidTraceparent = validTraceparent
 )
@@ -59,6 +59,9 @@ func DigestEquals(digest string, data []byte) bool {
 	return digestEquals(digest, &sum)
 }
 
-// NewMsgReference is NewMsg through the sdk-go setters alone (New, then
-// ToNATS, as the codec built them before it wrote the headers directly).
-var NewMsgReference = newMsgReference
+// DecodeData decodes data as the payload of type typ (Decode without the
+// event).
+func DecodeData(typ string, data []byte) (Payload, error) {
+	s := byType[typ]
+	return s.decode(s, data)
+}

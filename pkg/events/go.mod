@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/cloudevents/sdk-go/v2 v2.16.2
+	github.com/go-json-experiment/json v1.27.2
 	github.com/google/uuid v1.6.0
 	github.com/nats-io/nats.go v1.55.0
 	github.com/runtimetruth/runtimetruth/pkg/evidence v0.0.0

@@ -9,9 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
-	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
-	"github.com/runtimetruth/runtimetruth/pkg/evidence/report"
-	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 )
 
 var jsonStrings = []string{
@@ -48,48 +45,4 @@ func FuzzAppendJSONString(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(checkJSONString)
-}
-
-// FuzzMarshalVerdict holds NewMsg's encoding of a verdict to
-// marshal's, with any text in every string of the verdict and its report.
-func FuzzMarshalVerdict(f *testing.F) {
-	for _, s := range jsonStrings {
-		f.Add(s, int64(len(s)), false)
-	}
-	all := fixtures(f)
-	goldens := []events.Verdict{
-		all["verdict.pass.v2.golden.json"].(events.Verdict),
-		all["verdict.drift.v2.golden.json"].(events.Verdict),
-		all["verdict.error.v2.golden.json"].(events.Verdict),
-	}
-	f.Fuzz(func(t *testing.T, s string, n int64, b bool) {
-		for i, g := range goldens {
-			v := g
-			v.Host, v.Target.Kind, v.EvidenceID = s, s+"k", s+"e"
-			v.BaselineDigest = strings.Repeat(s, i)
-			if v.Error != "" {
-				v.Error = s
-			}
-			if v.Report != nil {
-				r := *v.Report
-				r.Protected = append(append([]string(nil), r.Protected...), s)
-				r.Target.Identifier = s
-				r.ReportSchemaVersion = int(n)
-				r.Changes = append([]report.Change(nil), r.Changes...)
-				str, num, boo := snapshot.String(s), snapshot.Int(n), snapshot.Bool(b)
-				r.Changes = append(r.Changes,
-					report.Change{Status: diff.Status(s), Kind: s, Fields: []report.Field{
-						{After: report.Present(str), Before: report.Present(num), Field: s},
-						{After: report.Present(boo), Before: report.Missing, Field: "x"},
-						{After: report.Missing, Before: report.Present(str), Field: "y"},
-					}},
-					report.Change{Status: diff.Added, Kind: "k"})
-				v.Report = &r
-			}
-			want, err := events.MarshalPayload(v)
-			require.NoError(t, err)
-			got := events.MarshalVerdict(v)
-			require.Equal(t, string(want), string(got))
-		}
-	})
 }

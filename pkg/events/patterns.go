@@ -1,6 +1,9 @@
 package events
 
-import "strings"
+import (
+	"regexp"
+	"strings"
+)
 
 // Hand-written checks of the payloads' fixed patterns, in place of regular
 // expressions on the hot paths. patterns_test.go holds each to the
@@ -123,3 +126,10 @@ func isLowerAlpha(c byte) bool { return 'a' <= c && c <= 'z' }
 
 // isLowerHexByte reports whether c is 0-9 or a-f.
 func isLowerHexByte(c byte) bool { return isDigit(c) || 'a' <= c && c <= 'f' }
+
+// utcTime is the schemas' pattern of a time in UTC (a verdict's
+// last_seen).
+var utcTime = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?Z$`)
+
+// isUTCTime reports whether s matches utcTime.
+func isUTCTime(s string) bool { return utcTime.MatchString(s) }

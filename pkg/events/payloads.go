@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -55,11 +56,11 @@ func ParseTarget(s string) (Target, error) {
 
 func (t Target) validate(field string) error {
 	// The field names are built for an error only.
-	if err := nameProblem(t.Kind); err != nil {
-		return &fieldError{field: field + ".kind", err: err}
+	if err := checkName(field+".kind", t.Kind); err != nil {
+		return err
 	}
-	if err := nameProblem(t.Identifier); err != nil {
-		return &fieldError{field: field + ".identifier", err: err}
+	if err := checkName(field+".identifier", t.Identifier); err != nil {
+		return err
 	}
 	return nil
 }
@@ -130,27 +131,11 @@ func (p EvidenceCollected) Subject() string { return p.Target.String() }
 // NATSSubject is rt.evidence.<host>.<target-kind>.
 func (p EvidenceCollected) NATSSubject() string { return EvidenceSubject(p.Host, p.Target.Kind) }
 
-// Validate parses the snapshot and checks that its target and digest are
-// the ones the payload states.
+// Validate checks the fields, parses the snapshot and checks that its
+// target and digest are the ones the payload states.
 func (p EvidenceCollected) Validate() error {
-	if err := p.checkFields(); err != nil {
-		return err
-	}
-	s, err := p.ParseSnapshot()
-	if err != nil {
-		return fieldErr("snapshot", "%v", err)
-	}
-	if got := (Target{Kind: s.Target.Kind, Identifier: s.Target.Identifier}); got != p.Target {
-		return fieldErr("target", "%s, but the snapshot's target is %s", p.Target, got)
-	}
-	digest, err := s.Digest()
-	if err != nil {
-		return fieldErr("snapshot", "%v", err)
-	}
-	if digest != p.Digest {
-		return fieldErr("digest", "%s, but the snapshot's digest is %s", p.Digest, digest)
-	}
-	return nil
+	_, _, err := p.check()
+	return err
 }
 
 // Ecosystem is the package ecosystem of installed code.
@@ -217,6 +202,12 @@ func (p RunnableModified) Subject() string { return PackageURL(p.Ecosystem, p.Pa
 // NATSSubject is rt.integrity.<host>.
 func (p RunnableModified) NATSSubject() string { return IntegritySubject(p.Host) }
 
+// The longest FileChange.Path and Observed, in characters.
+const (
+	maxPathLength     = 4096
+	maxObservedLength = 256
+)
+
 var (
 	packageSources = []string{"index", "local build", "editable", "link", "project"}
 	baselineKinds  = []string{"RECORD", "manifest", "snapshot"}
@@ -233,7 +224,7 @@ func (p RunnableModified) Validate() error {
 		}
 	}
 	if p.Ecosystem != Python && p.Ecosystem != Node {
-		return fieldErr("ecosystem", "%q is not python or node", p.Ecosystem)
+		return schemaErr("ecosystem", "%q is not python or node", p.Ecosystem)
 	}
 	if p.Runnable != "" {
 		if err := checkName("runnable", p.Runnable); err != nil {
@@ -241,30 +232,35 @@ func (p RunnableModified) Validate() error {
 		}
 	}
 	if !slices.Contains(packageSources, p.Source) {
-		return fieldErr("source", "unknown source %q", p.Source)
+		return schemaErr("source", "unknown source %q", p.Source)
 	}
 	if !slices.Contains(baselineKinds, p.Baseline) {
-		return fieldErr("baseline", "unknown baseline %q", p.Baseline)
+		return schemaErr("baseline", "unknown baseline %q", p.Baseline)
 	}
 	if len(p.ChangedFiles) == 0 {
-		return fieldErr("changed_files", "empty")
+		return schemaErr("changed_files", "empty")
 	}
 	seen := make(map[string]bool, len(p.ChangedFiles))
 	for i, c := range p.ChangedFiles {
 		field := "changed_files/" + strconv.Itoa(i)
-		if c.Path == "" || strings.IndexByte(c.Path, 0) >= 0 || !utf8.ValidString(c.Path) {
-			return fieldErr(field+"/path", "empty, or holds NUL or invalid UTF-8")
+		switch {
+		case c.Path == "" || utf8.RuneCountInString(c.Path) > maxPathLength:
+			return schemaErr(field+"/path", "empty, or longer than %d characters", maxPathLength)
+		case strings.IndexByte(c.Path, 0) >= 0 || !utf8.ValidString(c.Path):
+			return fieldErr(field+"/path", "holds NUL or invalid UTF-8")
+		case utf8.RuneCountInString(c.Observed) > maxObservedLength:
+			return schemaErr(field+"/observed", "longer than %d characters", maxObservedLength)
 		}
 		if seen[c.Path] {
 			return fieldErr(field+"/path", "%q listed twice", c.Path)
 		}
 		seen[c.Path] = true
 		if !slices.Contains(fileChanges, c.Change) {
-			return fieldErr(field+"/change", "unknown change %q", c.Change)
+			return schemaErr(field+"/change", "unknown change %q", c.Change)
 		}
 	}
 	if !isHex64(p.ChangeDigest) {
-		return fieldErr("change_digest", "not 64 lower-case hex digits")
+		return schemaErr("change_digest", "not 64 lower-case hex digits")
 	}
 	return nil
 }
@@ -369,7 +365,7 @@ func (p Verdict) NATSSubject() string { return VerdictSubject(p.Host, p.Status) 
 // and a baseline digest, and that an error verdict carries an error.
 func (p Verdict) Validate() error {
 	if p.Type() == "" {
-		return fieldErr("status", "%q is not pass, drift, error or stale", p.Status)
+		return schemaErr("status", "%q is not pass, drift, error or stale", p.Status)
 	}
 	if err := checkName("host", p.Host); err != nil {
 		return err
@@ -384,6 +380,9 @@ func (p Verdict) Validate() error {
 		return err
 	}
 	if p.Status == StatusStale {
+		if p.LastSeen != "" && !isUTCTime(p.LastSeen) {
+			return schemaErr("last_seen", "%q is not an RFC 3339 time in UTC", p.LastSeen)
+		}
 		if _, err := time.Parse(time.RFC3339Nano, p.LastSeen); err != nil || !strings.HasSuffix(p.LastSeen, "Z") {
 			return fieldErr("last_seen", "%q is not an RFC 3339 time in UTC", p.LastSeen)
 		}
@@ -397,7 +396,7 @@ func (p Verdict) Validate() error {
 			}
 		}
 		if p.Report != nil {
-			return fieldErr("report", "a %s verdict has no report", p.Status)
+			return schemaErr("report", "a %s verdict has no report", p.Status)
 		}
 		return checkMessage("error", p.Error)
 	}
@@ -405,20 +404,24 @@ func (p Verdict) Validate() error {
 		return err
 	}
 	if p.Error != "" {
-		return fieldErr("error", "a %s verdict has no error", p.Status)
+		return schemaErr("error", "a %s verdict has no error", p.Status)
 	}
 	r := p.Report
+	if r == nil {
+		return schemaErr("report", "a %s verdict needs its report", p.Status)
+	}
+	if err := r.Validate(); err != nil {
+		return &fieldError{field: "report", err: err, schema: true}
+	}
 	switch {
-	case r == nil:
-		return fieldErr("report", "a %s verdict needs its report", p.Status)
 	case r.ReportSchemaVersion != report.SchemaVersion:
-		return fieldErr("report/report_schema_version", "%d, want %d", r.ReportSchemaVersion, report.SchemaVersion)
+		return schemaErr("report/report_schema_version", "%d, want %d", r.ReportSchemaVersion, report.SchemaVersion)
 	case string(r.Status) != string(p.Status):
-		return fieldErr("report/status", "%q, but the verdict is %q", r.Status, p.Status)
+		return schemaErr("report/status", "%q, but the verdict is %q", r.Status, p.Status)
 	case r.Target.Kind != p.Target.Kind || r.Target.Identifier != p.Target.Identifier:
 		return fieldErr("report/target", "%s:%s, but the verdict's target is %s", r.Target.Kind, r.Target.Identifier, p.Target)
 	case (r.Status == report.Pass) != (len(r.Changes) == 0):
-		return fieldErr("report/changes", "%d changes in a %s report", len(r.Changes), r.Status)
+		return schemaErr("report/changes", "%d changes in a %s report", len(r.Changes), r.Status)
 	}
 	return nil
 }
@@ -470,7 +473,7 @@ func (p BaselineChanged) Validate() error {
 	case BaselineRemoved:
 		needOld = true
 	default:
-		return fieldErr("change", "%q is not created, updated or removed", p.Change)
+		return schemaErr("change", "%q is not created, updated or removed", p.Change)
 	}
 	if err := optionalDigest("digest", p.Digest, needNew, p.Change); err != nil {
 		return err
@@ -551,11 +554,14 @@ func (p AttestationCreated) Validate() error {
 			return err
 		}
 	}
+	if u, err := url.Parse(p.PredicateType); err != nil || !u.IsAbs() {
+		return schemaErr("predicate_type", "%q is not an absolute URI", p.PredicateType)
+	}
 	if err := checkName("predicate_type", p.PredicateType); err != nil {
 		return err
 	}
 	if t := strings.TrimLeft(string(p.Bundle), " \t\r\n"); !strings.HasPrefix(t, "{") {
-		return fieldErr("bundle", "not a JSON object")
+		return schemaErr("bundle", "not a JSON object")
 	}
 	got, err := BundleDigest(p.Bundle)
 	if err != nil {
@@ -618,7 +624,7 @@ func (p CollectionFailed) Validate() error {
 		}
 	}
 	if !isReasonToken(p.Reason) {
-		return fieldErr("reason", "%q is not a lower-case token", p.Reason)
+		return schemaErr("reason", "%q is not a lower-case token", p.Reason)
 	}
 	return checkMessage("message", p.Message)
 }
@@ -682,28 +688,38 @@ func (p EventRejected) Validate() error {
 		return err
 	}
 	if !ValidSubject(p.OriginalSubject) {
-		return fieldErr("original_subject", "%q is not a NATS subject", p.OriginalSubject)
+		return schemaErr("original_subject", "%q is not a NATS subject", p.OriginalSubject)
 	}
 	if p.StreamSequence == 0 || p.Deliveries == 0 {
-		return fieldErr("stream_sequence", "stream_sequence and deliveries start at 1")
+		return schemaErr("stream_sequence", "stream_sequence and deliveries start at 1")
 	}
 	if !isReasonToken(string(p.Reason)) {
-		return fieldErr("reason", "%q is not a lower-case token", p.Reason)
+		return schemaErr("reason", "%q is not a lower-case token", p.Reason)
 	}
 	if err := checkMessage("error", p.Error); err != nil {
 		return err
 	}
 	if p.DataSize < 0 {
-		return fieldErr("data_size", "negative")
+		return schemaErr("data_size", "negative")
+	}
+	for _, f := range []struct{ name, v string }{
+		{"id", p.Envelope.ID}, {"type", p.Envelope.Type}, {"source", p.Envelope.Source},
+		{"subject", p.Envelope.Subject}, {"specversion", p.Envelope.SpecVersion}, {"msg_id", p.Envelope.MsgID},
+	} {
+		if utf8.RuneCountInString(f.v) > maxEnvelopeValue {
+			return schemaErr("envelope/"+f.name, "longer than %d characters", maxEnvelopeValue)
+		}
 	}
 	return checkDigest("data_digest", p.DataDigest)
 }
 
 // fieldError is a payload rule violation at a field; decoding turns it into
-// an *Error with ReasonInvalidPayload.
+// an *Error with ReasonSchema for a rule the JSON Schema states (schema),
+// else ReasonInvalidPayload.
 type fieldError struct {
-	field string
-	err   error
+	field  string
+	err    error
+	schema bool
 }
 
 func (e *fieldError) Error() string { return e.field + ": " + e.err.Error() }
@@ -713,18 +729,25 @@ func fieldErr(field, format string, args ...any) error {
 	return &fieldError{field: field, err: fmt.Errorf(format, args...)}
 }
 
+// schemaErr is fieldErr for a rule the JSON Schema states.
+func schemaErr(field, format string, args ...any) error {
+	return &fieldError{field: field, err: fmt.Errorf(format, args...), schema: true}
+}
+
 func checkDigest(field, v string) error {
 	if !ValidDigest(v) {
-		return fieldErr(field, "%q is not sha256:<64 lower-case hex digits>", v)
+		return schemaErr(field, "%q is not sha256:<64 lower-case hex digits>", v)
 	}
 	return nil
 }
 
 // checkName accepts a non-empty string of at most MaxNameLength bytes
-// without control characters.
+// without control characters. The schema counts MaxNameLength in code
+// points: a name within that but over in bytes breaks the payload's rule
+// alone.
 func checkName(field, v string) error {
 	if err := nameProblem(v); err != nil {
-		return &fieldError{field: field, err: err}
+		return &fieldError{field: field, err: err, schema: len(v) <= MaxNameLength || utf8.RuneCountInString(v) > MaxNameLength}
 	}
 	return nil
 }
@@ -735,21 +758,25 @@ func nameProblem(v string) error {
 	if v == "" {
 		return fmt.Errorf("empty")
 	}
-	if len(v) > MaxNameLength {
-		return fmt.Errorf("longer than %d bytes", MaxNameLength)
-	}
 	if i := controlIndex(v); i >= 0 {
 		return fmt.Errorf("control character at byte %d", i)
+	}
+	if len(v) > MaxNameLength {
+		return fmt.Errorf("longer than %d bytes", MaxNameLength)
 	}
 	return nil
 }
 
 func checkMessage(field, v string) error {
+	if v == "" {
+		return schemaErr(field, "empty")
+	}
 	if strings.TrimSpace(v) == "" {
 		return fieldErr(field, "empty")
 	}
 	if len(v) > MaxMessageLength {
-		return fieldErr(field, "longer than %d bytes", MaxMessageLength)
+		// The schema counts code points.
+		return &fieldError{field: field, err: fmt.Errorf("longer than %d bytes", MaxMessageLength), schema: utf8.RuneCountInString(v) > MaxMessageLength}
 	}
 	if !utf8.ValidString(v) || strings.IndexByte(v, 0) >= 0 {
 		return fieldErr(field, "invalid UTF-8 or NUL")
@@ -759,7 +786,7 @@ func checkMessage(field, v string) error {
 
 func checkID(field, v string) error {
 	if err := validID(v); err != nil {
-		return &fieldError{field: field, err: err}
+		return &fieldError{field: field, err: err, schema: true}
 	}
 	return nil
 }

@@ -14,8 +14,6 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/cloudevents/sdk-go/v2/types"
-
-	"github.com/runtimetruth/runtimetruth/pkg/evidence/jsontree"
 )
 
 // Signed evidence. A collector signs every event it publishes with its
@@ -153,26 +151,25 @@ type dsseSignature struct {
 	Sig   []byte `json:"sig"`
 }
 
-// sign sets a's Signature: a claim of the event of these attributes and
-// data about p, with the signer's next sequence number.
-func (s *Signer) sign(a *Attributes, data []byte, p Payload) error {
+// sign returns the signature of e (its data set) about p: the envelope
+// of a claim of the event, with the signer's next sequence number.
+func (s *Signer) sign(e *event.Event, p Payload) (string, error) {
 	seq, err := s.next()
 	if err != nil {
-		return fmt.Errorf("sign %s: sequence: %w", a.Type, err)
+		return "", fmt.Errorf("sign %s: sequence: %w", e.Type(), err)
 	}
-	c := newClaim(a.ID, a.Type, a.Source, a.Subject, a.Time, data, p)
+	c := claimOf(e, p)
 	c.Seq = seq
 	claim, err := json.Marshal(c)
 	if err != nil {
-		return fmt.Errorf("sign %s: %w", a.Type, err)
+		return "", fmt.Errorf("sign %s: %w", e.Type(), err)
 	}
 	env, err := json.Marshal(dsseEnvelope{PayloadType: ClaimPayloadType, Payload: claim,
 		Signatures: []dsseSignature{{KeyID: s.keyID, Sig: ed25519.Sign(s.key, PAE(ClaimPayloadType, claim))}}})
 	if err != nil {
-		return fmt.Errorf("sign %s: %w", a.Type, err)
+		return "", fmt.Errorf("sign %s: %w", e.Type(), err)
 	}
-	a.Signature = string(env)
-	return nil
+	return string(env), nil
 }
 
 // claimOf is the claim of event e (its data set) about p, without Seq.
@@ -306,163 +303,21 @@ func validSignature(v string) error {
 	return nil
 }
 
-// The envelope and the claim are read in one pass (jsonReader), strictly:
-// one well-formed JSON object, the members under their exact names, each
-// at most once (one left out reads as its zero value), nothing else; the
-// tests hold what this reading takes to what encoding/json's strict
-// decoding (unknown fields disallowed) reads of it.
-
-// decodeEnvelope decodes exactly one DSSE envelope.
+// decodeEnvelope decodes exactly one DSSE envelope, strictly
+// (decodeStrict).
 func decodeEnvelope(raw []byte) (dsseEnvelope, error) {
-	d := newJSONReader(raw)
-	defer d.release()
 	var env dsseEnvelope
-	_, ok := d.members(func(key string) (bit int, ok bool) {
-		switch key {
-		case "payloadType":
-			bit = 1
-			env.PayloadType, ok = d.str()
-		case "payload":
-			bit = 2
-			env.Payload, ok = d.base64()
-		case "signatures":
-			bit = 4
-			env.Signatures, ok = d.signatures()
-		default:
-			return 0, d.fail(errUnknownMember(key))
-		}
-		return bit, ok
-	})
-	if !ok || !d.end() {
-		return dsseEnvelope{}, d.error()
+	if err := decodeStrict(raw, &env, strictOptions{}); err != nil {
+		return dsseEnvelope{}, err
 	}
 	return env, nil
 }
 
-// signatures reads an array of {keyid, sig}.
-func (d *jsonReader) signatures() ([]dsseSignature, bool) {
-	out := []dsseSignature{}
-	ok := d.array(func(int) bool {
-		var s dsseSignature
-		if _, ok := d.members(func(key string) (bit int, ok bool) {
-			switch key {
-			case "keyid":
-				bit = 1
-				s.KeyID, ok = d.str()
-			case "sig":
-				bit = 2
-				s.Sig, ok = d.base64()
-			default:
-				return 0, d.fail(errUnknownMember(key))
-			}
-			return bit, ok
-		}); !ok {
-			return false
-		}
-		out = append(out, s)
-		return true
-	})
-	if !ok {
-		return nil, false
-	}
-	return out, true
-}
-
-// base64 reads a string of standard base64, as encoding/json decodes a
-// []byte.
-func (d *jsonReader) base64() ([]byte, bool) {
-	v, ok := d.str()
-	if !ok {
-		return nil, false
-	}
-	b, err := base64.StdEncoding.DecodeString(v)
-	if err != nil {
-		return nil, d.fail(err)
-	}
-	return b, true
-}
-
-// decodeClaim decodes exactly one claim.
+// decodeClaim decodes exactly one claim, strictly (decodeStrict).
 func decodeClaim(b []byte) (Claim, error) {
-	d := newJSONReader(b)
-	defer d.release()
 	var c Claim
-	_, ok := d.members(func(key string) (bit int, ok bool) {
-		switch key {
-		case "id":
-			bit = 1 << 0
-			c.ID, ok = d.str()
-		case "type":
-			bit = 1 << 1
-			c.Type, ok = d.str()
-		case "source":
-			bit = 1 << 2
-			c.Source, ok = d.str()
-		case "subject":
-			bit = 1 << 3
-			c.Subject, ok = d.str()
-		case "time":
-			bit = 1 << 4
-			c.Time, ok = d.str()
-		case "host":
-			bit = 1 << 5
-			c.Host, ok = d.str()
-		case "target":
-			bit = 1 << 6
-			var t Target
-			if t, ok = d.claimTarget(); ok {
-				c.Target = &t
-			}
-		case "seq":
-			bit = 1 << 7
-			c.Seq, ok = d.uint64()
-		case "payload_sha256":
-			bit = 1 << 8
-			c.PayloadSHA256, ok = d.str()
-		default:
-			return 0, d.fail(errUnknownMember(key))
-		}
-		return bit, ok
-	})
-	if !ok || !d.end() {
-		return Claim{}, d.error()
+	if err := decodeStrict(b, &c, strictOptions{}); err != nil {
+		return Claim{}, err
 	}
 	return c, nil
-}
-
-// claimTarget reads a claim's {kind, identifier}.
-func (d *jsonReader) claimTarget() (Target, bool) {
-	var t Target
-	_, ok := d.members(func(key string) (bit int, ok bool) {
-		switch key {
-		case "kind":
-			bit = 1
-			t.Kind, ok = d.str()
-		case "identifier":
-			bit = 2
-			t.Identifier, ok = d.str()
-		default:
-			return 0, d.fail(errUnknownMember(key))
-		}
-		return bit, ok
-	})
-	return t, ok
-}
-
-// errUnknownMember is the error of a member the envelope or claim does
-// not have, in encoding/json's words (DisallowUnknownFields), as it was
-// reported before.
-func errUnknownMember(key string) error { return fmt.Errorf("json: unknown field %q", key) }
-
-// error is why the reader stopped: the rule it recorded, or what
-// jsontree.Parse finds malformed, or else a value not of the type the
-// reader wanted.
-func (d *jsonReader) error() error {
-	if d.err != nil {
-		return d.err
-	}
-	if _, err := jsontree.Parse(d.b); err != nil {
-		return err
-	}
-	return fmt.Errorf("a value of another type at byte %d", d.i)
 }

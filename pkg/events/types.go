@@ -1,6 +1,7 @@
 package events
 
 import (
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/report"
 	"reflect"
 	"strings"
 )
@@ -91,11 +92,10 @@ type Spec struct {
 
 	goType reflect.Type
 	decode func(s *Spec, data []byte) (Payload, error)
-	// encode writes the data of a payload of this type; check checks
-	// it (the JSON Schema, unless the type has its own rules that the
-	// tests hold to the schema).
-	encode func(p Payload) ([]byte, error)
-	check  func(s *Spec, p Payload, data []byte) error
+	// required are the members the schema requires of the data.
+	required []string
+	// reportShape is the shape of a verdict's report.
+	reportShape report.Shape
 }
 
 // Golden is the name of the spec's golden example,
@@ -108,16 +108,22 @@ const schemaBase = "https://runtimetruth.dev/schemas/events/"
 // schema is <schemaName>.vN.schema.json, of $id <schemaBase><schemaName>/vN.json.
 func spec[T Payload](typ, subjectTemplate, subjectAttr, schemaName string) Spec {
 	version := typ[strings.LastIndexByte(typ, '.')+1:]
+	schema := schemaName + "." + version + ".schema.json"
+	required := requiredMembers(schema)
+	shape := report.AnyShape
+	if reflect.TypeFor[T]() == reflect.TypeFor[Verdict]() {
+		shape = report.CurrentShape
+	}
 	return Spec{
 		Type:        typ,
 		Payload:     reflect.TypeFor[T]().Name(),
 		NATSSubject: subjectTemplate,
 		Subject:     subjectAttr,
-		Schema:      schemaName + "." + version + ".schema.json",
+		Schema:      schema,
 		SchemaURI:   schemaBase + schemaName + "/" + version + ".json",
 		goType:      reflect.TypeFor[T](),
-		encode:      marshal,
-		check:       checkSchema,
+		required:    required,
+		reportShape: shape,
 		decode: func(s *Spec, data []byte) (Payload, error) {
 			var p T
 			if err := decodeInto(s, data, &p); err != nil {
@@ -129,14 +135,14 @@ func spec[T Payload](typ, subjectTemplate, subjectAttr, schemaName string) Spec 
 }
 
 var catalog = []Spec{
-	evidenceSpec(spec[EvidenceCollected](TypeEvidenceCollected, "rt.evidence.<host>.<target-kind>",
-		"the snapshot's target, <kind>:<identifier>", "evidence.collected")),
+	spec[EvidenceCollected](TypeEvidenceCollected, "rt.evidence.<host>.<target-kind>",
+		"the snapshot's target, <kind>:<identifier>", "evidence.collected"),
 	spec[RunnableModified](TypeRunnableModified, "rt.integrity.<host>",
 		"the package as a purl, pkg:pypi/<name>@<version> or pkg:npm/<name>@<version>", "runnable.modified"),
-	verdictSpec(TypeVerdictPass, "rt.verdict.<host>.pass", "the target, <kind>:<identifier>", "verdict"),
-	verdictSpec(TypeVerdictDrift, "rt.verdict.<host>.drift", "the target, <kind>:<identifier>", "verdict"),
-	verdictSpec(TypeVerdictError, "rt.verdict.<host>.error", "the target, <kind>:<identifier>", "verdict"),
-	verdictSpec(TypeVerdictStale, "rt.verdict.<host>.stale", "the target, <kind>:<identifier>", "verdict"),
+	spec[Verdict](TypeVerdictPass, "rt.verdict.<host>.pass", "the target, <kind>:<identifier>", "verdict"),
+	spec[Verdict](TypeVerdictDrift, "rt.verdict.<host>.drift", "the target, <kind>:<identifier>", "verdict"),
+	spec[Verdict](TypeVerdictError, "rt.verdict.<host>.error", "the target, <kind>:<identifier>", "verdict"),
+	spec[Verdict](TypeVerdictStale, "rt.verdict.<host>.stale", "the target, <kind>:<identifier>", "verdict"),
 	spec[BaselineChanged](TypeBaselineChanged, "rt.baseline.<target>",
 		"the target, <kind>:<identifier>", "baseline.changed"),
 	spec[AttestationCreated](TypeAttestationCreated, "rt.attestation.<target>",
@@ -145,36 +151,17 @@ var catalog = []Spec{
 		"the collector that failed, e.g. codex", "collection.failed"),
 	spec[EventRejected](TypeEventRejected, "rt.dlq.<stream>.<host>",
 		"the rejected message, <stream>:<stream-sequence>", "event.rejected"),
-	superseded(spec[Verdict](TypeVerdictPassV1, "rt.verdict.<host>.pass", "the target, <kind>:<identifier>", "verdict"), TypeVerdictPass),
-	superseded(spec[Verdict](TypeVerdictDriftV1, "rt.verdict.<host>.drift", "the target, <kind>:<identifier>", "verdict"), TypeVerdictDrift),
-	superseded(spec[Verdict](TypeVerdictErrorV1, "rt.verdict.<host>.error", "the target, <kind>:<identifier>", "verdict"), TypeVerdictError),
+	verdictV1(TypeVerdictPassV1, TypeVerdictPass, "rt.verdict.<host>.pass"),
+	verdictV1(TypeVerdictDriftV1, TypeVerdictDrift, "rt.verdict.<host>.drift"),
+	verdictV1(TypeVerdictErrorV1, TypeVerdictError, "rt.verdict.<host>.error"),
 }
 
-// verdictSpec is the spec of a verdict type that is written: its data
-// written by marshalVerdict and checked by checkVerdictReport.
-func verdictSpec(typ, subjectTemplate, subjectAttr, schemaName string) Spec {
-	s := spec[Verdict](typ, subjectTemplate, subjectAttr, schemaName)
-	s.encode = func(p Payload) ([]byte, error) { return marshalVerdict(p.(Verdict)), nil }
-	s.check = checkVerdictReport
-	return s
-}
-
-// evidenceSpec gives the evidence.collected spec its own decoder
-// (evidence.go) in place of the JSON Schema, encoding/json and Validate
-// (decodeInto), which the tests hold it to; it checks the data New sends
-// too, so that the encoder refuses what the decoder refuses.
-func evidenceSpec(s Spec) Spec {
-	s.decode = decodeEvidencePayload
-	s.check = func(_ *Spec, _ Payload, data []byte) error {
-		_, _, _, err := decodeEvidence(data)
-		return err
-	}
-	return s
-}
-
-// superseded marks s as read, never written: by is the type that replaced it.
-func superseded(s Spec, by string) Spec {
+// verdictV1 is the spec of a verdict.*.v1 type: read, never written (by
+// replaced it), its report in the earlier shape.
+func verdictV1(typ, by, subjectTemplate string) Spec {
+	s := spec[Verdict](typ, subjectTemplate, "the target, <kind>:<identifier>", "verdict")
 	s.SupersededBy = by
+	s.reportShape = report.LegacyShape
 	return s
 }
 

@@ -21,19 +21,43 @@ import (
 // thing: modified is changed, an added or removed kind has no fields.
 // Validate holds what either shape decodes to to the current rules.
 func (r *Report) UnmarshalJSON(b []byte) error {
-	t, err := jsontree.Parse(b)
+	out, err := Parse(b, AnyShape)
 	if err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	out, err := fromTree(t)
-	if err != nil {
-		return fmt.Errorf("report: %w", err)
+		return err
 	}
 	*r = out
 	return nil
 }
 
-func fromTree(t jsontree.Value) (Report, error) {
+// Shape is the JSON shape of a report's changes.
+type Shape int
+
+// The shapes Parse reads.
+const (
+	// AnyShape reads either shape (UnmarshalJSON).
+	AnyShape Shape = iota
+	// CurrentShape is RuntimeTruth's: "status", sides {"present": ...}.
+	CurrentShape
+	// LegacyShape is the shape runtimetruth wrote before
+	// (verdict.*.v1): "change", bare before/after values.
+	LegacyShape
+)
+
+// Parse reads a report strictly, as UnmarshalJSON does, its changes in
+// the shape given.
+func Parse(b []byte, shape Shape) (Report, error) {
+	t, err := jsontree.Parse(b)
+	if err != nil {
+		return Report{}, fmt.Errorf("report: %w", err)
+	}
+	out, err := fromTree(t, shape)
+	if err != nil {
+		return Report{}, fmt.Errorf("report: %w", err)
+	}
+	return out, nil
+}
+
+func fromTree(t jsontree.Value, shape Shape) (Report, error) {
 	var r Report
 	m, err := members(t, "report", "changes", "protected", "report_schema_version", "status", "target")
 	if err != nil {
@@ -77,9 +101,15 @@ func fromTree(t jsontree.Value) (Report, error) {
 	r.Changes = make([]Change, len(ch.Items))
 	for i, c := range ch.Items {
 		path := "changes[" + strconv.Itoa(i) + "]"
-		if _, legacy := c.Get("change"); legacy {
+		_, legacy := c.Get("change")
+		switch {
+		case legacy && shape == CurrentShape:
+			err = fmt.Errorf("%s: a change of the earlier shape (\"change\")", path)
+		case !legacy && shape == LegacyShape:
+			err = fmt.Errorf("%s: a change of the current shape, in a report of the earlier one", path)
+		case legacy:
 			r.Changes[i], err = legacyChange(c, path)
-		} else {
+		default:
 			r.Changes[i], err = change(c, path)
 		}
 		if err != nil {
@@ -167,7 +197,10 @@ func sideOf(t jsontree.Value, path string) (Side, error) {
 	return Present(val), nil
 }
 
-// legacyChange reads a change of the earlier shape.
+// legacyChange reads a change of the earlier shape, as the verdict v1
+// schema has it: each field names itself and its change (added with an
+// after value only, removed with a before value only, modified with
+// both). An added or removed kind keeps no fields.
 func legacyChange(t jsontree.Value, path string) (Change, error) {
 	kind, st, fs, err := changeHead(t, path, "change")
 	if err != nil {
@@ -177,46 +210,69 @@ func legacyChange(t jsontree.Value, path string) (Change, error) {
 	switch st {
 	case "added":
 		c.Status = diff.Added
-		return c, nil
 	case "removed":
 		c.Status = diff.Removed
-		return c, nil
 	case "modified":
 		c.Status = diff.Changed
 	default:
 		return c, fmt.Errorf("%s.change: %q is not added, removed or modified", path, st)
 	}
-	c.Fields = make([]Field, len(fs))
+	fields := make([]Field, len(fs))
 	for j, f := range fs {
-		fp := path + ".fields[" + strconv.Itoa(j) + "]"
-		if f.Kind != jsontree.Object {
-			return c, fmt.Errorf("%s: not an object", fp)
-		}
-		for _, fm := range f.Members {
-			var err error
-			switch fm.Key {
-			case "field":
-				c.Fields[j].Field, err = text(fm.Value, fp+".field")
-			case "change":
-				_, err = text(fm.Value, fp+".change")
-			case "before", "after":
-				var v snapshot.Value
-				if v, err = snapshot.ScalarOf(fm.Value); err == nil {
-					if fm.Key == "before" {
-						c.Fields[j].Before = Present(v)
-					} else {
-						c.Fields[j].After = Present(v)
-					}
-				}
-			default:
-				err = fmt.Errorf("%s: unknown key %q", fp, fm.Key)
-			}
-			if err != nil {
-				return c, fmt.Errorf("%s.%s: %w", fp, fm.Key, err)
-			}
+		if fields[j], err = legacyField(f, path+".fields["+strconv.Itoa(j)+"]"); err != nil {
+			return c, err
 		}
 	}
+	if c.Status == diff.Changed {
+		c.Fields = fields
+	}
 	return c, nil
+}
+
+// legacyField reads a field of a change of the earlier shape.
+func legacyField(f jsontree.Value, path string) (Field, error) {
+	var out Field
+	if f.Kind != jsontree.Object {
+		return out, fmt.Errorf("%s: not an object", path)
+	}
+	var change string
+	var hasField bool
+	for _, fm := range f.Members {
+		var err error
+		switch fm.Key {
+		case "field":
+			hasField = true
+			out.Field, err = text(fm.Value, path+".field")
+		case "change":
+			change, err = text(fm.Value, path+".change")
+		case "before", "after":
+			var v snapshot.Value
+			if v, err = snapshot.ScalarOf(fm.Value); err == nil {
+				if fm.Key == "before" {
+					out.Before = Present(v)
+				} else {
+					out.After = Present(v)
+				}
+			}
+		default:
+			err = fmt.Errorf("unknown key %q", fm.Key)
+		}
+		if err != nil {
+			return out, fmt.Errorf("%s.%s: %w", path, fm.Key, err)
+		}
+	}
+	if !hasField {
+		return out, fmt.Errorf("%s: missing key \"field\"", path)
+	}
+	want := map[string][2]bool{"added": {false, true}, "removed": {true, false}, "modified": {true, true}}
+	sides, ok := want[change]
+	if !ok {
+		return out, fmt.Errorf("%s.change: %q is not added, removed or modified", path, change)
+	}
+	if out.Before.Present != sides[0] || out.After.Present != sides[1] {
+		return out, fmt.Errorf("%s: a field %s has the wrong sides", path, change)
+	}
+	return out, nil
 }
 
 // members checks that t is an object with exactly the given keys.

@@ -94,7 +94,17 @@ var (
 	ErrFormat             = errors.New("invalid snapshot")
 	ErrTooLarge           = fmt.Errorf("%w: larger than %d bytes", ErrFormat, MaxSize)
 	ErrUnsupportedVersion = fmt.Errorf("%w: unsupported schema_version", ErrFormat)
+	// ErrDuplicateKind is matched (errors.Is) by the error of two
+	// records of one kind, a rule a snapshot's JSON Schema cannot state.
+	ErrDuplicateKind = errors.New("duplicate evidence kind")
 )
+
+// duplicateKind is the error of a record of a kind given before.
+type duplicateKind struct{ err error }
+
+func (e duplicateKind) Error() string        { return e.err.Error() }
+func (e duplicateKind) Unwrap() error        { return e.err }
+func (e duplicateKind) Is(target error) bool { return target == ErrDuplicateKind }
 
 func formatErr(path, format string, args ...any) error {
 	return fmt.Errorf("%w: %s: %s", ErrFormat, path, fmt.Sprintf(format, args...))
@@ -158,7 +168,7 @@ func FromTree(root jsontree.Value) (*Snapshot, error) {
 			return nil, err
 		}
 		if j, dup := seen[r.Kind]; dup {
-			return nil, formatErr(path+".kind", "duplicate evidence kind %q (also evidence[%d])", r.Kind, j)
+			return nil, duplicateKind{formatErr(path+".kind", "duplicate evidence kind %q (also evidence[%d])", r.Kind, j)}
 		}
 		seen[r.Kind] = i
 		s.Evidence = append(s.Evidence, r)
@@ -397,7 +407,7 @@ func (s *Snapshot) Validate() error {
 		case r.Kind == "":
 			return formatErr(path()+".kind", "must not be empty")
 		case repeated(i):
-			return formatErr(path()+".kind", "duplicate evidence kind %q", r.Kind)
+			return duplicateKind{formatErr(path()+".kind", "duplicate evidence kind %q", r.Kind)}
 		case r.Source.Collector == "" || r.Source.Method == "":
 			return formatErr(path()+".source", "collector and method must not be empty")
 		}
