@@ -112,19 +112,6 @@ func decodeInto[T Payload](s *Spec, data []byte, p *T) error {
 	return nil
 }
 
-// decodeData decodes an event's data into p, a pointer to a payload:
-// within MaxDataSize, strictly (decodeStrict), with the members and the
-// report shape of type s.
-func decodeData(s *Spec, data []byte, p any) error {
-	if len(data) > MaxDataSize {
-		return invalid(ReasonTooLarge, "data", "%d bytes, over the %d-byte limit", len(data), MaxDataSize)
-	}
-	if err := decodeStrict(data, p, strictOptions{required: s.required, nonEmpty: true, reports: s.reportShape}); err != nil {
-		return dataError(err)
-	}
-	return nil
-}
-
 // payloadError is the *Error of a payload's Validate error.
 func payloadError(err error) error {
 	if fe, ok := errors.AsType[*fieldError](err); ok {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/strictjson"
 	"io/fs"
 	"strings"
 	"sync"
@@ -27,8 +29,8 @@ func validateData(s *Spec, data []byte) error {
 	if len(data) > MaxDataSize {
 		return invalid(ReasonTooLarge, "data", "%d bytes, over the %d-byte limit", len(data), MaxDataSize)
 	}
-	if err := syntaxError(data); err != nil {
-		return dataError(err)
+	if err := strictjson.Decode(data, new(jsontext.Value)); err != nil {
+		return dataError(err) // malformed JSON or a name given twice
 	}
 	tree, err := jsontree.Parse(data)
 	if err != nil {

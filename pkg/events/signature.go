@@ -14,6 +14,8 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/cloudevents/sdk-go/v2/types"
+
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/strictjson"
 )
 
 // Signed evidence. A collector signs every event it publishes with its
@@ -303,20 +305,19 @@ func validSignature(v string) error {
 	return nil
 }
 
-// decodeEnvelope decodes exactly one DSSE envelope, strictly
-// (decodeStrict).
+// decodeEnvelope decodes exactly one DSSE envelope, strictly.
 func decodeEnvelope(raw []byte) (dsseEnvelope, error) {
 	var env dsseEnvelope
-	if err := decodeStrict(raw, &env, strictOptions{}); err != nil {
+	if err := strictjson.Decode(raw, &env, strictjson.NoNull()); err != nil {
 		return dsseEnvelope{}, err
 	}
 	return env, nil
 }
 
-// decodeClaim decodes exactly one claim, strictly (decodeStrict).
+// decodeClaim decodes exactly one claim, strictly.
 func decodeClaim(b []byte) (Claim, error) {
 	var c Claim
-	if err := decodeStrict(b, &c, strictOptions{}); err != nil {
+	if err := strictjson.Decode(b, &c, strictjson.NoNull()); err != nil {
 		return Claim{}, err
 	}
 	return c, nil
