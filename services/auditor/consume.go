@@ -80,9 +80,6 @@ func backoff(ctx context.Context, op func() error, onFail func(attempt int, wait
 func (l *streamLoop) run(ctx context.Context) {
 	l.applied = l.w.Applied(l.stream)
 	l.tips = map[string]link.Head{}
-	if !l.retry(ctx, func() error { return l.recoverPending(ctx) }) {
-		return
-	}
 	// Sealing the next batch overlaps committing the previous one: a
 	// batch is handed to the committer, which writes, then acknowledges,
 	// in order.
@@ -93,6 +90,9 @@ func (l *streamLoop) run(ctx context.Context) {
 		close(work)
 		wg.Wait()
 	}()
+	if !l.recoverPending(ctx, work) {
+		return
+	}
 	pulls := policy.Backoff()
 	for ctx.Err() == nil {
 		msgs, held, err := l.fetch(ctx)
@@ -114,12 +114,12 @@ func (l *streamLoop) run(ctx context.Context) {
 		}
 		pulls.Reset()
 		s := l.begin(ctx, msgs, held)
-		b, read, ok := l.seal(ctx, msgs, work)
+		b, ok := l.seal(ctx, msgs, work)
 		if !ok {
 			l.release(s)
 			return
 		}
-		s.b, s.upto, s.bytes = b, l.applied, s.bytes+read
+		s.b, s.upto = b, l.applied
 		select {
 		case work <- s:
 		case <-ctx.Done():
@@ -198,30 +198,14 @@ func (l *streamLoop) mine(c string) bool { return l.owns == nil || l.owns(c) }
 
 // seal turns fetched messages into the batch's links: redeliveries of
 // messages already recorded are skipped, and messages missing before one
-// (delivered but never handled) are read from the stream first. Messages
-// of chains another partition owns are skipped too, though they count as
-// accounted for (l.applied): like duplicates, they are acknowledged with
-// the batch. Missing messages are read a pull's bytes at a time, each
-// part taken from the budget; when more than one part is needed, the links
-// sealed so far go to the committer (work) as batches of their own, so
-// that a long gap is never held whole. It returns the batch and the bytes
-// of the messages it read back, or false when ctx ended.
-func (l *streamLoop) seal(ctx context.Context, msgs []jetstream.Msg, work chan<- sealed) (*Batch, int64, bool) {
+// (delivered but never handled) are read from the stream first
+// (readBack), the links sealed before them handed to the committer
+// (work) as a batch of their own. Messages of chains another partition
+// owns are skipped too, though they count as accounted for (l.applied):
+// like duplicates, they are acknowledged with the batch. It returns the
+// batch, or false when ctx ended.
+func (l *streamLoop) seal(ctx context.Context, msgs []jetstream.Msg, work chan<- sealed) (*Batch, bool) {
 	ordered := make([]*link.Message, 0, len(msgs))
-	var readBytes int64 // of the messages read back in ordered
-	flush := func() bool {
-		if len(ordered) == 0 {
-			return true
-		}
-		b, ok := l.sealBatch(ctx, ordered)
-		if !ok {
-			l.budget.give(readBytes)
-			return false
-		}
-		s := sealed{b: b, upto: l.applied, bytes: readBytes}
-		ordered, readBytes = nil, 0
-		return l.handOver(ctx, work, s)
-	}
 	checked := false
 	for _, m := range msgs {
 		count(l.in.received, 1)
@@ -236,8 +220,7 @@ func (l *streamLoop) seal(ctx context.Context, msgs []jetstream.Msg, work chan<-
 			checked = true
 			var reset *link.Message
 			if !l.retry(ctx, func() (err error) { reset, err = l.checkReset(ctx); return err }) {
-				l.budget.give(readBytes)
-				return nil, 0, false
+				return nil, false
 			}
 			if reset != nil {
 				ordered = append(ordered, reset)
@@ -248,21 +231,21 @@ func (l *streamLoop) seal(ctx context.Context, msgs []jetstream.Msg, work chan<-
 			count(l.in.unlinked, 1, l.in.duplicate)
 			continue
 		}
-		for from := max(l.applied, l.floor) + 1; seq > from; from = max(l.applied, l.floor) + 1 {
+		if seq > l.next() {
 			// Messages before this one were delivered but never handled
 			// (lost in flight, or taken by a run that crashed): they come
 			// first, read from the stream. Their redeliveries, later, are
 			// duplicates.
-			if readBytes > 0 && !flush() {
-				return nil, 0, false
+			if len(ordered) > 0 {
+				b, ok := l.sealBatch(ctx, ordered)
+				if !ok || !l.handOver(ctx, work, sealed{b: b, upto: l.applied}) {
+					return nil, false
+				}
+				ordered = ordered[:0:0]
 			}
-			got, n, ok := l.readBack(ctx, from, seq-1, 0, flush)
-			if !ok {
-				l.budget.give(readBytes)
-				return nil, 0, false
+			if !l.readBack(ctx, seq-1, work) {
+				return nil, false
 			}
-			ordered = append(ordered, got...)
-			readBytes += n
 		}
 		if !l.mine(link.ChainName(l.stream, m.Subject())) {
 			count(l.in.unlinked, 1, l.in.otherPartition)
@@ -275,40 +258,39 @@ func (l *streamLoop) seal(ctx context.Context, msgs []jetstream.Msg, work chan<-
 		})
 		l.applied = seq
 	}
-	b, ok := l.sealBatch(ctx, ordered)
-	if !ok {
-		l.budget.give(readBytes)
-		return nil, 0, false
-	}
-	return b, readBytes, true
+	return l.sealBatch(ctx, ordered)
 }
 
-// readBack reads the stream's messages from sequence from to to (at most
-// limit of them, limit > 0) for a batch, and at most a pull's bytes, taken
-// from the budget first: what is free at once, or else, after calling
-// beforeWait (nil: nothing), as much as it waits for. It returns the
-// messages and the bytes they hold (l.applied tells how far they go), or
-// false when ctx ended.
-func (l *streamLoop) readBack(ctx context.Context, from, to uint64, limit int, beforeWait func() bool) ([]*link.Message, int64, bool) {
-	took := l.budget.tryTake(l.pull)
-	if took < minPull {
-		l.budget.give(took)
-		if beforeWait != nil && !beforeWait() {
-			return nil, 0, false
+// next is the first stream sequence not accounted for.
+func (l *streamLoop) next() uint64 { return max(l.applied, l.floor) + 1 }
+
+// readBack links the stream's messages from the first one not accounted
+// for up to sequence to, read from the stream a batch (and a pull's bytes,
+// taken from the budget first) at a time, each batch handed to the
+// committer (work) with the bytes it holds; false when ctx ended.
+func (l *streamLoop) readBack(ctx context.Context, to uint64, work chan<- sealed) bool {
+	for from := l.next(); from <= to; from = l.next() {
+		took, err := l.budget.take(ctx, minPull, l.pull)
+		if err != nil {
+			return false
 		}
-		var err error
-		if took, err = l.budget.take(ctx, minPull, l.pull); err != nil {
-			return nil, 0, false
+		var got []*link.Message
+		var n int64
+		if !l.retry(ctx, func() (err error) { got, n, err = l.fill(ctx, from, to, took); return err }) {
+			l.budget.give(took)
+			return false
+		}
+		l.budget.settle(took, n)
+		b, ok := l.sealBatch(ctx, got)
+		if !ok {
+			l.budget.give(n)
+			return false
+		}
+		if !l.handOver(ctx, work, sealed{b: b, upto: l.applied, bytes: n}) {
+			return false
 		}
 	}
-	var got []*link.Message
-	var n int64
-	if !l.retry(ctx, func() (err error) { got, _, n, err = l.fill(ctx, from, to, limit, took); return err }) {
-		l.budget.give(took)
-		return nil, 0, false
-	}
-	l.budget.settle(took, n)
-	return got, n, true
+	return true
 }
 
 // sealBatch seals msgs into a batch that follows the batches sealed
@@ -421,18 +403,18 @@ func (l *streamLoop) resetOf(ctx context.Context, info *jetstream.StreamInfo) *l
 }
 
 // fill reads the messages stored in the stream from sequence from to to,
-// or up to its limit-th message (limit > 0), or as long as the next one
-// surely fits maxBytes (at least one), and returns them with the last
-// sequence they cover and the bytes they hold (msgBytes); a notice of the
-// gap stands for the ones missing (expired or purged before they were
-// recorded). Messages of another partition's chains are read and left
-// out: accounted for, not missing.
-func (l *streamLoop) fill(ctx context.Context, from, to uint64, limit int, maxBytes int64) ([]*link.Message, uint64, int64, error) {
+// or up to a batch of them, or as long as the next one surely fits
+// maxBytes (at least one), and returns them with the bytes they hold
+// (msgBytes); l.applied tells how far they go. A notice of the gap stands
+// for the ones missing (expired or purged before they were recorded).
+// Messages of another partition's chains are read and left out:
+// accounted for, not missing.
+func (l *streamLoop) fill(ctx context.Context, from, to uint64, maxBytes int64) ([]*link.Message, int64, error) {
 	var out []*link.Message
 	next, n := from, 0 // the first sequence not accounted for, the messages read
 	var size int64
 	full := false
-	for next <= to && (limit <= 0 || n < limit) {
+	for next <= to && n < l.batch {
 		if n > 0 && size+minPull > maxBytes {
 			full = true
 			break
@@ -442,7 +424,7 @@ func (l *streamLoop) fill(ctx context.Context, from, to uint64, limit int, maxBy
 			break
 		}
 		if err != nil {
-			return nil, 0, 0, err
+			return nil, 0, err
 		}
 		if raw.Sequence > to {
 			break
@@ -463,14 +445,14 @@ func (l *streamLoop) fill(ctx context.Context, from, to uint64, limit int, maxBy
 		})
 		count(l.in.recovered, 1)
 	}
-	if full || (limit > 0 && n == limit) {
+	if full || n == l.batch {
 		to = next - 1
 	}
 	if next <= to {
 		out = append(out, l.gap(ctx, next, to))
 	}
 	l.applied = max(l.applied, to)
-	return out, to, size, nil
+	return out, size, nil
 }
 
 // gap returns the notice of stream sequences first to last missing.
@@ -594,25 +576,24 @@ func collect(b jetstream.MessageBatch, err error) ([]jetstream.Msg, error) {
 	return out, err
 }
 
-// recoverPending appends, from the stream, the messages a previous run
+// recoverPending links, from the stream, the messages a previous run
 // took but did not record: those delivered to the consumer after the last
-// one in the chain. Their redeliveries, later, are duplicates. This keeps
-// the chain in stream order across a crash, when the consumer would
-// otherwise deliver newer messages before redelivering these.
-func (l *streamLoop) recoverPending(ctx context.Context) error {
-	info, err := l.cons.Info(ctx)
-	if err != nil {
-		return err
-	}
-	if l.st, err = l.js.Stream(ctx, l.stream); err != nil {
-		return err
-	}
-	if reset := l.resetOf(ctx, l.st.CachedInfo()); reset != nil {
-		b, ok := l.sealBatch(ctx, []*link.Message{reset})
-		if !ok || !l.commit(ctx, b) {
-			return ctx.Err()
+// one in the chain (readBack). Their redeliveries, later, are duplicates.
+// This keeps the chain in stream order across a crash, when the consumer
+// would otherwise deliver newer messages before redelivering these. False
+// when ctx ended.
+func (l *streamLoop) recoverPending(ctx context.Context, work chan<- sealed) bool {
+	var info *jetstream.ConsumerInfo
+	if !l.retry(ctx, func() (err error) {
+		if info, err = l.cons.Info(ctx); err != nil {
+			return err
 		}
+		l.st, err = l.js.Stream(ctx, l.stream)
+		return err
+	}) {
+		return false
 	}
+	reset := l.resetOf(ctx, l.st.CachedInfo())
 	// Messages up to the consumer's ack floor were acknowledged; the
 	// floor keeps a new chain store from recording the stream's past. Once
 	// the chains hold some of the stream, though, it is no bound: it moves
@@ -629,26 +610,24 @@ func (l *streamLoop) recoverPending(ctx context.Context) error {
 	if l.applied > 0 && !l.partitioned {
 		l.floor = 0
 	}
-	defer func() { l.pos.Store(max(l.applied, l.floor)) }()
-	from := max(l.floor, l.applied) + 1
+	l.pos.Store(l.next() - 1)
+	if reset != nil {
+		b, ok := l.sealBatch(ctx, []*link.Message{reset})
+		if !ok || !l.handOver(ctx, work, sealed{b: b, upto: l.next() - 1}) {
+			return false
+		}
+	}
 	to := info.Delivered.Stream
 	if first := l.st.CachedInfo().State.FirstSeq; first > 0 {
 		// Messages gone from the stream before anyone took them (expired
 		// or purged while the auditor was away): their gap is recorded now.
 		to = max(to, first-1)
 	}
-	if from > to {
-		return nil
+	if l.next() > to {
+		return true
 	}
-	l.log.InfoContext(ctx, "recovering messages taken but not recorded", "stream", l.stream, "from", from, "to", to)
-	if !l.linkDelivered(ctx, to, func(b *Batch, n int64) bool {
-		committed := l.commit(ctx, b)
-		l.budget.give(n)
-		return committed
-	}) {
-		return ctx.Err()
-	}
-	return nil
+	l.log.InfoContext(ctx, "recovering messages taken but not recorded", "stream", l.stream, "from", l.next(), "to", to)
+	return l.readBack(ctx, to, work)
 }
 
 // catchUp links, once a pull came back empty, the messages the consumer
@@ -672,36 +651,12 @@ func (l *streamLoop) catchUp(ctx context.Context, work chan<- sealed) bool {
 		return true // asked again after the next empty pull
 	}
 	to := info.Delivered.Stream
-	if to <= max(l.floor, l.applied) {
+	if to < l.next() {
 		return true
 	}
 	l.log.InfoContext(ctx, "linking messages the consumer delivered that never arrived", "stream", l.stream,
-		"from", max(l.floor, l.applied)+1, "to", to)
-	return l.linkDelivered(ctx, to, func(b *Batch, n int64) bool {
-		return l.handOver(ctx, work, sealed{b: b, upto: l.applied, bytes: n})
-	})
-}
-
-// linkDelivered reads from the stream the messages after the last one
-// accounted for, up to sequence to, a batch at a time, and hands each
-// batch sealed to emit with the bytes it holds of the budget, which emit
-// gives back; false when ctx ended or emit said so.
-func (l *streamLoop) linkDelivered(ctx context.Context, to uint64, emit func(b *Batch, bytes int64) bool) bool {
-	for from := max(l.floor, l.applied) + 1; from <= to; from = max(l.floor, l.applied) + 1 {
-		got, n, ok := l.readBack(ctx, from, to, l.batch, nil)
-		if !ok {
-			return false
-		}
-		b, ok := l.sealBatch(ctx, got)
-		if !ok {
-			l.budget.give(n)
-			return false
-		}
-		if !emit(b, n) {
-			return false
-		}
-	}
-	return true
+		"from", l.next(), "to", to)
+	return l.readBack(ctx, to, work)
 }
 
 // handOver hands s to the committer (work); false, with its bytes given

@@ -109,15 +109,22 @@ func (s *Sink) open(ctx context.Context) error {
 		}
 	}
 	s.next = max(s.next, 1)
+	// The last link of each chain is its head; its stream position is
+	// read from its event once the log verified.
+	last := map[string]chain.Candidate{}
 	rep, err := chain.RunVisit(ctx, s.opts.Hasher, nil, Source(files), func(c *chain.Candidate) {
-		stream, sseq, _ := link.Position(c.Event)
-		s.heads[c.Chain] = link.Head{Seq: c.Seq, Hash: c.Hash, Stream: stream, StreamSeq: sseq}
+		last[c.Chain] = chain.Candidate{Seq: c.Seq, Hash: c.Hash, Event: bytes.Clone(c.Event)}
 	})
 	if err != nil {
 		return err
 	}
 	if rep.Broken != nil {
 		return fmt.Errorf("%w: %w", ErrBroken, rep.Broken)
+	}
+	for c, l := range last {
+		if s.heads[c], err = link.HeadOf(l.Seq, l.Hash, l.Event); err != nil {
+			return fmt.Errorf("%w: chain %q: %w", ErrBroken, c, err)
+		}
 	}
 	f, err := os.OpenFile(s.opts.Path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {

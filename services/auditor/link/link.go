@@ -48,7 +48,7 @@
 // The link, its hash and line, the verifier and checkpoints are
 // pkg/evidence/chain's; this package only maps a message to the event of
 // its link (Prepare, then Prepared.Seal with a chain.Hasher) and reads the
-// columns sinks index back from a link (MetaOf, Position).
+// columns sinks index back from a link (MetaOf, HeadOf).
 package link
 
 import (
@@ -316,41 +316,13 @@ func parseTime(s string) time.Time {
 	return t.UTC()
 }
 
-// Position reads the stream and stream sequence from a link's canonical
-// event bytes without parsing it: the top-level "nats" member is the
-// event's last object member ("rejected", after it, holds a boolean).
-func Position(event []byte) (stream string, seq uint64, ok bool) {
-	const key = `"nats":{"seq":`
-	i := lastIndex(event, key)
-	if i < 0 {
-		return "", 0, false
+// HeadOf is the head a link of seq and hash makes, its message's stream
+// and stream sequence read from the link's event (MetaOf).
+func HeadOf(seq uint64, hash string, event []byte) (Head, error) {
+	ev, err := jsontree.Parse(event)
+	if err != nil {
+		return Head{}, fmt.Errorf("%w: seq %d: event: %w", ErrRecord, seq, err)
 	}
-	j := i + len(key)
-	k := j
-	for k < len(event) && event[k] >= '0' && event[k] <= '9' {
-		k++
-	}
-	n, err := strconv.ParseUint(string(event[j:k]), 10, 64)
-	const sk = `,"stream":"`
-	if err != nil || len(event) < k+len(sk) || string(event[k:k+len(sk)]) != sk {
-		return "", 0, false
-	}
-	k += len(sk)
-	e := k
-	for e < len(event) && event[e] != '"' && event[e] != '\\' {
-		e++
-	}
-	if e == len(event) || event[e] != '"' {
-		return "", 0, false
-	}
-	return string(event[k:e]), n, true
-}
-
-func lastIndex(b []byte, s string) int {
-	for i := len(b) - len(s); i >= 0; i-- {
-		if b[i] == s[0] && string(b[i:i+len(s)]) == s {
-			return i
-		}
-	}
-	return -1
+	m, err := MetaOf(ev)
+	return Head{Seq: seq, Hash: hash, Stream: m.Stream, StreamSeq: m.StreamSeq}, err
 }
