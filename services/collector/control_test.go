@@ -158,7 +158,7 @@ func TestParseCollectNowRequest(t *testing.T) {
 		{name: "a nonce with a space", data: `{"nonce":"a b"}`, bad: "nonce"},
 		{name: "a nonce with a control character", data: `{"nonce":"a\u001bb"}`, bad: "nonce"},
 		{name: "a long nonce", data: `{"nonce":"` + strings.Repeat("a", collector.MaxNonceLength+1) + `"}`, bad: "nonce"},
-		{name: "an unknown field", data: `{"nonce":"a","host":"x"}`, bad: `unknown object member name "host"`},
+		{name: "an unknown field", data: `{"nonce":"a","host":"x"}`, bad: `at "/host": unknown object member name`},
 		{name: "two values", data: `{"nonce":"a"}{"nonce":"b"}`, bad: "after top-level value"},
 		{name: "malformed JSON", data: `{"nonce":`, bad: "EOF"},
 		{name: "too long", data: strings.Repeat("a", collector.MaxRequestSize+1), bad: "longer than"},

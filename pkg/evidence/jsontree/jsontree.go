@@ -1,11 +1,16 @@
 package jsontree
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Kind is the JSON type of a Value.
@@ -124,27 +129,85 @@ func (e *SyntaxError) Error() string {
 func (e *SyntaxError) Unwrap() error { return ErrSyntax }
 
 // Parse parses exactly one JSON value (surrounded by optional whitespace).
+// The JSON text is read by encoding/json/v2's jsontext, whose defaults are
+// the strictness the package promises (duplicate names, invalid UTF-8 and
+// lone surrogates refused).
 func Parse(data []byte) (Value, error) {
-	p := parser{data: data}
-	p.skipSpace()
-	v, err := p.value(0)
+	dec := jsontext.NewDecoder(bytes.NewReader(data))
+	v, err := read(dec, 0)
+	if err == nil {
+		if _, err = dec.ReadToken(); err == nil {
+			err = errAfterValue
+		} else if errors.Is(err, io.EOF) {
+			return v, nil
+		}
+	}
+	offset, msg := int(dec.InputOffset()), err.Error()
+	if se, ok := errors.AsType[*jsontext.SyntacticError](err); ok {
+		offset = int(se.ByteOffset)
+		msg, _, _ = strings.Cut(strings.TrimPrefix(se.Error(), "jsontext: "), " after offset ")
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		msg = "unexpected end of JSON input"
+	}
+	return Value{}, SyntaxErrorAt(data, offset, "%s", msg)
+}
+
+var (
+	errAfterValue = errors.New("unexpected data after the top-level value")
+	errTooDeep    = fmt.Errorf("nesting deeper than %d", MaxDepth)
+)
+
+// read reads the next value of dec, at nesting depth.
+func read(dec *jsontext.Decoder, depth int) (Value, error) {
+	tok, err := dec.ReadToken()
 	if err != nil {
 		return Value{}, err
 	}
-	p.skipSpace()
-	if p.pos != len(p.data) {
-		return Value{}, p.errorf("unexpected data after the top-level value")
+	switch k := tok.Kind(); k {
+	case 'n':
+		return Value{Kind: Null}, nil
+	case 't', 'f':
+		return Value{Kind: Bool, Bool: k == 't'}, nil
+	case '"':
+		return Value{Kind: String, Text: tok.String()}, nil
+	case '0':
+		return Value{Kind: Number, Text: tok.String()}, nil
+	case '[':
+		if depth >= MaxDepth {
+			return Value{}, errTooDeep
+		}
+		v := Value{Kind: Array, Items: []Value{}}
+		for dec.PeekKind() != ']' {
+			item, err := read(dec, depth+1)
+			if err != nil {
+				return Value{}, err
+			}
+			v.Items = append(v.Items, item)
+		}
+		_, err := dec.ReadToken()
+		return v, err
+	case '{':
+		if depth >= MaxDepth {
+			return Value{}, errTooDeep
+		}
+		v := Value{Kind: Object, Members: []Member{}}
+		for dec.PeekKind() != '}' {
+			name, err := dec.ReadToken()
+			if err != nil {
+				return Value{}, err
+			}
+			key := name.String() // before the next read voids the token
+			val, err := read(dec, depth+1)
+			if err != nil {
+				return Value{}, err
+			}
+			v.Members = append(v.Members, Member{Key: key, Value: val})
+		}
+		_, err := dec.ReadToken()
+		return v, err
 	}
-	return v, nil
-}
-
-type parser struct {
-	data []byte
-	pos  int
-}
-
-func (p *parser) errorf(format string, args ...any) error {
-	return SyntaxErrorAt(p.data, p.pos, format, args...)
+	return Value{}, fmt.Errorf("unexpected %v", tok)
 }
 
 // SyntaxErrorAt returns the syntax error at byte offset pos of data, with
@@ -162,261 +225,6 @@ func SyntaxErrorAt(data []byte, pos int, format string, args ...any) *SyntaxErro
 		}
 	}
 	return &SyntaxError{Offset: pos, Line: line, Column: col, Msg: fmt.Sprintf(format, args...)}
-}
-
-func (p *parser) skipSpace() {
-	for p.pos < len(p.data) {
-		switch p.data[p.pos] {
-		case ' ', '\t', '\n', '\r':
-			p.pos++
-		default:
-			return
-		}
-	}
-}
-
-func (p *parser) value(depth int) (Value, error) {
-	if p.pos >= len(p.data) {
-		return Value{}, p.errorf("unexpected end of input")
-	}
-	switch c := p.data[p.pos]; {
-	case c == '{':
-		return p.object(depth + 1)
-	case c == '[':
-		return p.array(depth + 1)
-	case c == '"':
-		s, err := p.string()
-		return Value{Kind: String, Text: s}, err
-	case c == 't':
-		return Value{Kind: Bool, Bool: true}, p.literal("true")
-	case c == 'f':
-		return Value{Kind: Bool}, p.literal("false")
-	case c == 'n':
-		return Value{Kind: Null}, p.literal("null")
-	case c == '-' || (c >= '0' && c <= '9'):
-		return p.number()
-	default:
-		return Value{}, p.errorf("unexpected character %q", rune(c))
-	}
-}
-
-func (p *parser) literal(word string) error {
-	if len(p.data)-p.pos < len(word) || string(p.data[p.pos:p.pos+len(word)]) != word {
-		return p.errorf("invalid literal (expected %s)", word)
-	}
-	p.pos += len(word)
-	return nil
-}
-
-func (p *parser) object(depth int) (Value, error) {
-	if depth > MaxDepth {
-		return Value{}, p.errorf("nesting deeper than %d", MaxDepth)
-	}
-	p.pos++ // {
-	v := Value{Kind: Object}
-	p.skipSpace()
-	if p.pos < len(p.data) && p.data[p.pos] == '}' {
-		p.pos++
-		return v, nil
-	}
-	var seen map[string]struct{}
-	for {
-		p.skipSpace()
-		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
-			return Value{}, p.errorf("expected a string object key")
-		}
-		keyPos := p.pos
-		key, err := p.string()
-		if err != nil {
-			return Value{}, err
-		}
-		if dup := hasKey(v.Members, &seen, key); dup {
-			p.pos = keyPos
-			return Value{}, p.errorf("duplicate object key %q", key)
-		}
-		p.skipSpace()
-		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
-			return Value{}, p.errorf("expected ':' after object key")
-		}
-		p.pos++
-		p.skipSpace()
-		m, err := p.value(depth)
-		if err != nil {
-			return Value{}, err
-		}
-		v.Members = append(v.Members, Member{Key: key, Value: m})
-		p.skipSpace()
-		if p.pos >= len(p.data) {
-			return Value{}, p.errorf("unexpected end of input in object")
-		}
-		switch p.data[p.pos] {
-		case ',':
-			p.pos++
-		case '}':
-			p.pos++
-			return v, nil
-		default:
-			return Value{}, p.errorf("expected ',' or '}' in object")
-		}
-	}
-}
-
-// hasKey reports whether key is already a member, switching from a linear
-// scan to a set once an object grows past a few members.
-func hasKey(members []Member, seen *map[string]struct{}, key string) bool {
-	const linear = 16
-	if len(members) < linear {
-		for i := range members {
-			if members[i].Key == key {
-				return true
-			}
-		}
-		return false
-	}
-	if *seen == nil {
-		*seen = make(map[string]struct{}, 2*len(members))
-		for i := range members {
-			(*seen)[members[i].Key] = struct{}{}
-		}
-	}
-	if _, ok := (*seen)[key]; ok {
-		return true
-	}
-	(*seen)[key] = struct{}{}
-	return false
-}
-
-func (p *parser) array(depth int) (Value, error) {
-	if depth > MaxDepth {
-		return Value{}, p.errorf("nesting deeper than %d", MaxDepth)
-	}
-	p.pos++ // [
-	v := Value{Kind: Array}
-	p.skipSpace()
-	if p.pos < len(p.data) && p.data[p.pos] == ']' {
-		p.pos++
-		return v, nil
-	}
-	for {
-		p.skipSpace()
-		item, err := p.value(depth)
-		if err != nil {
-			return Value{}, err
-		}
-		v.Items = append(v.Items, item)
-		p.skipSpace()
-		if p.pos >= len(p.data) {
-			return Value{}, p.errorf("unexpected end of input in array")
-		}
-		switch p.data[p.pos] {
-		case ',':
-			p.pos++
-		case ']':
-			p.pos++
-			return v, nil
-		default:
-			return Value{}, p.errorf("expected ',' or ']' in array")
-		}
-	}
-}
-
-func (p *parser) number() (Value, error) {
-	start := p.pos
-	if p.data[p.pos] == '-' {
-		p.pos++
-	}
-	digits := func() int {
-		n := 0
-		for p.pos < len(p.data) && p.data[p.pos] >= '0' && p.data[p.pos] <= '9' {
-			p.pos++
-			n++
-		}
-		return n
-	}
-	intStart := p.pos
-	if n := digits(); n == 0 {
-		return Value{}, p.errorf("invalid number")
-	} else if n > 1 && p.data[intStart] == '0' {
-		p.pos = intStart
-		return Value{}, p.errorf("invalid number (leading zero)")
-	}
-	if p.pos < len(p.data) && p.data[p.pos] == '.' {
-		p.pos++
-		if digits() == 0 {
-			return Value{}, p.errorf("invalid number (no digits after '.')")
-		}
-	}
-	if p.pos < len(p.data) && (p.data[p.pos] == 'e' || p.data[p.pos] == 'E') {
-		p.pos++
-		if p.pos < len(p.data) && (p.data[p.pos] == '+' || p.data[p.pos] == '-') {
-			p.pos++
-		}
-		if digits() == 0 {
-			return Value{}, p.errorf("invalid number (no digits in exponent)")
-		}
-	}
-	return Value{Kind: Number, Text: string(p.data[start:p.pos])}, nil
-}
-
-// string parses a string literal starting at the opening quote.
-func (p *parser) string() (string, error) {
-	p.pos++ // opening quote
-	start := p.pos
-	// Fast path: no escapes, all ASCII or valid UTF-8.
-	for p.pos < len(p.data) {
-		c := p.data[p.pos]
-		if c == '"' {
-			s := p.data[start:p.pos]
-			if !utf8.Valid(s) {
-				return "", p.invalidUTF8(start)
-			}
-			p.pos++
-			return string(s), nil
-		}
-		if c == '\\' || c < 0x20 {
-			break
-		}
-		p.pos++
-	}
-	buf := make([]byte, 0, p.pos-start+16)
-	buf = append(buf, p.data[start:p.pos]...)
-	for {
-		if p.pos >= len(p.data) {
-			return "", p.errorf("unterminated string")
-		}
-		c := p.data[p.pos]
-		switch {
-		case c == '"':
-			if !utf8.Valid(buf) {
-				return "", p.invalidUTF8(start)
-			}
-			p.pos++
-			return string(buf), nil
-		case c < 0x20:
-			return "", p.errorf("control character %#02x in string", c)
-		case c == '\\':
-			r, err := p.escape()
-			if err != nil {
-				return "", err
-			}
-			buf = utf8.AppendRune(buf, r)
-		default:
-			buf = append(buf, c)
-			p.pos++
-		}
-	}
-}
-
-func (p *parser) invalidUTF8(start int) error {
-	p.pos = start
-	return p.errorf("invalid UTF-8 in string")
-}
-
-// escape decodes one backslash escape starting at the backslash.
-func (p *parser) escape() (rune, error) {
-	r, next, err := DecodeEscape(p.data, p.pos)
-	p.pos = next
-	return r, err
 }
 
 // AppendEscape appends the JSON escape of an ASCII byte as RFC 8785,

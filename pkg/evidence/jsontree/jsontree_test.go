@@ -36,22 +36,24 @@ func TestParseKeepsOrderAndLiterals(t *testing.T) {
 
 func TestParseRejects(t *testing.T) {
 	tests := map[string]string{
-		`{"a":1,"a":2}`:  `duplicate object key "a"`,
-		`{"a":1,}`:       "expected a string object key",
-		`[1,]`:           "unexpected character ']'",
-		`01`:             "leading zero",
-		`1.`:             "no digits after '.'",
-		`1e`:             "no digits in exponent",
-		`-`:              "invalid number",
-		`"\x"`:           `invalid escape '\x'`,
-		`"\u12"`:         "truncated",
-		`"\udc00"`:       "lone UTF-16 surrogate",
-		`"\ud800\u0041"`: "invalid UTF-16 surrogate pair",
-		`tru`:            "invalid literal",
-		`Infinity`:       "unexpected character 'I'",
-		`{"a" 1}`:        "expected ':'",
-		`"abc`:           "unterminated string",
+		`{"a":1,"a":2}`:  `line 1 column 8: duplicate object member name "a"`,
+		`{"a":1,}`:       "line 1 column 7: invalid character ','",
+		`[1,]`:           "line 1 column 3: invalid character ','",
+		`01`:             "line 1 column 3: unexpected data after the top-level value",
+		`1.`:             "unexpected end of JSON input",
+		`1e`:             "unexpected end of JSON input",
+		`-`:              "unexpected end of JSON input",
+		`"\x"`:           "line 1 column 2: invalid escape sequence `\\x`",
+		`"\u12"`:         "invalid escape sequence `\\u12",
+		`"\udc00"`:       "invalid surrogate pair",
+		`"\ud800\u0041"`: "invalid surrogate pair",
+		`tru`:            "unexpected end of JSON input",
+		`Infinity`:       "line 1 column 1: invalid character 'I' at start of value",
+		`{"a" 1}`:        "invalid character '1' after object name (expecting ':')",
+		`"abc`:           "line 1 column 5: unexpected end of JSON input",
 		`1 2`:            "unexpected data after",
+		"\"\xff\"":       "invalid UTF-8",
+		"[1]\n]":         "line 2 column 1: invalid character ']'",
 	}
 	for in, want := range tests {
 		_, err := jsontree.Parse([]byte(in))
@@ -68,7 +70,7 @@ func TestDuplicateDetectionInLargeObjects(t *testing.T) {
 	}
 	sb.WriteString(`"kxxxxx":2}`)
 	_, err := jsontree.Parse([]byte(sb.String()))
-	require.ErrorContains(t, err, `duplicate object key "kxxxxx"`)
+	require.ErrorContains(t, err, `duplicate object member name "kxxxxx"`)
 }
 
 func TestDepthLimit(t *testing.T) {

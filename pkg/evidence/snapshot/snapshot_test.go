@@ -75,13 +75,13 @@ func TestParseRejects(t *testing.T) {
 	tests := []struct {
 		name, doc, want string
 	}{
-		{"empty", ``, "unexpected end of input"},
-		{"truncated", valid[:len(valid)/2], "invalid snapshot: line 28 column 15: unterminated string"},
-		{"truncated after value", valid[:len(valid)-3], "unexpected end of input"},
-		{"binary junk", "\x00\xff\xfe{", "unexpected character"},
+		{"empty", ``, "unexpected end of JSON input"},
+		{"truncated", valid[:len(valid)/2], "invalid snapshot: line 28 column 15: unexpected end of JSON input"},
+		{"truncated after value", valid[:len(valid)-3], "unexpected end of JSON input"},
+		{"binary junk", "\x00\xff\xfe{", "invalid character"},
 		{"not an object", `[1]`, "snapshot: must be an object, got array"},
-		{"duplicate top-level key", `{"schema_version":1,"schema_version":1}`, `duplicate object key "schema_version"`},
-		{"duplicate data key", strings.Replace(valid, `"cwd": "/srv/agent",`, `"cwd": "/srv/agent", "cwd": "/x",`, 1), `duplicate object key "cwd"`},
+		{"duplicate top-level key", `{"schema_version":1,"schema_version":1}`, `duplicate object member name "schema_version"`},
+		{"duplicate data key", strings.Replace(valid, `"cwd": "/srv/agent",`, `"cwd": "/srv/agent", "cwd": "/x",`, 1), `duplicate object member name "cwd"`},
 		{"schema version 2", strings.Replace(valid, `"schema_version": 1`, `"schema_version": 2`, 1), "unsupported schema_version 2"},
 		{"schema version string", strings.Replace(valid, `"schema_version": 1`, `"schema_version": "1"`, 1), "schema_version: must be an integer, got string"},
 		{"schema version bool", strings.Replace(valid, `"schema_version": 1`, `"schema_version": true`, 1), "schema_version: must be an integer, got boolean"},
@@ -98,8 +98,8 @@ func TestParseRejects(t *testing.T) {
 		{"empty kind", strings.Replace(valid, `"kind": "systemd.unit",`, `"kind": "",`, 1), "evidence[0].kind: must not be empty"},
 		{"duplicate kind", strings.Replace(valid, `"kind": "linux.process"`, `"kind": "systemd.unit"`, 1), `evidence[1].kind: duplicate evidence kind "systemd.unit"`},
 		{"trailing data", valid + "{}", "unexpected data after the top-level value"},
-		{"NaN", strings.Replace(valid, `"main_pid": 3036`, `"main_pid": NaN`, 1), "unexpected character 'N'"},
-		{"lone surrogate", strings.Replace(valid, `"/srv/agent"`, `"\ud800"`, 1), "lone UTF-16 surrogate"},
+		{"NaN", strings.Replace(valid, `"main_pid": 3036`, `"main_pid": NaN`, 1), "invalid character 'N'"},
+		{"lone surrogate", strings.Replace(valid, `"/srv/agent"`, `"\ud800"`, 1), "invalid surrogate pair"},
 		{"invalid utf-8", strings.Replace(valid, `"/srv/agent"`, "\"\xc3\x28\"", 1), "invalid UTF-8"},
 		{"control char", strings.Replace(valid, `"/srv/agent"`, "\"a\x01\"", 1), "control character"},
 		{"deep nesting", strings.Repeat("[", 200) + strings.Repeat("]", 200), "nesting deeper than"},
@@ -122,7 +122,7 @@ func TestParseRejectsOversizedDocument(t *testing.T) {
 func TestSyntaxErrorNamesLineAndColumn(t *testing.T) {
 	_, err := snapshot.Parse([]byte("{\n  \"schema_version\": 1,\n  \"captured_at\": tru\n}"))
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "line 3 column 18")
+	assert.Contains(t, err.Error(), "line 3 column 21")
 }
 
 func TestFormatTimeMatchesPythonIsoformat(t *testing.T) {

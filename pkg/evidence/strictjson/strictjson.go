@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/go-json-experiment/json"
@@ -125,13 +126,44 @@ func Decode(data []byte, v any, opts ...Option) error {
 		}
 		return nil
 	}
-	if _, ok := errors.AsType[*json.SemanticError](err); ok {
+	if se, ok := errors.AsType[*json.SemanticError](err); ok {
 		// Decoding stops at the first value not of the type: a syntax
 		// error after it goes first.
 		var raw jsontext.Value
 		if serr := json.Unmarshal(data, &raw); serr != nil {
 			return serr
 		}
+		return &SemanticError{se}
 	}
 	return err
 }
+
+// SemanticError is a value not of the Go type (or refused by an option):
+// the json package's error, whose own message varies its wording from one
+// process to the next on purpose, with a message that does not.
+type SemanticError struct{ Err *json.SemanticError }
+
+func (e *SemanticError) Error() string {
+	se := e.Err
+	b := []byte("json: cannot decode")
+	if se.JSONKind != 0 {
+		b = append(b, " JSON "...)
+		b = append(b, se.JSONKind.String()...)
+	}
+	if se.GoType != nil {
+		b = append(b, " into Go "...)
+		b = append(b, se.GoType.String()...)
+	}
+	if se.JSONPointer != "" {
+		b = append(b, " at "...)
+		b = strconv.AppendQuote(b, string(se.JSONPointer))
+	}
+	if se.Err != nil {
+		b = append(b, ": "...)
+		b = append(b, se.Err.Error()...)
+	}
+	return string(b)
+}
+
+// Unwrap returns the json package's error.
+func (e *SemanticError) Unwrap() error { return e.Err }

@@ -183,7 +183,7 @@ func TestVerifyErrorsExitOne(t *testing.T) {
 		{"missing baseline", []string{"verify", filepath.Join(dir, "nope.json"), fixture("after.json")}, "could not read baseline"},
 		{"directory", []string{"verify", dir, fixture("after.json")}, "is a directory"},
 		{"binary junk", []string{"verify", junk, fixture("after.json")}, "invalid snapshot"},
-		{"truncated", []string{"verify", fixture("before.json"), truncated}, "unterminated string"},
+		{"truncated", []string{"verify", fixture("before.json"), truncated}, "unexpected end of JSON input"},
 		{"naive timestamp", []string{"verify", naive, fixture("after.json")}, "must be timezone-aware"},
 		{"huge", []string{"verify", huge, fixture("after.json")}, "file too large"},
 		{"different targets", []string{"verify", fixture("before.json"), other}, "snapshot targets differ"},

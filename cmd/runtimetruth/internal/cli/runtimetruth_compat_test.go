@@ -357,7 +357,7 @@ func TestDifferenceParseRefusals(t *testing.T) {
 	tests := []struct{ name, old, replacement, want string }{
 		{"integer above 2^53-1", `"main_pid": 3036`, `"main_pid": 9007199254740992`, "evidence[0].data.main_pid: integer 9007199254740992 outside ±(2^53-1)"},
 		{"integer below -(2^53-1)", `"main_pid": 3036`, `"main_pid": -9007199254740992`, "evidence[0].data.main_pid: integer -9007199254740992 outside ±(2^53-1)"},
-		{"lone surrogate", `"working_directory": "/srv/agent"`, `"working_directory": "\ud800"`, "lone UTF-16 surrogate"},
+		{"lone surrogate", `"working_directory": "/srv/agent"`, `"working_directory": "\ud800"`, "invalid surrogate pair"},
 		{"duplicate evidence kind", `"kind": "linux.process"`, `"kind": "systemd.unit"`, `evidence[1].kind: duplicate evidence kind "systemd.unit"`},
 		{"empty evidence kind", `"kind": "linux.process"`, `"kind": ""`, "evidence[1].kind: must not be empty"},
 		{"empty target kind", "\"target\": {\n    \"kind\": \"systemd.unit\"", "\"target\": {\n    \"kind\": \"\"", "target.kind: must not be empty"},

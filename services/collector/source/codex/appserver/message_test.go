@@ -23,9 +23,9 @@ var decodeCases = []struct {
 	{name: "server request string id", line: `{"id":"a-1","method":"item/commandExecution/requestApproval","params":{}}`, kind: Request},
 	{name: "server request int id", line: `{"id":0,"method":"x"}`, kind: Request},
 	{name: "result may be any JSON", line: `{"id":3,"result":[1]}`, kind: Response},
-	{name: "not JSON", line: `{"id":1,`, err: "malformed message from codex app-server: line 1 column 9: expected a string object key"},
+	{name: "not JSON", line: `{"id":1,`, err: "malformed message from codex app-server: line 1 column 9: unexpected end of JSON input"},
 	{name: "not an object", line: `[1,2]`, err: "top-level array, want an object"},
-	{name: "duplicate key", line: `{"id":1,"id":2,"result":{}}`, err: `duplicate object key "id"`},
+	{name: "duplicate key", line: `{"id":1,"id":2,"result":{}}`, err: `duplicate object member name "id"`},
 	{name: "trailing data", line: `{"id":1,"result":{}} {}`, err: "unexpected data after the top-level value"},
 	{name: "neither id nor method", line: `{"result":{}}`, err: "message has neither id nor method"},
 	{name: "empty method", line: `{"method":""}`, err: "method is an empty string"},
@@ -40,7 +40,7 @@ var decodeCases = []struct {
 	{name: "error without code", line: `{"id":1,"error":{"message":"x"}}`, err: "error code is missing"},
 	{name: "error with float code", line: `{"id":1,"error":{"code":1.5}}`, err: "error code is a non-integer number"},
 	{name: "error with numeric message", line: `{"id":1,"error":{"code":1,"message":2}}`, err: "error message is number"},
-	{name: "lone surrogate", line: `{"method":"\ud800"}`, err: "lone UTF-16 surrogate"},
+	{name: "lone surrogate", line: `{"method":"\ud800"}`, err: "invalid surrogate pair"},
 	{name: "invalid UTF-8", line: "{\"method\":\"\xff\"}", err: "invalid UTF-8"},
 }
 
