@@ -28,16 +28,19 @@
 // package, used directly.
 //
 // New and NewMsg build events; ToNATS and FromNATS encode and decode the
-// envelope (ParseAttributes the same without building the event);
-// Decode decodes the payload (Decode[Payload] of any type), Read a message
-// (Read[Payload] of any type), ReadEvidence evidence with its snapshot. Each contract has one decoder
-// and one encoder: the JSON Schemas (and the sdk-go event) specify them,
-// and the tests hold them to it, differentially.
+// envelope through the sdk-go setters (ParseAttributes the same, returning
+// the attributes); Decode decodes the payload (Decode[Payload] of any
+// type), Read a message (Read[Payload] of any type), ReadEvidence evidence
+// with its snapshot. Each contract has one decoder and one encoder: the
+// data is decoded strictly by pkg/evidence/strictjson into the payload
+// type and checked by its Validate, and encoded by one encoder. The JSON
+// Schemas specify the same rules; the tests hold the decoder to them.
 // Decoding is strict: a required attribute missing, a specversion other
 // than 1.0, a type not in the catalog, an extension other than trace
-// context and the signature, a malformed header value, an oversized event (see the limits),
-// malformed JSON, a duplicate key, an unknown field, data that does not
-// match its schema or its payload rules, or a subject that does not match
+// context and the signature, a malformed header value, an oversized event
+// (see the limits), malformed JSON, a duplicate key, an unknown field, a
+// null or an empty string, a required member missing, data that breaks
+// its schema's or its payload's rules, or a subject that does not match
 // the payload: each fails with an *Error carrying a Reason, never a panic.
 // A consumer terminates such a message and publishes its dead-letter
 // record (Reject, TypeEventRejected) to rt.dlq.<stream>.<host>.
