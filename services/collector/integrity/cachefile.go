@@ -185,9 +185,14 @@ func decodeCacheFile(data []byte) (*cacheFile, error) {
 		return nil, corrupt("bad entry count")
 	}
 	f := &cacheFile{entries: make([]cacheEntry, n)}
+	// The entries' paths again, compactly, for the list files that link
+	// to them: reading them from the entries would take a cache miss per
+	// file.
+	paths := make([]string, n)
 	for i := range f.entries {
 		e := &f.entries[i]
 		e.path, e.key, e.gen = d.str(), d.key(), d.u64()
+		paths[i] = e.path
 		d.digest(&e.digest)
 		if d.bad {
 			return nil, corrupt("truncated entry")
@@ -213,7 +218,7 @@ func decodeCacheFile(data []byte) (*cacheFile, error) {
 		}
 		l.files = make([]listedFile, m)
 		for j := range l.files {
-			if why := d.listedFile(f.entries, &l.files[j]); why != "" {
+			if why := d.listedFile(paths, &l.files[j]); why != "" {
 				return nil, corrupt(why)
 			}
 		}
@@ -329,13 +334,13 @@ func (d *decoder) digest(out *Digest) {
 // own path), its known-good digest and size, and its label (an offset
 // into the path, or its own string). It returns why the record is
 // damaged, "" when it is not.
-func (d *decoder) listedFile(entries []cacheEntry, out *listedFile) string {
+func (d *decoder) listedFile(paths []string, out *listedFile) string {
 	out.entry = -1
 	if idx := d.u32(); idx != noIndex {
-		if uint64(idx) >= uint64(len(entries)) {
+		if uint64(idx) >= uint64(len(paths)) {
 			return "bad index"
 		}
-		out.entry, out.path = int(idx), entries[idx].path
+		out.entry, out.path = int(idx), paths[idx]
 	} else {
 		out.path = d.str()
 	}
