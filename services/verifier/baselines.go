@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -19,7 +18,6 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
-	"github.com/runtimetruth/runtimetruth/pkg/evidence/strictjson"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
@@ -170,10 +168,11 @@ func check(b events.Baseline) (*parsed, error) {
 
 func isControl(r rune) bool { return r < 0x20 || 0x7F <= r && r <= 0x9F }
 
-// decodeBaseline reads a stored baseline strictly and checks it.
+// decodeBaseline is the decoder of a stored baseline: read strictly
+// (decodeRecord) and checked (check), under the key of its target.
 func decodeBaseline(e jetstream.KeyValueEntry) (*parsed, error) {
-	var b events.Baseline
-	if err := strictjson.Decode(e.Value(), &b); err != nil {
+	b, err := decodeRecord[events.Baseline](e.Value(), nil)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrInvalidBaseline, e.Key(), err)
 	}
 	p, err := check(b)
@@ -332,7 +331,7 @@ func (b *Baselines) Put(ctx context.Context, bl events.Baseline) (*Baseline, err
 	if err != nil {
 		return nil, err
 	}
-	value, err := json.Marshal(p.Baseline.Baseline)
+	value, err := encodeRecord(p.Baseline.Baseline)
 	if err != nil {
 		return nil, fmt.Errorf("encode baseline: %w", err)
 	}
@@ -710,7 +709,7 @@ func (s stores) observations(ctx context.Context, target events.Target, host str
 	if err != nil {
 		return nil, err
 	}
-	observed, err := decodeEntries[Observation](snaps, "latest snapshot", "")
+	observed, err := decodeEntries(snaps, "latest snapshot", "", decodeObservation)
 	if err != nil {
 		return nil, err
 	}
@@ -722,8 +721,8 @@ func (s stores) observations(ctx context.Context, target events.Target, host str
 	}
 	baselines := map[string]*parsed{} // by digest
 	for _, e := range recs {
-		var r VerdictRecord
-		if err := json.Unmarshal(e.Value(), &r); err != nil {
+		r, err := decodeVerdictRecord(e.Value())
+		if err != nil {
 			return nil, fmt.Errorf("verdict %s: %w", e.Key(), err)
 		}
 		v := r.Verdict

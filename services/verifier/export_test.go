@@ -39,3 +39,11 @@ func VerifyAll(sigs []*events.PendingSignature, expand ...*events.PendingSignatu
 	}
 	return verifyAll(sigs, keys)
 }
+
+// The verifier's record codec (records.go), for the tests outside the
+// package.
+var (
+	EncodeRecord        = encodeRecord
+	DecodeObservation   = decodeObservation
+	DecodeVerdictRecord = decodeVerdictRecord
+)

@@ -57,12 +57,15 @@ func newHandler(ctx context.Context, js jetstream.JetStream, pub *natsbus.Publis
 		return nil, fmt.Errorf("%s stream: %w", topology.StreamVerdicts, err)
 	}
 	h.verdictStream = s
-	for name, dst := range map[string]**latestBucket{BucketEvidence: &h.latest, topology.BucketVerdicts: &h.verdicts} {
+	for name, b := range map[string]struct {
+		dst   **latestBucket
+		order func([]byte) (ordering, error)
+	}{BucketEvidence: {&h.latest, observationOrder}, topology.BucketVerdicts: {&h.verdicts, verdictOrder}} {
 		kv, err := js.KeyValue(ctx, name)
 		if err != nil {
 			return nil, fmt.Errorf("%s bucket: %w", name, err)
 		}
-		*dst = newLatestBucket(kv)
+		*b.dst = newLatestBucket(kv, b.order)
 	}
 	return h, nil
 }
@@ -217,20 +220,23 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans [
 	// verdict record says so (VerdictRecord.AtBaseline), and the baseline
 	// stands for it (Baselines.Observations). That is most snapshots of a
 	// fleet, and this write is a third of the bus's work per snapshot.
-	h.putNewest(ctx, h.latest, items, func(it *item, _ ordering) ([]byte, error) {
+	h.putNewest(ctx, h.latest, items, func(it *item) func(ordering) ([]byte, error) {
 		if it.atBaseline {
-			return nil, nil
+			return func(ordering) ([]byte, error) { return nil, nil }
 		}
-		obs, err := (&Observation{
+		obs := &Observation{
 			Host: it.ev.Host, Target: it.ev.Target, Digest: it.ev.Digest,
 			EvidenceID: it.e.ID(), EvidenceSequence: it.ord.EvidenceSequence,
 			Time: it.e.Time().UTC(), Snapshot: it.ev.Snapshot,
 			SignedBy: it.ord.SignedBy, SignedSeq: it.ord.SignedSeq,
-		}).marshal()
-		if err != nil {
-			return nil, fmt.Errorf("encode latest snapshot: %w", err)
 		}
-		return obs, nil
+		return func(ordering) ([]byte, error) {
+			b, err := encodeRecord(obs)
+			if err != nil {
+				return nil, fmt.Errorf("encode latest snapshot: %w", err)
+			}
+			return b, nil
+		}
 	})
 
 	if h.crashed(CrashBeforeRecord, items) {
@@ -252,18 +258,20 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans [
 	for _, it := range pending(items) {
 		it.ord.Handled, it.ord.Unconfirmed = batch[it.key], batch[it.key]
 	}
-	h.putNewest(ctx, h.verdicts, items, func(it *item, o ordering) ([]byte, error) {
-		rec, err := marshalVerdictRecord(&VerdictRecord{
-			ID: it.ve.ID(), Time: it.ve.Time().UTC(),
-			EvidenceID: it.e.ID(), EvidenceSequence: o.EvidenceSequence, Verdict: it.verdict,
-			AtBaseline: it.atBaseline, SignedBy: o.SignedBy, SignedSeq: o.SignedSeq,
-			Handled: o.Handled, Unconfirmed: o.Unconfirmed,
-			IntervalSeconds: it.ev.IntervalSeconds,
-		}, it.vm.Data)
-		if err != nil {
-			return nil, fmt.Errorf("encode verdict record: %w", err)
+	h.putNewest(ctx, h.verdicts, items, func(it *item) func(ordering) ([]byte, error) {
+		rec := VerdictRecord{
+			ID: it.ve.ID(), Time: it.ve.Time().UTC(), EvidenceID: it.e.ID(), Verdict: it.verdict,
+			AtBaseline: it.atBaseline, IntervalSeconds: it.ev.IntervalSeconds,
 		}
-		return rec, nil
+		return func(o ordering) ([]byte, error) {
+			r := rec
+			r.EvidenceSequence, r.SignedBy, r.SignedSeq, r.Handled, r.Unconfirmed = o.EvidenceSequence, o.SignedBy, o.SignedSeq, o.Handled, o.Unconfirmed
+			b, err := encodeRecord(&r)
+			if err != nil {
+				return nil, fmt.Errorf("encode verdict record: %w", err)
+			}
+			return b, nil
+		}
 	})
 	if h.crashed(CrashBeforePublish, items) {
 		return h.results(items)
@@ -395,12 +403,12 @@ func pending(items []*item) []*item {
 	return out
 }
 
-// putNewest writes, for every key of the pending items, the value of the
+// putNewest writes, for every key of the pending items, the record of the
 // newest of them (by evidence sequence) to b, the keys at once
-// (latestBucket.putAll), encoded by value given the ordering b stores it
-// with; a nil value writes nothing; a failed write fails every item of
-// its key (to be retried).
-func (h *handler) putNewest(ctx context.Context, b *latestBucket, items []*item, value func(*item, ordering) ([]byte, error)) {
+// (latestBucket.putAll), encoded by record(it) given the ordering b
+// stores it with; an encoding to nil writes nothing; a failed write fails
+// every item of its key (to be retried).
+func (h *handler) putNewest(ctx context.Context, b *latestBucket, items []*item, record func(*item) func(ordering) ([]byte, error)) {
 	newest := map[string]*item{}
 	var keys []string
 	for _, it := range pending(items) {
@@ -415,7 +423,7 @@ func (h *handler) putNewest(ctx context.Context, b *latestBucket, items []*item,
 	ws := make([]*write, len(keys))
 	for i, key := range keys {
 		it := newest[key]
-		ws[i] = &write{key: key, o: it.ord, value: func(o ordering) ([]byte, error) { return value(it, o) }}
+		ws[i] = &write{key: key, o: it.ord, value: record(it)}
 	}
 	b.putAll(ctx, h.js, ws)
 	failed := map[string]error{}

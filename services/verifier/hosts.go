@@ -2,7 +2,6 @@ package verifier
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -96,8 +95,8 @@ func (h *Hosts) get(ctx context.Context, host string) (events.HostRecord, uint64
 	if err != nil {
 		return events.HostRecord{}, 0, fmt.Errorf("host %s: %w", host, err)
 	}
-	var rec events.HostRecord
-	if err := json.Unmarshal(e.Value(), &rec); err != nil {
+	rec, err := decodeHostRecord(e.Value())
+	if err != nil {
 		return events.HostRecord{}, 0, fmt.Errorf("host %s: record: %w", host, err)
 	}
 	if rec.Host != host {
@@ -107,9 +106,9 @@ func (h *Hosts) get(ctx context.Context, host string) (events.HostRecord, uint64
 }
 
 // update applies change to host's record (a new one when there is none)
-// and writes it when change says to (updateJSON).
+// and writes it when change says to (updateRecord).
 func (h *Hosts) update(ctx context.Context, host string, change func(rec *events.HostRecord) (write bool, err error)) error {
-	return updateJSON(ctx, h.kv, hostKey(host), func(rec *events.HostRecord, found bool) (bool, error) {
+	return updateRecord(ctx, h.kv, hostKey(host), decodeHostRecord, func(rec *events.HostRecord, found bool) (bool, error) {
 		if !found {
 			rec.Host = host
 		} else if rec.Host != host {
@@ -119,12 +118,14 @@ func (h *Hosts) update(ctx context.Context, host string, change func(rec *events
 	})
 }
 
-// updateJSON reads the JSON record under key into a T (its zero value
-// when there is none: found false), applies change and writes the record
-// when change says to, by compare-and-set on the revision read, reading
-// again when another writer got there first; it returns change's error
-// (what to report) once written, or why it could not be.
-func updateJSON[T any](ctx context.Context, kv jetstream.KeyValue, key string, change func(rec *T, found bool) (write bool, err error)) error {
+// updateRecord reads the record under key (decode: its decoder) into a T
+// (its zero value when there is none: found false), applies change and
+// writes the record (encodeRecord) when change says to, by
+// compare-and-set on the revision read, reading again when another
+// writer got there first; it returns change's error (what to report)
+// once written, or why it could not be.
+func updateRecord[T any](ctx context.Context, kv jetstream.KeyValue, key string, decode func([]byte) (T, error),
+	change func(rec *T, found bool) (write bool, err error)) error {
 	for attempt := 0; ; attempt++ {
 		var rec T
 		var rev uint64
@@ -134,7 +135,7 @@ func updateJSON[T any](ctx context.Context, kv jetstream.KeyValue, key string, c
 		case err != nil:
 			return fmt.Errorf("%s/%s: %w", kv.Bucket(), key, err)
 		default:
-			if err := json.Unmarshal(e.Value(), &rec); err != nil {
+			if rec, err = decode(e.Value()); err != nil {
 				return fmt.Errorf("%s/%s: record: %w", kv.Bucket(), key, err)
 			}
 			rev = e.Revision()
@@ -143,7 +144,7 @@ func updateJSON[T any](ctx context.Context, kv jetstream.KeyValue, key string, c
 		if !write {
 			return cerr
 		}
-		value, err := json.Marshal(&rec)
+		value, err := encodeRecord(&rec)
 		if err != nil {
 			return fmt.Errorf("%s/%s: %w", kv.Bucket(), key, err)
 		}
@@ -400,8 +401,8 @@ func (h *Hosts) List(ctx context.Context) ([]events.HostRecord, error) {
 		if err != nil {
 			return nil, fmt.Errorf("hosts: %w", err)
 		}
-		var rec events.HostRecord
-		if err := json.Unmarshal(e.Value(), &rec); err != nil {
+		rec, err := decodeHostRecord(e.Value())
+		if err != nil {
 			return nil, fmt.Errorf("hosts: %s: %w", key, err)
 		}
 		out = append(out, rec)

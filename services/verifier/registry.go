@@ -2,7 +2,6 @@ package verifier
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -148,8 +147,8 @@ func (v *hostsView) apply(ctx context.Context, e jetstream.KeyValueEntry) {
 	if e.Operation() != jetstream.KeyValuePut {
 		return
 	}
-	var rec events.HostRecord
-	if err := json.Unmarshal(e.Value(), &rec); err != nil || hostKey(rec.Host) != key {
+	rec, err := decodeHostRecord(e.Value())
+	if err != nil || hostKey(rec.Host) != key {
 		// Left out of the view: Admit reads it, and says what is wrong.
 		v.log.WarnContext(ctx, "a host record the view leaves out", "key", key, "err", err)
 		return

@@ -65,7 +65,7 @@ func rejectionsKey(host string) string { return rejectionsPrefix + events.Token(
 // recordRejections adds refusals (their reasons and evidence ids) to
 // host's rejection log, in one write.
 func recordRejections(ctx context.Context, kv jetstream.KeyValue, host string, at time.Time, refused []Rejection) error {
-	return updateJSON(ctx, kv, rejectionsKey(host), func(r *Rejections, _ bool) (bool, error) {
+	return updateRecord(ctx, kv, rejectionsKey(host), decodeRejections, func(r *Rejections, _ bool) (bool, error) {
 		r.Host = host
 		for _, x := range refused {
 			r.Total++
@@ -85,7 +85,7 @@ func (h *Hosts) Rejections(ctx context.Context) ([]Rejections, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := decodeEntries[Rejections](all, "rejections", rejectionsPrefix)
+	out, err := decodeEntries(all, "rejections", rejectionsPrefix, decodeRejections)
 	if err != nil {
 		return nil, err
 	}

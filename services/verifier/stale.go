@@ -2,7 +2,6 @@ package verifier
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -213,8 +212,8 @@ func (s *staleWatch) read(ctx context.Context, key string, rev uint64) (*Verdict
 	if e.Revision() != rev {
 		return nil, false, nil
 	}
-	var r VerdictRecord
-	if err := json.Unmarshal(e.Value(), &r); err != nil {
+	r, err := decodeVerdictRecord(e.Value())
+	if err != nil {
 		return nil, false, fmt.Errorf("read %s: %w", key, err)
 	}
 	return &r, true, nil
@@ -258,7 +257,7 @@ func (s *staleWatch) markStale(ctx context.Context, key string, k *staleKey) err
 	}
 	rec := *r
 	rec.ID, rec.Time, rec.Verdict = ve.ID(), ve.Time().UTC(), v
-	value, err := marshalVerdictRecord(&rec, vm.Data)
+	value, err := encodeRecord(&rec)
 	if err != nil {
 		return fmt.Errorf("encode stale verdict record: %w", err)
 	}

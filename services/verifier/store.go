@@ -1,7 +1,6 @@
 package verifier
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -39,8 +38,7 @@ func Topology(replicas int, consumer string) topology.Topology {
 }
 
 // Observation is the latest snapshot of a target seen on a host, as kept
-// in the evidence-latest bucket (written by marshal: keep the two in
-// step).
+// in the evidence-latest bucket (encodeRecord, decodeObservation).
 type Observation struct {
 	Host   string        `json:"host"`
 	Target events.Target `json:"target"`
@@ -68,8 +66,7 @@ type Observation struct {
 }
 
 // VerdictRecord is the latest verdict per host and target, as kept in the
-// verdicts-latest bucket (written by marshalVerdictRecord: keep the two in
-// step).
+// verdicts-latest bucket (encodeRecord, decodeVerdictRecord).
 type VerdictRecord struct {
 	// ID and Time are the verdict event's.
 	ID   string    `json:"id"`
@@ -113,152 +110,9 @@ type VerdictRecord struct {
 	IntervalSeconds int64 `json:"interval_seconds,omitempty"`
 }
 
-// The records are written directly rather than by json.Marshal, which
-// spends more on reflection and on re-checking the snapshot's (or the
-// verdict's) JSON than the rest of a record costs: the bytes are the ones
-// json.Marshal writes, the struct's members in order. A record is first
-// written with HTML escaping off (events.AppendJSONString, and the
-// snapshot and verdict as their events carry them), then, if it holds any
-// character json.Marshal escapes for HTML, passed through json.HTMLEscape,
-// which makes it json.Marshal's.
-
-// marshal encodes o as json.Marshal does, o.Snapshot being compact JSON
-// (events.ReadEvidence returns the canonical snapshot).
-func (o *Observation) marshal() ([]byte, error) {
-	b := make([]byte, 0, 256+len(o.Snapshot))
-	b = append(b, `{"host":`...)
-	b = events.AppendJSONString(b, o.Host)
-	b = appendTarget(append(b, `,"target":`...), o.Target)
-	b = append(b, `,"digest":`...)
-	b = events.AppendJSONString(b, o.Digest)
-	b = appendOrdering(b, o.EvidenceID, o.EvidenceSequence)
-	b, err := appendTime(append(b, `,"time":`...), o.Time)
-	if err != nil {
-		return nil, err
-	}
-	b = appendRaw(append(b, `,"snapshot":`...), o.Snapshot)
-	if o.AtBaseline {
-		b = append(b, `,"at_baseline":true`...)
-	}
-	b = appendSigned(b, o.SignedBy, o.SignedSeq)
-	return htmlEscaped(append(b, '}')), nil
-}
-
-// marshalVerdictRecord encodes r as json.Marshal does, given the verdict
-// as its event carries it (events.NewMsg's data, Verdict.AppendJSON:
-// r.Verdict as encoding/json writes it with HTML escaping off).
-func marshalVerdictRecord(r *VerdictRecord, verdict []byte) ([]byte, error) {
-	size := 256 + len(verdict)
-	for _, id := range append(r.Handled, r.Unconfirmed...) {
-		size += len(id) + 3 // quoted, with its comma
-	}
-	b := make([]byte, 0, size)
-	b = append(b, `{"id":`...)
-	b = events.AppendJSONString(b, r.ID)
-	b, err := appendTime(append(b, `,"time":`...), r.Time)
-	if err != nil {
-		return nil, err
-	}
-	b = appendOrdering(b, r.EvidenceID, r.EvidenceSequence)
-	b = appendRaw(append(b, `,"verdict":`...), verdict)
-	if r.AtBaseline {
-		b = append(b, `,"at_baseline":true`...)
-	}
-	b = appendSigned(b, r.SignedBy, r.SignedSeq)
-	b = appendMarks(b, `,"handled":[`, r.Handled)
-	b = appendMarks(b, `,"unconfirmed":[`, r.Unconfirmed)
-	if r.IntervalSeconds != 0 {
-		b = strconv.AppendInt(append(b, `,"interval_seconds":`...), r.IntervalSeconds, 10)
-	}
-	return htmlEscaped(append(b, '}')), nil
-}
-
-// appendMarks appends a member (open: its name and "[") listing marks,
-// omitted when there are none.
-func appendMarks(b []byte, open string, marks []string) []byte {
-	if len(marks) == 0 {
-		return b
-	}
-	b = append(b, open...)
-	for i, id := range marks {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = events.AppendJSONString(b, id)
-	}
-	return append(b, ']')
-}
-
-// appendSigned appends the signed_by and signed_seq members (omitted when
-// empty).
-func appendSigned(b []byte, by string, seq uint64) []byte {
-	if by != "" {
-		b = events.AppendJSONString(append(b, `,"signed_by":`...), by)
-	}
-	if seq != 0 {
-		b = strconv.AppendUint(append(b, `,"signed_seq":`...), seq, 10)
-	}
-	return b
-}
-
-func appendTarget(b []byte, t events.Target) []byte {
-	b = append(b, `{"kind":`...)
-	b = events.AppendJSONString(b, t.Kind)
-	b = append(b, `,"identifier":`...)
-	b = events.AppendJSONString(b, t.Identifier)
-	return append(b, '}')
-}
-
-// appendOrdering appends the members of an ordering.
-func appendOrdering(b []byte, evidenceID string, seq uint64) []byte {
-	b = append(b, `,"evidence_id":`...)
-	b = events.AppendJSONString(b, evidenceID)
-	b = append(b, `,"evidence_sequence":`...)
-	return strconv.AppendUint(b, seq, 10)
-}
-
-// appendTime appends t as time.Time's MarshalJSON writes it.
-func appendTime(b []byte, t time.Time) ([]byte, error) {
-	b, err := t.AppendText(append(b, '"'))
-	if err != nil {
-		return nil, err
-	}
-	return append(b, '"'), nil
-}
-
-// appendRaw appends compact JSON (null when empty, as for a nil
-// json.RawMessage).
-func appendRaw(b, raw []byte) []byte {
-	if len(raw) == 0 {
-		return append(b, "null"...)
-	}
-	return append(b, raw...)
-}
-
-// htmlEscaped returns b, written with HTML escaping off, as json.Marshal
-// writes it: b itself when it holds none of <, >, & and the first byte of
-// U+2028 and U+2029.
-func htmlEscaped(b []byte) []byte {
-	clean := true
-	for _, c := range b {
-		if htmlEscapedByte[c] {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return b
-	}
-	var out bytes.Buffer
-	out.Grow(len(b) + 32)
-	json.HTMLEscape(&out, b)
-	return out.Bytes()
-}
-
-// htmlEscapedByte marks the bytes json.HTMLEscape may write otherwise.
-var htmlEscapedByte = [256]bool{'<': true, '>': true, '&': true, 0xE2: true}
-
-// ordering is what latestBucket reads of a stored record.
+// ordering is what latestBucket orders and merges records by: the
+// members of a record that say which evidence it is of, and (a verdict
+// record's) which evidence events it lists handled.
 type ordering struct {
 	EvidenceID       string `json:"evidence_id"`
 	EvidenceSequence uint64 `json:"evidence_sequence"`
@@ -268,6 +122,19 @@ type ordering struct {
 	SignedSeq   uint64   `json:"signed_seq,omitempty"`
 	Handled     []string `json:"handled,omitempty"`
 	Unconfirmed []string `json:"unconfirmed,omitempty"`
+}
+
+// ordering is what latestBucket orders the record by.
+func (o *Observation) ordering() ordering {
+	return ordering{EvidenceID: o.EvidenceID, EvidenceSequence: o.EvidenceSequence, SignedBy: o.SignedBy, SignedSeq: o.SignedSeq}
+}
+
+// ordering is what latestBucket orders and merges the record by.
+func (r *VerdictRecord) ordering() ordering {
+	return ordering{
+		EvidenceID: r.EvidenceID, EvidenceSequence: r.EvidenceSequence, SignedBy: r.SignedBy, SignedSeq: r.SignedSeq,
+		Handled: r.Handled, Unconfirmed: r.Unconfirmed,
+	}
 }
 
 // unconfirmed reports whether the record lists evidence id among those
@@ -316,7 +183,10 @@ const maxCached = 100_000
 // alone needs no read before a write, and a batch one round trip for all
 // its writes (putAll).
 type latestBucket struct {
-	kv    jetstream.KeyValue
+	kv jetstream.KeyValue
+	// order decodes a stored record (decodeObservation,
+	// decodeVerdictRecord) and returns its ordering.
+	order func([]byte) (ordering, error)
 	mu    sync.Mutex
 	known map[string]seen
 	// writing serializes this process's writes of a key (striped by
@@ -347,8 +217,20 @@ type seen struct {
 	ordering
 }
 
-func newLatestBucket(kv jetstream.KeyValue) *latestBucket {
-	return &latestBucket{kv: kv, known: map[string]seen{}, wrote: map[string]written{}}
+func newLatestBucket(kv jetstream.KeyValue, order func([]byte) (ordering, error)) *latestBucket {
+	return &latestBucket{kv: kv, order: order, known: map[string]seen{}, wrote: map[string]written{}}
+}
+
+// observationOrder and verdictOrder decode the records of evidence-latest
+// and verdicts-latest for latestBucket.
+func observationOrder(data []byte) (ordering, error) {
+	o, err := decodeObservation(data)
+	return o.ordering(), err
+}
+
+func verdictOrder(data []byte) (ordering, error) {
+	r, err := decodeVerdictRecord(data)
+	return r.ordering(), err
 }
 
 // lookup returns what the bucket holds for key (from memory when this
@@ -375,8 +257,8 @@ func (b *latestBucket) read(ctx context.Context, key string) (seen, bool, error)
 	if err != nil {
 		return seen{}, false, fmt.Errorf("read %s/%s: %w", b.kv.Bucket(), key, err)
 	}
-	var o ordering
-	if err := json.Unmarshal(e.Value(), &o); err != nil {
+	o, err := b.order(e.Value())
+	if err != nil {
 		// Unreadable: anything newer replaces it.
 		o = ordering{}
 	}
@@ -638,12 +520,12 @@ func (b *latestBucket) setMarks(ctx context.Context, key string, cur seen, handl
 	if e.Revision() != cur.rev {
 		return jetstream.ErrKeyRevisionMismatch
 	}
-	var r VerdictRecord
-	if err := json.Unmarshal(e.Value(), &r); err != nil {
+	r, err := decodeVerdictRecord(e.Value())
+	if err != nil {
 		return fmt.Errorf("read %s/%s: %w", b.kv.Bucket(), key, err)
 	}
 	r.Handled, r.Unconfirmed = handled, unconfirmed
-	value, err := marshalVerdictRecord(&r, r.Verdict.AppendJSON(nil))
+	value, err := encodeRecord(&r)
 	if err != nil {
 		return fmt.Errorf("encode %s/%s: %w", b.kv.Bucket(), key, err)
 	}
@@ -788,7 +670,7 @@ func (s *Status) List(ctx context.Context) ([]VerdictRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := decodeEntries[VerdictRecord](all, "verdict", "")
+	out, err := decodeEntries(all, "verdict", "", decodeVerdictRecord)
 	if err != nil {
 		return nil, err
 	}
@@ -814,20 +696,20 @@ func (s *Status) Get(ctx context.Context, host string, target events.Target) (*V
 	if err != nil {
 		return nil, fmt.Errorf("read verdict: %w", err)
 	}
-	var r VerdictRecord
-	if err := json.Unmarshal(e.Value(), &r); err != nil {
+	r, err := decodeVerdictRecord(e.Value())
+	if err != nil {
 		return nil, fmt.Errorf("verdict of %s on %s: %w", target, host, err)
 	}
 	return &r, nil
 }
 
-// decodeEntries decodes the JSON value of every entry, in order; the first
-// that is not a T fails it, named what and its key without trim.
-func decodeEntries[T any](all []jetstream.KeyValueEntry, what, trim string) ([]T, error) {
+// decodeEntries decodes the value of every entry, in order; the first
+// that decode refuses fails it, named what and its key without trim.
+func decodeEntries[T any](all []jetstream.KeyValueEntry, what, trim string, decode func([]byte) (T, error)) ([]T, error) {
 	out := make([]T, 0, len(all))
 	for _, e := range all {
-		var v T
-		if err := json.Unmarshal(e.Value(), &v); err != nil {
+		v, err := decode(e.Value())
+		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", what, strings.TrimPrefix(e.Key(), trim), err)
 		}
 		out = append(out, v)
