@@ -253,7 +253,7 @@ func BenchmarkVerifierThroughput(b *testing.B) {
 			var tally verdictTally
 			ctx, url, _, js, verdictsIn := benchServer(b, events.FilterVerdict, tally.seen)
 			mix := benchSnapshots(b, b.N)
-			startBench(ctx, b, url, js, mix.baselines, run.enrollment)
+			v := startBench(ctx, b, url, js, mix.baselines, run.enrollment)
 
 			done := verdictsIn.expect(b.N)
 			runtime.GC() // the setup's garbage is not the run's
@@ -264,6 +264,8 @@ func BenchmarkVerifierThroughput(b *testing.B) {
 			b.StopTimer()
 			reportCPU(b, cpu)
 			tally.check(b, mix)
+			require.NoError(b, v.Shutdown(ctx)) // its last writes made
+			reportWrites(ctx, b, js)
 		})
 	}
 
@@ -374,6 +376,23 @@ func BenchmarkVerifierThroughput(b *testing.B) {
 			}
 		})
 	}
+}
+
+// reportWrites reports the verifier's key-value writes per snapshot
+// (record-writes/op: the messages stored in the verdicts-latest and
+// evidence-latest buckets' streams, beside the evidence, the verdict and
+// the acknowledgement the reference has too).
+func reportWrites(ctx context.Context, b *testing.B, js jetstream.JetStream) {
+	b.Helper()
+	var n uint64
+	for _, bucket := range []string{topology.BucketVerdicts, verifier.BucketEvidence} {
+		s, err := js.Stream(ctx, "KV_"+bucket)
+		require.NoError(b, err)
+		info, err := s.Info(ctx)
+		require.NoError(b, err)
+		n += info.State.LastSeq
+	}
+	b.ReportMetric(float64(n)/float64(b.N), "record-writes/op")
 }
 
 // cpuTime is the CPU time (user and system) the process has used: the

@@ -226,6 +226,9 @@ func TestOneVerdictWhateverStops(t *testing.T) {
 				}
 			}
 			assert.Equal(t, 1, n, "verdicts of the evidence in VERDICTS")
+			// Confirmed by the time the verifier stops (with the key's
+			// next record, within confirmWithin, or as it stops).
+			require.NoError(t, second.Shutdown(ctx))
 			rec, err := verifier.NewStatus(js).Get(ctx, "web-01", testTarget)
 			require.NoError(t, err)
 			assert.Equal(t, id, rec.EvidenceID)

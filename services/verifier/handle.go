@@ -150,7 +150,7 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans [
 		case err != nil:
 			it.fail(err)
 			continue
-		case handled && cur.unconfirmed(it.e.ID()):
+		case handled && cur.unconfirmed(it.e.ID()) && !h.verdicts.confirming(it.key, HandledMark(it.e.ID())):
 			// Handled, but its verdict not confirmed stored: the
 			// verifier stopped, or NATS did, between the record and the
 			// publish's acknowledgement. The verdict is published again
@@ -285,9 +285,10 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans [
 	for _, it := range pending(items) {
 		confirmed[it.key] = append(confirmed[it.key], HandledMark(it.e.ID()))
 	}
-	// A confirmation not written leaves the ids unconfirmed: a
-	// redelivery then looks their verdicts up, and finds them.
-	h.verdicts.confirmAll(ctx, h.js, confirmed)
+	// Written with the keys' next records, or within confirmWithin
+	// (latestBucket.confirmLater): ids left unconfirmed by a stop have
+	// their verdicts looked up when delivered again.
+	h.verdicts.confirmLater(confirmed)
 	h.crashed(CrashBeforeAck, items)
 	return h.results(items)
 }

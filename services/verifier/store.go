@@ -97,8 +97,10 @@ type VerdictRecord struct {
 	Handled []string `json:"handled,omitempty"`
 	// Unconfirmed lists, as their HandledMark, the handled evidence events
 	// whose verdicts were not yet confirmed stored: the record is written
-	// before the verdicts are published and written again without them
-	// once the stream has stored them. A message delivered again with one
+	// before the verdicts are published, and the ids whose verdicts the
+	// stream stored are left out of the key's next record, or, when none
+	// is written within confirmWithin, of a write of their own
+	// (latestBucket.confirmLater). A message delivered again with one
 	// of these ids has its verdict looked up in VERDICTS and published only
 	// if it is not there (the same verdict id): one verdict per evidence
 	// id across a crash or a NATS restart between the writes, without
@@ -197,6 +199,11 @@ type latestBucket struct {
 	// most maxWrote), so that addHandled can write one again with more
 	// ids without reading and decoding it.
 	wrote map[string]written
+	// confirmed holds, per key, the marks of evidence whose verdicts
+	// this process saw stored while the record still lists them
+	// unconfirmed (confirmLater): the key's next write leaves them out,
+	// and flushConfirmed writes those that no write took along.
+	confirmed map[string]*noted
 }
 
 // written is a record this process wrote: its revision, the ordering it
@@ -218,7 +225,7 @@ type seen struct {
 }
 
 func newLatestBucket(kv jetstream.KeyValue, order func([]byte) (ordering, error)) *latestBucket {
-	return &latestBucket{kv: kv, order: order, known: map[string]seen{}, wrote: map[string]written{}}
+	return &latestBucket{kv: kv, order: order, known: map[string]seen{}, wrote: map[string]written{}, confirmed: map[string]*noted{}}
 }
 
 // observationOrder and verdictOrder decode the records of evidence-latest
@@ -295,17 +302,14 @@ func (b *latestBucket) put(ctx context.Context, key string, o ordering, value fu
 		if err != nil {
 			return false, err
 		}
-		rec := o
-		if len(o.Handled) > 0 {
-			rec.Handled = mergeHandled(cur.Handled, o.Handled)
-			rec.Unconfirmed = mergeHandled(cur.Unconfirmed, o.Unconfirmed)
-		}
+		rec, done := b.merged(key, cur.ordering, o)
 		if found && cur.EvidenceSequence >= o.EvidenceSequence {
 			if len(o.Handled) == 0 || slices.Equal(rec.Handled, cur.Handled) && slices.Equal(rec.Unconfirmed, cur.Unconfirmed) {
 				return false, nil
 			}
 			err := b.setMarks(ctx, key, cur, rec.Handled, rec.Unconfirmed)
 			if err == nil {
+				b.confirmedWritten(key, done)
 				return false, nil
 			}
 			b.forget(key)
@@ -330,6 +334,7 @@ func (b *latestBucket) put(ctx context.Context, key string, o ordering, value fu
 		if err == nil {
 			b.remember(key, seen{rev: rev, ordering: rec})
 			b.keep(key, written{rev: rev, o: rec, value: value})
+			b.confirmedWritten(key, done)
 			return true, nil
 		}
 		b.forget(key)
@@ -350,6 +355,7 @@ type write struct {
 	err   error
 
 	rec  ordering // the ordering stored (o with the merged Handled)
+	done []string // the confirmed marks rec leaves out (confirmLater)
 	fut  jetstream.PubAckFuture
 	sync bool // left to put: the bucket is newer, or the write failed
 }
@@ -387,6 +393,7 @@ func (b *latestBucket) putAll(ctx context.Context, js jetstream.JetStream, ws []
 		case ack := <-w.fut.Ok():
 			b.remember(w.key, seen{rev: ack.Sequence, ordering: w.rec})
 			b.keep(w.key, written{rev: ack.Sequence, o: w.rec, value: w.value})
+			b.confirmedWritten(w.key, w.done)
 			w.wrote = true
 		case <-w.fut.Err(): //nolint:errcheck // put writes it again, and keeps its error
 			b.forget(w.key)
@@ -421,11 +428,7 @@ func (b *latestBucket) send(js jetstream.JetStream, w *write) {
 		w.sync = len(w.o.Handled) > 0 // put merges the ids, or finds nothing to do
 		return
 	}
-	w.rec = w.o
-	if len(w.o.Handled) > 0 {
-		w.rec.Handled = mergeHandled(cur.Handled, w.o.Handled)
-		w.rec.Unconfirmed = mergeHandled(cur.Unconfirmed, w.o.Unconfirmed)
-	}
+	w.rec, w.done = b.merged(w.key, cur.ordering, w.o)
 	data, err := w.value(w.rec)
 	if err != nil || data == nil {
 		w.err = err
@@ -484,6 +487,126 @@ func mergeHandled(prior, ids []string) []string {
 		out = out[len(out)-maxHandled:]
 	}
 	return out
+}
+
+// merged is the ordering to store under key over cur, the stored one: o,
+// and, for a verdict record (o lists handled ids), the ids cur lists
+// merged in (mergeHandled), the unconfirmed ones without those this
+// process saw confirmed (done, returned: confirmedWritten once stored).
+func (b *latestBucket) merged(key string, cur, o ordering) (rec ordering, done []string) {
+	rec = o
+	if len(o.Handled) == 0 {
+		return rec, nil
+	}
+	rec.Handled = mergeHandled(cur.Handled, o.Handled)
+	rec.Unconfirmed = mergeHandled(cur.Unconfirmed, o.Unconfirmed)
+	b.mu.Lock()
+	if n := b.confirmed[key]; n != nil {
+		done = slices.Clone(n.marks)
+	}
+	b.mu.Unlock()
+	if len(done) > 0 {
+		rec.Unconfirmed = slices.DeleteFunc(rec.Unconfirmed, func(m string) bool { return slices.Contains(done, m) })
+	}
+	if len(rec.Unconfirmed) == 0 {
+		rec.Unconfirmed = nil
+	}
+	return rec, done
+}
+
+// noted is the confirmations of a key noted (confirmLater), and since
+// when.
+type noted struct {
+	marks []string
+	since time.Time
+}
+
+// confirmLater notes the marks of each key as confirmed: their verdicts
+// are stored. The key's next write leaves them out of its unconfirmed
+// ones (merged), and keepConfirming writes those no write took along
+// within confirmWithin, so that under load a batch's confirmations ride
+// along with the next records of their keys instead of costing a write
+// each.
+func (b *latestBucket) confirmLater(marks map[string][]string) {
+	now := time.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for key, m := range marks {
+		n := b.confirmed[key]
+		if n == nil {
+			n = &noted{since: now}
+			b.confirmed[key] = n
+		}
+		n.marks = append(n.marks, m...)
+	}
+}
+
+// confirming reports whether mark of key is noted confirmed
+// (confirmLater) and not written yet.
+func (b *latestBucket) confirming(key, mark string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := b.confirmed[key]
+	return n != nil && slices.Contains(n.marks, mark)
+}
+
+// confirmedWritten forgets the confirmed marks done of key: a record
+// without them is stored.
+func (b *latestBucket) confirmedWritten(key string, done []string) {
+	if len(done) == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := b.confirmed[key]
+	if n == nil {
+		return
+	}
+	n.marks = slices.DeleteFunc(n.marks, func(m string) bool { return slices.Contains(done, m) })
+	if len(n.marks) == 0 {
+		delete(b.confirmed, key)
+	}
+}
+
+// flushConfirmed writes the confirmations noted (confirmLater) at or
+// before noted, that no record write took along (confirmAll). One not
+// written leaves its ids unconfirmed: a redelivery then looks their
+// verdicts up, and finds them.
+func (b *latestBucket) flushConfirmed(ctx context.Context, js jetstream.JetStream, noted time.Time) {
+	marks := map[string][]string{}
+	b.mu.Lock()
+	for key, n := range b.confirmed {
+		if !n.since.After(noted) {
+			marks[key] = n.marks
+			delete(b.confirmed, key)
+		}
+	}
+	b.mu.Unlock()
+	if len(marks) > 0 {
+		b.confirmAll(ctx, js, marks)
+	}
+}
+
+// confirmWithin is how long confirmations wait for a record write of
+// their key to take them along (keepConfirming): a third of the
+// consumer's ack wait, so that an evidence event redelivered after a lost
+// acknowledgement finds its verdict confirmed.
+const confirmWithin = topology.AckWait / 3
+
+// keepConfirming writes, every second until ctx ends, the confirmations
+// noted longer than confirmWithin ago (Verifier.Start; its consume loop
+// writes the rest after the last batch).
+func (b *latestBucket) keepConfirming(ctx context.Context, js jetstream.JetStream) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			b.flushConfirmed(ctx, js, now.Add(-confirmWithin))
+		}
+	}
 }
 
 // keep remembers how the record under key was written.

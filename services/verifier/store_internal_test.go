@@ -149,6 +149,58 @@ func TestPutAll(t *testing.T) {
 	assert.Equal(t, marks("known-1", "known-5"), known.Handled)
 }
 
+// A batch's confirmations (confirmLater) ride along with the next record
+// of their key, whether putAll or put writes it, and one that no record
+// takes along is written on its own once it waited confirmWithin
+// (flushConfirmed); until written, the process knows them confirmed.
+func TestConfirmationsRideAlong(t *testing.T) {
+	ctx, js, kv := recordBucket(t)
+	b := newLatestBucket(kv, verdictOrder)
+	read := func(key string) VerdictRecord {
+		r, _ := readRecord(ctx, t, kv, key)
+		return r
+	}
+	at := func(id string, seq uint64) ordering {
+		return ordering{EvidenceID: id, EvidenceSequence: seq, Handled: marks(id), Unconfirmed: marks(id)}
+	}
+	for _, key := range []string{"ride", "put", "alone"} {
+		wrote, err := b.put(ctx, key, at(key+"-1", 1), record(key+"-1", 1))
+		require.NoError(t, err)
+		require.True(t, wrote)
+		assert.Equal(t, marks(key+"-1"), read(key).Unconfirmed, key)
+	}
+	b.confirmLater(map[string][]string{"ride": marks("ride-1"), "put": marks("put-1"), "alone": marks("alone-1")})
+	assert.True(t, b.confirming("ride", HandledMark("ride-1")))
+
+	// The next batch's record of "ride" (putAll) and of "put" (put) leave
+	// the confirmed id out, and list their own unconfirmed.
+	ws := []*write{{key: "ride", o: at("ride-2", 2), value: record("ride-2", 2)}}
+	b.putAll(ctx, js, ws)
+	require.NoError(t, ws[0].err)
+	_, err := b.put(ctx, "put", at("put-2", 2), record("put-2", 2))
+	require.NoError(t, err)
+	for _, key := range []string{"ride", "put"} {
+		r := read(key)
+		assert.Equal(t, marks(key+"-1", key+"-2"), r.Handled, key)
+		assert.Equal(t, marks(key+"-2"), r.Unconfirmed, key)
+		assert.False(t, b.confirming(key, HandledMark(key+"-1")), "%s: written", key)
+	}
+
+	// "alone" gets no record: its confirmation waits confirmWithin, then
+	// is written by itself.
+	b.flushConfirmed(ctx, js, time.Now().Add(-confirmWithin))
+	assert.Equal(t, marks("alone-1"), read("alone").Unconfirmed, "not due yet")
+	assert.True(t, b.confirming("alone", HandledMark("alone-1")))
+	b.flushConfirmed(ctx, js, time.Now())
+	r := read("alone")
+	assert.Empty(t, r.Unconfirmed)
+	assert.Equal(t, marks("alone-1"), r.Handled)
+	assert.False(t, b.confirming("alone", HandledMark("alone-1")))
+	cur, _, err := b.lookup(ctx, "alone")
+	require.NoError(t, err)
+	assert.False(t, cur.unconfirmed("alone-1"), "remembered")
+}
+
 // recordBucket is a bucket of verdict records on a server of its own.
 func recordBucket(t *testing.T) (context.Context, jetstream.JetStream, jetstream.KeyValue) {
 	t.Helper()
@@ -167,7 +219,7 @@ func record(id string, seq uint64) func(ordering) ([]byte, error) {
 	return func(o ordering) ([]byte, error) {
 		return encodeRecord(&VerdictRecord{
 			ID: "verdict-" + id, Time: time.Unix(1700000000, 0).UTC(), EvidenceID: id, EvidenceSequence: seq,
-			Verdict: events.Verdict{Host: "web-01", Status: events.StatusPass, EvidenceID: id}, Handled: o.Handled,
+			Verdict: events.Verdict{Host: "web-01", Status: events.StatusPass, EvidenceID: id}, Handled: o.Handled, Unconfirmed: o.Unconfirmed,
 		})
 	}
 }

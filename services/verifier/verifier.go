@@ -143,6 +143,7 @@ func (v *Verifier) Start(ctx context.Context) error {
 	silence.Go(func() {
 		newStaleWatch(h.verdicts.kv, h.pub, v.source, v.cfg.StaleAfter, v.m, v.log).run(runCtx, v.duties)
 	})
+	silence.Go(func() { h.verdicts.keepConfirming(runCtx, h.js) })
 	if h.auth != nil {
 		view := newHostsView(h.auth.hosts.kv, v.log)
 		h.auth.hosts.view = view
@@ -159,6 +160,10 @@ func (v *Verifier) Start(ctx context.Context) error {
 		if err != nil {
 			v.log.ErrorContext(runCtx, "consume evidence", "err", err)
 		}
+		// The confirmations of the last batches (handler.confirmLater).
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(runCtx), natsbus.DefaultAckTimeout)
+		defer cancel()
+		h.verdicts.flushConfirmed(fctx, h.js, time.Now())
 	}()
 	v.state, v.client, v.cancel, v.done, v.handler = lifecycle.Running, c, cancel, done, h
 	v.log.InfoContext(ctx, "verifier started", "source", v.source, "consumer", v.cfg.Consumer,
