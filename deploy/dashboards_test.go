@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/report"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
@@ -296,13 +297,13 @@ func fixtureMessages(t *testing.T, start time.Time) []*nats.Msg {
 			Digest: auditortest.Digest(fmt.Sprint("new", i)), PreviousDigest: auditortest.Digest(fmt.Sprint("old", i)), Actor: "alice@example.com"})
 	}
 	payloads = append(payloads, attestationFixture(t),
-		events.Rejected(topology.StreamEvidence, topology.ConsumerVerifier, events.EvidenceSubject("web-01", "git.repository"), 7, 10,
+		binding.Rejected(topology.StreamEvidence, topology.ConsumerVerifier, events.EvidenceSubject("web-01", "git.repository"), 7, 10,
 			nats.Header{"ce-id": []string{"x-7"}}, []byte(`{}`), fmt.Errorf("no baseline store")))
 
 	var msgs []*nats.Msg
 	for i, p := range payloads {
-		m, _, err := events.NewMsg(events.Source("deploy-test", "fixture"), p,
-			events.WithID(fmt.Sprintf("01950000-0000-7000-8000-%012d", i)), events.WithTime(start.Add(time.Duration(i)*time.Second)))
+		m, _, err := binding.NewMsg(events.Source("deploy-test", "fixture"), p,
+			binding.WithID(fmt.Sprintf("01950000-0000-7000-8000-%012d", i)), binding.WithTime(start.Add(time.Duration(i)*time.Second)))
 		if err != nil {
 			t.Fatalf("fixture %d (%T): %v", i, p, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 )
 
 // The codec benchmarks measure encoding (NewMsg: Validate, the data and
@@ -26,15 +27,15 @@ func BenchmarkCodecVerdict(b *testing.B) {
 	benchNewMsg(b, "encode-verdict-msg", p)
 	// A pass verdict with its id given, as the verifier sends most.
 	pass := fixtures(b)["verdict.pass.v2.golden.json"].(events.Verdict)
-	benchNewMsg(b, "encode-verdict-msg-pass", pass, events.WithID(fixtureID))
+	benchNewMsg(b, "encode-verdict-msg-pass", pass, binding.WithID(fixtureID))
 }
 
 // benchNewMsg runs the sub-benchmark name: NewMsg of p with opts.
-func benchNewMsg(b *testing.B, name string, p events.Payload, opts ...events.Option) {
+func benchNewMsg(b *testing.B, name string, p events.Payload, opts ...binding.Option) {
 	b.Run(name, func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, _, err := events.NewMsg(fixtureSource, p, opts...); err != nil {
+			if _, _, err := binding.NewMsg(fixtureSource, p, opts...); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -44,14 +45,14 @@ func benchNewMsg(b *testing.B, name string, p events.Payload, opts ...events.Opt
 func BenchmarkCodecEvidence(b *testing.B) {
 	p := fixtures(b)["evidence.collected.v1.golden.json"]
 	benchCodec(b, p)
-	m, _, err := events.NewMsg(fixtureSource, p)
+	m, _, err := binding.NewMsg(fixtureSource, p)
 	require.NoError(b, err)
 	// ReadEvidence: the evidence decoder, the snapshot parsed once (Read
 	// plus ParseSnapshot, below, parses it twice).
 	b.Run("read-evidence", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, _, _, err := events.ReadEvidence(received{m}); err != nil {
+			if _, _, _, err := binding.ReadEvidence(received{m}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -64,7 +65,7 @@ func BenchmarkCodecEvidence(b *testing.B) {
 	b.Run("read-evidence-indented", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, _, _, err := events.ReadEvidence(received{im}); err != nil {
+			if _, _, _, err := binding.ReadEvidence(received{im}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -72,7 +73,7 @@ func BenchmarkCodecEvidence(b *testing.B) {
 	b.Run("read-then-parse-snapshot", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			_, p, err := events.Read[events.EvidenceCollected](received{m})
+			_, p, err := binding.Read[events.EvidenceCollected](received{m})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -84,7 +85,7 @@ func BenchmarkCodecEvidence(b *testing.B) {
 }
 
 func benchCodec(b *testing.B, p events.Payload) {
-	m, _, err := events.NewMsg(fixtureSource, p)
+	m, _, err := binding.NewMsg(fixtureSource, p)
 	require.NoError(b, err)
 	b.Run("reference-json", func(b *testing.B) {
 		b.ReportAllocs()
@@ -104,11 +105,11 @@ func benchCodec(b *testing.B, p events.Payload) {
 	b.Run("decode", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			e, err := events.FromNATS(m.Header, m.Data)
+			e, err := binding.FromNATS(m.Header, m.Data)
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := events.Decode[events.Payload](e); err != nil {
+			if _, err := binding.Decode[events.Payload](e); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -119,12 +120,12 @@ func benchCodec(b *testing.B, p events.Payload) {
 // every consumer runs before the payload.
 func BenchmarkFromNATS(b *testing.B) {
 	for _, name := range []string{"verdict.drift.v2.golden.json", "evidence.collected.v1.golden.json"} {
-		m, _, err := events.NewMsg(fixtureSource, fixtures(b)[name], events.WithTraceContext("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", ""))
+		m, _, err := binding.NewMsg(fixtureSource, fixtures(b)[name], binding.WithTraceContext("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", ""))
 		require.NoError(b, err)
 		b.Run(name[:len(name)-len(".v1.golden.json")], func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := events.FromNATS(m.Header, m.Data); err != nil {
+				if _, err := binding.FromNATS(m.Header, m.Data); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 )
 
 func TestCatalogTypeNames(t *testing.T) {
@@ -102,7 +103,7 @@ func TestGoldenExamples(t *testing.T) {
 			require.NoError(t, sch.Validate(doc), "golden example against %s", s.Schema)
 
 			e := rawEvent(t, s.Type, p.Subject(), compact(t, raw))
-			got, err := events.Decode[events.Payload](e)
+			got, err := binding.Decode[events.Payload](e)
 			require.NoError(t, err)
 			if s.SupersededBy != "" {
 				// A superseded type's example (as it was written) decodes
@@ -149,7 +150,7 @@ func rawEvent(tb testing.TB, typ, subject string, data []byte) event.Event {
 	tb.Helper()
 	s, ok := events.Lookup(typ)
 	require.True(tb, ok, typ)
-	e := event.New(events.SpecVersion)
+	e := event.New(binding.SpecVersion)
 	e.SetID(fixtureID)
 	e.SetSource(fixtureSource)
 	e.SetType(typ)

@@ -15,14 +15,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 )
 
 // driftMsg is the encoded drift verdict fixture, with trace context.
 func driftMsg(t *testing.T) (*nats.Msg, event.Event, events.Verdict) {
 	t.Helper()
 	p := fixtures(t)["verdict.drift.v2.golden.json"].(events.Verdict)
-	m, e, err := events.NewMsg(fixtureSource, p, events.WithID(fixtureID), events.WithTime(fixtureTime),
-		events.WithTraceContext(fixtureTraceparent, "rt=1,vendor=x"))
+	m, e, err := binding.NewMsg(fixtureSource, p, binding.WithID(fixtureID), binding.WithTime(fixtureTime),
+		binding.WithTraceContext(fixtureTraceparent, "rt=1,vendor=x"))
 	require.NoError(t, err)
 	return m, e, p
 }
@@ -39,7 +40,7 @@ func cloneHeader(h nats.Header) nats.Header {
 func fromNATSWith(m *nats.Msg, key string, values ...string) (event.Event, error) {
 	h := cloneHeader(m.Header)
 	h[key] = values
-	return events.FromNATS(h, m.Data)
+	return binding.FromNATS(h, m.Data)
 }
 
 // assertSameEvent compares every attribute and the data.
@@ -73,21 +74,21 @@ func requireReason(t *testing.T, err error, reason events.Reason, field string) 
 func TestAttributesRoundTrip(t *testing.T) {
 	for name, p := range fixtures(t) {
 		t.Run(name, func(t *testing.T) {
-			m, e, err := events.NewMsg(fixtureSource, p, events.WithTraceContext(fixtureTraceparent, ""))
+			m, e, err := binding.NewMsg(fixtureSource, p, binding.WithTraceContext(fixtureTraceparent, ""))
 			require.NoError(t, err)
 			assert.Equal(t, p.NATSSubject(), m.Subject)
-			assert.Equal(t, e.ID(), m.Header.Get(events.HeaderMsgID), "the id is the Nats-Msg-Id")
+			assert.Equal(t, e.ID(), m.Header.Get(binding.HeaderMsgID), "the id is the Nats-Msg-Id")
 			assert.Empty(t, m.Header.Get("Content-Type"), "binary mode sets no Content-Type")
 
-			got, err := events.FromNATS(m.Header, m.Data)
+			got, err := binding.FromNATS(m.Header, m.Data)
 			require.NoError(t, err)
 			assertSameEvent(t, e, got)
 
-			decoded, err := events.Decode[events.Payload](got)
+			decoded, err := binding.Decode[events.Payload](got)
 			require.NoError(t, err)
 			assert.Equal(t, indent(t, p), indent(t, decoded))
 
-			again, err := events.ToNATS(m.Subject, got)
+			again, err := binding.ToNATS(m.Subject, got)
 			require.NoError(t, err)
 			assert.Equal(t, m.Header, again.Header, "re-encoding a decoded event gives the same headers")
 		})
@@ -97,7 +98,7 @@ func TestAttributesRoundTrip(t *testing.T) {
 func TestNewDefaults(t *testing.T) {
 	p := fixtures(t)["collection.failed.v1.golden.json"]
 	before := time.Now()
-	e, err := events.New(fixtureSource, p)
+	e, err := binding.New(fixtureSource, p)
 	require.NoError(t, err)
 	assert.Len(t, e.ID(), 36)
 	assert.Equal(t, byte('7'), e.ID()[14], "a UUIDv7")
@@ -106,7 +107,7 @@ func TestNewDefaults(t *testing.T) {
 	assert.Equal(t, "codex", e.Subject())
 	assert.Equal(t, events.ContentType, e.DataContentType())
 	assert.Empty(t, e.Extensions())
-	e2, err := events.New(fixtureSource, p)
+	e2, err := binding.New(fixtureSource, p)
 	require.NoError(t, err)
 	assert.Less(t, e.ID(), e2.ID(), "UUIDv7 ids sort by creation")
 }
@@ -114,15 +115,15 @@ func TestNewDefaults(t *testing.T) {
 func TestPercentEncoding(t *testing.T) {
 	p := fixtures(t)["collection.failed.v1.golden.json"].(events.CollectionFailed)
 	p.Collector = "Euro € 😀" // the binding's example
-	m, e, err := events.NewMsg(fixtureSource, p)
+	m, e, err := binding.NewMsg(fixtureSource, p)
 	require.NoError(t, err)
 	assert.Equal(t, "Euro%20%E2%82%AC%20%F0%9F%98%80", m.Header.Get("ce-subject"))
-	got, err := events.FromNATS(m.Header, m.Data)
+	got, err := binding.FromNATS(m.Header, m.Data)
 	require.NoError(t, err)
 	assert.Equal(t, e.Subject(), got.Subject())
 
 	p.Collector = `100% "quoted"`
-	m, _, err = events.NewMsg(fixtureSource, p)
+	m, _, err = binding.NewMsg(fixtureSource, p)
 	require.NoError(t, err)
 	assert.Equal(t, "100%25%20%22quoted%22", m.Header.Get("ce-subject"))
 }
@@ -179,18 +180,18 @@ func TestHeaderNamesAreCaseInsensitive(t *testing.T) {
 	for k, v := range m.Header {
 		h[strings.ToUpper(k)] = v
 	}
-	got, err := events.FromNATS(h, m.Data)
+	got, err := binding.FromNATS(h, m.Data)
 	require.NoError(t, err)
 	assertSameEvent(t, e, got)
 
 	h = cloneHeader(m.Header)
 	h["Ce-Id"] = []string{"other"}
-	_, err = events.FromNATS(h, m.Data)
+	_, err = binding.FromNATS(h, m.Data)
 	requireReason(t, err, events.ReasonInvalidAttribute, "")
 
 	h = cloneHeader(m.Header)
 	h["ce-type"] = append(h["ce-type"], events.TypeVerdictPass)
-	_, err = events.FromNATS(h, m.Data)
+	_, err = binding.FromNATS(h, m.Data)
 	requireReason(t, err, events.ReasonInvalidAttribute, "ce-type")
 }
 
@@ -201,20 +202,20 @@ func TestMissingRequiredAttributes(t *testing.T) {
 			h := cloneHeader(m.Header)
 			delete(h, "ce-"+name)
 			if name == "id" {
-				delete(h, events.HeaderMsgID)
+				delete(h, binding.HeaderMsgID)
 			}
-			_, err := events.FromNATS(h, m.Data)
+			_, err := binding.FromNATS(h, m.Data)
 			requireReason(t, err, events.ReasonMissingAttribute, name)
 		})
 	}
 	t.Run("data", func(t *testing.T) {
-		_, err := events.FromNATS(m.Header, nil)
+		_, err := binding.FromNATS(m.Header, nil)
 		requireReason(t, err, events.ReasonMissingAttribute, "data")
 	})
 	t.Run("Nats-Msg-Id is optional", func(t *testing.T) {
 		h := cloneHeader(m.Header)
-		delete(h, events.HeaderMsgID)
-		_, err := events.FromNATS(h, m.Data)
+		delete(h, binding.HeaderMsgID)
+		_, err := binding.FromNATS(h, m.Data)
 		require.NoError(t, err)
 	})
 }
@@ -226,7 +227,7 @@ func TestWrongSpecVersion(t *testing.T) {
 		requireReason(t, err, events.ReasonSpecVersion, "specversion")
 	}
 	e03 := event.New(event.CloudEventsVersionV03)
-	_, err := events.ToNATS("rt.x", e03)
+	_, err := binding.ToNATS("rt.x", e03)
 	requireReason(t, err, events.ReasonSpecVersion, "specversion")
 }
 
@@ -244,10 +245,10 @@ func TestUnknownType(t *testing.T) {
 
 func TestExtensions(t *testing.T) {
 	m, e, _ := driftMsg(t)
-	got, err := events.FromNATS(m.Header, m.Data)
+	got, err := binding.FromNATS(m.Header, m.Data)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"traceparent": fixtureTraceparent, "tracestate": "rt=1,vendor=x"}, got.Extensions())
-	c := events.TraceCarrier(&got)
+	c := binding.TraceCarrier(&got)
 	assert.Equal(t, fixtureTraceparent, c.Get("traceparent"))
 	assert.Equal(t, "rt=1,vendor=x", c.Get("TraceState"))
 	assert.Equal(t, []string{"traceparent", "tracestate"}, c.Keys())
@@ -255,10 +256,10 @@ func TestExtensions(t *testing.T) {
 
 	t.Run("carrier injects", func(t *testing.T) {
 		e2 := e.Clone()
-		c := events.TraceCarrier(&e2)
+		c := binding.TraceCarrier(&e2)
 		c.Set("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00")
 		c.Set("baggage", "ignored")
-		m2, err := events.ToNATS(m.Subject, e2)
+		m2, err := binding.ToNATS(m.Subject, e2)
 		require.NoError(t, err)
 		assert.Equal(t, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00", m2.Header.Get("ce-traceparent"))
 		assert.NotContains(t, m2.Header, "ce-baggage")
@@ -270,20 +271,20 @@ func TestExtensions(t *testing.T) {
 	t.Run("unknown extension on the event", func(t *testing.T) {
 		e2 := e.Clone()
 		e2.SetExtension("comexampleextension1", "value")
-		_, err := events.ToNATS(m.Subject, e2)
+		_, err := binding.ToNATS(m.Subject, e2)
 		requireReason(t, err, events.ReasonUnknownExtension, "comexampleextension1")
 	})
 	t.Run("non-string extension", func(t *testing.T) {
 		e2 := e.Clone()
 		e2.SetExtension("traceparent", int32(7))
-		_, err := events.ToNATS(m.Subject, e2)
+		_, err := binding.ToNATS(m.Subject, e2)
 		requireReason(t, err, events.ReasonInvalidAttribute, "traceparent")
 	})
 	t.Run("headers without the prefix are ignored", func(t *testing.T) {
 		h := cloneHeader(m.Header)
 		h["Nats-Expected-Stream"] = []string{"EVIDENCE"}
 		h["X-Other"] = []string{"anything at all"}
-		_, err := events.FromNATS(h, m.Data)
+		_, err := binding.FromNATS(h, m.Data)
 		require.NoError(t, err)
 	})
 }
@@ -303,18 +304,18 @@ func TestTraceparent(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			_, err := fromNATSWith(m, "ce-traceparent", v)
 			requireReason(t, err, events.ReasonInvalidAttribute, "traceparent")
-			_, err = events.New(fixtureSource, p, events.WithTraceContext(v, ""))
+			_, err = binding.New(fixtureSource, p, binding.WithTraceContext(v, ""))
 			requireReason(t, err, events.ReasonInvalidAttribute, "traceparent")
 		})
 	}
 	t.Run("tracestate without traceparent", func(t *testing.T) {
 		h := cloneHeader(m.Header)
 		delete(h, "ce-traceparent")
-		_, err := events.FromNATS(h, m.Data)
+		_, err := binding.FromNATS(h, m.Data)
 		requireReason(t, err, events.ReasonInvalidAttribute, "tracestate")
 	})
 	t.Run("tracestate too long", func(t *testing.T) {
-		_, err := events.New(fixtureSource, p, events.WithTraceContext(fixtureTraceparent, strings.Repeat("a", 513)))
+		_, err := binding.New(fixtureSource, p, binding.WithTraceContext(fixtureTraceparent, strings.Repeat("a", 513)))
 		requireReason(t, err, events.ReasonInvalidAttribute, "tracestate")
 	})
 }
@@ -336,16 +337,16 @@ func TestAttributeValues(t *testing.T) {
 		{"content type with parameters", "ce-datacontenttype", "application/json;%20charset=utf-8", events.ReasonInvalidAttribute},
 		{"other dataschema", "ce-dataschema", "https://runtimetruth.dev/schemas/events/verdict/v1.json", events.ReasonInvalidAttribute},
 		{"dataschema not absolute", "ce-dataschema", "verdict.json", events.ReasonInvalidAttribute},
-		{"Nats-Msg-Id differs from id", events.HeaderMsgID, "other", events.ReasonInvalidAttribute},
+		{"Nats-Msg-Id differs from id", binding.HeaderMsgID, "other", events.ReasonInvalidAttribute},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			h := cloneHeader(m.Header)
 			h[tc.header] = []string{tc.value}
 			if tc.header == "ce-id" {
-				delete(h, events.HeaderMsgID)
+				delete(h, binding.HeaderMsgID)
 			}
-			_, err := events.FromNATS(h, m.Data)
+			_, err := binding.FromNATS(h, m.Data)
 			requireReason(t, err, tc.reason, "")
 		})
 	}
@@ -353,7 +354,7 @@ func TestAttributeValues(t *testing.T) {
 		e, err := fromNATSWith(m, "ce-time", "2026-10-06T05:09:41.123456+02:00")
 		require.NoError(t, err)
 		assert.True(t, fixtureTime.Equal(e.Time()))
-		m2, err := events.ToNATS(m.Subject, e)
+		m2, err := binding.ToNATS(m.Subject, e)
 		require.NoError(t, err)
 		assert.Equal(t, m.Header.Get("ce-time"), m2.Header.Get("ce-time"))
 	})
@@ -371,23 +372,23 @@ func TestOversized(t *testing.T) {
 	m, e, _ := driftMsg(t)
 	t.Run("data at the limit passes the envelope checks", func(t *testing.T) {
 		data := make([]byte, events.MaxDataSize)
-		got, err := events.FromNATS(m.Header, data)
+		got, err := binding.FromNATS(m.Header, data)
 		require.NoError(t, err)
-		m2, err := events.ToNATS(m.Subject, got)
+		m2, err := binding.ToNATS(m.Subject, got)
 		require.NoError(t, err)
 		assert.LessOrEqual(t, len(m2.Data)+headerBlockSize(m2.Header), events.MaxEventSize)
-		_, err = events.Decode[events.Payload](got)
+		_, err = binding.Decode[events.Payload](got)
 		requireReason(t, err, events.ReasonMalformedJSON, "data")
 	})
 	t.Run("data over the limit", func(t *testing.T) {
 		data := make([]byte, events.MaxDataSize+1)
-		_, err := events.FromNATS(m.Header, data)
+		_, err := binding.FromNATS(m.Header, data)
 		requireReason(t, err, events.ReasonTooLarge, "data")
 		big := e.Clone()
 		big.DataEncoded = data
-		_, err = events.ToNATS(m.Subject, big)
+		_, err = binding.ToNATS(m.Subject, big)
 		requireReason(t, err, events.ReasonTooLarge, "data")
-		_, err = events.Decode[events.Verdict](big)
+		_, err = binding.Decode[events.Verdict](big)
 		requireReason(t, err, events.ReasonTooLarge, "data")
 	})
 	t.Run("headers over the limit", func(t *testing.T) {
@@ -395,7 +396,7 @@ func TestOversized(t *testing.T) {
 		requireReason(t, err, events.ReasonTooLarge, "headers")
 		big := e.Clone()
 		big.SetSubject(strings.Repeat("s", events.MaxHeaderSize))
-		_, err = events.ToNATS(m.Subject, big)
+		_, err = binding.ToNATS(m.Subject, big)
 		requireReason(t, err, events.ReasonTooLarge, "headers")
 	})
 	t.Run("payload over the limit", func(t *testing.T) {
@@ -404,7 +405,7 @@ func TestOversized(t *testing.T) {
 		var err error
 		p.BundleDigest, err = events.BundleDigest(p.Bundle)
 		require.NoError(t, err)
-		_, err = events.New(fixtureSource, p)
+		_, err = binding.New(fixtureSource, p)
 		requireReason(t, err, events.ReasonTooLarge, "data")
 	})
 }
@@ -476,7 +477,7 @@ func TestPayloadIsStrict(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := rawEvent(t, tc.typ, tc.subject, []byte(tc.data))
-			_, err := events.Decode[events.Payload](e)
+			_, err := binding.Decode[events.Payload](e)
 			requireReason(t, err, tc.reason, tc.field)
 		})
 	}
@@ -484,9 +485,9 @@ func TestPayloadIsStrict(t *testing.T) {
 
 func TestDecodeWrongPayloadType(t *testing.T) {
 	_, e, _ := driftMsg(t)
-	_, err := events.Decode[events.EvidenceCollected](e)
+	_, err := binding.Decode[events.EvidenceCollected](e)
 	requireReason(t, err, events.ReasonUnexpectedType, "type")
-	v, err := events.Decode[events.Verdict](e)
+	v, err := binding.Decode[events.Verdict](e)
 	require.NoError(t, err)
 	assert.Equal(t, events.StatusDrift, v.Status)
 }
@@ -494,58 +495,58 @@ func TestDecodeWrongPayloadType(t *testing.T) {
 func TestNewRejectsBadPayloads(t *testing.T) {
 	fx := fixtures(t)
 	v := fx["verdict.drift.v2.golden.json"].(events.Verdict)
-	_, err := events.New(fixtureSource, &v)
+	_, err := binding.New(fixtureSource, &v)
 	requireReason(t, err, events.ReasonUnexpectedType, "data")
-	_, err = events.New(fixtureSource, nil)
+	_, err = binding.New(fixtureSource, nil)
 	requireReason(t, err, events.ReasonInvalidPayload, "data")
 
 	bad := v
 	bad.Status = "unknown"
-	_, err = events.New(fixtureSource, bad)
+	_, err = binding.New(fixtureSource, bad)
 	requireReason(t, err, events.ReasonUnknownType, "type")
 
 	bad = v
 	bad.Report = nil
-	_, err = events.New(fixtureSource, bad)
+	_, err = binding.New(fixtureSource, bad)
 	requireReason(t, err, events.ReasonSchema, "/report") // as Decode reports it
 
-	_, err = events.New("", v)
+	_, err = binding.New("", v)
 	requireReason(t, err, events.ReasonMissingAttribute, "source")
-	_, err = events.New(fixtureSource, v, events.WithID("has space"))
+	_, err = binding.New(fixtureSource, v, binding.WithID("has space"))
 	requireReason(t, err, events.ReasonInvalidAttribute, "id")
 
 	rm := fx["runnable.modified.v1.golden.json"].(events.RunnableModified)
 	rm.ChangedFiles = append(rm.ChangedFiles, rm.ChangedFiles[0])
-	_, err = events.New(fixtureSource, rm)
+	_, err = binding.New(fixtureSource, rm)
 	requireReason(t, err, events.ReasonInvalidPayload, "/changed_files/2/path")
 }
 
 func TestZeroValuesDoNotPanic(t *testing.T) {
 	var e event.Event
-	_, err := events.ToNATS("rt.x", e)
+	_, err := binding.ToNATS("rt.x", e)
 	requireReason(t, err, events.ReasonMissingAttribute, "specversion")
-	_, err = events.Decode[events.Verdict](e)
+	_, err = binding.Decode[events.Verdict](e)
 	assert.ErrorIs(t, err, events.ErrInvalid)
-	_, err = events.Decode[events.Payload](e)
+	_, err = binding.Decode[events.Payload](e)
 	assert.ErrorIs(t, err, events.ErrInvalid)
-	_, err = events.FromNATS(nil, nil)
+	_, err = binding.FromNATS(nil, nil)
 	requireReason(t, err, events.ReasonMissingAttribute, "specversion")
-	_, err = events.ToNATS("rt.>", e)
+	_, err = binding.ToNATS("rt.>", e)
 	assert.ErrorIs(t, err, events.ErrInvalid)
 }
 
 func TestReadChecksTheNATSSubject(t *testing.T) {
 	m, _, want := driftMsg(t)
-	_, got, err := events.Read[events.Verdict](natsMsg{m})
+	_, got, err := binding.Read[events.Verdict](natsMsg{m})
 	require.NoError(t, err)
 	assert.Equal(t, want.Host, got.Host)
 
 	moved := natsMsg{&nats.Msg{Subject: "rt.verdict.other.drift", Header: m.Header, Data: m.Data}}
-	_, _, err = events.Read[events.Verdict](moved)
+	_, _, err = binding.Read[events.Verdict](moved)
 	requireReason(t, err, events.ReasonSubjectMismatch, "nats subject")
-	_, _, err = events.Read[events.Payload](moved)
+	_, _, err = binding.Read[events.Payload](moved)
 	requireReason(t, err, events.ReasonSubjectMismatch, "nats subject")
-	_, p, err := events.Read[events.Payload](natsMsg{m})
+	_, p, err := binding.Read[events.Payload](natsMsg{m})
 	require.NoError(t, err)
 	assert.IsType(t, events.Verdict{}, p)
 }
@@ -561,7 +562,7 @@ func TestErrorText(t *testing.T) {
 	m, _, _ := driftMsg(t)
 	h := cloneHeader(m.Header)
 	delete(h, "ce-source")
-	_, err := events.FromNATS(h, m.Data)
+	_, err := binding.FromNATS(h, m.Data)
 	assert.EqualError(t, err, "invalid event: source: no ce-source header (missing_attribute)")
 	assert.Empty(t, events.ReasonOf(errors.New("other")))
 }

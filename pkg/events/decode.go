@@ -6,98 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"reflect"
-
-	"github.com/cloudevents/sdk-go/v2/event"
-	"github.com/nats-io/nats.go"
 )
 
-// Decode checks e (as FromNATS does) and decodes its data as T strictly:
-// the data must be one JSON object without duplicate keys that matches the
-// type's JSON Schema (so no unknown field), then pass T's Validate; the
-// payload must imply e's type and subject attribute. An event of another
-// type fails with ReasonUnexpectedType. Decode[Payload] decodes any
-// catalog type: the payload is one of the payload types, by value
-// (EvidenceCollected, Verdict, ...). Every error is an *Error.
-func Decode[T Payload](e event.Event) (T, error) {
-	if err := checkEvent(e); err != nil {
-		var zero T
-		return zero, err
+// DecodeData decodes data as the payload of event type typ: strictly
+// (decodeData), then its Validate. The payload is one of the payload
+// types, by value. Every error is an *Error.
+func DecodeData(typ string, data []byte) (Payload, error) {
+	s, ok := byType[typ]
+	if !ok {
+		return nil, invalid(ReasonUnknownType, "type", "%q is not in the catalog", typ)
 	}
-	return decodeAs[T](e)
-}
-
-// decodeAs is Decode of an event checkEvent (or FromNATS) accepted.
-func decodeAs[T Payload](e event.Event) (T, error) {
-	var zero T
-	s := byType[e.Type()]
-	if want := reflect.TypeFor[T](); want != anyPayload && s.goType != want {
-		return zero, invalid(ReasonUnexpectedType, "type", "%s carries %s, not %s", s.Type, s.Payload, want.Name())
-	}
-	p, err := decodePayload(s, e)
-	if err != nil {
-		return zero, err
-	}
-	return p.(T), nil
-}
-
-// anyPayload is Decode[Payload]'s T.
-var anyPayload = reflect.TypeFor[Payload]()
-
-// Msg is a received message; jetstream.Msg has this method set.
-type Msg interface {
-	Subject() string
-	Headers() nats.Header
-	Data() []byte
-}
-
-// Read decodes a received message as an event carrying T (FromNATS, then
-// Decode), and checks that it arrived on the subject the payload implies.
-// Read[Payload] reads any catalog type.
-func Read[T Payload](m Msg) (event.Event, T, error) {
-	var zero T
-	e, err := FromNATS(m.Headers(), m.Data())
-	if err != nil {
-		return event.Event{}, zero, err
-	}
-	p, err := decodeAs[T](e)
-	if err != nil {
-		return event.Event{}, zero, err
-	}
-	if err := checkNATSSubject(p, m.Subject()); err != nil {
-		return event.Event{}, zero, err
-	}
-	return e, p, nil
-}
-
-func checkNATSSubject(p Payload, subject string) error {
-	if want := p.NATSSubject(); subject != want {
-		return invalid(ReasonSubjectMismatch, "nats subject", "arrived on %q, but the payload goes to %q", subject, want)
-	}
-	return nil
-}
-
-func decodePayload(s *Spec, e event.Event) (Payload, error) {
-	p, err := s.decode(s, e.Data())
-	if err != nil {
-		return nil, err
-	}
-	if err := checkDecoded(s, e, p); err != nil {
-		return nil, err
-	}
-	return p, nil
-}
-
-// checkDecoded checks that p, decoded from e's data, implies e's type and
-// subject attribute.
-func checkDecoded(s *Spec, e event.Event, p Payload) error {
-	if p.Type() != s.Current() {
-		return invalid(ReasonInvalidPayload, "type", "the payload is a %s event, not %s", p.Type(), e.Type())
-	}
-	if want := p.Subject(); e.Subject() != want {
-		return invalid(ReasonSubjectMismatch, "subject", "%q, but the payload's subject is %q", e.Subject(), want)
-	}
-	return nil
+	return s.decode(s, data)
 }
 
 // decodeInto decodes an event's data into p (decodeData), then checks it
@@ -107,6 +26,16 @@ func decodeInto[T Payload](s *Spec, data []byte, p *T) error {
 		return err
 	}
 	if err := (*p).Validate(); err != nil {
+		return payloadError(err)
+	}
+	return nil
+}
+
+// Validate checks p (its Validate) and returns the *Error of what it
+// breaks: ReasonSchema for a rule its JSON Schema states, else
+// ReasonInvalidPayload.
+func Validate(p Payload) error {
+	if err := p.Validate(); err != nil {
 		return payloadError(err)
 	}
 	return nil

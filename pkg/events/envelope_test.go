@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 )
 
 const testPayloadType = "application/vnd.runtimetruth.test.v1+json"
@@ -24,14 +24,14 @@ func TestEnvelopeRoundTrip(t *testing.T) {
 	env, err := signer.SignEnvelope(testPayloadType, payload)
 	require.NoError(t, err)
 
-	id, got, err := events.OpenEnvelope(env, testPayloadType, keys(pub))
+	id, got, err := dsse.OpenEnvelope(env, testPayloadType, keys(pub))
 	require.NoError(t, err)
 	assert.Equal(t, signer.KeyID(), id)
 	assert.Equal(t, payload, got)
 
 	payloadType, keyID, _ := openByHand(t, env, pub)
 	assert.Equal(t, testPayloadType, payloadType)
-	assert.Equal(t, events.KeyID(pub), keyID)
+	assert.Equal(t, dsse.KeyID(pub), keyID)
 }
 
 // TestSignEnvelopeRefusesClaims: the generic signer never signs the event
@@ -39,9 +39,9 @@ func TestEnvelopeRoundTrip(t *testing.T) {
 // signature.
 func TestSignEnvelopeRefusesClaims(t *testing.T) {
 	signer, _ := testSigner(t)
-	for _, pt := range []string{events.ClaimPayloadType, ""} {
+	for _, pt := range []string{dsse.ClaimPayloadType, ""} {
 		_, err := signer.SignEnvelope(pt, []byte(`{}`))
-		require.ErrorIs(t, err, events.ErrPayloadType, pt)
+		require.ErrorIs(t, err, dsse.ErrPayloadType, pt)
 	}
 }
 
@@ -70,21 +70,21 @@ func TestOpenEnvelopeRefusals(t *testing.T) {
 		want error
 		says string
 	}{
-		{name: "empty", data: nil, keys: keys(pub), want: events.ErrUnsigned},
-		{name: "plain JSON", data: []byte(`{"host":"web-01","results":[]}`), keys: keys(pub), want: events.ErrUnsigned, says: "not a DSSE envelope"},
-		{name: "two values", data: append(append([]byte{}, good...), good...), keys: keys(pub), want: events.ErrUnsigned},
-		{name: "no signatures", data: edit(func(m map[string]any) { m["signatures"] = []any{} }), keys: keys(pub), want: events.ErrUnsigned},
-		{name: "null", data: []byte(`null`), keys: keys(pub), want: events.ErrUnsigned},
-		{name: "another payload type", data: otherType, keys: keys(pub), want: events.ErrBadSignature, says: "payload type"},
-		{name: "two signatures", data: edit(func(m map[string]any) { m["signatures"] = append(sigs(m), sigs(m)[0]) }), keys: keys(pub), want: events.ErrBadSignature, says: "2 signatures"},
-		{name: "a short signature", data: edit(func(m map[string]any) { sigs(m)[0].(map[string]any)["sig"] = "AAAA" }), keys: keys(pub), want: events.ErrBadSignature},
-		{name: "a flipped payload", data: edit(func(m map[string]any) { m["payload"] = base64.StdEncoding.EncodeToString([]byte(`{"a":2}`)) }), keys: keys(pub), want: events.ErrBadSignature, says: "by key"},
+		{name: "empty", data: nil, keys: keys(pub), want: dsse.ErrUnsigned},
+		{name: "plain JSON", data: []byte(`{"host":"web-01","results":[]}`), keys: keys(pub), want: dsse.ErrUnsigned, says: "not a DSSE envelope"},
+		{name: "two values", data: append(append([]byte{}, good...), good...), keys: keys(pub), want: dsse.ErrUnsigned},
+		{name: "no signatures", data: edit(func(m map[string]any) { m["signatures"] = []any{} }), keys: keys(pub), want: dsse.ErrUnsigned},
+		{name: "null", data: []byte(`null`), keys: keys(pub), want: dsse.ErrUnsigned},
+		{name: "another payload type", data: otherType, keys: keys(pub), want: dsse.ErrBadSignature, says: "payload type"},
+		{name: "two signatures", data: edit(func(m map[string]any) { m["signatures"] = append(sigs(m), sigs(m)[0]) }), keys: keys(pub), want: dsse.ErrBadSignature, says: "2 signatures"},
+		{name: "a short signature", data: edit(func(m map[string]any) { sigs(m)[0].(map[string]any)["sig"] = "AAAA" }), keys: keys(pub), want: dsse.ErrBadSignature},
+		{name: "a flipped payload", data: edit(func(m map[string]any) { m["payload"] = base64.StdEncoding.EncodeToString([]byte(`{"a":2}`)) }), keys: keys(pub), want: dsse.ErrBadSignature, says: "by key"},
 		{name: "an untrusted key", data: byOther, keys: keys(pub), want: errUnknownKey},
-		{name: "another key's id", data: edit(func(m map[string]any) { sigs(m)[0].(map[string]any)["keyid"] = other.KeyID() }), keys: keys(pub, otherPub), want: events.ErrBadSignature},
-		{name: "a key that is not the key it names", data: good, keys: func(string) (ed25519.PublicKey, error) { return otherPub, nil }, want: events.ErrBadSignature, says: "not the key it names"},
+		{name: "another key's id", data: edit(func(m map[string]any) { sigs(m)[0].(map[string]any)["keyid"] = other.KeyID() }), keys: keys(pub, otherPub), want: dsse.ErrBadSignature},
+		{name: "a key that is not the key it names", data: good, keys: func(string) (ed25519.PublicKey, error) { return otherPub, nil }, want: dsse.ErrBadSignature, says: "not the key it names"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := events.OpenEnvelope(tc.data, testPayloadType, tc.keys)
+			_, _, err := dsse.OpenEnvelope(tc.data, testPayloadType, tc.keys)
 			require.ErrorIs(t, err, tc.want)
 			if tc.says != "" {
 				assert.Contains(t, err.Error(), tc.says)
@@ -98,16 +98,16 @@ func TestOpenEnvelopeRefusals(t *testing.T) {
 // signature.
 func TestEnvelopeTypesDoNotCross(t *testing.T) {
 	signer, pub, ev, _, e := signedEvidence(t)
-	claim := e.Extensions()[events.ExtSignature].(string)
-	_, _, err := events.OpenEnvelope([]byte(claim), testPayloadType, keys(pub))
-	require.ErrorIs(t, err, events.ErrBadSignature)
+	claim := e.Extensions()[dsse.ExtSignature].(string)
+	_, _, err := dsse.OpenEnvelope([]byte(claim), testPayloadType, keys(pub))
+	require.ErrorIs(t, err, dsse.ErrBadSignature)
 
 	env, err := signer.SignEnvelope(testPayloadType, []byte(`{}`))
 	require.NoError(t, err)
 	c := e.Clone()
-	c.SetExtension(events.ExtSignature, string(env))
-	_, err = events.VerifySignature(c, ev, keys(pub))
-	require.ErrorIs(t, err, events.ErrBadSignature)
+	c.SetExtension(dsse.ExtSignature, string(env))
+	_, err = dsse.VerifySignature(c, ev, keys(pub))
+	require.ErrorIs(t, err, dsse.ErrBadSignature)
 	assert.Contains(t, err.Error(), "payload type")
 }
 
@@ -123,7 +123,7 @@ func FuzzOpenEnvelope(f *testing.F) {
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`{"host":"web-01"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		id, got, err := events.OpenEnvelope(data, testPayloadType, keys(pub))
+		id, got, err := dsse.OpenEnvelope(data, testPayloadType, keys(pub))
 		if err != nil {
 			return
 		}

@@ -4,44 +4,26 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"reflect"
-
-	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/canonjson"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 )
 
-// ReadEvidence is Read[EvidenceCollected] for a consumer that goes on to
-// use the snapshot: it also returns the snapshot, parsed once. It accepts
-// and rejects exactly what Read accepts and rejects, with the same errors.
-// The returned payload's Snapshot holds the snapshot's canonical JSON (the
-// bytes its digest covers), not the bytes as received (Read's).
-func ReadEvidence(m Msg) (event.Event, EvidenceCollected, *snapshot.Snapshot, error) {
-	e, err := FromNATS(m.Headers(), m.Data())
-	if err != nil {
-		return event.Event{}, EvidenceCollected{}, nil, err
-	}
-	s := byType[e.Type()]
-	if want := reflect.TypeFor[EvidenceCollected](); s.goType != want {
-		return event.Event{}, EvidenceCollected{}, nil, invalid(ReasonUnexpectedType, "type", "%s carries %s, not %s", s.Type, s.Payload, want.Name())
-	}
+// DecodeEvidence decodes the data of an evidence.collected event as
+// DecodeData does, and also returns the snapshot, parsed once; the
+// payload's Snapshot is the snapshot's canonical JSON (what its digest
+// covers), not the bytes as received.
+func DecodeEvidence(data []byte) (EvidenceCollected, *snapshot.Snapshot, error) {
 	var p EvidenceCollected
-	if err := decodeData(s, e.Data(), &p); err != nil {
-		return event.Event{}, EvidenceCollected{}, nil, err
+	if err := decodeData(byType[TypeEvidenceCollected], data, &p); err != nil {
+		return EvidenceCollected{}, nil, err
 	}
 	snap, canon, err := p.check()
 	if err != nil {
-		return event.Event{}, EvidenceCollected{}, nil, payloadError(err)
+		return EvidenceCollected{}, nil, payloadError(err)
 	}
 	p.Snapshot = canon
-	if err := checkDecoded(s, e, p); err != nil {
-		return event.Event{}, EvidenceCollected{}, nil, err
-	}
-	if err := checkNATSSubject(p, m.Subject()); err != nil {
-		return event.Event{}, EvidenceCollected{}, nil, err
-	}
-	return e, p, snap, nil
+	return p, snap, nil
 }
 
 // check is Validate, returning the snapshot parsed and its canonical JSON.
@@ -76,8 +58,9 @@ func (p EvidenceCollected) check() (*snapshot.Snapshot, []byte, error) {
 	if err != nil {
 		return nil, nil, fieldErr("snapshot", "%v", err)
 	}
-	if sum := sha256.Sum256(canon); !digestEquals(p.Digest, &sum) {
-		return nil, nil, fieldErr("digest", "%s, but the snapshot's digest is %s", p.Digest, "sha256:"+hex.EncodeToString(sum[:]))
+	sum := sha256.Sum256(canon)
+	if digest := "sha256:" + hex.EncodeToString(sum[:]); digest != p.Digest {
+		return nil, nil, fieldErr("digest", "%s, but the snapshot's digest is %s", p.Digest, digest)
 	}
 	return s, canon, nil
 }

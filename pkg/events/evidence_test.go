@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/canonjson"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 )
@@ -274,9 +275,9 @@ func FuzzEvidenceDecoder(f *testing.F) {
 // events and for every kind of bad one, with the same error.
 func TestReadEvidenceIsRead(t *testing.T) {
 	ev := fixtures(t)["evidence.collected.v1.golden.json"].(events.EvidenceCollected)
-	good, _, err := events.NewMsg(fixtureSource, ev)
+	good, _, err := binding.NewMsg(fixtureSource, ev)
 	require.NoError(t, err)
-	verdict, _, err := events.NewMsg(fixtureSource, fixtures(t)["verdict.error.v2.golden.json"])
+	verdict, _, err := binding.NewMsg(fixtureSource, fixtures(t)["verdict.error.v2.golden.json"])
 	require.NoError(t, err)
 	variant := func(edit func(*nats.Msg)) *nats.Msg {
 		m := &nats.Msg{Subject: good.Subject, Header: cloneHeader(good.Header), Data: good.Data}
@@ -304,8 +305,8 @@ func TestReadEvidenceIsRead(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			rm := received{m}
-			e1, p1, err1 := events.Read[events.EvidenceCollected](rm)
-			e2, p2, s2, err2 := events.ReadEvidence(rm)
+			e1, p1, err1 := binding.Read[events.EvidenceCollected](rm)
+			e2, p2, s2, err2 := binding.ReadEvidence(rm)
 			if err1 != nil {
 				require.Error(t, err2)
 				assert.Equal(t, err1.Error(), err2.Error())
@@ -326,7 +327,7 @@ func TestReadEvidenceIsRead(t *testing.T) {
 
 func mustMsg(t *testing.T, p events.Payload) *nats.Msg {
 	t.Helper()
-	m, _, err := events.NewMsg(fixtureSource, p)
+	m, _, err := binding.NewMsg(fixtureSource, p)
 	require.NoError(t, err)
 	return m
 }
@@ -378,7 +379,7 @@ func withRawDigest(tb testing.TB, doc []byte) []byte {
 // space, members out of order, an escaped '/', -0, keys out of order.
 func canonicalVariants(tb testing.TB) (canonical []byte, variants [][]byte) {
 	tb.Helper()
-	m, _, err := events.NewMsg(fixtureSource, fixtures(tb)["evidence.collected.v1.golden.json"])
+	m, _, err := binding.NewMsg(fixtureSource, fixtures(tb)["evidence.collected.v1.golden.json"])
 	require.NoError(tb, err)
 	canonical = m.Data
 	for _, r := range [][2]string{
@@ -470,7 +471,7 @@ func TestEvidenceKeepsCapturedAtVerbatim(t *testing.T) {
 	golden, err := os.ReadFile(filepath.Join("testdata", "evidence.collected.v1.golden.json"))
 	require.NoError(t, err)
 	ev := fixtures(t)["evidence.collected.v1.golden.json"].(events.EvidenceCollected)
-	good, _, err := events.NewMsg(fixtureSource, ev)
+	good, _, err := binding.NewMsg(fixtureSource, ev)
 	require.NoError(t, err)
 	// doc is the golden data with captured_at written ts, and the digest
 	// of the snapshot with captured_at written digestTS.
@@ -497,13 +498,13 @@ func TestEvidenceKeepsCapturedAtVerbatim(t *testing.T) {
 			data, want, canon := doc(ts, ts)
 			m := received{&nats.Msg{Subject: good.Subject, Header: good.Header, Data: data}}
 			require.NoError(t, events.CheckSchema(events.TypeEvidenceCollected, data), "the schema")
-			_, p, err := events.Read[events.EvidenceCollected](m)
+			_, p, err := binding.Read[events.EvidenceCollected](m)
 			require.NoError(t, err, "Read")
 			assert.Equal(t, want, p.Digest)
 			s, err := p.ParseSnapshot()
 			require.NoError(t, err)
 			assert.Equal(t, ts, s.CapturedAt)
-			_, p, s, err = events.ReadEvidence(m)
+			_, p, s, err = binding.ReadEvidence(m)
 			require.NoError(t, err, "ReadEvidence")
 			assert.Equal(t, ts, s.CapturedAt)
 			assert.Equal(t, want, p.Digest)
@@ -540,9 +541,9 @@ func TestEvidenceKeepsCapturedAtVerbatim(t *testing.T) {
 			data, other, _ := doc(ts, reformatted)
 			require.NotEqual(t, want, other)
 			m = received{&nats.Msg{Subject: good.Subject, Header: good.Header, Data: data}}
-			_, _, err = events.Read[events.EvidenceCollected](m)
+			_, _, err = binding.Read[events.EvidenceCollected](m)
 			require.ErrorContains(t, err, "but the snapshot's digest is "+want)
-			_, _, _, err2 := events.ReadEvidence(m)
+			_, _, _, err2 := binding.ReadEvidence(m)
 			require.Error(t, err2)
 			assert.Equal(t, err.Error(), err2.Error())
 			_, _, err = events.DecodeEvidence(data)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 )
 
 // A collector builds an event from a payload and publishes the message
@@ -18,10 +19,10 @@ func Example() {
 		Message:   "codex app-server did not answer within 10s",
 		Retryable: true,
 	}
-	m, e, err := events.NewMsg(events.Source("collector", p.Host), p,
-		events.WithID("01920000-0000-7000-8000-000000000001"),
-		events.WithTime(time.Date(2026, 10, 6, 3, 9, 41, 0, time.UTC)),
-		events.WithTraceContext("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", ""))
+	m, e, err := binding.NewMsg(events.Source("collector", p.Host), p,
+		binding.WithID("01920000-0000-7000-8000-000000000001"),
+		binding.WithTime(time.Date(2026, 10, 6, 3, 9, 41, 0, time.UTC)),
+		binding.WithTraceContext("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", ""))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -30,12 +31,12 @@ func Example() {
 	fmt.Println(m.Header.Get("Nats-Msg-Id") == e.ID())
 
 	// The consumer side: FromNATS checks the envelope, Decode the payload.
-	got, err := events.FromNATS(m.Header, m.Data)
+	got, err := binding.FromNATS(m.Header, m.Data)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	failed, err := events.Decode[events.CollectionFailed](got)
+	failed, err := binding.Decode[events.CollectionFailed](got)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -51,13 +52,13 @@ func Example() {
 // its dead-letter record (events.Reject) before terminating the message.
 func ExampleFromNATS_rejected() {
 	p := events.CollectionFailed{Host: "h", Collector: "git", Reason: "timeout", Message: "git timed out"}
-	m, _, err := events.NewMsg(events.Source("collector", "h"), p)
+	m, _, err := binding.NewMsg(events.Source("collector", "h"), p)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	m.Header.Set("ce-specversion", "0.3")
-	_, err = events.FromNATS(m.Header, m.Data)
+	_, err = binding.FromNATS(m.Header, m.Data)
 	fmt.Println(errors.Is(err, events.ErrInvalid), events.ReasonOf(err))
 	fmt.Println(err)
 	// Output:

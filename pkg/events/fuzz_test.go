@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 )
 
 // headerBlock renders h as the NATS wire header block.
@@ -33,8 +34,8 @@ func headerBlock(h nats.Header) string {
 // tracedMsg is p's message with the fixed id, time and trace context.
 func tracedMsg(tb testing.TB, p events.Payload) *nats.Msg {
 	tb.Helper()
-	m, _, err := events.NewMsg(fixtureSource, p, events.WithID(fixtureID), events.WithTime(fixtureTime),
-		events.WithTraceContext(fixtureTraceparent, "rt=1"))
+	m, _, err := binding.NewMsg(fixtureSource, p, binding.WithID(fixtureID), binding.WithTime(fixtureTime),
+		binding.WithTraceContext(fixtureTraceparent, "rt=1"))
 	require.NoError(tb, err)
 	return m
 }
@@ -60,34 +61,34 @@ func FuzzFromNATS(f *testing.F) {
 		if err != nil {
 			return
 		}
-		e, err := events.FromNATS(h, data)
+		e, err := binding.FromNATS(h, data)
 		if err != nil {
 			assert.ErrorIs(t, err, events.ErrInvalid)
 			assert.NotEmpty(t, events.ReasonOf(err))
 			return
 		}
-		m, err := events.ToNATS("rt.fuzz", e)
+		m, err := binding.ToNATS("rt.fuzz", e)
 		require.NoError(t, err, "an accepted event must encode")
-		again, err := events.FromNATS(m.Header, m.Data)
+		again, err := binding.FromNATS(m.Header, m.Data)
 		require.NoError(t, err, "a re-encoded event must decode")
 		assertSameEvent(t, e, again)
-		m2, err := events.ToNATS("rt.fuzz", again)
+		m2, err := binding.ToNATS("rt.fuzz", again)
 		require.NoError(t, err)
 		require.Equal(t, m.Header, m2.Header)
 
-		p, err := events.Decode[events.Payload](e)
+		p, err := binding.Decode[events.Payload](e)
 		if err != nil {
 			assert.ErrorIs(t, err, events.ErrInvalid)
 			return
 		}
-		opts := []events.Option{events.WithID(e.ID()), events.WithTime(e.Time())}
-		if tp, ok := e.Extensions()[events.ExtTraceparent].(string); ok {
-			ts, _ := e.Extensions()[events.ExtTracestate].(string)
-			opts = append(opts, events.WithTraceContext(tp, ts))
+		opts := []binding.Option{binding.WithID(e.ID()), binding.WithTime(e.Time())}
+		if tp, ok := e.Extensions()[binding.ExtTraceparent].(string); ok {
+			ts, _ := e.Extensions()[binding.ExtTracestate].(string)
+			opts = append(opts, binding.WithTraceContext(tp, ts))
 		}
-		rebuilt, err := events.New(e.Source(), p, opts...)
+		rebuilt, err := binding.New(e.Source(), p, opts...)
 		require.NoError(t, err, "an accepted payload must build an event")
-		p2, err := events.Decode[events.Payload](rebuilt)
+		p2, err := binding.Decode[events.Payload](rebuilt)
 		require.NoError(t, err)
 		assert.Equal(t, indent(t, p), indent(t, p2))
 	})

@@ -2,7 +2,6 @@ package events
 
 import (
 	"regexp"
-	"strings"
 )
 
 // Hand-written checks of the payloads' fixed patterns, in place of regular
@@ -41,79 +40,6 @@ func isReasonToken(s string) bool {
 		if c := s[i]; !isLowerAlpha(c) && !isDigit(c) && c != '_' {
 			return false
 		}
-	}
-	return true
-}
-
-// digestEquals reports whether digest is "sha256:" and the lower-case hex
-// of sum, as "sha256:"+hex.EncodeToString(sum[:]) == digest, without
-// building the string.
-func digestEquals(digest string, sum *[32]byte) bool {
-	if len(digest) != len(digestPrefix)+64 || digest[:len(digestPrefix)] != digestPrefix {
-		return false
-	}
-	const hexDigits = "0123456789abcdef"
-	h := digest[len(digestPrefix):]
-	for i, b := range sum {
-		if h[2*i] != hexDigits[b>>4] || h[2*i+1] != hexDigits[b&0xF] {
-			return false
-		}
-	}
-	return true
-}
-
-// isTargetSubject reports whether subject is t.String(), without building
-// it.
-func isTargetSubject(subject string, t Target) bool {
-	k := len(t.Kind)
-	return len(subject) == k+1+len(t.Identifier) && subject[:k] == t.Kind && subject[k] == ':' && subject[k+1:] == t.Identifier
-}
-
-// isEvidenceSubject reports whether subject is EvidenceSubject(host,
-// targetKind), without building it.
-func isEvidenceSubject(subject, host, targetKind string) bool {
-	rest, ok := strings.CutPrefix(subject, Prefix+".evidence.")
-	if !ok {
-		return false
-	}
-	hostTok, kindTok, _ := strings.Cut(rest, ".") // tokens hold no '.'
-	return isToken(hostTok, host) && isToken(kindTok, targetKind)
-}
-
-// isToken reports whether tok is Token(s), without building it unless s
-// is long enough for Token to shorten it.
-func isToken(tok, s string) bool {
-	if s == "" {
-		return tok == "="
-	}
-	n := 0
-	for i := 0; i < len(s); i++ {
-		if tokenByte(s[i]) {
-			n++
-		} else {
-			n += 3
-		}
-	}
-	if n > MaxTokenLength {
-		return Token(s) == tok
-	}
-	if len(tok) != n {
-		return false
-	}
-	j := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if tokenByte(c) {
-			if tok[j] != c {
-				return false
-			}
-			j++
-			continue
-		}
-		if tok[j] != '=' || tok[j+1] != upperHex[c>>4] || tok[j+2] != upperHex[c&0xF] {
-			return false
-		}
-		j += 3
 	}
 	return true
 }

@@ -25,6 +25,9 @@ const (
 	MaxNameLength = 1024
 	// MaxMessageLength bounds human-readable error text in a payload.
 	MaxMessageLength = 2048
+	// MaxEnvelopeValue bounds each raw header value a dead-letter record
+	// keeps (EventRejected.Envelope).
+	MaxEnvelopeValue = 256
 )
 
 // Target names what a snapshot describes (snapshot.Target, in JSON).
@@ -706,8 +709,8 @@ func (p EventRejected) Validate() error {
 		{"id", p.Envelope.ID}, {"type", p.Envelope.Type}, {"source", p.Envelope.Source},
 		{"subject", p.Envelope.Subject}, {"specversion", p.Envelope.SpecVersion}, {"msg_id", p.Envelope.MsgID},
 	} {
-		if utf8.RuneCountInString(f.v) > maxEnvelopeValue {
-			return schemaErr("envelope/"+f.name, "longer than %d characters", maxEnvelopeValue)
+		if utf8.RuneCountInString(f.v) > MaxEnvelopeValue {
+			return schemaErr("envelope/"+f.name, "longer than %d characters", MaxEnvelopeValue)
 		}
 	}
 	return checkDigest("data_digest", p.DataDigest)
@@ -758,7 +761,7 @@ func nameProblem(v string) error {
 	if v == "" {
 		return fmt.Errorf("empty")
 	}
-	if i := controlIndex(v); i >= 0 {
+	if i := ControlIndex(v); i >= 0 {
 		return fmt.Errorf("control character at byte %d", i)
 	}
 	if len(v) > MaxNameLength {
@@ -785,15 +788,15 @@ func checkMessage(field, v string) error {
 }
 
 func checkID(field, v string) error {
-	if err := validID(v); err != nil {
+	if err := ValidID(v); err != nil {
 		return &fieldError{field: field, err: err, schema: true}
 	}
 	return nil
 }
 
-// controlIndex returns the byte index of the first invalid UTF-8 sequence or
+// ControlIndex returns the byte index of the first invalid UTF-8 sequence or
 // control character (U+0000-U+001F, U+007F-U+009F) in s, or -1.
-func controlIndex(s string) int {
+func ControlIndex(s string) int {
 	for i, r := range s {
 		switch {
 		case r == utf8.RuneError:

@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 )
 
 func TestClip(t *testing.T) {
@@ -24,7 +24,7 @@ func TestClip(t *testing.T) {
 		{"bad \xff byte", "", 20, "bad \uFFFD byte"},
 		{"xyz", "…", 2, "xy"}, // no room for the mark
 	} {
-		got := events.Clip(tc.s, tc.n, tc.mark)
+		got := binding.Clip(tc.s, tc.n, tc.mark)
 		assert.Equal(t, tc.want, got, "Clip(%q, %d, %q)", tc.s, tc.n, tc.mark)
 	}
 }

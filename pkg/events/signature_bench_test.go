@@ -6,7 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
+	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 )
 
 // BenchmarkSignature: what signing costs a collector per event (NewMsg
@@ -18,16 +19,16 @@ func BenchmarkSignature(b *testing.B) {
 	p := fixtures(b)["evidence.collected.v1.golden.json"]
 	signer, pub := testSigner(b)
 	benchNewMsg(b, "new-msg-unsigned", p)
-	benchNewMsg(b, "new-msg-signed", p, events.WithSigner(signer))
-	m, _, err := events.NewMsg(fixtureSource, p, events.WithSigner(signer))
+	benchNewMsg(b, "new-msg-signed", p, binding.WithSigner(signer))
+	m, _, err := binding.NewMsg(fixtureSource, p, binding.WithSigner(signer))
 	require.NoError(b, err)
-	e, err := events.FromNATS(m.Header, m.Data)
+	e, err := binding.FromNATS(m.Header, m.Data)
 	require.NoError(b, err)
 	key := func(string) (ed25519.PublicKey, error) { return pub, nil }
 	b.Run("verify", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := events.VerifySignature(e, p, key); err != nil {
+			if _, err := dsse.VerifySignature(e, p, key); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -35,7 +36,7 @@ func BenchmarkSignature(b *testing.B) {
 	b.Run("read-and-check-claim", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			s, err := events.ReadSignature(e, p, key)
+			s, err := dsse.ReadSignature(e, p, key)
 			if err != nil {
 				b.Fatal(err)
 			}

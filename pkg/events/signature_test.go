@@ -18,25 +18,27 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
+	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 )
 
 // testSigner is a signer with a fresh key and a counter from 1.
-func testSigner(t testing.TB) (*events.Signer, ed25519.PublicKey) {
+func testSigner(t testing.TB) (*dsse.Signer, ed25519.PublicKey) {
 	t.Helper()
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	require.NoError(t, err)
 	var seq atomic.Uint64
-	return events.NewSigner(priv, func() (uint64, error) { return seq.Add(1), nil }), pub
+	return dsse.NewSigner(priv, func() (uint64, error) { return seq.Add(1), nil }), pub
 }
 
 // signedEvidence is the golden evidence.collected payload signed by a
 // fresh testSigner: the signer and its key, the payload, and the message
 // and event NewMsg made of it.
-func signedEvidence(tb testing.TB) (*events.Signer, ed25519.PublicKey, events.EvidenceCollected, *nats.Msg, event.Event) {
+func signedEvidence(tb testing.TB) (*dsse.Signer, ed25519.PublicKey, events.EvidenceCollected, *nats.Msg, event.Event) {
 	tb.Helper()
 	signer, pub := testSigner(tb)
 	ev := fixtures(tb)["evidence.collected.v1.golden.json"].(events.EvidenceCollected)
-	m, e, err := events.NewMsg(events.Source("collector", ev.Host), ev, events.WithSigner(signer))
+	m, e, err := binding.NewMsg(events.Source("collector", ev.Host), ev, binding.WithSigner(signer))
 	require.NoError(tb, err)
 	return signer, pub, ev, m, e
 }
@@ -46,7 +48,7 @@ func signedEvidence(tb testing.TB) (*events.Signer, ed25519.PublicKey, events.Ev
 func keys(pubs ...ed25519.PublicKey) func(string) (ed25519.PublicKey, error) {
 	return func(id string) (ed25519.PublicKey, error) {
 		for _, p := range pubs {
-			if events.KeyID(p) == id {
+			if dsse.KeyID(p) == id {
 				return p, nil
 			}
 		}
@@ -61,11 +63,11 @@ var errUnknownKey = errors.New("unknown key")
 // codec percent-encodes ('"' as %22; the envelope holds no other such
 // byte).
 func header(m *nats.Msg) string {
-	return strings.ReplaceAll(m.Header.Get("ce-"+events.ExtSignature), "%22", `"`)
+	return strings.ReplaceAll(m.Header.Get("ce-"+dsse.ExtSignature), "%22", `"`)
 }
 
 func setHeader(m *nats.Msg, v string) {
-	m.Header.Set("ce-"+events.ExtSignature, strings.ReplaceAll(v, `"`, "%22"))
+	m.Header.Set("ce-"+dsse.ExtSignature, strings.ReplaceAll(v, `"`, "%22"))
 }
 
 // openByHand reads the DSSE envelope env as another implementation would,
@@ -94,20 +96,20 @@ func openByHand(t *testing.T, env []byte, pub ed25519.PublicKey) (payloadType, k
 }
 
 // readSigned decodes a message and verifies its signature.
-func readSigned(t *testing.T, m *nats.Msg, key func(string) (ed25519.PublicKey, error)) (events.Signature, error) {
+func readSigned(t *testing.T, m *nats.Msg, key func(string) (ed25519.PublicKey, error)) (dsse.Signature, error) {
 	t.Helper()
-	e, err := events.FromNATS(m.Header, m.Data)
+	e, err := binding.FromNATS(m.Header, m.Data)
 	require.NoError(t, err)
-	p, err := events.Decode[events.Payload](e)
+	p, err := binding.Decode[events.Payload](e)
 	require.NoError(t, err)
-	return events.VerifySignature(e, p, key)
+	return dsse.VerifySignature(e, p, key)
 }
 
 // TestPAE is DSSE's own example of the pre-authentication encoding.
 func TestPAE(t *testing.T) {
 	assert.Equal(t, "DSSEv1 29 http://example.com/HelloWorld 11 hello world",
-		string(events.PAE("http://example.com/HelloWorld", []byte("hello world"))))
-	assert.Equal(t, "DSSEv1 0  0 ", string(events.PAE("", nil)))
+		string(dsse.PAE("http://example.com/HelloWorld", []byte("hello world"))))
+	assert.Equal(t, "DSSEv1 0  0 ", string(dsse.PAE("", nil)))
 }
 
 // TestSignatureRoundTrip: a signed event carries its DSSE envelope through
@@ -121,7 +123,7 @@ func TestSignatureRoundTrip(t *testing.T) {
 	failed := events.CollectionFailed{Host: "web-01", Collector: "git", Reason: "timeout", Message: "timed out",
 		Target: &events.Target{Kind: "git.repository", Identifier: "/srv/app"}}
 	for i, p := range []events.Payload{ev, failed} {
-		m, e, err := events.NewMsg(events.Source("collector", "web-01"), p, events.WithSigner(signer))
+		m, e, err := binding.NewMsg(events.Source("collector", "web-01"), p, binding.WithSigner(signer))
 		require.NoError(t, err)
 		sig, err := readSigned(t, m, keys(pub))
 		require.NoError(t, err, p.Type())
@@ -145,9 +147,9 @@ func TestSignatureRefusals(t *testing.T) {
 	other, otherPub := testSigner(t)
 	ev := fixtures(t)["evidence.collected.v1.golden.json"].(events.EvidenceCollected)
 	src := events.Source("collector", ev.Host)
-	signed := func(t *testing.T, s *events.Signer, p events.Payload, opts ...events.Option) *nats.Msg {
+	signed := func(t *testing.T, s *dsse.Signer, p events.Payload, opts ...binding.Option) *nats.Msg {
 		t.Helper()
-		m, _, err := events.NewMsg(src, p, append(opts, events.WithSigner(s))...)
+		m, _, err := binding.NewMsg(src, p, append(opts, binding.WithSigner(s))...)
 		require.NoError(t, err)
 		return m
 	}
@@ -158,34 +160,34 @@ func TestSignatureRefusals(t *testing.T) {
 		want error
 		says string
 	}{
-		{name: "unsigned", keys: keys(pub), want: events.ErrUnsigned, msg: func(t *testing.T) *nats.Msg {
-			m, _, err := events.NewMsg(src, ev)
+		{name: "unsigned", keys: keys(pub), want: dsse.ErrUnsigned, msg: func(t *testing.T) *nats.Msg {
+			m, _, err := binding.NewMsg(src, ev)
 			require.NoError(t, err)
 			return m
 		}},
-		{name: "a flipped bit of the data", keys: keys(pub), want: events.ErrClaim, says: "payload_sha256", msg: func(t *testing.T) *nats.Msg {
+		{name: "a flipped bit of the data", keys: keys(pub), want: dsse.ErrClaim, says: "payload_sha256", msg: func(t *testing.T) *nats.Msg {
 			m := signed(t, signer, ev)
 			m.Data = []byte(strings.Replace(string(m.Data), `"interval_seconds":60`, `"interval_seconds":61`, 1))
 			return m
 		}},
-		{name: "replayed with a new id", keys: keys(pub), want: events.ErrClaim, says: "id", msg: func(t *testing.T) *nats.Msg {
+		{name: "replayed with a new id", keys: keys(pub), want: dsse.ErrClaim, says: "id", msg: func(t *testing.T) *nats.Msg {
 			m := signed(t, signer, ev)
 			m.Header.Set("ce-id", "0190f0c2-0000-7000-8000-000000000001")
 			m.Header.Set(nats.MsgIdHdr, "0190f0c2-0000-7000-8000-000000000001")
 			return m
 		}},
-		{name: "replayed with a new time", keys: keys(pub), want: events.ErrClaim, says: "time", msg: func(t *testing.T) *nats.Msg {
+		{name: "replayed with a new time", keys: keys(pub), want: dsse.ErrClaim, says: "time", msg: func(t *testing.T) *nats.Msg {
 			m := signed(t, signer, ev)
 			m.Header.Set("ce-time", time.Now().Add(time.Hour).UTC().Format(time.RFC3339Nano))
 			return m
 		}},
-		{name: "another host's name", keys: keys(pub), want: events.ErrClaim, msg: func(t *testing.T) *nats.Msg {
+		{name: "another host's name", keys: keys(pub), want: dsse.ErrClaim, msg: func(t *testing.T) *nats.Msg {
 			m := signed(t, signer, ev)
 			forged := ev
 			forged.Host = "db-01"
-			fm, _, err := events.NewMsg(src, forged)
+			fm, _, err := binding.NewMsg(src, forged)
 			require.NoError(t, err)
-			fm.Header.Set("ce-"+events.ExtSignature, m.Header.Get("ce-"+events.ExtSignature))
+			fm.Header.Set("ce-"+dsse.ExtSignature, m.Header.Get("ce-"+dsse.ExtSignature))
 			fm.Header.Set("ce-id", m.Header.Get("ce-id"))
 			fm.Header.Set(nats.MsgIdHdr, m.Header.Get("ce-id"))
 			fm.Header.Set("ce-time", m.Header.Get("ce-time"))
@@ -194,15 +196,15 @@ func TestSignatureRefusals(t *testing.T) {
 		{name: "signed by another key", keys: keys(pub), want: errUnknownKey, msg: func(t *testing.T) *nats.Msg {
 			return signed(t, other, ev)
 		}},
-		{name: "another key's id on this key's signature", keys: keys(pub, otherPub), want: events.ErrBadSignature, msg: func(t *testing.T) *nats.Msg {
+		{name: "another key's id on this key's signature", keys: keys(pub, otherPub), want: dsse.ErrBadSignature, msg: func(t *testing.T) *nats.Msg {
 			m := signed(t, signer, ev)
 			setHeader(m, strings.Replace(header(m), signer.KeyID(), other.KeyID(), 1))
 			return m
 		}},
-		{name: "a key that is not the key it names", keys: func(string) (ed25519.PublicKey, error) { return otherPub, nil }, want: events.ErrBadSignature, msg: func(t *testing.T) *nats.Msg {
+		{name: "a key that is not the key it names", keys: func(string) (ed25519.PublicKey, error) { return otherPub, nil }, want: dsse.ErrBadSignature, msg: func(t *testing.T) *nats.Msg {
 			return signed(t, signer, ev)
 		}},
-		{name: "not an envelope", keys: keys(pub), want: events.ErrBadSignature, msg: func(t *testing.T) *nats.Msg {
+		{name: "not an envelope", keys: keys(pub), want: dsse.ErrBadSignature, msg: func(t *testing.T) *nats.Msg {
 			m := signed(t, signer, ev)
 			setHeader(m, `{"payloadType":"x"}`)
 			return m
@@ -222,18 +224,16 @@ func TestSignatureRefusals(t *testing.T) {
 // ASCII of at most MaxSignatureSize bytes, on both of its read paths.
 func TestSignatureHeaderIsChecked(t *testing.T) {
 	_, _, _, m, want := signedEvidence(t)
-	got, err := events.FromNATS(m.Header, m.Data)
+	got, err := binding.FromNATS(m.Header, m.Data)
 	require.NoError(t, err)
-	assert.Equal(t, want.Extensions()[events.ExtSignature], got.Extensions()[events.ExtSignature])
-	a, err := events.ParseAttributes(m.Header, m.Data)
-	require.NoError(t, err)
-	assert.Equal(t, want.Extensions()[events.ExtSignature], a.Signature)
+	assert.Equal(t, want.Extensions()[dsse.ExtSignature], got.Extensions()[dsse.ExtSignature])
+	assert.Equal(t, want.Extensions()[dsse.ExtSignature], binding.AttributesOf(got).Signature)
 
-	for _, bad := range []string{strings.Repeat("a", events.MaxSignatureSize+1), "tab%09here"} {
+	for _, bad := range []string{strings.Repeat("a", dsse.MaxSignatureSize+1), "tab%09here"} {
 		h := cloneHeader(m.Header)
-		h.Set("ce-"+events.ExtSignature, bad)
-		_, err := events.FromNATS(h, m.Data)
-		requireReason(t, err, events.ReasonInvalidAttribute, events.ExtSignature)
+		h.Set("ce-"+dsse.ExtSignature, bad)
+		_, err := binding.FromNATS(h, m.Data)
+		requireReason(t, err, events.ReasonInvalidAttribute, dsse.ExtSignature)
 	}
 }
 
@@ -242,14 +242,14 @@ func TestSignatureHeaderIsChecked(t *testing.T) {
 // key signed.
 func FuzzVerifySignature(f *testing.F) {
 	signer, pub, ev, _, e := signedEvidence(f)
-	good := e.Extensions()[events.ExtSignature].(string)
+	good := e.Extensions()[dsse.ExtSignature].(string)
 	f.Add(good)
 	f.Add(`{"payloadType":"application/vnd.runtimetruth.claim.v1+json","payload":"e30=","signatures":[{"keyid":"k","sig":""}]}`)
 	f.Add(`{}`)
 	f.Fuzz(func(t *testing.T, v string) {
 		c := e.Clone()
-		c.SetExtension(events.ExtSignature, v)
-		sig, err := events.VerifySignature(c, ev, keys(pub))
+		c.SetExtension(dsse.ExtSignature, v)
+		sig, err := dsse.VerifySignature(c, ev, keys(pub))
 		if err == nil && v != good {
 			// Only a re-encoding of the same envelope can verify.
 			var a, b map[string]any
@@ -265,13 +265,13 @@ func FuzzVerifySignature(f *testing.F) {
 
 func TestKeyID(t *testing.T) {
 	_, pub := testSigner(t)
-	id := events.KeyID(pub)
+	id := dsse.KeyID(pub)
 	assert.Regexp(t, `^ed25519:[A-Za-z0-9+/]{43}=$`, id)
-	back, err := events.ParseKeyID(id)
+	back, err := dsse.ParseKeyID(id)
 	require.NoError(t, err)
 	assert.True(t, pub.Equal(back))
 	for _, bad := range []string{"", "ed25519:", "rsa:" + id[8:], id[:len(id)-2], id + "AA", "ed25519:" + strings.Repeat("A", 44)} {
-		_, err := events.ParseKeyID(bad)
+		_, err := dsse.ParseKeyID(bad)
 		assert.Error(t, err, bad)
 	}
 }

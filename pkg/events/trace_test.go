@@ -6,7 +6,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
 
-	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 )
 
 func TestHeaderCarrierGet(t *testing.T) {
@@ -28,9 +28,9 @@ func TestHeaderCarrierGet(t *testing.T) {
 		{"longer name", nats.Header{"ce-traceparentx": {tp}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, events.TraceHeaderCarrier(tc.h).Get("traceparent"))
-			assert.Equal(t, tc.want, events.TraceHeaderCarrier(tc.h).Get("TraceParent"))
+			assert.Equal(t, tc.want, binding.TraceHeaderCarrier(tc.h).Get("traceparent"))
+			assert.Equal(t, tc.want, binding.TraceHeaderCarrier(tc.h).Get("TraceParent"))
 		})
 	}
-	assert.Empty(t, events.TraceHeaderCarrier(nats.Header{"ce-id": {"x"}}).Get("id"), "only the trace keys")
+	assert.Empty(t, binding.TraceHeaderCarrier(nats.Header{"ce-id": {"x"}}).Get("id"), "only the trace keys")
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/report"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
@@ -172,8 +173,8 @@ func verdictVariants(tb testing.TB) []events.Verdict {
 func TestNewMsgOfVerdictMatchesTheSchema(t *testing.T) {
 	accepted, reasons := 0, map[events.Reason]int{}
 	for i, v := range verdictVariants(t) {
-		opts := []events.Option{events.WithID(fixtureID), events.WithTime(fixtureTime), events.WithTraceContext(fixtureTraceparent, "")}
-		m, e, err := events.NewMsg(fixtureSource, v, opts...)
+		opts := []binding.Option{binding.WithID(fixtureID), binding.WithTime(fixtureTime), binding.WithTraceContext(fixtureTraceparent, "")}
+		m, e, err := binding.NewMsg(fixtureSource, v, opts...)
 		reasons[events.ReasonOf(err)]++
 		if err != nil {
 			if events.ReasonOf(err) == events.ReasonSchema && v.Type() != "" {
@@ -190,7 +191,7 @@ func TestNewMsgOfVerdictMatchesTheSchema(t *testing.T) {
 		schemaErr := events.CheckSchema(v.Type(), data)
 		require.NoError(t, schemaErr, "variant %d: NewMsg sent what the schema refuses: %s", i, data)
 		require.Equal(t, string(data), string(m.Data))
-		got, err := events.Decode[events.Verdict](e)
+		got, err := binding.Decode[events.Verdict](e)
 		require.NoError(t, err)
 		again, err := events.EncodeData(got)
 		require.NoError(t, err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/attestation"
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/statement"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/strictjson"
@@ -391,7 +392,7 @@ func (a *Attestor) Sign(ctx context.Context, req SignRequest) (SignReply, error)
 		CertificateIdentity: signed.Identity, OIDCIssuer: signed.Issuer,
 	}
 	id := events.AttestationCreatedIDs.ID(rep.Key, digest, bundleDigest)
-	m, _, err := events.NewMsg(a.source, ev, events.WithID(id))
+	m, _, err := binding.NewMsg(a.source, ev, binding.WithID(id))
 	if err != nil {
 		return rep, fmt.Errorf("%w: %w", ErrNotAnnounced, err)
 	}

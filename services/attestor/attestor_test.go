@@ -15,6 +15,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/attestation"
 	"github.com/runtimetruth/runtimetruth/pkg/attestation/attestationtest"
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/statement"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/logtest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
@@ -185,11 +186,11 @@ func TestSignRequestKeylessThroughTheBus(t *testing.T) {
 	require.NoError(t, err)
 	raw, err := stream.GetLastMsgForSubject(ctx, events.AttestationSubject(target))
 	require.NoError(t, err)
-	e, err := events.FromNATS(raw.Header, raw.Data)
+	e, err := binding.FromNATS(raw.Header, raw.Data)
 	require.NoError(t, err)
 	assert.Equal(t, rep.EventID, e.ID())
 	assert.Equal(t, "/attestor/test", e.Source())
-	ev, err := events.Decode[events.AttestationCreated](e)
+	ev, err := binding.Decode[events.AttestationCreated](e)
 	require.NoError(t, err)
 	require.NoError(t, ev.Validate())
 	assert.Equal(t, digest, ev.BaselineDigest)

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/auditor"
@@ -140,7 +141,7 @@ func TestMemoryBoundedByBytes(t *testing.T) {
 		}
 		id := fmt.Sprintf("01940000-0000-7000-8000-%012d", i)
 		m.Header.Set("ce-id", id)
-		m.Header.Set(events.HeaderMsgID, id)
+		m.Header.Set(binding.HeaderMsgID, id)
 		_, err := e.js.PublishMsgAsync(m)
 		require.NoError(t, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/eventtrace"
 	"github.com/runtimetruth/runtimetruth/services/collector/inspect"
@@ -79,7 +80,7 @@ func (c *Collector) collect(ctx context.Context, t *target, interval time.Durati
 		} else {
 			msgs, res.Digest = append(msgs, m), digest
 			for i, p := range obs.changes {
-				m, err := c.newMsg(ctx, p, events.WithID(obs.ids[i]))
+				m, err := c.newMsg(ctx, p, binding.WithID(obs.ids[i]))
 				if err != nil {
 					c.in.invalid.Add(ctx, 1, ofType(p.Type()))
 					c.log.Warn("runnable.modified not publishable", "target", t.cfg.Name, "package", p.Package, "err", err)
@@ -290,8 +291,8 @@ type spooled struct {
 
 // newMsg encodes an event of p for the spool, signed with the collector's
 // key, with the trace context of ctx (the collection's span).
-func (c *Collector) newMsg(ctx context.Context, p events.Payload, opts ...events.Option) (spooled, error) {
-	m, e, err := events.NewMsg(c.source, p, append(opts, events.WithSigner(c.signer))...)
+func (c *Collector) newMsg(ctx context.Context, p events.Payload, opts ...binding.Option) (spooled, error) {
+	m, e, err := binding.NewMsg(c.source, p, append(opts, binding.WithSigner(c.signer))...)
 	if err != nil {
 		return spooled{}, err
 	}

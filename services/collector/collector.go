@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/lifecycle"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
@@ -59,7 +60,7 @@ type Collector struct {
 	// controlSubject is CollectNowSubject(cfg.Host): the one control
 	// subject the collector subscribes to and answers on.
 	controlSubject string
-	signer         *events.Signer // set by Start, before any collection
+	signer         *dsse.Signer // set by Start, before any collection
 	targets        []*target
 	byName         map[string]*target
 	tel            telemetry.Providers

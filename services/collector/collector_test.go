@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/lifecycle"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry/telemetrytest"
@@ -65,10 +66,10 @@ func TestGitTargetPublishesEvidenceAndFollowsCommits(t *testing.T) {
 
 	assert.Equal(t, "rt.evidence.test-host=2Eexample.git=2Erepository", first.Subject())
 	assert.Equal(t, events.EvidenceSubject(testHost, "git.repository"), first.Subject())
-	e, p, err := events.Read[events.EvidenceCollected](first)
+	e, p, err := binding.Read[events.EvidenceCollected](first)
 	require.NoError(t, err)
 	assert.Equal(t, events.Source("collector", testHost), e.Source())
-	assert.Equal(t, e.ID(), first.m.Header.Get(events.HeaderMsgID))
+	assert.Equal(t, e.ID(), first.m.Header.Get(binding.HeaderMsgID))
 	assert.Equal(t, testHost, p.Host)
 	assert.Equal(t, events.Target{Kind: "git.repository", Identifier: repo}, p.Target)
 	assert.Equal(t, int64(3600), p.IntervalSeconds)
@@ -98,7 +99,7 @@ func TestCollectionFailurePublishesCollectionFailed(t *testing.T) {
 	require.NoError(t, c.Start(t.Context()))
 	m := b.waitStored(t, 1)[0]
 	assert.Equal(t, events.CollectFailedSubject(testHost), m.Subject())
-	_, p, err := events.Read[events.CollectionFailed](m)
+	_, p, err := binding.Read[events.CollectionFailed](m)
 	require.NoError(t, err)
 	assert.Equal(t, "git", p.Collector)
 	assert.Equal(t, "not_found", p.Reason)
@@ -139,7 +140,7 @@ func TestShutdownCancelsSlowDeliveryButKeepsTheSpool(t *testing.T) {
 }
 
 func TestSpoolRecordCodec(t *testing.T) {
-	m, _, err := events.NewMsg(events.Source("collector", testHost), events.CollectionFailed{
+	m, _, err := binding.NewMsg(events.Source("collector", testHost), events.CollectionFailed{
 		Host: testHost, Collector: "git", Reason: "error", Message: "boom",
 	})
 	require.NoError(t, err)

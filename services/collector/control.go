@@ -12,7 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/strictjson"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/lifecycle"
 )
@@ -106,7 +106,7 @@ func ParseCollectNowRequest(data []byte) (CollectNowRequest, error) {
 // not check that the reply is to a given request: VerifyCollectNowReply
 // does.
 func OpenCollectNowReply(data []byte, key func(keyID string) (ed25519.PublicKey, error)) (keyID string, rep CollectNowReply, err error) {
-	keyID, payload, err := events.OpenEnvelope(data, ReplyPayloadType, key)
+	keyID, payload, err := dsse.OpenEnvelope(data, ReplyPayloadType, key)
 	if err != nil {
 		return "", CollectNowReply{}, err
 	}

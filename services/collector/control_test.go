@@ -14,7 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
+	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 	"github.com/runtimetruth/runtimetruth/pkg/events/signtest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry/telemetrytest"
 	"github.com/runtimetruth/runtimetruth/services/collector"
@@ -24,7 +25,7 @@ import (
 // keyOf trusts pub alone, as a requester trusts a host's enrolled key.
 func keyOf(pub ed25519.PublicKey) func(string) (ed25519.PublicKey, error) {
 	return func(id string) (ed25519.PublicKey, error) {
-		if id != events.KeyID(pub) {
+		if id != dsse.KeyID(pub) {
 			return nil, errors.New("not the host's key")
 		}
 		return pub, nil
@@ -68,7 +69,7 @@ func TestCollectNowRequest(t *testing.T) {
 	assert.Equal(t, collector.Result{Target: "repo", Kind: "git", Status: collector.StatusCollected,
 		EventID: r.EventID, Digest: r.Digest}, r)
 	msgs := b.waitStored(t, 3)
-	assert.Equal(t, r.EventID, msgs[2].m.Header.Get(events.HeaderMsgID))
+	assert.Equal(t, r.EventID, msgs[2].m.Header.Get(binding.HeaderMsgID))
 	assert.Equal(t, r.Digest, evidence(t, msgs[2]).Digest)
 
 	rep = request("") // plain text: every target, no nonce
@@ -177,15 +178,15 @@ func TestParseCollectNowRequest(t *testing.T) {
 }
 
 // replySigner is a signer with a fresh key, standing for a collector's.
-func replySigner(t testing.TB) (*events.Signer, ed25519.PublicKey) {
+func replySigner(t testing.TB) (*dsse.Signer, ed25519.PublicKey) {
 	t.Helper()
 	s := signtest.Random()
-	pub, err := events.ParseKeyID(s.KeyID())
+	pub, err := dsse.ParseKeyID(s.KeyID())
 	require.NoError(t, err)
 	return s, pub
 }
 
-func signReply(t testing.TB, s *events.Signer, rep collector.CollectNowReply) []byte {
+func signReply(t testing.TB, s *dsse.Signer, rep collector.CollectNowReply) []byte {
 	t.Helper()
 	payload, err := json.Marshal(rep)
 	require.NoError(t, err)
@@ -232,9 +233,9 @@ func TestVerifyCollectNowReply(t *testing.T) {
 		want error
 		says string
 	}{
-		{name: "unsigned", data: unsigned, want: events.ErrUnsigned},
+		{name: "unsigned", data: unsigned, want: dsse.ErrUnsigned},
 		{name: "another key", data: signReply(t, impostor, good), says: "not the host's key"},
-		{name: "another payload type", data: claimType, want: events.ErrBadSignature},
+		{name: "another payload type", data: claimType, want: dsse.ErrBadSignature},
 		{name: "another host", data: signReply(t, host, with(func(r *collector.CollectNowReply) { r.Host = "other" })), want: collector.ErrReplyMismatch, says: "host"},
 		{name: "another nonce", data: signReply(t, host, with(func(r *collector.CollectNowReply) { r.Nonce = "n-0" })), want: collector.ErrReplyMismatch, says: "nonce"},
 		{name: "another target", data: signReply(t, host, with(func(r *collector.CollectNowReply) { r.Target = "" })), want: collector.ErrReplyMismatch, says: "target"},

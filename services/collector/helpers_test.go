@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry/telemetrytest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
@@ -195,7 +196,7 @@ func (b *bus) storedIDs(t *testing.T) []string {
 	t.Helper()
 	var ids []string
 	for _, m := range b.stored(t) {
-		ids = append(ids, m.m.Header.Get(events.HeaderMsgID))
+		ids = append(ids, m.m.Header.Get(binding.HeaderMsgID))
 	}
 	return ids
 }
@@ -217,7 +218,7 @@ func (b *bus) waitStored(t *testing.T, n int) []streamMsg {
 // evidence decodes a stored evidence.collected event strictly.
 func evidence(t *testing.T, m streamMsg) events.EvidenceCollected {
 	t.Helper()
-	_, p, err := events.Read[events.EvidenceCollected](m)
+	_, p, err := binding.Read[events.EvidenceCollected](m)
 	require.NoError(t, err)
 	return p
 }

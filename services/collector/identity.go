@@ -15,7 +15,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/regfile"
 )
@@ -50,10 +50,10 @@ func (id *Identity) PublicKey() ed25519.PublicKey { return id.Key.Public().(ed25
 
 // KeyID is events.KeyID of the public key: the key itself, as
 // `runtimetruth host approve --key` takes it.
-func (id *Identity) KeyID() string { return events.KeyID(id.PublicKey()) }
+func (id *Identity) KeyID() string { return dsse.KeyID(id.PublicKey()) }
 
 // Signer signs with the key and the sequence.
-func (id *Identity) Signer() *events.Signer { return events.NewSigner(id.Key, id.seq.next) }
+func (id *Identity) Signer() *dsse.Signer { return dsse.NewSigner(id.Key, id.seq.next) }
 
 // PrintIdentity writes the host name and public key (its key id) of cfg's
 // collector, as an operator enrolls it (`runtimetruth host approve HOST

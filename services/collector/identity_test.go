@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
+	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 	"github.com/runtimetruth/runtimetruth/services/collector"
 	"github.com/runtimetruth/runtimetruth/services/collector/internal/gittest"
 )
@@ -35,7 +37,7 @@ func TestIdentityIsGeneratedOnceAndKept(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, first.Key.Equal(again.Key))
 	assert.True(t, strings.HasPrefix(first.KeyID(), "ed25519:"))
-	assert.Equal(t, events.KeyID(first.PublicKey()), first.KeyID())
+	assert.Equal(t, dsse.KeyID(first.PublicKey()), first.KeyID())
 
 	// A configured key file (a mounted Secret) is used as it is.
 	cfg2 := collector.NewDefaultConfig()
@@ -88,12 +90,12 @@ func TestSequenceGrowsAcrossRestarts(t *testing.T) {
 }
 
 // signedSeq signs an event with s and returns its verified sequence.
-func signedSeq(t *testing.T, s *events.Signer, pub ed25519.PublicKey) uint64 {
+func signedSeq(t *testing.T, s *dsse.Signer, pub ed25519.PublicKey) uint64 {
 	t.Helper()
 	p := events.CollectionFailed{Host: testHost, Collector: "git", Reason: "timeout", Message: "m"}
-	_, e, err := events.NewMsg(events.Source("collector", testHost), p, events.WithSigner(s))
+	_, e, err := binding.NewMsg(events.Source("collector", testHost), p, binding.WithSigner(s))
 	require.NoError(t, err)
-	sig, err := events.VerifySignature(e, p, func(string) (ed25519.PublicKey, error) { return pub, nil })
+	sig, err := dsse.VerifySignature(e, p, func(string) (ed25519.PublicKey, error) { return pub, nil })
 	require.NoError(t, err)
 	return sig.Claim.Seq
 }
@@ -117,9 +119,9 @@ func TestPublishedEventsAreSigned(t *testing.T) {
 	}
 	seen := map[string]uint64{}
 	for _, m := range msgs {
-		e, p, err := events.Read[events.Payload](m)
+		e, p, err := binding.Read[events.Payload](m)
 		require.NoError(t, err)
-		sig, err := events.VerifySignature(e, p, key)
+		sig, err := dsse.VerifySignature(e, p, key)
 		require.NoError(t, err, e.Type())
 		assert.Equal(t, testHost, sig.Claim.Host)
 		seen[e.Type()] = sig.Claim.Seq

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry/telemetrytest"
 	"github.com/runtimetruth/runtimetruth/services/collector"
@@ -24,7 +25,7 @@ func integrityEvents(t *testing.T, msgs []streamMsg) (evs []events.EvidenceColle
 	for _, m := range msgs {
 		switch m.Subject() {
 		case events.IntegritySubject(testHost):
-			_, p, err := events.Read[events.RunnableModified](m)
+			_, p, err := binding.Read[events.RunnableModified](m)
 			require.NoError(t, err)
 			mods = append(mods, p)
 		default:

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/config"
 	"github.com/runtimetruth/runtimetruth/services/collector"
 )
@@ -106,7 +107,7 @@ func TestCodexProbeNeverRunsAsRoot(t *testing.T) {
 	collected := map[string]bool{}
 	for _, m := range msgs {
 		if m.Subject() == events.CollectFailedSubject(testHost) {
-			_, p, err := events.Read[events.CollectionFailed](m)
+			_, p, err := binding.Read[events.CollectionFailed](m)
 			require.NoError(t, err)
 			failed[p.Target.Identifier] = p
 			continue

@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/eventtrace"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/retry"
 	"github.com/runtimetruth/runtimetruth/services/collector/spool"
@@ -77,7 +77,7 @@ func (c *Collector) send(ctx context.Context) {
 // it returns false when ctx ended first. Each attempt's span is a child of
 // the collection's, whose context the message carries.
 func (c *Collector) deliver(ctx context.Context, msg *nats.Msg, enqueued time.Time) bool {
-	id := msg.Header.Get(events.HeaderMsgID)
+	id := msg.Header.Get(binding.HeaderMsgID)
 	attempts := sendPolicy.Backoff()
 	failing := false
 	traced := eventtrace.Extract(ctx, c.in.prop, msg.Header)

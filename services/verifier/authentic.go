@@ -10,6 +10,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 )
 
@@ -41,14 +42,14 @@ type authenticator struct {
 // by reason), or a transient one when the registry cannot be read, so
 // the evidence is retried.
 func (a *authenticator) checkBatch(items []*item, r *refusals) {
-	pending := make([]*events.PendingSignature, len(items))
+	pending := make([]*dsse.PendingSignature, len(items))
 	errs := make([]error, len(items))
 	for i, it := range items {
 		pending[i], errs[i] = a.read(it.e, it.ev)
 	}
 	valid := verifyAll(pending, a.keys)
 	for i, it := range items {
-		var sig events.Signature
+		var sig dsse.Signature
 		err := errs[i]
 		if err == nil {
 			sig, err = pending[i].Verified(valid[i])
@@ -136,14 +137,14 @@ func (a *authenticator) replayed(r *refusals, it *item, cur ordering) {
 }
 
 // read checks e's time and reads its signature, up to the Ed25519 check.
-func (a *authenticator) read(e event.Event, ev events.EvidenceCollected) (*events.PendingSignature, error) {
+func (a *authenticator) read(e event.Event, ev events.EvidenceCollected) (*dsse.PendingSignature, error) {
 	if d := a.now().Sub(e.Time()); d > a.skew || d < -a.skew {
 		return nil, fmt.Errorf("%w: %s off (at most %s)", ErrClockSkew, d.Round(time.Second), a.skew)
 	}
-	return events.ReadSignature(e, ev, func(id string) (ed25519.PublicKey, error) {
-		pub, err := events.ParseKeyID(id)
+	return dsse.ReadSignature(e, ev, func(id string) (ed25519.PublicKey, error) {
+		pub, err := dsse.ParseKeyID(id)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", events.ErrBadSignature, err)
+			return nil, fmt.Errorf("%w: %w", dsse.ErrBadSignature, err)
 		}
 		return pub, nil
 	})
@@ -158,9 +159,9 @@ func rejectReason(err error) string {
 	}{
 		{ErrClockSkew, "clock_skew"},
 		{ErrReplayed, "replayed"},
-		{events.ErrUnsigned, "unsigned"},
-		{events.ErrBadSignature, "bad_signature"},
-		{events.ErrClaim, "claim_mismatch"},
+		{dsse.ErrUnsigned, "unsigned"},
+		{dsse.ErrBadSignature, "bad_signature"},
+		{dsse.ErrClaim, "claim_mismatch"},
 		{ErrKeyChanged, "key_changed"},
 		{ErrNotEnrolled, "not_enrolled"},
 		{ErrRevoked, "revoked"},

@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
+	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 	"github.com/runtimetruth/runtimetruth/pkg/events/signtest"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
@@ -22,21 +24,21 @@ import (
 )
 
 // signer is a collector's key.
-func signer(t *testing.T) (*events.Signer, string) {
+func signer(t *testing.T) (*dsse.Signer, string) {
 	t.Helper()
 	s := signtest.Random()
 	return s, s.KeyID()
 }
 
 // signedMsg is the evidence of s collected on host, signed by s.
-func signedMsg(t *testing.T, host string, snap *snapshot.Snapshot, s *events.Signer, opts ...events.Option) (*nats.Msg, string) {
+func signedMsg(t *testing.T, host string, snap *snapshot.Snapshot, s *dsse.Signer, opts ...binding.Option) (*nats.Msg, string) {
 	t.Helper()
 	p, err := events.NewEvidenceCollected(host, snap, time.Minute)
 	require.NoError(t, err)
 	if s != nil {
-		opts = append(opts, events.WithSigner(s))
+		opts = append(opts, binding.WithSigner(s))
 	}
-	m, e, err := events.NewMsg(events.Source("collector", host), p, opts...)
+	m, e, err := binding.NewMsg(events.Source("collector", host), p, opts...)
 	require.NoError(t, err)
 	return m, e.ID()
 }
@@ -84,10 +86,10 @@ func TestEvidenceMustBeAuthentic(t *testing.T) {
 		{"another key for the host", "key_changed", func() (*nats.Msg, string) { return signedMsg(t, host, snap(unit(2)), impostor) }},
 		{"unsigned", "unsigned", func() (*nats.Msg, string) { return signedMsg(t, host, snap(unit(3)), nil) }},
 		{"an hour old", "clock_skew", func() (*nats.Msg, string) {
-			return signedMsg(t, host, snap(unit(4)), owner, events.WithTime(time.Now().Add(-time.Hour)))
+			return signedMsg(t, host, snap(unit(4)), owner, binding.WithTime(time.Now().Add(-time.Hour)))
 		}},
 		{"from the future", "clock_skew", func() (*nats.Msg, string) {
-			return signedMsg(t, host, snap(unit(5)), owner, events.WithTime(time.Now().Add(time.Hour)))
+			return signedMsg(t, host, snap(unit(5)), owner, binding.WithTime(time.Now().Add(time.Hour)))
 		}},
 		{"a flipped bit of the data", "claim_mismatch", func() (*nats.Msg, string) {
 			m, id := signedMsg(t, host, snap(unit(6)), owner)

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
@@ -451,7 +452,7 @@ func deleteRecord(ctx context.Context, kv jetstream.KeyValue, target events.Targ
 // the change and the revision, retrying until ctx ends.
 func (b *Baselines) announce(ctx context.Context, ev events.BaselineChanged, rev uint64) error {
 	id := events.BaselineChangedIDs.ID(topology.BaselineKey(ev.Target), string(ev.Change), strconv.FormatUint(rev, 10))
-	m, _, err := events.NewMsg(b.source, ev, events.WithID(id))
+	m, _, err := binding.NewMsg(b.source, ev, binding.WithID(id))
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrNotAnnounced, err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/attestation"
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/canonjson"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
@@ -209,12 +210,12 @@ func firstUse(c *verifier.Config) { c.Enrollment = string(verifier.EnrollFirstUs
 // fleet signs each host's evidence with that host's own key, as its
 // collector does.
 type fleet struct {
-	signers map[string]*events.Signer
+	signers map[string]*dsse.Signer
 	keys    map[string]string
 }
 
 func newFleet() *fleet {
-	return &fleet{signers: map[string]*events.Signer{}, keys: map[string]string{}}
+	return &fleet{signers: map[string]*dsse.Signer{}, keys: map[string]string{}}
 }
 
 // approving starts a JetStream server and a verifier that authenticates

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/events/signtest"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
@@ -138,9 +139,9 @@ func (t *verdictTally) check(b *testing.B, mix benchMix) {
 	if m == nil {
 		return // n is too small to hold a drifting snapshot
 	}
-	e, err := events.FromNATS(m.Header, m.Data)
+	e, err := binding.FromNATS(m.Header, m.Data)
 	require.NoError(b, err)
-	p, err := events.Decode[events.Payload](e)
+	p, err := binding.Decode[events.Payload](e)
 	require.NoError(b, err)
 	if v, ok := p.(events.Verdict); !ok || v.Status != events.StatusDrift || v.Report == nil || len(v.Report.Changes) == 0 {
 		b.Fatalf("a drift verdict without its report of changes: %+v", p)

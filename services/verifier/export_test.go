@@ -6,7 +6,7 @@ import (
 
 	"go.opentelemetry.io/otel/metric/noop"
 
-	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/health"
 )
 
@@ -32,7 +32,7 @@ func (v *Verifier) CrashAt(crash func(point string) bool) {
 
 // VerifyAll is verifyAll with the keys of expand (of some of sigs, or
 // none) kept expanded.
-func VerifyAll(sigs []*events.PendingSignature, expand ...*events.PendingSignature) []bool {
+func VerifyAll(sigs []*dsse.PendingSignature, expand ...*dsse.PendingSignature) []bool {
 	keys := newExpandedKeys()
 	for _, s := range expand {
 		keys.add(s.PublicKey)

@@ -14,6 +14,8 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/attestation"
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
+	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/report"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
@@ -87,9 +89,9 @@ type item struct {
 	key  string // topology.VerdictKey
 	bkey string // topology.BaselineKey of the baseline target
 	ord  ordering
-	sig  events.Signature // the verified signature (Config.Enrollment on)
-	err  error            // the message's result once settled
-	done bool             // settled: err is final
+	sig  dsse.Signature // the verified signature (Config.Enrollment on)
+	err  error          // the message's result once settled
+	done bool           // settled: err is final
 
 	// atBaseline: the snapshot passed with its baseline's evidence
 	// (nothing but captured_at differs).
@@ -120,7 +122,7 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans [
 	for i, m := range msgs {
 		it := &item{m: m, ctx: spans[i]}
 		items[i] = it
-		e, ev, snap, err := events.ReadEvidence(m)
+		e, ev, snap, err := binding.ReadEvidence(m)
 		if err != nil {
 			if errors.Is(err, events.ErrInvalid) {
 				err = natsbus.Permanent(err)
@@ -203,10 +205,10 @@ func (h *handler) handleBatch(ctx context.Context, msgs []jetstream.Msg, spans [
 		id := VerdictID(it.e.ID())
 		// The verdict's trace context is its publish span's, a child of
 		// the span of handling the evidence (PublishAll sets it).
-		vm, ve, err := events.NewMsg(h.source, verdict, events.WithID(id))
+		vm, ve, err := binding.NewMsg(h.source, verdict, binding.WithID(id))
 		if err != nil && verdict.Status == events.StatusDrift && events.ReasonOf(err) == events.ReasonTooLarge {
 			verdict = tooLarge(verdict)
-			vm, ve, err = events.NewMsg(h.source, verdict, events.WithID(id))
+			vm, ve, err = binding.NewMsg(h.source, verdict, binding.WithID(id))
 		}
 		if err != nil {
 			it.fail(natsbus.Permanent(fmt.Errorf("build verdict: %w", err)))
@@ -360,7 +362,7 @@ func (h *handler) stored(ctx context.Context, host, id string) (bool, error) {
 		if err != nil {
 			return false, fmt.Errorf("look up verdict %s: %w", id, err)
 		}
-		if m.Header.Get(events.HeaderMsgID) == id {
+		if m.Header.Get(binding.HeaderMsgID) == id {
 			return true, nil
 		}
 		seq = m.Sequence + 1
@@ -525,7 +527,7 @@ func (h *handler) verify(ctx context.Context, evidenceID string, ev events.Evide
 	bl *parsed, blErr error) (events.Verdict, bool, error) {
 	v := events.Verdict{Host: ev.Host, Target: ev.Target, EvidenceID: evidenceID, SnapshotDigest: ev.Digest}
 	fail := func(format string, args ...any) (events.Verdict, bool, error) {
-		v.Status, v.Report, v.Error = events.StatusError, nil, events.Clip(fmt.Sprintf(format, args...), events.MaxMessageLength, "…")
+		v.Status, v.Report, v.Error = events.StatusError, nil, binding.Clip(fmt.Sprintf(format, args...), events.MaxMessageLength, "…")
 		return v, false, nil
 	}
 	named := ev.BaselineTarget()
@@ -621,7 +623,7 @@ func tooLarge(v events.Verdict) events.Verdict {
 		kinds[i] = c.Kind
 	}
 	v.Status, v.Report = events.StatusError, nil
-	v.Error = events.Clip(fmt.Sprintf("drift in %s, but the report is too large for an event; run `runtimetruth verify` on the host for it",
+	v.Error = binding.Clip(fmt.Sprintf("drift in %s, but the report is too large for an event; run `runtimetruth verify` on the host for it",
 		strings.Join(kinds, ", ")), events.MaxMessageLength, "…")
 	return v
 }

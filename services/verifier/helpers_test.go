@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/events/signtest"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
@@ -115,7 +116,7 @@ func evidenceMsg(t testing.TB, host string, s *snapshot.Snapshot) (*nats.Msg, st
 	t.Helper()
 	p, err := events.NewEvidenceCollected(host, s, time.Minute)
 	require.NoError(t, err)
-	m, e, err := events.NewMsg(events.Source("collector", host), p, signtest.Sign(host))
+	m, e, err := binding.NewMsg(events.Source("collector", host), p, signtest.Sign(host))
 	require.NoError(t, err)
 	return m, e.ID()
 }
@@ -151,9 +152,9 @@ func streamEvents(ctx context.Context, t testing.TB, js jetstream.JetStream, str
 	t.Helper()
 	var out []published
 	for _, raw := range natstest.Stored(ctx, t, js, stream) {
-		e, err := events.FromNATS(raw.Header, raw.Data)
+		e, err := binding.FromNATS(raw.Header, raw.Data)
 		require.NoError(t, err)
-		p, err := events.Decode[events.Payload](e)
+		p, err := binding.Decode[events.Payload](e)
 		require.NoError(t, err)
 		require.Equal(t, p.NATSSubject(), raw.Subject)
 		out = append(out, published{Seq: raw.Sequence, Subject: raw.Subject, ID: e.ID(), Type: e.Type(), Source: e.Source(), Payload: p})

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 )
 
 // Enrollment is how the host registry treats a key it has not seen.
@@ -219,7 +220,7 @@ func (h *Hosts) Approve(ctx context.Context, host, id, by string) (events.HostKe
 	if id == "" {
 		return events.HostKey{}, ErrNoKeyNamed
 	}
-	if _, err := events.ParseKeyID(id); err != nil {
+	if _, err := dsse.ParseKeyID(id); err != nil {
 		return events.HostKey{}, err
 	}
 	var approved events.HostKey
@@ -329,7 +330,7 @@ func (h *Hosts) Rotate(ctx context.Context, host, id, by string) error {
 	if id == "" {
 		return ErrNoKeyNamed
 	}
-	if _, err := events.ParseKeyID(id); err != nil {
+	if _, err := dsse.ParseKeyID(id); err != nil {
 		return err
 	}
 	return h.update(ctx, host, func(rec *events.HostRecord) (bool, error) {

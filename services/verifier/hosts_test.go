@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
 )
 
@@ -20,7 +21,7 @@ func newKey(t *testing.T) string {
 	t.Helper()
 	pub, _, err := ed25519.GenerateKey(rand.Reader)
 	require.NoError(t, err)
-	return events.KeyID(pub)
+	return dsse.KeyID(pub)
 }
 
 func hostsBucket(t *testing.T) jetstream.KeyValue {

@@ -7,7 +7,7 @@ import (
 
 	voi "github.com/oasisprotocol/curve25519-voi/primitives/ed25519"
 
-	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 )
 
 // verifyOptions are the Ed25519 rules of verifyAll: crypto/ed25519's
@@ -31,7 +31,7 @@ var verifyOptions = &voi.Options{Verify: &voi.VerifyOptions{
 // batch is expanded, lets the multiscalar multiplication use their
 // precomputed tables: 24 µs per signature instead of 34 at the
 // verifier's batch sizes.
-func verifyAll(sigs []*events.PendingSignature, keys *expandedKeys) []bool {
+func verifyAll(sigs []*dsse.PendingSignature, keys *expandedKeys) []bool {
 	valid := make([]bool, len(sigs))
 	idx := make([]int, 0, len(sigs))
 	for i, s := range sigs {
@@ -90,7 +90,7 @@ func newExpandedKeys() *expandedKeys {
 
 // get returns the expanded form of s's key, or nil. The form is of the
 // key bytes s carries, whatever its key id says.
-func (k *expandedKeys) get(s *events.PendingSignature) *voi.ExpandedPublicKey {
+func (k *expandedKeys) get(s *dsse.PendingSignature) *voi.ExpandedPublicKey {
 	if k == nil {
 		return nil
 	}

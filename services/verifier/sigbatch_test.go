@@ -14,19 +14,21 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
+	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
 )
 
 // pendingOf reads the signature of an evidence message, up to its
 // Ed25519 check.
-func pendingOf(t *testing.T, m *nats.Msg) *events.PendingSignature {
+func pendingOf(t *testing.T, m *nats.Msg) *dsse.PendingSignature {
 	t.Helper()
-	e, err := events.FromNATS(m.Header, m.Data)
+	e, err := binding.FromNATS(m.Header, m.Data)
 	require.NoError(t, err)
-	p, err := events.Decode[events.Payload](e)
+	p, err := binding.Decode[events.Payload](e)
 	require.NoError(t, err)
-	s, err := events.ReadSignature(e, p, events.ParseKeyID)
+	s, err := dsse.ReadSignature(e, p, dsse.ParseKeyID)
 	require.NoError(t, err)
 	return s
 }
@@ -35,7 +37,7 @@ func pendingOf(t *testing.T, m *nats.Msg) *events.PendingSignature {
 // envelope well formed.
 func badSignature(t *testing.T, m *nats.Msg) {
 	t.Helper()
-	h := "ce-" + events.ExtSignature
+	h := "ce-" + dsse.ExtSignature
 	var env map[string]any
 	require.NoError(t, json.Unmarshal([]byte(strings.ReplaceAll(m.Header.Get(h), "%22", `"`)), &env))
 	sig := env["signatures"].([]any)[0].(map[string]any)
@@ -53,7 +55,7 @@ func badSignature(t *testing.T, m *nats.Msg) {
 // among them (found one by one), a single one, none; each with the keys
 // used as they are, all expanded, and some expanded.
 func TestVerifyAll(t *testing.T) {
-	var good []*events.PendingSignature
+	var good []*dsse.PendingSignature
 	for i := range 12 {
 		host := fmt.Sprintf("batch-%02d", i%4)
 		m, _ := evidenceMsg(t, host, snap(unit(int64(i))))
@@ -67,23 +69,23 @@ func TestVerifyAll(t *testing.T) {
 
 	for _, tc := range []struct {
 		name  string
-		batch []*events.PendingSignature
+		batch []*dsse.PendingSignature
 	}{
 		{"all good", good},
-		{"bad ones among them", append(append([]*events.PendingSignature{flipped}, good[:6]...), &wrongKey, nil)},
+		{"bad ones among them", append(append([]*dsse.PendingSignature{flipped}, good[:6]...), &wrongKey, nil)},
 		{"one good", good[:1]},
-		{"one bad", []*events.PendingSignature{flipped}},
+		{"one bad", []*dsse.PendingSignature{flipped}},
 		{"none", nil},
 	} {
-		var some []*events.PendingSignature
+		var some []*dsse.PendingSignature
 		for i, s := range tc.batch {
 			if s != nil && i%2 == 0 {
 				some = append(some, s)
 			}
 		}
-		for keys, expand := range map[string][]*events.PendingSignature{
+		for keys, expand := range map[string][]*dsse.PendingSignature{
 			"keys as they are": nil,
-			"keys expanded":    slices.DeleteFunc(slices.Clone(tc.batch), func(s *events.PendingSignature) bool { return s == nil }),
+			"keys expanded":    slices.DeleteFunc(slices.Clone(tc.batch), func(s *dsse.PendingSignature) bool { return s == nil }),
 			"some expanded":    some,
 		} {
 			got := verifier.VerifyAll(tc.batch, expand...)

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/health"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 )
@@ -247,7 +248,7 @@ func (s *staleWatch) markStale(ctx context.Context, key string, k *staleKey) err
 		Error: fmt.Sprintf("no authentic evidence since %s (stale after %s)", last.Format(time.RFC3339),
 			s.staleAfter(time.Duration(r.IntervalSeconds)*time.Second)),
 	}
-	vm, ve, err := events.NewMsg(s.source, v, events.WithID(StaleVerdictID(r.EvidenceID)))
+	vm, ve, err := binding.NewMsg(s.source, v, binding.WithID(StaleVerdictID(r.EvidenceID)))
 	if err != nil {
 		return fmt.Errorf("build stale verdict of %s on %s: %w", v.Target, v.Host, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/events/signtest"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/report"
@@ -242,11 +243,11 @@ func TestBadEventsAreDeadLetteredAndVerifyingGoesOn(t *testing.T) {
 		}
 		id := fmt.Sprintf("bad-%d", clock.Add(1))
 		m.Header.Set("ce-id", id)
-		m.Header.Set(events.HeaderMsgID, id)
+		m.Header.Set(binding.HeaderMsgID, id)
 		edit(m)
 		return m
 	}
-	verdictEvent, _, err := events.NewMsg(events.Source("collector", "web-01"), events.Verdict{
+	verdictEvent, _, err := binding.NewMsg(events.Source("collector", "web-01"), events.Verdict{
 		Status: events.StatusError, Host: "web-01", Target: testTarget, EvidenceID: "x",
 		SnapshotDigest: digest(t, snap(unit(1))), Error: "not evidence",
 	})
@@ -405,7 +406,7 @@ func TestNamedBaseline(t *testing.T) {
 		p, err := events.NewEvidenceCollected("web-01", s, time.Minute)
 		require.NoError(t, err)
 		p.Baseline = baseline
-		m, e, err := events.NewMsg(events.Source("collector", "web-01"), p, signtest.Sign("web-01"))
+		m, e, err := binding.NewMsg(events.Source("collector", "web-01"), p, signtest.Sign("web-01"))
 		require.NoError(t, err)
 		_, err = js.PublishMsg(ctx, m)
 		require.NoError(t, err)

@@ -13,7 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
+	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 )
 
 // Key is host's key: derived from its name, the same in every test.
@@ -23,11 +24,11 @@ func Key(host string) ed25519.PrivateKey {
 }
 
 // KeyID is the key id of Key(host).
-func KeyID(host string) string { return events.KeyID(Key(host).Public().(ed25519.PublicKey)) }
+func KeyID(host string) string { return dsse.KeyID(Key(host).Public().(ed25519.PublicKey)) }
 
 var (
 	mu      sync.Mutex
-	signers = map[string]*events.Signer{}
+	signers = map[string]*dsse.Signer{}
 	// seq starts at the process's start time, so that a test run after
 	// another against the same verifier state still signs above it.
 	seq atomic.Uint64
@@ -37,27 +38,27 @@ func init() { seq.Store(uint64(time.Now().UnixNano())) }
 
 // Signer signs as host's collector: Key(host), with a sequence number
 // above every one signed before in the process.
-func Signer(host string) *events.Signer {
+func Signer(host string) *dsse.Signer {
 	mu.Lock()
 	defer mu.Unlock()
 	s, ok := signers[host]
 	if !ok {
-		s = events.NewSigner(Key(host), func() (uint64, error) { return seq.Add(1), nil })
+		s = dsse.NewSigner(Key(host), func() (uint64, error) { return seq.Add(1), nil })
 		signers[host] = s
 	}
 	return s
 }
 
 // Sign is the option that signs an event as host's collector.
-func Sign(host string) events.Option { return events.WithSigner(Signer(host)) }
+func Sign(host string) binding.Option { return binding.WithSigner(Signer(host)) }
 
 // Random is a signer with a fresh key of its own and its own sequence
 // (from 1): a collector no registry knows, an impostor's.
-func Random() *events.Signer {
+func Random() *dsse.Signer {
 	_, key, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		panic("signtest: " + err.Error()) // crypto/rand does not fail
 	}
 	var n atomic.Uint64
-	return events.NewSigner(key, func() (uint64, error) { return n.Add(1), nil })
+	return dsse.NewSigner(key, func() (uint64, error) { return n.Add(1), nil })
 }

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/buspolicy"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
@@ -167,7 +168,7 @@ func evidenceMsg(t *testing.T, n int) *nats.Msg {
 	})
 	p, err := events.NewEvidenceCollected("web-01", s, time.Minute)
 	require.NoError(t, err)
-	m, _, err := events.NewMsg(events.Source("collector", "web-01"), p)
+	m, _, err := binding.NewMsg(events.Source("collector", "web-01"), p)
 	require.NoError(t, err)
 	return m
 }
@@ -179,7 +180,7 @@ func verdictMsg(t *testing.T, evidenceID string) *nats.Msg {
 		Host: "web-01", Target: target(), Status: events.StatusError,
 		SnapshotDigest: digest, EvidenceID: evidenceID, Error: "no baseline",
 	}
-	m, _, err := events.NewMsg(events.Source("verifier", "v-0"), p)
+	m, _, err := binding.NewMsg(events.Source("verifier", "v-0"), p)
 	require.NoError(t, err)
 	return m
 }
@@ -264,7 +265,7 @@ func TestPermissions(t *testing.T) {
 				if _, err := verdicts.Put(hctx, key, []byte(`{}`)); err != nil {
 					return err
 				}
-				_, err := natsbus.NewPublisher(verifier.js, telemetry.Providers{}).Publish(hctx, verdictMsg(t, m.Headers().Get(events.HeaderMsgID)))
+				_, err := natsbus.NewPublisher(verifier.js, telemetry.Providers{}).Publish(hctx, verdictMsg(t, m.Headers().Get(binding.HeaderMsgID)))
 				return err
 			}, natsbus.Options{JetStream: verifier.js, Source: "/verifier/v-0", Telemetry: st.Providers})
 		}()

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/buspolicy"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
@@ -42,7 +43,7 @@ func hostEvidence(t *testing.T, host string) *nats.Msg {
 	})
 	p, err := events.NewEvidenceCollected(host, s, time.Minute)
 	require.NoError(t, err)
-	m, _, err := events.NewMsg(events.Source("collector", host), p)
+	m, _, err := binding.NewMsg(events.Source("collector", host), p)
 	require.NoError(t, err)
 	require.Equal(t, events.EvidenceSubject(host, "systemd.unit"), m.Subject)
 	return m
@@ -52,7 +53,7 @@ func hostEvidence(t *testing.T, host string) *nats.Msg {
 // de-duplicates on it; its content does not matter to permissions).
 func rawMsg(subject string) *nats.Msg {
 	m := nats.NewMsg(subject)
-	m.Header.Set(events.HeaderMsgID, uuid.NewString())
+	m.Header.Set(binding.HeaderMsgID, uuid.NewString())
 	m.Data = []byte(`{}`)
 	return m
 }

@@ -15,7 +15,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 )
 
 func propagator(p propagation.TextMapPropagator) propagation.TextMapPropagator {
@@ -32,7 +32,7 @@ func Inject(ctx context.Context, prop propagation.TextMapPropagator, e *event.Ev
 	if !trace.SpanContextFromContext(ctx).IsValid() {
 		return
 	}
-	propagator(prop).Inject(ctx, events.TraceCarrier(e))
+	propagator(prop).Inject(ctx, binding.TraceCarrier(e))
 }
 
 // InjectMsg puts the span context of ctx into the trace headers of a
@@ -45,23 +45,23 @@ func InjectMsg(ctx context.Context, prop propagation.TextMapPropagator, m *nats.
 	if m.Header == nil {
 		m.Header = nats.Header{}
 	}
-	propagator(prop).Inject(ctx, events.TraceHeaderCarrier(m.Header))
+	propagator(prop).Inject(ctx, binding.TraceHeaderCarrier(m.Header))
 }
 
 // HasTraceContext reports whether the message headers carry a traceparent.
 func HasTraceContext(h nats.Header) bool {
-	return events.TraceHeaderCarrier(h).Get(events.ExtTraceparent) != ""
+	return binding.TraceHeaderCarrier(h).Get(binding.ExtTraceparent) != ""
 }
 
 // Extract returns ctx with the remote span context carried by the message
 // headers h (unchanged when there is none, or it is malformed).
 func Extract(ctx context.Context, prop propagation.TextMapPropagator, h nats.Header) context.Context {
-	return propagator(prop).Extract(ctx, events.TraceHeaderCarrier(h))
+	return propagator(prop).Extract(ctx, binding.TraceHeaderCarrier(h))
 }
 
 // ExtractEvent is Extract for a decoded event.
 func ExtractEvent(ctx context.Context, prop propagation.TextMapPropagator, e *event.Event) context.Context {
-	return propagator(prop).Extract(ctx, events.TraceCarrier(e))
+	return propagator(prop).Extract(ctx, binding.TraceCarrier(e))
 }
 
 // StartConsumer starts the span of handling a received message: a span of

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/eventtrace"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
@@ -27,7 +28,7 @@ func message(t *testing.T) *nats.Msg {
 	})
 	p, err := events.NewEvidenceCollected("web-01", s, time.Minute)
 	require.NoError(t, err)
-	m, _, err := events.NewMsg(events.Source("collector", "web-01"), p)
+	m, _, err := binding.NewMsg(events.Source("collector", "web-01"), p)
 	require.NoError(t, err)
 	return m
 }
@@ -46,9 +47,9 @@ func TestProducerToConsumer(t *testing.T) {
 	require.True(t, eventtrace.HasTraceContext(m.Header))
 
 	// The message with its trace context still decodes strictly.
-	e, err := events.FromNATS(m.Header, m.Data)
+	e, err := binding.FromNATS(m.Header, m.Data)
 	require.NoError(t, err)
-	assert.Equal(t, events.TraceCarrier(&e).Get(events.ExtTraceparent), events.TraceHeaderCarrier(m.Header).Get(events.ExtTraceparent))
+	assert.Equal(t, binding.TraceCarrier(&e).Get(binding.ExtTraceparent), binding.TraceHeaderCarrier(m.Header).Get(binding.ExtTraceparent))
 
 	_, cons := eventtrace.StartConsumer(context.Background(), tracer, prop, m.Header, "process")
 	cons.End()
@@ -64,11 +65,11 @@ func TestProducerToConsumer(t *testing.T) {
 	// An event built from the consumer's context continues the trace.
 	ctx := eventtrace.ExtractEvent(context.Background(), prop, &e)
 	var out = e.Clone()
-	out.SetExtension(events.ExtTraceparent, nil)
+	out.SetExtension(binding.ExtTraceparent, nil)
 	ctx, child := tracer.Start(ctx, "verify")
 	eventtrace.Inject(ctx, prop, &out)
 	child.End()
-	assert.Contains(t, events.TraceCarrier(&out).Get(events.ExtTraceparent), prod.SpanContext().TraceID().String())
+	assert.Contains(t, binding.TraceCarrier(&out).Get(binding.ExtTraceparent), prod.SpanContext().TraceID().String())
 }
 
 func TestConsumerWithoutOrWithBadTraceContext(t *testing.T) {
@@ -92,9 +93,9 @@ func TestConsumerWithoutOrWithBadTraceContext(t *testing.T) {
 
 func TestHeaderCarrier(t *testing.T) {
 	h := nats.Header{"CE-Traceparent": []string{"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}
-	c := events.TraceHeaderCarrier(h)
+	c := binding.TraceHeaderCarrier(h)
 	assert.Equal(t, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", c.Get("traceparent"), "names match in any case")
-	assert.Equal(t, []string{events.ExtTraceparent}, c.Keys())
+	assert.Equal(t, []string{binding.ExtTraceparent}, c.Keys())
 
 	c.Set("traceparent", "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01")
 	assert.Len(t, h, 1, "the old header under another case is replaced")
@@ -106,5 +107,5 @@ func TestHeaderCarrier(t *testing.T) {
 	assert.Equal(t, "congo=t61rcWkgMzE", c.Get("TraceState"))
 	c.Set("baggage", "k=v")
 	assert.Empty(t, c.Get("baggage"), "only the trace context extensions")
-	assert.ElementsMatch(t, []string{events.ExtTraceparent, events.ExtTracestate}, c.Keys())
+	assert.ElementsMatch(t, []string{binding.ExtTraceparent, binding.ExtTracestate}, c.Keys())
 }

@@ -13,7 +13,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry/telemetrytest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
@@ -53,7 +53,7 @@ func TestConsumeBatch(t *testing.T) {
 			_, ok := msgCtxs[i].Deadline()
 			assert.True(t, ok, "a message's context has the handler timeout")
 			mu.Lock()
-			spans[trace.SpanContextFromContext(msgCtxs[i]).SpanID()] = m.Headers().Get(events.HeaderMsgID)
+			spans[trace.SpanContextFromContext(msgCtxs[i]).SpanID()] = m.Headers().Get(binding.HeaderMsgID)
 			mu.Unlock()
 			switch {
 			case md.Sequence.Stream == acks[2].Sequence:

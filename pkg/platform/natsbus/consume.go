@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/health"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
@@ -538,13 +539,13 @@ func (c *loop) retry(ctx context.Context, m jetstream.Msg) {
 // The record's id derives from the stream, consumer and sequence, so a
 // record published again (the Term was lost) is dropped as a duplicate.
 func (c *loop) deadLetter(ctx context.Context, m jetstream.Msg, cause error) bool {
-	rec, err := events.Reject(m, cause)
+	rec, err := binding.Reject(m, cause)
 	if err != nil {
 		c.tel.Failed(ctx, ReasonDeadLetter)
 		c.retry(ctx, m)
 		return false
 	}
-	dm, _, err := events.NewMsg(c.o.Source, rec, events.WithID(DeadLetterID(rec.Stream, rec.Consumer, rec.StreamSequence)))
+	dm, _, err := binding.NewMsg(c.o.Source, rec, binding.WithID(DeadLetterID(rec.Stream, rec.Consumer, rec.StreamSequence)))
 	sent := time.Now().UnixNano()
 	if err == nil {
 		err = publishRetrying(ctx, c.pub, dm)

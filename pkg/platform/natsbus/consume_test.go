@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
@@ -47,7 +48,7 @@ func evidence(t testing.TB, host string, n int) *nats.Msg {
 	})
 	p, err := events.NewEvidenceCollected(host, s, time.Minute)
 	require.NoError(t, err)
-	m, _, err := events.NewMsg(events.Source("collector", host), p)
+	m, _, err := binding.NewMsg(events.Source("collector", host), p)
 	require.NoError(t, err)
 	return m
 }
@@ -191,9 +192,9 @@ func deadLetters(ctx context.Context, t *testing.T, js jetstream.JetStream) []ev
 	t.Helper()
 	var out []events.EventRejected
 	for _, raw := range natstest.Stored(ctx, t, js, topology.StreamDLQ) {
-		e, err := events.FromNATS(raw.Header, raw.Data)
+		e, err := binding.FromNATS(raw.Header, raw.Data)
 		require.NoError(t, err)
-		rec, err := events.Decode[events.EventRejected](e)
+		rec, err := binding.Decode[events.EventRejected](e)
 		require.NoError(t, err)
 		assert.Equal(t, natsbus.DeadLetterID(rec.Stream, rec.Consumer, rec.StreamSequence), e.ID(), "the record's id is derived from the message")
 		assert.Equal(t, source, e.Source())
@@ -244,7 +245,7 @@ func TestConsumeAcksHandledMessages(t *testing.T) {
 	stop := run(ctx, t, cons, func(_ context.Context, m jetstream.Msg) error {
 		mu.Lock()
 		defer mu.Unlock()
-		seen[m.Headers().Get(events.HeaderMsgID)]++
+		seen[m.Headers().Get(binding.HeaderMsgID)]++
 		return nil
 	}, o)
 	eventually(t, counter(t, st, acked, 20))
@@ -303,7 +304,7 @@ func TestConsumeDeadLettersPermanentErrors(t *testing.T) {
 
 	st := telemetrytest.New(t)
 	run(ctx, t, cons, func(_ context.Context, m jetstream.Msg) error {
-		if _, _, err := events.Read[events.EvidenceCollected](m); err != nil {
+		if _, _, err := binding.Read[events.EvidenceCollected](m); err != nil {
 			return natsbus.Permanent(fmt.Errorf("decode: %w", err))
 		}
 		return nil
@@ -418,7 +419,7 @@ func TestConsumeDrainsOnCancel(t *testing.T) {
 					<-finish
 				}
 				for _, m := range msgs {
-					handled.Store(m.Headers().Get(events.HeaderMsgID), true)
+					handled.Store(m.Headers().Get(binding.HeaderMsgID), true)
 				}
 				return make([]error, len(msgs))
 			}
@@ -452,7 +453,7 @@ func TestConsumeDrainsOnCancel(t *testing.T) {
 
 			st2 := telemetrytest.New(t)
 			run(ctx, t, cons, func(_ context.Context, m jetstream.Msg) error {
-				handled.Store(m.Headers().Get(events.HeaderMsgID), true)
+				handled.Store(m.Headers().Get(binding.HeaderMsgID), true)
 				return nil
 			}, options(js, st2))
 			// Every message the first consumer received was released

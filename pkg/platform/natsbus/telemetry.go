@@ -13,7 +13,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/eventtrace"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
 )
@@ -90,8 +90,8 @@ const (
 // header returns the decoded value of a "ce-" attribute header.
 func header(h nats.Header, attr string) string {
 	for k, vs := range h {
-		if len(vs) == 1 && len(k) == len(events.HeaderPrefix)+len(attr) &&
-			equalFold(k, events.HeaderPrefix+attr) {
+		if len(vs) == 1 && len(k) == len(binding.HeaderPrefix)+len(attr) &&
+			equalFold(k, binding.HeaderPrefix+attr) {
 			return vs[0]
 		}
 	}
@@ -251,7 +251,7 @@ func (t *ConsumeTelemetry) Begin(ctx context.Context, m jetstream.Msg) (context.
 			attrDestination.String(m.Subject()),
 			attrGroup.String(t.consumer),
 		)
-		if id := h.Get(events.HeaderMsgID); id != "" {
+		if id := h.Get(binding.HeaderMsgID); id != "" {
 			span.SetAttributes(attrMessageID.String(id), attrEventID.String(id))
 		}
 		if typ := header(h, "type"); typ != "" {
@@ -429,7 +429,7 @@ func (p *Publisher) start(ctx context.Context, m *nats.Msg) (context.Context, tr
 			attrSystem.String("nats"),
 			attrOperation.String("send"),
 			attrDestination.String(m.Subject),
-			attrMessageID.String(m.Header.Get(events.HeaderMsgID)),
+			attrMessageID.String(m.Header.Get(binding.HeaderMsgID)),
 			attrEventType.String(t.typ),
 		)
 	}

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/eventtrace"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry/telemetrytest"
@@ -101,7 +102,7 @@ func TestConsumeTracesAndCounts(t *testing.T) {
 	var ids []string
 	for i := range 3 {
 		m := evidence(t, "web-01", i)
-		ids = append(ids, m.Header.Get(events.HeaderMsgID))
+		ids = append(ids, m.Header.Get(binding.HeaderMsgID))
 		ack, err := pub.PublishRetrying(collectCtx, m, jetstream.WithMsgID(ids[i]))
 		require.NoError(t, err)
 		assert.Equal(t, topology.StreamEvidence, ack.Stream)
@@ -113,7 +114,7 @@ func TestConsumeTracesAndCounts(t *testing.T) {
 	st := rec.Recorder
 	o := options(js, st)
 	run(ctx, t, cons, func(hctx context.Context, m jetstream.Msg) error {
-		id := m.Headers().Get(events.HeaderMsgID)
+		id := m.Headers().Get(binding.HeaderMsgID)
 		md, err := m.Metadata()
 		require.NoError(t, err)
 		mu.Lock()
@@ -183,7 +184,7 @@ func TestConsumeTracesAndCounts(t *testing.T) {
 	require.NoError(t, err)
 	raw, err := s.GetMsg(ctx, 1)
 	require.NoError(t, err)
-	e, err := events.FromNATS(raw.Header, raw.Data)
+	e, err := binding.FromNATS(raw.Header, raw.Data)
 	require.NoError(t, err, "the injected trace context passes the strict codec")
 	dctx := eventtrace.ExtractEvent(ctx, rec.Providers.Propagator, &e)
 	assert.Equal(t, collect.SpanContext().TraceID(), trace.SpanContextFromContext(dctx).TraceID())
@@ -209,12 +210,12 @@ func TestPublishKeepsAnExistingTraceContext(t *testing.T) {
 	m := evidence(t, "web-02", 1)
 	eventtrace.InjectMsg(octx, rec.Providers.Propagator, m)
 	origin.End()
-	want := events.TraceHeaderCarrier(m.Header).Get(events.ExtTraceparent)
+	want := binding.TraceHeaderCarrier(m.Header).Get(binding.ExtTraceparent)
 	require.NotEmpty(t, want)
 
 	_, err := pub.Publish(ctx, m)
 	require.NoError(t, err)
-	assert.Equal(t, want, events.TraceHeaderCarrier(m.Header).Get(events.ExtTraceparent))
+	assert.Equal(t, want, binding.TraceHeaderCarrier(m.Header).Get(binding.ExtTraceparent))
 
 	// Without a stream for the subject, the publish fails and is counted.
 	bad := evidence(t, "web-02", 2)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/events/eventstest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
@@ -52,7 +53,7 @@ func fetch(ctx context.Context, t *testing.T, js jetstream.JetStream, stream, co
 func TestPublishDeduplicatesOnTheID(t *testing.T) {
 	ctx, _, js := pipeline(t)
 	p := eventstest.Payloads(t)["evidence.collected.v1.golden.json"]
-	m, e, err := events.NewMsg(eventstest.Source, p)
+	m, e, err := binding.NewMsg(eventstest.Source, p)
 	require.NoError(t, err)
 
 	ack, err := js.PublishMsg(ctx, m)
@@ -67,13 +68,13 @@ func TestPublishDeduplicatesOnTheID(t *testing.T) {
 
 	// The same id set through WithMsgID on a message built without it.
 	plain := &nats.Msg{Subject: m.Subject, Header: cloneHeader(m.Header), Data: m.Data}
-	delete(plain.Header, events.HeaderMsgID)
+	delete(plain.Header, binding.HeaderMsgID)
 	third, err := js.PublishMsg(ctx, plain, jetstream.WithMsgID(e.ID()))
 	require.NoError(t, err)
 	assert.True(t, third.Duplicate)
 
 	// Another event with the same payload is a new message.
-	m2, _, err := events.NewMsg(eventstest.Source, p)
+	m2, _, err := binding.NewMsg(eventstest.Source, p)
 	require.NoError(t, err)
 	fourth, err := js.PublishMsg(ctx, m2)
 	require.NoError(t, err)
@@ -91,7 +92,7 @@ func TestConsumeAndDecodeEveryType(t *testing.T) {
 	fx := eventstest.Payloads(t)
 	sent := map[string]events.Payload{} // by event id
 	for _, p := range fx {
-		m, e, err := events.NewMsg(eventstest.Source, p, events.WithTraceContext(eventstest.Traceparent, ""))
+		m, e, err := binding.NewMsg(eventstest.Source, p, binding.WithTraceContext(eventstest.Traceparent, ""))
 		require.NoError(t, err)
 		_, err = js.PublishMsgAsync(m)
 		require.NoError(t, err)
@@ -112,9 +113,9 @@ func TestConsumeAndDecodeEveryType(t *testing.T) {
 	got := 0
 	for stream, n := range perStream {
 		for _, m := range fetch(ctx, t, js, stream, topology.ConsumerAuditor, n) {
-			e, p, err := events.Read[events.Payload](m)
+			e, p, err := binding.Read[events.Payload](m)
 			require.NoError(t, err)
-			assert.Equal(t, eventstest.Traceparent, events.TraceCarrier(&e).Get("traceparent"))
+			assert.Equal(t, eventstest.Traceparent, binding.TraceCarrier(&e).Get("traceparent"))
 			want, ok := sent[e.ID()]
 			require.True(t, ok)
 			assert.Equal(t, indent(t, want), indent(t, p))
@@ -125,7 +126,7 @@ func TestConsumeAndDecodeEveryType(t *testing.T) {
 	assert.Equal(t, len(fx), got)
 
 	for _, m := range fetch(ctx, t, js, topology.StreamEvidence, topology.ConsumerVerifier, 1) {
-		_, p, err := events.Read[events.EvidenceCollected](m)
+		_, p, err := binding.Read[events.EvidenceCollected](m)
 		require.NoError(t, err, "the verifier sees evidence only")
 		s, err := p.ParseSnapshot()
 		require.NoError(t, err)
@@ -153,7 +154,7 @@ func TestConsumeAndDecodeEveryType(t *testing.T) {
 
 func TestBadEventIsDeadLettered(t *testing.T) {
 	ctx, _, js := pipeline(t)
-	good, _, err := events.NewMsg(eventstest.Source, eventstest.Payloads(t)["evidence.collected.v1.golden.json"])
+	good, _, err := binding.NewMsg(eventstest.Source, eventstest.Payloads(t)["evidence.collected.v1.golden.json"])
 	require.NoError(t, err)
 	bad := &nats.Msg{Subject: good.Subject, Header: cloneHeader(good.Header), Data: good.Data}
 	bad.Header.Set("ce-type", events.TypePrefix+"evidence.collected.v9")
@@ -161,13 +162,13 @@ func TestBadEventIsDeadLettered(t *testing.T) {
 	require.NoError(t, err)
 
 	m := fetch(ctx, t, js, topology.StreamEvidence, topology.ConsumerVerifier, 1)[0]
-	_, _, readErr := events.Read[events.EvidenceCollected](m)
+	_, _, readErr := binding.Read[events.EvidenceCollected](m)
 	require.ErrorIs(t, readErr, events.ErrInvalid)
 	assert.Equal(t, events.ReasonUnknownType, events.ReasonOf(readErr))
 
-	rec, err := events.Reject(m, readErr)
+	rec, err := binding.Reject(m, readErr)
 	require.NoError(t, err)
-	dlq, _, err := events.NewMsg(events.Source("verifier", "test"), rec)
+	dlq, _, err := binding.NewMsg(events.Source("verifier", "test"), rec)
 	require.NoError(t, err)
 	_, err = js.PublishMsg(ctx, dlq)
 	require.NoError(t, err)
@@ -175,7 +176,7 @@ func TestBadEventIsDeadLettered(t *testing.T) {
 
 	d := fetch(ctx, t, js, topology.StreamDLQ, topology.ConsumerAuditor, 1)[0]
 	assert.Equal(t, "rt.dlq.EVIDENCE.web-01=2Eexample=2Ecom", d.Subject(), "the host's own dead letters")
-	_, got, err := events.Read[events.EventRejected](d)
+	_, got, err := binding.Read[events.EventRejected](d)
 	require.NoError(t, err)
 	assert.Equal(t, topology.StreamEvidence, got.Stream)
 	assert.Equal(t, topology.ConsumerVerifier, got.Consumer)
@@ -188,19 +189,19 @@ func TestBadEventIsDeadLettered(t *testing.T) {
 	require.NoError(t, d.Ack())
 
 	// A handler's own permanent failure keeps its text.
-	rec2 := events.Rejected("EVIDENCE", "verifier", good.Subject, 7, 10, good.Header, good.Data, errors.New("baseline store refused the update"))
+	rec2 := binding.Rejected("EVIDENCE", "verifier", good.Subject, 7, 10, good.Header, good.Data, errors.New("baseline store refused the update"))
 	assert.Equal(t, events.ReasonPermanent, rec2.Reason)
-	_, _, err = events.NewMsg(events.Source("verifier", "test"), rec2)
+	_, _, err = binding.NewMsg(events.Source("verifier", "test"), rec2)
 	require.NoError(t, err)
 }
 
 func TestLimitsFitTheServer(t *testing.T) {
 	ctx, _, js := pipeline(t)
-	_, e, err := events.NewMsg(eventstest.Source, eventstest.Payloads(t)["verdict.drift.v2.golden.json"])
+	_, e, err := binding.NewMsg(eventstest.Source, eventstest.Payloads(t)["verdict.drift.v2.golden.json"])
 	require.NoError(t, err)
 	big := e.Clone()
 	big.DataEncoded = make([]byte, events.MaxDataSize)
-	m, err := events.ToNATS(events.VerdictSubject("web-01", events.StatusDrift), big)
+	m, err := binding.ToNATS(events.VerdictSubject("web-01", events.StatusDrift), big)
 	require.NoError(t, err)
 	_, err = js.PublishMsg(ctx, m)
 	require.NoError(t, err, "an event at the size limit fits max_payload and the stream's MaxMsgSize")

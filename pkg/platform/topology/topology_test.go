@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 )
@@ -213,7 +214,7 @@ func TestClusterR3(t *testing.T) {
 	})
 
 	p := events.CollectionFailed{Host: "web-01", Collector: "git", Reason: "timeout", Message: "git status timed out", Retryable: true}
-	m, e, err := events.NewMsg(events.Source("collector", "web-01"), p)
+	m, e, err := binding.NewMsg(events.Source("collector", "web-01"), p)
 	require.NoError(t, err)
 	_, err = js.PublishMsg(ctx, m)
 	require.NoError(t, err)
@@ -233,7 +234,7 @@ func TestClusterR3(t *testing.T) {
 	})
 	msg, err := c.Next(jetstream.FetchMaxWait(10 * time.Second))
 	require.NoError(t, err)
-	got, _, err := events.Read[events.CollectionFailed](msg)
+	got, _, err := binding.Read[events.CollectionFailed](msg)
 	require.NoError(t, err)
 	assert.Equal(t, e.ID(), got.ID())
 	require.NoError(t, msg.DoubleAck(ctx))

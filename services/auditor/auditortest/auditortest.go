@@ -28,6 +28,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
+	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/jsontree"
@@ -137,8 +139,8 @@ func EvidenceOf(tb testing.TB, host string, t events.Target, at time.Time, i int
 // derived from i.
 func Msg(tb testing.TB, p events.Payload, i int) *nats.Msg {
 	tb.Helper()
-	m, _, err := events.NewMsg(events.Source("test", "fixture"), p,
-		events.WithID(fmt.Sprintf("01930000-0000-7000-8000-%012d", i)), events.WithTime(Time.Add(time.Duration(i)*time.Millisecond)))
+	m, _, err := binding.NewMsg(events.Source("test", "fixture"), p,
+		binding.WithID(fmt.Sprintf("01930000-0000-7000-8000-%012d", i)), binding.WithTime(Time.Add(time.Duration(i)*time.Millisecond)))
 	if err != nil {
 		tb.Fatalf("encode fixture %d: %v", i, err)
 	}
@@ -152,10 +154,10 @@ var Key = ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize))
 // sequence seq).
 func SignedMsg(tb testing.TB, p events.Payload, i int, key ed25519.PrivateKey, seq uint64) *nats.Msg {
 	tb.Helper()
-	s := events.NewSigner(key, func() (uint64, error) { return seq, nil })
-	m, _, err := events.NewMsg(events.Source("test", "fixture"), p,
-		events.WithID(fmt.Sprintf("01930000-0000-7000-8000-%012d", i)), events.WithTime(Time.Add(time.Duration(i)*time.Millisecond)),
-		events.WithSigner(s))
+	s := dsse.NewSigner(key, func() (uint64, error) { return seq, nil })
+	m, _, err := binding.NewMsg(events.Source("test", "fixture"), p,
+		binding.WithID(fmt.Sprintf("01930000-0000-7000-8000-%012d", i)), binding.WithTime(Time.Add(time.Duration(i)*time.Millisecond)),
+		binding.WithSigner(s))
 	if err != nil {
 		tb.Fatalf("encode signed fixture %d: %v", i, err)
 	}
@@ -267,7 +269,7 @@ func Malformed(host string, i int) *nats.Msg {
 
 // DeadLetter is a dead-letter record (event.rejected on rt.dlq.EVIDENCE).
 func DeadLetter(i int) events.EventRejected {
-	return events.Rejected("EVIDENCE", "verifier", events.EvidenceSubject("web-01", "git.repository"), uint64(i+1), 1,
+	return binding.Rejected("EVIDENCE", "verifier", events.EvidenceSubject("web-01", "git.repository"), uint64(i+1), 1,
 		nats.Header{"ce-id": []string{fmt.Sprintf("x-%d", i)}}, []byte(`{}`), fmt.Errorf("handler gave up on %d", i))
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 )
 
@@ -37,8 +38,8 @@ func LargeMsg(tb testing.TB, host string, i, size int) *nats.Msg {
 		if err != nil {
 			tb.Fatalf("large fixture: %v", err)
 		}
-		m, _, err := events.NewMsg(events.Source("collector", host), p,
-			events.WithID(fmt.Sprintf("01940000-0000-7000-8000-%012d", i)), events.WithTime(Time.Add(time.Duration(i)*time.Millisecond)))
+		m, _, err := binding.NewMsg(events.Source("collector", host), p,
+			binding.WithID(fmt.Sprintf("01940000-0000-7000-8000-%012d", i)), binding.WithTime(Time.Add(time.Duration(i)*time.Millisecond)))
 		if err != nil {
 			tb.Fatalf("large fixture %d: %v", i, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/services/auditor/auditortest"
 	"github.com/runtimetruth/runtimetruth/services/auditor/chstore"
@@ -28,8 +29,8 @@ func spread(t *testing.T, h chain.Hasher, n int) []link.Record {
 	var out []link.Record
 	for i := range n {
 		at := auditortest.Time.Add(time.Duration(i) * 10 * time.Minute)
-		m, _, err := events.NewMsg(events.Source("test", "fixture"), auditortest.Payload(t, hosts, i),
-			events.WithID(fmt.Sprintf("01940000-0000-7000-8000-%012d", i)), events.WithTime(at))
+		m, _, err := binding.NewMsg(events.Source("test", "fixture"), auditortest.Payload(t, hosts, i),
+			binding.WithID(fmt.Sprintf("01940000-0000-7000-8000-%012d", i)), binding.WithTime(at))
 		require.NoError(t, err)
 		if i%50 == 49 {
 			m = auditortest.Malformed(hosts[i%len(hosts)], i)

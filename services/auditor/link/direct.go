@@ -6,7 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
+	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/bufpool"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/canonjson"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
@@ -42,11 +43,12 @@ func prepareDirect(chainName string, m *Message) (Prepared, bool) {
 // members are written in canonical order: attributes, data, nats, and
 // within them as attributesOf and position name them, sorted.
 func appendEntry(dst []byte, m *Message, meta *Meta) ([]byte, bool) {
-	a, err := events.ParseAttributes(m.Header, m.Data)
+	e, err := binding.FromNATS(m.Header, m.Data)
 	if err != nil || m.Seq > canonjson.MaxSafeInteger {
 		return nil, false
 	}
-	digest, err := claimed(m, a)
+	a := binding.AttributesOf(e)
+	digest, err := claimed(m, e)
 	if err != nil {
 		return nil, false
 	}
@@ -58,10 +60,10 @@ func appendEntry(dst []byte, m *Message, meta *Meta) ([]byte, bool) {
 	dst = appendMember(dst, `,"dataschema":`, a.DataSchema)
 	dst = appendMember(dst, `,"id":`, a.ID)
 	if a.Signature != "" {
-		dst = appendMember(dst, `,"`+events.ExtSignature+`":`, a.Signature)
+		dst = appendMember(dst, `,"`+dsse.ExtSignature+`":`, a.Signature)
 	}
 	dst = appendMember(dst, `,"source":`, a.Source)
-	dst = appendMember(dst, `,"specversion":`, events.SpecVersion)
+	dst = appendMember(dst, `,"specversion":`, binding.SpecVersion)
 	dst = appendMember(dst, `,"subject":`, a.Subject)
 	dst = append(dst, `,"time":`...)
 	dst = appendTime(dst, a.Time)

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/canonjson"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/jsontree"
@@ -118,7 +119,7 @@ func messages(t testing.TB) map[string]*link.Message {
 	forged.Header.Set("ce-source", "/collector/elsewhere")
 	out["signed, source changed"] = auditortest.Message(t, "EVIDENCE", 12, forged)
 	forged = auditortest.HeadersOn(signed, signed.Data)
-	forged.Header.Set("ce-"+events.ExtSignature, `{"payload":"e30=","payloadType":"x","signatures":[]}`)
+	forged.Header.Set("ce-"+dsse.ExtSignature, `{"payload":"e30=","payloadType":"x","signatures":[]}`)
 	out["signed, damaged envelope"] = auditortest.Message(t, "EVIDENCE", 13, forged)
 	forged = auditortest.HeadersOn(signed, signed.Data)
 	forged.Subject = events.EvidenceSubject("db 02", "systemd.unit")
@@ -152,7 +153,7 @@ func checkPrepare(t *testing.T, m *link.Message) {
 		data, err := canonjson.Append(nil, v)
 		require.NoError(t, err)
 		next := `,"nats":`
-		if m.Header.Get("ce-"+events.ExtSignature) != "" {
+		if m.Header.Get("ce-"+dsse.ExtSignature) != "" {
 			// Signed: the digest of the data bytes as received follows.
 			sum := sha256.Sum256(m.Data)
 			next = `,"data_sha256":"` + hex.EncodeToString(sum[:]) + `"` + next

@@ -15,6 +15,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
+	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/jsontree"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 )
@@ -167,13 +169,12 @@ func token(subject string, i int) string {
 // other is recorded as it came; its schema is the consumers' to check
 // (EntryStrict checks it too). Entry never fails.
 func Entry(m *Message, source string) jsontree.Value {
-	// ParseAttributes accepts and rejects as FromNATS does, without
-	// building the event.
-	a, err := events.ParseAttributes(m.Header, m.Data)
+	e, err := binding.FromNATS(m.Header, m.Data)
 	if err != nil {
 		return rejected(m, source, err)
 	}
-	digest, err := claimed(m, a)
+	a := binding.AttributesOf(e)
+	digest, err := claimed(m, e)
 	if err != nil {
 		return refused(m, source, err)
 	}
@@ -206,18 +207,18 @@ const (
 // on another host's subject would otherwise be linked whole in that
 // host's chain, past the chain's id check). It returns the data's hex
 // SHA-256, the link's DataDigestMember; "" and nil for an unsigned event.
-func claimed(m *Message, a events.Attributes) (string, error) {
-	if a.Signature == "" {
+func claimed(m *Message, e event.Event) (string, error) {
+	if _, signed := e.Extensions()[dsse.ExtSignature]; !signed {
 		return "", nil
 	}
 	digest := dataDigest(m.Data)
-	c, err := events.CheckClaim(a, digest)
+	c, err := dsse.CheckClaim(e, digest)
 	if err != nil {
 		return digest, err
 	}
 	if tok, ok := hostToken(m.Stream, m.Subject); ok && tok != events.Token(c.Host) {
-		return digest, fmt.Errorf("%w: host differs: the claim names %q, the NATS subject another host", events.ErrClaim,
-			events.Clip(c.Host, events.MaxTokenLength, "…"))
+		return digest, fmt.Errorf("%w: host differs: the claim names %q, the NATS subject another host", dsse.ErrClaim,
+			binding.Clip(c.Host, events.MaxTokenLength, "…"))
 	}
 	return digest, nil
 }
@@ -265,7 +266,7 @@ func dataDigest(data []byte) string {
 // (events.Read[events.Payload]: JSON Schema, payload rules, NATS subject); about twenty
 // times the cost.
 func EntryStrict(m *Message, source string) jsontree.Value {
-	e, _, err := events.Read[events.Payload](msg{m})
+	e, _, err := binding.Read[events.Payload](msg{m})
 	return entry(m, source, e, err)
 }
 
@@ -274,15 +275,8 @@ func entry(m *Message, source string, e event.Event, err error) jsontree.Value {
 		return rejected(m, source, err)
 	}
 	digest := ""
-	if _, signed := e.Extensions()[events.ExtSignature]; signed {
-		// The attributes as Entry reads them, which Read accepted.
-		a, aerr := events.ParseAttributes(m.Header, m.Data)
-		if aerr != nil {
-			return rejected(m, source, aerr)
-		}
-		if digest, err = claimed(m, a); err != nil {
-			return refused(m, source, err)
-		}
+	if digest, err = claimed(m, e); err != nil {
+		return refused(m, source, err)
 	}
 	data, err := jsontree.Parse(e.Data())
 	if err != nil {
@@ -306,27 +300,27 @@ func position(m *Message) jsontree.Value {
 
 // attributesOf is attributes for the attributes of an event FromNATS
 // accepts (its extensions are strings).
-func attributesOf(a events.Attributes) jsontree.Value {
+func attributesOf(a binding.Attributes) jsontree.Value {
 	members := make([]jsontree.Member, 0, 11)
 	members = append(members,
 		jsontree.Member{Key: "datacontenttype", Value: str(a.DataContentType)},
 		jsontree.Member{Key: "dataschema", Value: str(a.DataSchema)},
 		jsontree.Member{Key: "id", Value: str(a.ID)})
 	if a.Signature != "" {
-		members = append(members, jsontree.Member{Key: events.ExtSignature, Value: str(a.Signature)})
+		members = append(members, jsontree.Member{Key: dsse.ExtSignature, Value: str(a.Signature)})
 	}
 	members = append(members,
 		jsontree.Member{Key: "source", Value: str(a.Source)},
-		jsontree.Member{Key: "specversion", Value: str(events.SpecVersion)},
+		jsontree.Member{Key: "specversion", Value: str(binding.SpecVersion)},
 		jsontree.Member{Key: "subject", Value: str(a.Subject)},
 		jsontree.Member{Key: "time", Value: str(a.Time.UTC().Format(time.RFC3339Nano))},
 		jsontree.Member{Key: "type", Value: str(a.Type)},
 	)
 	if a.Traceparent != "" {
-		members = append(members, jsontree.Member{Key: events.ExtTraceparent, Value: str(a.Traceparent)})
+		members = append(members, jsontree.Member{Key: binding.ExtTraceparent, Value: str(a.Traceparent)})
 	}
 	if a.Tracestate != "" {
-		members = append(members, jsontree.Member{Key: events.ExtTracestate, Value: str(a.Tracestate)})
+		members = append(members, jsontree.Member{Key: binding.ExtTracestate, Value: str(a.Tracestate)})
 	}
 	return jsontree.Value{Kind: jsontree.Object, Members: members}
 }
@@ -376,7 +370,7 @@ func rejected(m *Message, source string, cause error) jsontree.Value {
 func refused(m *Message, source string, cause error) jsontree.Value {
 	rec := rejection(m, m.Header, fmt.Errorf("the signature cannot be this event's: %w", cause))
 	rec.Reason = ReasonBadSignature
-	if errors.Is(cause, events.ErrClaim) {
+	if errors.Is(cause, dsse.ErrClaim) {
 		rec.Reason = ReasonClaimMismatch
 	}
 	return rejectedEvent(m, source, rec, RejectionID(m.Stream, m.Seq), rec.Subject())
@@ -388,7 +382,7 @@ func refused(m *Message, source string, cause error) jsontree.Value {
 func overAllowance(m *Message, source string) jsontree.Value {
 	id := nats.Header{}
 	for k, vs := range m.Header {
-		if strings.EqualFold(k, events.HeaderPrefix+"id") {
+		if strings.EqualFold(k, binding.HeaderPrefix+"id") {
 			id[k] = vs
 		}
 	}
@@ -400,7 +394,7 @@ func overAllowance(m *Message, source string) jsontree.Value {
 // rejection is the event.rejected record of m, keeping the headers of h
 // that identify it (events.Rejected), as the auditor rejects it.
 func rejection(m *Message, h nats.Header, cause error) events.EventRejected {
-	return events.Rejected(m.Stream, consumerOf(m), m.Subject, m.Seq, max(m.Deliveries, 1), h, m.Data, cause)
+	return binding.Rejected(m.Stream, consumerOf(m), m.Subject, m.Seq, max(m.Deliveries, 1), h, m.Data, cause)
 }
 
 // consumerOf is the consumer m came through; "auditor" for a message read
@@ -440,7 +434,7 @@ func rejectedEvent(m *Message, source string, rec events.EventRejected, id, subj
 		"dataschema", str(spec.SchemaURI),
 		"id", str(id),
 		"source", str(source),
-		"specversion", str(events.SpecVersion),
+		"specversion", str(binding.SpecVersion),
 		"subject", str(subject),
 		"time", str(m.Stored.UTC().Format(time.RFC3339Nano)),
 		"type", str(events.TypeEventRejected),

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/services/auditor/auditortest"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
@@ -38,7 +39,7 @@ func TestRefusedSignedEvents(t *testing.T) {
 	newID.Header.Set("ce-id", "01930000-0000-7000-8000-00000000dead")
 	newID.Header.Set("Nats-Msg-Id", "01930000-0000-7000-8000-00000000dead")
 	damaged := auditortest.HeadersOn(genuine, genuine.Data)
-	damaged.Header.Set("ce-"+events.ExtSignature, `{"payloadType":"`+events.ClaimPayloadType+`","payload":"","signatures":[]}`)
+	damaged.Header.Set("ce-"+dsse.ExtSignature, `{"payloadType":"`+dsse.ClaimPayloadType+`","payload":"","signatures":[]}`)
 
 	elsewhere := auditortest.HeadersOn(genuine, genuine.Data)
 	elsewhere.Subject = events.EvidenceSubject(hosts[1], "systemd.unit")
@@ -96,7 +97,7 @@ func TestRefusedSignedEvents(t *testing.T) {
 		r := link.Prepare(auditortest.Message(t, "EVIDENCE", 6, genuine), "/auditor/t", strict).Seal(h, link.Head{})
 		assert.False(t, r.Meta.Rejected)
 		assert.Contains(t, string(r.Event), `"`+link.DataDigestMember+`":`)
-		assert.Contains(t, string(r.Event), `"`+events.ExtSignature+`":`)
+		assert.Contains(t, string(r.Event), `"`+dsse.ExtSignature+`":`)
 		assert.Equal(t, "sha256:3a6d98a218654750ef77d90e2e222daaaba802a0ab0c1fe057df57edb5e5d85c", r.Hash)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/jsontree"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
@@ -284,7 +285,7 @@ func (e *Evidence) classify(ev jsontree.Value) (uint8, error) {
 		return evOther, nil
 	}
 	attrs, _ := ev.Get("attributes")
-	env := text(attrs, events.ExtSignature)
+	env := text(attrs, dsse.ExtSignature)
 	if env == "" {
 		spec, ok := events.Lookup(text(attrs, "type"))
 		if ok && signedTypes[spec.Current()] {
@@ -295,7 +296,7 @@ func (e *Evidence) classify(ev jsontree.Value) (uint8, error) {
 		}
 		return evOther, nil
 	}
-	sig, err := events.OpenSignature(env)
+	sig, err := dsse.OpenSignature(env)
 	if err != nil {
 		return evBad, err
 	}
@@ -304,17 +305,17 @@ func (e *Evidence) classify(ev jsontree.Value) (uint8, error) {
 	if err != nil {
 		return evBad, fmt.Errorf("the link's time attribute: %w", err)
 	}
-	want := events.Claim{ID: text(attrs, "id"), Type: text(attrs, "type"), Source: text(attrs, "source"),
+	want := dsse.Claim{ID: text(attrs, "id"), Type: text(attrs, "type"), Source: text(attrs, "source"),
 		Subject: text(attrs, "subject"), Time: sig.Claim.Time, Host: text(data, "host"),
 		PayloadSHA256: text(ev, link.DataDigestMember)}
 	if t, ok := data.Get("target"); ok && t.Kind == jsontree.Object {
 		want.Target = &events.Target{Kind: text(t, "kind"), Identifier: text(t, "identifier")}
 	}
 	if ct, err := time.Parse(time.RFC3339Nano, sig.Claim.Time); err != nil || !ct.Equal(at) {
-		return evBad, fmt.Errorf("%w: time differs", events.ErrClaim)
+		return evBad, fmt.Errorf("%w: time differs", dsse.ErrClaim)
 	}
-	if field := events.ClaimDiff(sig.Claim, want); field != "" {
-		return evBad, fmt.Errorf("%w: %s differs", events.ErrClaim, field)
+	if field := dsse.ClaimDiff(sig.Claim, want); field != "" {
+		return evBad, fmt.Errorf("%w: %s differs", dsse.ErrClaim, field)
 	}
 	if e.Registry == nil {
 		return evBad, errors.New("no registry to check the key against")

@@ -12,6 +12,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/attestation"
 	"github.com/runtimetruth/runtimetruth/pkg/attestation/attestationtest"
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/events/signtest"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
@@ -66,7 +67,7 @@ func TestAttestedBaselineThroughTheBus(t *testing.T) {
 	verdictFor := func(s *snapshot.Snapshot) events.Verdict {
 		p, err := events.NewEvidenceCollected("host-1", s, 0)
 		require.NoError(t, err)
-		m, e, err := events.NewMsg(events.Source("collector", "host-1"), p, signtest.Sign("host-1"))
+		m, e, err := binding.NewMsg(events.Source("collector", "host-1"), p, signtest.Sign("host-1"))
 		require.NoError(t, err)
 		_, err = js.PublishMsg(ctx, m)
 		require.NoError(t, err)

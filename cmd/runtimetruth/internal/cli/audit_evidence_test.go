@@ -19,6 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
+	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 	"github.com/runtimetruth/runtimetruth/pkg/events/signtest"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/jsontree"
@@ -98,12 +100,12 @@ func signedRecords(t *testing.T, h chain.Hasher, host string, key ed25519.Privat
 	for i := range n {
 		target := events.Target{Kind: "systemd.unit", Identifier: fmt.Sprintf("u%d.service", i%3)}
 		p := events.CollectionFailed{Host: host, Collector: "systemd", Target: &target, Reason: "timeout", Message: "no answer"}
-		opts := []events.Option{events.WithID(fmt.Sprintf("ev-%d", i)), events.WithTime(at.Add(time.Duration(i) * time.Second))}
+		opts := []binding.Option{binding.WithID(fmt.Sprintf("ev-%d", i)), binding.WithTime(at.Add(time.Duration(i) * time.Second))}
 		if !mixed || i%2 == 0 {
 			seq := uint64(i + 1)
-			opts = append(opts, events.WithSigner(events.NewSigner(key, func() (uint64, error) { return seq, nil })))
+			opts = append(opts, binding.WithSigner(dsse.NewSigner(key, func() (uint64, error) { return seq, nil })))
 		}
-		m, _, err := events.NewMsg(events.Source("collector", host), p, opts...)
+		m, _, err := binding.NewMsg(events.Source("collector", host), p, opts...)
 		require.NoError(t, err)
 		msg := &link.Message{Stream: "EVIDENCE", Seq: uint64(i + 1), Subject: m.Subject, Header: m.Header, Data: m.Data, Stored: at.Add(time.Duration(i) * time.Second)}
 		if edit != nil {
@@ -165,7 +167,7 @@ func TestAuditVerifyEvidenceSignatures(t *testing.T) {
 	h := chain.NewHasher(nil)
 	_, key, err := ed25519.GenerateKey(nil)
 	require.NoError(t, err)
-	keyID := events.KeyID(key.Public().(ed25519.PublicKey))
+	keyID := dsse.KeyID(key.Public().(ed25519.PublicKey))
 	const host = "web-01"
 	enrolled := events.HostRecord{Host: host, Keys: []events.HostKey{{Key: keyID, State: events.KeyEnrolled, By: "test"}}}
 	good := writeRecords(t, h, signedRecords(t, h, host, key, 6, false, nil))
@@ -273,7 +275,7 @@ func TestAuditVerifyRefusedByTheVerifier(t *testing.T) {
 	require.NoError(t, err)
 	const host = "web-01"
 	hosts := hostsFile(t, events.HostRecord{Host: host, Keys: []events.HostKey{
-		{Key: events.KeyID(key.Public().(ed25519.PublicKey)), State: events.KeyEnrolled, By: "test"}}})
+		{Key: dsse.KeyID(key.Public().(ed25519.PublicKey)), State: events.KeyEnrolled, By: "test"}}})
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	target := events.Target{Kind: "systemd.unit", Identifier: "u0.service"}
 	p := events.CollectionFailed{Host: host, Collector: "systemd", Target: &target, Reason: "timeout", Message: "no answer"}
@@ -283,8 +285,8 @@ func TestAuditVerifyRefusedByTheVerifier(t *testing.T) {
 		// The first event's message again under a new id, linked as the
 		// auditor linked it before it checked claims: whole, its
 		// signature kept.
-		orig, _, err := events.NewMsg(events.Source("collector", host), p, events.WithID("ev-0"), events.WithTime(at),
-			events.WithSigner(events.NewSigner(key, func() (uint64, error) { return 1, nil })))
+		orig, _, err := binding.NewMsg(events.Source("collector", host), p, binding.WithID("ev-0"), binding.WithTime(at),
+			binding.WithSigner(dsse.NewSigner(key, func() (uint64, error) { return 1, nil })))
 		require.NoError(t, err)
 		ev := link.Entry(&link.Message{Stream: "EVIDENCE", Seq: 5, Subject: orig.Subject, Header: orig.Header, Data: orig.Data,
 			Stored: at.Add(5 * time.Second)}, "/auditor/t")
@@ -302,8 +304,8 @@ func TestAuditVerifyRefusedByTheVerifier(t *testing.T) {
 	}
 	const otherKeyID = "01930000-0000-7000-8000-0000000000ee"
 	otherKey := func(t *testing.T, heads map[string]link.Head) link.Record {
-		m, _, err := events.NewMsg(events.Source("collector", host), p, events.WithID(otherKeyID), events.WithTime(at.Add(5*time.Second)),
-			events.WithSigner(signtest.Random()))
+		m, _, err := binding.NewMsg(events.Source("collector", host), p, binding.WithID(otherKeyID), binding.WithTime(at.Add(5*time.Second)),
+			binding.WithSigner(signtest.Random()))
 		require.NoError(t, err)
 		r := seal(t, h, heads, &link.Message{Stream: "EVIDENCE", Seq: 5, Subject: m.Subject, Header: m.Header, Data: m.Data, Stored: at.Add(5 * time.Second)})
 		require.False(t, r.Meta.Rejected, "linked whole: the claim says what the event says")
@@ -313,10 +315,10 @@ func TestAuditVerifyRefusedByTheVerifier(t *testing.T) {
 	// with event id, as natsbus publishes it, linked at DLQ seq 1.
 	deadLetter := func(t *testing.T, heads map[string]link.Head, seq uint64, id, reason, why string) link.Record {
 		cause := natsbus.Permanent(fmt.Errorf("rejected evidence (%s): authenticate evidence of %s: %s", reason, host, why))
-		rec := events.Rejected("EVIDENCE", "verifier", events.CollectFailedSubject(host), seq, 1,
+		rec := binding.Rejected("EVIDENCE", "verifier", events.CollectFailedSubject(host), seq, 1,
 			nats.Header{"ce-id": []string{id}, "Nats-Msg-Id": []string{id}}, []byte(`{}`), cause)
-		m, _, err := events.NewMsg(events.Source("verifier", "v"), rec, events.WithID(natsbus.DeadLetterID("EVIDENCE", "verifier", seq)),
-			events.WithTime(at.Add(6*time.Second)))
+		m, _, err := binding.NewMsg(events.Source("verifier", "v"), rec, binding.WithID(natsbus.DeadLetterID("EVIDENCE", "verifier", seq)),
+			binding.WithTime(at.Add(6*time.Second)))
 		require.NoError(t, err)
 		return seal(t, h, heads, &link.Message{Stream: "DLQ", Seq: 1, Subject: m.Subject, Header: m.Header, Data: m.Data, Stored: at.Add(6 * time.Second)})
 	}

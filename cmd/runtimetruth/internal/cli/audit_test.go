@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/logtest"
 	"github.com/runtimetruth/runtimetruth/services/auditor/auditortest"
@@ -64,8 +65,8 @@ func auditRecords(t *testing.T, h chain.Hasher, from, n int, heads map[string]li
 			p = events.BaselineChanged{Target: target, Change: events.BaselineCreated, Digest: "sha256:" + strings.Repeat("b", 64)}
 			stream = "BASELINES"
 		}
-		m, _, err := events.NewMsg(events.Source("test", "t"), p, events.WithID(fmt.Sprintf("id-%d", i)),
-			events.WithTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i)*time.Second)))
+		m, _, err := binding.NewMsg(events.Source("test", "t"), p, binding.WithID(fmt.Sprintf("id-%d", i)),
+			binding.WithTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i)*time.Second)))
 		require.NoError(t, err)
 		out = append(out, seal(t, h, heads, &link.Message{Stream: stream, Seq: uint64(i + 1), Subject: m.Subject, Header: m.Header, Data: m.Data,
 			Stored: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Second)}))
@@ -217,9 +218,9 @@ func TestAuditVerifySIEMCheckpoints(t *testing.T) {
 	heads := map[string]link.Head{}
 	recs := auditRecords(t, h, 0, 6, heads)
 	target := events.Target{Kind: "git.repository", Identifier: "/srv/app " + forged}
-	m, _, err := events.NewMsg(events.Source("test", "t"), events.Verdict{Status: events.StatusError, Host: "web-01", Target: target,
+	m, _, err := binding.NewMsg(events.Source("test", "t"), events.Verdict{Status: events.StatusError, Host: "web-01", Target: target,
 		EvidenceID: "e-x", SnapshotDigest: "sha256:" + strings.Repeat("a", 64), Error: "no baseline"},
-		events.WithID("id-forged"), events.WithTime(time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC)))
+		binding.WithID("id-forged"), binding.WithTime(time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC)))
 	require.NoError(t, err)
 	m.Subject += "." + strings.ReplaceAll(forged, " ", "_")
 	evil := seal(t, h, heads, &link.Message{Stream: "VERDICTS", Seq: 7, Subject: m.Subject, Header: m.Header, Data: m.Data,
@@ -537,7 +538,7 @@ func TestAuditTailSummarizesVerdicts(t *testing.T) {
 		SnapshotDigest: "sha256:" + strings.Repeat("a", 64), Error: "no baseline\x1b[2J for it"}
 	var msgs []*nats.Msg
 	for i, p := range []events.Payload{drift, drift, failed} {
-		m, _, err := events.NewMsg(events.Source("test", "t"), p, events.WithID(fmt.Sprintf("id-%d", i)))
+		m, _, err := binding.NewMsg(events.Source("test", "t"), p, binding.WithID(fmt.Sprintf("id-%d", i)))
 		require.NoError(t, err)
 		if i == 1 {
 			m = auditortest.V1(t, m)

@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
+	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 	"github.com/runtimetruth/runtimetruth/pkg/events/signtest"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/report"
@@ -33,7 +35,7 @@ type approveBus struct {
 	baselines *verifier.Baselines
 	mode      verifier.Enrollment
 	// signers and keys are each host's collector key (mode not off).
-	signers map[string]*events.Signer
+	signers map[string]*dsse.Signer
 	keys    map[string]string
 }
 
@@ -58,7 +60,7 @@ func startApproveBusWith(t *testing.T, mode verifier.Enrollment) *approveBus {
 	require.NoError(t, err)
 	startComponent(t, v)
 	return &approveBus{url: url, js: js, ver: v, baselines: verifier.NewBaselines(js, ""), mode: mode,
-		signers: map[string]*events.Signer{}, keys: map[string]string{}}
+		signers: map[string]*dsse.Signer{}, keys: map[string]string{}}
 }
 
 // startComponent starts c, a service component, and shuts it down when
@@ -79,14 +81,14 @@ func startComponent(t *testing.T, c lifecycle.Component) {
 func (b *approveBus) collected(t *testing.T, host string, s *snapshot.Snapshot) {
 	t.Helper()
 	ctx := t.Context()
-	var opts []events.Option
+	var opts []binding.Option
 	if b.mode != verifier.EnrollOff {
 		sg, ok := b.signers[host]
 		if !ok {
 			sg = signtest.Random()
 			b.signers[host], b.keys[host] = sg, sg.KeyID()
 		}
-		opts = append(opts, events.WithSigner(sg))
+		opts = append(opts, binding.WithSigner(sg))
 	}
 	p := b.publish(t, host, s, opts...)
 	natstest.CheckFor(t, 30*time.Second, 10*time.Millisecond, func() error {
@@ -105,11 +107,11 @@ func (b *approveBus) collected(t *testing.T, host string, s *snapshot.Snapshot) 
 
 // publish publishes s as collected on host, with opts, and returns the
 // payload; it does not wait for the verifier.
-func (b *approveBus) publish(t *testing.T, host string, s *snapshot.Snapshot, opts ...events.Option) events.EvidenceCollected {
+func (b *approveBus) publish(t *testing.T, host string, s *snapshot.Snapshot, opts ...binding.Option) events.EvidenceCollected {
 	t.Helper()
 	p, err := events.NewEvidenceCollected(host, s, time.Minute)
 	require.NoError(t, err)
-	m, _, err := events.NewMsg(events.Source("collector", host), p, opts...)
+	m, _, err := binding.NewMsg(events.Source("collector", host), p, opts...)
 	require.NoError(t, err)
 	_, err = b.js.PublishMsg(t.Context(), m)
 	require.NoError(t, err)

@@ -16,6 +16,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
+	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/services/collector"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
@@ -171,7 +173,7 @@ func enrolledKeys(ctx context.Context, h *verifier.Hosts, host string) (func(str
 		if !enrolled[id] {
 			return nil, errNotEnrolledKey
 		}
-		return events.ParseKeyID(id)
+		return dsse.ParseKeyID(id)
 	}, nil
 }
 
@@ -231,7 +233,7 @@ func collectNow(ctx context.Context, nc *nats.Conn, host string, req collector.C
 			rep.Accepted = &acceptedReply{Key: keyID, Reply: reply}
 			return rep, nil
 		}
-		r := refusedReply{Key: events.Clip(named, maxRefusalBytes+len("…"), "…"), Reason: events.Clip(err.Error(), maxRefusalBytes+len("…"), "…")}
+		r := refusedReply{Key: binding.Clip(named, maxRefusalBytes+len("…"), "…"), Reason: binding.Clip(err.Error(), maxRefusalBytes+len("…"), "…")}
 		if len(rep.Refused) == maxRefusals {
 			rep.RefusedMore++
 			continue

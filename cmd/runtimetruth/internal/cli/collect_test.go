@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 	"github.com/runtimetruth/runtimetruth/pkg/events/signtest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry/telemetrytest"
@@ -97,7 +97,7 @@ func (b *collectBus) impostor(t *testing.T, answer func(req collector.CollectNow
 }
 
 // sign signs rep as a collect-now reply with s.
-func sign(t *testing.T, s *events.Signer, rep collector.CollectNowReply) []byte {
+func sign(t *testing.T, s *dsse.Signer, rep collector.CollectNowReply) []byte {
 	t.Helper()
 	payload, err := json.Marshal(rep)
 	require.NoError(t, err)
@@ -113,7 +113,7 @@ func forged(req collector.CollectNowRequest) collector.CollectNowReply {
 			EventID: "0190f0c2-0000-7000-8000-000000000001", Digest: "sha256:" + strings.Repeat("0", 64)}}}
 }
 
-func newSigner(t *testing.T) *events.Signer {
+func newSigner(t *testing.T) *dsse.Signer {
 	t.Helper()
 	return signtest.Random()
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
@@ -27,7 +28,7 @@ func TestHostCommands(t *testing.T) {
 	require.NoError(t, err, "the verifier creates the hosts bucket")
 	pub, _, err := ed25519.GenerateKey(rand.Reader)
 	require.NoError(t, err)
-	key := events.KeyID(pub)
+	key := dsse.KeyID(pub)
 	// The verifier records the key of a host's first evidence (manual
 	// enrollment: pending).
 	reg := verifier.NewHosts(kv, verifier.EnrollManual)
@@ -62,14 +63,14 @@ func TestHostCommands(t *testing.T) {
 	assert.Contains(t, r.stderr, "--key is required")
 	next, _, err := ed25519.GenerateKey(rand.Reader)
 	require.NoError(t, err)
-	r = run(t, "host", "rotate", "web-01", "--key", events.KeyID(next), "--nats", b.url)
+	r = run(t, "host", "rotate", "web-01", "--key", dsse.KeyID(next), "--nats", b.url)
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, run(t, "host", "list", "--nats", b.url).stdout, "web-01 (rotating)")
 	require.NoError(t, reg.Admit(t.Context(), "web-01", key), "the current key stays accepted")
-	require.NoError(t, reg.Admit(t.Context(), "web-01", events.KeyID(next)), "the new one is accepted")
+	require.NoError(t, reg.Admit(t.Context(), "web-01", dsse.KeyID(next)), "the new one is accepted")
 	require.ErrorIs(t, reg.Admit(t.Context(), "web-01", key), verifier.ErrRevoked, "and its first evidence ends the rotation")
-	require.NoError(t, reg.Admit(t.Context(), "web-01", events.KeyID(next)))
-	key = events.KeyID(next)
+	require.NoError(t, reg.Admit(t.Context(), "web-01", dsse.KeyID(next)))
+	key = dsse.KeyID(next)
 
 	r = run(t, "host", "revoke", "web-01", "--nats", b.url)
 	require.Equal(t, 0, r.code, r.stderr)

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/events/signtest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
@@ -29,7 +29,7 @@ func TestStatusShowsRefusedEvidence(t *testing.T) {
 
 	impostor := signtest.Random()
 	for range 2 {
-		bus.publish(t, "host-a", fixtureSnapshot(t, "after.json"), events.WithSigner(impostor))
+		bus.publish(t, "host-a", fixtureSnapshot(t, "after.json"), binding.WithSigner(impostor))
 	}
 	natstest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
 		s, err := bus.js.Stream(ctx, topology.StreamDLQ)

@@ -24,6 +24,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/report"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/lifecycle"
@@ -465,11 +466,11 @@ func (p *verdictPrinter) init() {
 // event or no T.
 func decodeMsg[T events.Payload](m *nats.Msg) (T, bool) {
 	var zero T
-	ev, err := events.FromNATS(m.Header, m.Data)
+	ev, err := binding.FromNATS(m.Header, m.Data)
 	if err != nil {
 		return zero, false
 	}
-	v, err := events.Decode[T](ev)
+	v, err := binding.Decode[T](ev)
 	if err != nil {
 		return zero, false
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 )
 
@@ -26,7 +27,7 @@ func verdictFor(t *testing.T, host, target, baseline string) *nats.Msg {
 	if baseline != "" {
 		v.BaselineDigest, v.Error = baseline, "unreadable baseline"
 	}
-	m, _, err := events.NewMsg(events.Source("verifier", "test"), v)
+	m, _, err := binding.NewMsg(events.Source("verifier", "test"), v)
 	require.NoError(t, err)
 	return m
 }
@@ -88,7 +89,7 @@ func TestVerdictPrinterCountsRefusedEvidence(t *testing.T) {
 			Error:    "rejected evidence (clock_skew): the evidence's time is too far from the verifier's clock: 1h0m0s off\x1b[2J",
 			Envelope: events.Envelope{ID: "e-1", Type: events.TypeEvidenceCollected, Subject: target},
 			DataSize: 3, DataDigest: "sha256:" + strings.Repeat("c", 64)}
-		m, _, err := events.NewMsg(events.Source("verifier", "test"), r)
+		m, _, err := binding.NewMsg(events.Source("verifier", "test"), r)
 		require.NoError(t, err)
 		return m
 	}
@@ -114,7 +115,7 @@ func TestStaleVerdictIsShown(t *testing.T) {
 	v := events.Verdict{Status: events.StatusStale, Host: "web-01", Target: tg, EvidenceID: "e-1",
 		SnapshotDigest: "sha256:" + strings.Repeat("a", 64), LastSeen: "2026-12-02T03:00:00Z",
 		Error: "no authentic evidence since 2026-12-02T03:00:00Z (stale after 3m0s)"}
-	m, _, err := events.NewMsg(events.Source("verifier", "test"), v)
+	m, _, err := binding.NewMsg(events.Source("verifier", "test"), v)
 	require.NoError(t, err)
 	var out bytes.Buffer
 	p := &verdictPrinter{out: &out, host: "web-01"}

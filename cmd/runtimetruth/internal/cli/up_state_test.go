@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/report"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
@@ -142,7 +143,7 @@ func TestUpTargetStateChanges(t *testing.T) {
 // collections as they come: a line only when the target's state changes.
 func TestUpPrintsStateChangesOnce(t *testing.T) {
 	msg := func(v events.Verdict) *nats.Msg {
-		m, _, err := events.NewMsg(events.Source("verifier", "test"), v)
+		m, _, err := binding.NewMsg(events.Source("verifier", "test"), v)
 		require.NoError(t, err)
 		return m
 	}
@@ -209,7 +210,7 @@ func TestUpPrintsNoBaselineAndRefusalsOnce(t *testing.T) {
 	assert.NotContains(t, out.String(), "ERROR", "a NO BASELINE again is not an ERROR line")
 
 	rejected := func(errText string) *nats.Msg {
-		m, _, err := events.NewMsg(events.Source("verifier", "test"), refusal("web-01", errText))
+		m, _, err := binding.NewMsg(events.Source("verifier", "test"), refusal("web-01", errText))
 		require.NoError(t, err)
 		return m
 	}

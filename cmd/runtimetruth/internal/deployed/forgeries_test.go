@@ -16,6 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
+	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 )
@@ -38,7 +40,7 @@ func (p *pipeline) forgeries() {
 	js, err := jetstream.New(nc)
 	require.NoError(t, err)
 
-	build := func(opts ...events.Option) *nats.Msg {
+	build := func(opts ...binding.Option) *nats.Msg {
 		t.Helper()
 		s := snapshot.New(snapshot.Target{Kind: target.Kind, Identifier: target.Identifier}, snapshot.Record{
 			Plane: snapshot.Live, Kind: target.Kind,
@@ -48,12 +50,12 @@ func (p *pipeline) forgeries() {
 		s.CapturedAt = snapshot.FormatTime(time.Now().UTC())
 		ev, err := events.NewEvidenceCollected(web, s, time.Second)
 		require.NoError(t, err)
-		m, _, err := events.NewMsg(events.Source("collector", web), ev, opts...)
+		m, _, err := binding.NewMsg(events.Source("collector", web), ev, opts...)
 		require.NoError(t, err)
 		return m
 	}
-	signedAt := func(seq uint64) events.Option {
-		return events.WithSigner(events.NewSigner(key, func() (uint64, error) { return seq, nil }))
+	signedAt := func(seq uint64) binding.Option {
+		return binding.WithSigner(dsse.NewSigner(key, func() (uint64, error) { return seq, nil }))
 	}
 	// A sequence far above the collector's: the signature is web's, only
 	// the thing named by each case is wrong.
@@ -64,10 +66,10 @@ func (p *pipeline) forgeries() {
 	}{
 		{"an old sequence on a new event", "replayed", func() *nats.Msg { return build(signedAt(1)) }},
 		{"a time two hours ago", "clock_skew", func() *nats.Msg {
-			return build(signedAt(ahead), events.WithTime(time.Now().Add(-2*time.Hour)))
+			return build(signedAt(ahead), binding.WithTime(time.Now().Add(-2*time.Hour)))
 		}},
 		{"a time two hours ahead", "clock_skew", func() *nats.Msg {
-			return build(signedAt(ahead+1), events.WithTime(time.Now().Add(2*time.Hour)))
+			return build(signedAt(ahead+1), binding.WithTime(time.Now().Add(2*time.Hour)))
 		}},
 		{"other data than the signed data", "claim_mismatch", func() *nats.Msg {
 			m := build(signedAt(ahead + 2))
@@ -80,14 +82,14 @@ func (p *pipeline) forgeries() {
 		}},
 		{"a signature that is not one", "bad_signature", func() *nats.Msg {
 			m := build(signedAt(ahead + 3))
-			m.Header.Set(events.HeaderPrefix+events.ExtSignature, "not a DSSE envelope")
+			m.Header.Set(binding.HeaderPrefix+dsse.ExtSignature, "not a DSSE envelope")
 			return m
 		}},
 		{"no signature", "unsigned", func() *nats.Msg { return build() }},
 	}
 	for _, f := range forgeries {
 		m := f.msg()
-		id := m.Header.Get(events.HeaderPrefix + "id")
+		id := m.Header.Get(binding.HeaderPrefix + "id")
 		_, err := js.PublishMsg(ctx, m)
 		require.NoError(t, err, f.name)
 		natstest.CheckFor(t, deadline, poll, func() error {

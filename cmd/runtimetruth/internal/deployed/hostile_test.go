@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
+	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
@@ -63,8 +65,8 @@ func (p *pipeline) hostileNeighbour() {
 		s.CapturedAt = snapshot.FormatTime(time.Now().UTC())
 		ev, err := events.NewEvidenceCollected(db, s, time.Second)
 		require.NoError(t, err)
-		m, _, err := events.NewMsg(events.Source("collector", db), ev,
-			events.WithSigner(events.NewSigner(key, func() (uint64, error) { return 1, nil })))
+		m, _, err := binding.NewMsg(events.Source("collector", db), ev,
+			binding.WithSigner(dsse.NewSigner(key, func() (uint64, error) { return 1, nil })))
 		require.NoError(t, err)
 		publish(m)
 	}

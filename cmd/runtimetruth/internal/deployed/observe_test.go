@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 )
@@ -168,9 +169,9 @@ func (d *deployment) deadLetters(host, reason string) []deadLetter {
 		if m.Subject != subject {
 			continue
 		}
-		e, err := events.FromNATS(m.Header, m.Data)
+		e, err := binding.FromNATS(m.Header, m.Data)
 		require.NoError(d.t, err)
-		rej, err := events.Decode[events.EventRejected](e)
+		rej, err := binding.Decode[events.EventRejected](e)
 		require.NoError(d.t, err)
 		l := deadLetter{id: rej.Envelope.ID, err: rej.Error}
 		if m := rejectedReason.FindStringSubmatch(rej.Error); m != nil {

@@ -17,6 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
+	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 	"github.com/runtimetruth/runtimetruth/pkg/events/signtest"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/buspolicy"
@@ -163,10 +165,10 @@ func TestAttacksOnTheEvidence(t *testing.T) {
 	require.NoError(t, err)
 	target := events.Target{Kind: "systemd.unit", Identifier: "agent.service"}
 
-	build := func(host string, s *snapshot.Snapshot, opts ...events.Option) (*nats.Msg, string) {
+	build := func(host string, s *snapshot.Snapshot, opts ...binding.Option) (*nats.Msg, string) {
 		p, err := events.NewEvidenceCollected(host, s, time.Minute)
 		require.NoError(t, err)
-		m, e, err := events.NewMsg(events.Source("collector", host), p, opts...)
+		m, e, err := binding.NewMsg(events.Source("collector", host), p, opts...)
 		require.NoError(t, err)
 		return m, e.ID()
 	}
@@ -226,7 +228,7 @@ func TestAttacksOnTheEvidence(t *testing.T) {
 	}
 	attacks := []attack{
 		{"another host's name, the attacker's key", func() (*nats.Msg, string) {
-			return build("victim", unitSnapshot(1), events.WithSigner(impostor))
+			return build("victim", unitSnapshot(1), binding.WithSigner(impostor))
 		}, "key_changed"},
 		{"another host's enrolled key", func() (*nats.Msg, string) {
 			return build("victim", unitSnapshot(1), signtest.Sign("other"))
@@ -247,13 +249,13 @@ func TestAttacksOnTheEvidence(t *testing.T) {
 			return m, "01930000-0000-7000-8000-00000000dead"
 		}, "claim_mismatch"},
 		{"a time far in the past", func() (*nats.Msg, string) {
-			return build("victim", unitSnapshot(1), signtest.Sign("victim"), events.WithTime(time.Now().Add(-2*time.Hour)))
+			return build("victim", unitSnapshot(1), signtest.Sign("victim"), binding.WithTime(time.Now().Add(-2*time.Hour)))
 		}, "clock_skew"},
 		{"a time far in the future", func() (*nats.Msg, string) {
-			return build("victim", unitSnapshot(1), signtest.Sign("victim"), events.WithTime(time.Now().Add(2*time.Hour)))
+			return build("victim", unitSnapshot(1), signtest.Sign("victim"), binding.WithTime(time.Now().Add(2*time.Hour)))
 		}, "clock_skew"},
 		{"the victim's key, an old sequence, a new event", func() (*nats.Msg, string) {
-			return build("victim", unitSnapshot(1), events.WithSigner(events.NewSigner(signtest.Key("victim"),
+			return build("victim", unitSnapshot(1), binding.WithSigner(dsse.NewSigner(signtest.Key("victim"),
 				func() (uint64, error) { return 1, nil })))
 		}, "replayed"},
 	}
@@ -318,7 +320,7 @@ func TestAttacksOnTheEvidence(t *testing.T) {
 	// An invented host gets no verdict, so status shows no PASS for it;
 	// a revoked host's own evidence is refused.
 	n := len(dlq())
-	ghost, ghostID := build("ghost", unitSnapshot(1), events.WithSigner(impostor))
+	ghost, ghostID := build("ghost", unitSnapshot(1), binding.WithSigner(impostor))
 	publish(ghost)
 	refused("an invented host", n, ghostID, "not_enrolled")
 	require.NoError(t, hosts.Revoke(ctx, "other", "operator"))
@@ -410,7 +412,7 @@ func TestOneVerdictAfterACrashAndARestart(t *testing.T) {
 	for i := range n {
 		p, err := events.NewEvidenceCollected("web-01", unitSnapshot(int64(i)), time.Minute)
 		require.NoError(t, err)
-		m, e, err := events.NewMsg(events.Source("collector", "web-01"), p, signtest.Sign("web-01"))
+		m, e, err := binding.NewMsg(events.Source("collector", "web-01"), p, signtest.Sign("web-01"))
 		require.NoError(t, err)
 		_, err = bus.PublishMsg(ctx, m)
 		require.NoError(t, err)

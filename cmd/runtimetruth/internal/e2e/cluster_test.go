@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/buspolicy"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
@@ -37,9 +38,9 @@ func storedEvents(ctx context.Context, t *testing.T, js jetstream.JetStream, str
 	t.Helper()
 	var out []storedEvent
 	for _, raw := range natstest.Stored(ctx, t, js, stream) {
-		e, err := events.FromNATS(raw.Header, raw.Data)
+		e, err := binding.FromNATS(raw.Header, raw.Data)
 		require.NoError(t, err)
-		p, err := events.Decode[events.Payload](e)
+		p, err := binding.Decode[events.Payload](e)
 		require.NoError(t, err)
 		out = append(out, storedEvent{ID: e.ID(), Type: e.Type(), Payload: p})
 	}

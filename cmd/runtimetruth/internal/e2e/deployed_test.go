@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/events/signtest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
@@ -46,7 +47,7 @@ func TestSilenceAsDeployed(t *testing.T) {
 
 	p, err := events.NewEvidenceCollected("web", unitSnapshot(1), time.Minute)
 	require.NoError(t, err)
-	m, e, err := events.NewMsg(events.Source("collector", "web"), p, signtest.Sign("web"))
+	m, e, err := binding.NewMsg(events.Source("collector", "web"), p, signtest.Sign("web"))
 	require.NoError(t, err)
 	_, err = bus.PublishMsg(ctx, m)
 	require.NoError(t, err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/cmd/runtimetruth/internal/cli"
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/buspolicy"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
@@ -40,10 +41,10 @@ func watchBus(t *testing.T, nc *nats.Conn) *busWatch {
 	handle := func(m *nats.Msg) {
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		e, err := events.FromNATS(m.Header, m.Data)
+		e, err := binding.FromNATS(m.Header, m.Data)
 		if err == nil {
 			var p events.Payload
-			if p, err = events.Decode[events.Payload](e); err == nil {
+			if p, err = binding.Decode[events.Payload](e); err == nil {
 				switch p := p.(type) {
 				case events.Verdict:
 					w.verdicts = append(w.verdicts, p)

@@ -25,6 +25,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
+	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
@@ -87,11 +89,11 @@ func newHost(name string) *host {
 	return &host{name: name, key: ed25519.NewKeyFromSeed(sum[:])}
 }
 
-func (h *host) signer() *events.Signer {
-	return events.NewSigner(h.key, func() (uint64, error) { return h.seq.Add(1), nil })
+func (h *host) signer() *dsse.Signer {
+	return dsse.NewSigner(h.key, func() (uint64, error) { return h.seq.Add(1), nil })
 }
 
-func (h *host) keyID() string { return events.KeyID(h.key.Public().(ed25519.PublicKey)) }
+func (h *host) keyID() string { return dsse.KeyID(h.key.Public().(ed25519.PublicKey)) }
 
 // attack is one of the adversary's attacks: run publishes until ctx
 // ends and returns how many messages it sent.
@@ -301,11 +303,11 @@ func BenchmarkFleet(b *testing.B) {
 	led := &ledger{samples: map[string]*sample{}, early: map[string]time.Time{}, stale: map[string]time.Time{}, last: map[string]time.Time{}}
 	sub, err := nc.Subscribe(events.FilterVerdict, func(m *nats.Msg) {
 		at := time.Now()
-		e, err := events.FromNATS(m.Header, m.Data)
+		e, err := binding.FromNATS(m.Header, m.Data)
 		if err != nil {
 			return
 		}
-		if v, err := events.Decode[events.Verdict](e); err == nil {
+		if v, err := binding.Decode[events.Verdict](e); err == nil {
 			led.verdict(v, at)
 		}
 	})
@@ -342,7 +344,7 @@ func BenchmarkFleet(b *testing.B) {
 					b.Error(err)
 					continue
 				}
-				m, e, err := events.NewMsg(events.Source("collector", d.h.name), p, events.WithSigner(d.h.signer()))
+				m, e, err := binding.NewMsg(events.Source("collector", d.h.name), p, binding.WithSigner(d.h.signer()))
 				if err != nil {
 					b.Error(err)
 					continue
@@ -604,8 +606,8 @@ func keyChurn(ctx context.Context, js jetstream.JetStream, h *host) int {
 	return flood(ctx, js, func(int) *nats.Msg {
 		_, key, _ := ed25519.GenerateKey(rand.Reader)
 		p, _ := events.NewEvidenceCollected(h.name, unit(targets[0], time.Now()), interval)
-		m, _, _ := events.NewMsg(events.Source("collector", h.name), p,
-			events.WithSigner(events.NewSigner(key, func() (uint64, error) { return 1, nil })))
+		m, _, _ := binding.NewMsg(events.Source("collector", h.name), p,
+			binding.WithSigner(dsse.NewSigner(key, func() (uint64, error) { return 1, nil })))
 		return m
 	})
 }
@@ -623,8 +625,8 @@ func junk(ctx context.Context, js jetstream.JetStream) int {
 // (duplicates) and new ones claiming an old sequence (replays).
 func replays(ctx context.Context, js jetstream.JetStream, h *host) int {
 	p, _ := events.NewEvidenceCollected(h.name, unit(targets[0], time.Now()), interval)
-	first, _, _ := events.NewMsg(events.Source("collector", h.name), p, events.WithSigner(h.signer()))
-	old := events.NewSigner(h.key, func() (uint64, error) { return 1, nil })
+	first, _, _ := binding.NewMsg(events.Source("collector", h.name), p, binding.WithSigner(h.signer()))
+	old := dsse.NewSigner(h.key, func() (uint64, error) { return 1, nil })
 	return flood(ctx, js, func(i int) *nats.Msg {
 		if i%2 == 0 {
 			m := nats.NewMsg(first.Subject)
@@ -636,7 +638,7 @@ func replays(ctx context.Context, js jetstream.JetStream, h *host) int {
 			return m
 		}
 		p, _ := events.NewEvidenceCollected(h.name, unit(targets[0], time.Now()), interval)
-		m, _, _ := events.NewMsg(events.Source("collector", h.name), p, events.WithSigner(old))
+		m, _, _ := binding.NewMsg(events.Source("collector", h.name), p, binding.WithSigner(old))
 		return m
 	})
 }
@@ -645,7 +647,7 @@ func replays(ctx context.Context, js jetstream.JetStream, h *host) int {
 // of other data.
 func bigCopies(ctx context.Context, js jetstream.JetStream, h *host) int {
 	p, _ := events.NewEvidenceCollected(h.name, unit(targets[0], time.Now()), interval)
-	signed, _, _ := events.NewMsg(events.Source("collector", h.name), p, events.WithSigner(h.signer()))
+	signed, _, _ := binding.NewMsg(events.Source("collector", h.name), p, binding.WithSigner(h.signer()))
 	big := bytes.Repeat([]byte("x"), 900<<10)
 	return flood(ctx, js, func(int) *nats.Msg {
 		m := nats.NewMsg(signed.Subject)

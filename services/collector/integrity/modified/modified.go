@@ -26,6 +26,7 @@ import (
 	"path/filepath"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/jsontree"
 	"github.com/runtimetruth/runtimetruth/services/collector/integrity"
@@ -169,7 +170,7 @@ func locked(store *integrity.Store, fn func(*state) error) error {
 // appendEvent validates ev as a CloudEvent and appends it to the chain
 // ev.Host in the audit file at path.
 func appendEvent(path, source string, ev events.RunnableModified) error {
-	ce, err := events.New(source, ev)
+	ce, err := binding.New(source, ev)
 	if err != nil {
 		return err
 	}

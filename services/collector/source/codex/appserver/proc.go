@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 )
 
 // waitExited blocks until pid has exited, without reaping it (WNOWAIT):
@@ -135,13 +135,13 @@ func errorLine(stderr []byte) string {
 			continue
 		}
 		if strings.HasPrefix(l, "Error:") {
-			return events.Clip(l, maxReason+len("..."), "...")
+			return binding.Clip(l, maxReason+len("..."), "...")
 		}
 		if last == "" {
 			last = l
 		}
 	}
-	return events.Clip(last, maxReason+len("..."), "...")
+	return binding.Clip(last, maxReason+len("..."), "...")
 }
 
 // stripANSI removes CSI escape sequences (colors) and other control

@@ -1,8 +1,9 @@
-package events
+package dsse
 
 import (
 	"crypto/ed25519"
 	"fmt"
+	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/cloudevents/sdk-go/v2/types"
 )
@@ -44,7 +45,7 @@ func ClaimDiff(a, b Claim) string { return claimDiff(a, b) }
 // signature envelope (as carried in ExtSignature) can be the event's: the
 // envelope well formed (the claim's payload type, one signature of an
 // Ed25519 size; ErrBadSignature), and its claim saying what the event's
-// attributes a say (id, type, source, subject, time) and naming
+// attributes say (id, type, source, subject, time) and naming
 // dataSHA256, the hex SHA-256 of the data bytes as received, as the
 // payload's digest (ErrClaim, naming the first field that differs). It
 // returns the claim. Its host and target, which need the payload decoded,
@@ -53,8 +54,8 @@ func ClaimDiff(a, b Claim) string { return claimDiff(a, b) }
 // reader of every message (the auditor) tells evidence that cannot be
 // authentic (a real event's headers on other data, the id changed) from
 // evidence that may be, for the cost of decoding the envelope.
-func CheckClaim(a Attributes, dataSHA256 string) (Claim, error) {
-	env, err := claimEnvelope(a.Signature)
+func CheckClaim(e event.Event, dataSHA256 string) (Claim, error) {
+	env, err := envelopeOf(e)
 	if err != nil {
 		return Claim{}, err
 	}
@@ -62,7 +63,7 @@ func CheckClaim(a Attributes, dataSHA256 string) (Claim, error) {
 	if err != nil {
 		return Claim{}, err
 	}
-	want := Claim{ID: a.ID, Type: a.Type, Source: a.Source, Subject: a.Subject, Time: types.FormatTime(a.Time),
+	want := Claim{ID: e.ID(), Type: e.Type(), Source: e.Source(), Subject: e.Subject(), Time: types.FormatTime(e.Time()),
 		Host: got.Host, Target: got.Target, PayloadSHA256: dataSHA256}
 	if field := claimDiff(got, want); field != "" {
 		return Claim{}, fmt.Errorf("%w: %s differs", ErrClaim, field)

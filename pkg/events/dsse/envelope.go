@@ -1,4 +1,4 @@
-package events
+package dsse
 
 import (
 	"crypto/ed25519"

@@ -1,4 +1,4 @@
-package events
+package binding
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 
 // The extension attributes the codec accepts: W3C trace context, as the
 // CloudEvents distributed-tracing extension defines it. Any other extension
-// is rejected (ReasonUnknownExtension).
+// is rejected (events.ReasonUnknownExtension).
 const (
 	ExtTraceparent = "traceparent"
 	ExtTracestate  = "tracestate"
@@ -24,7 +24,7 @@ const maxTracestate = 512
 // to that expression), then the ids.
 func validTraceparent(v string) error {
 	if len(v) != 55 || v[:3] != "00-" || v[35] != '-' || v[52] != '-' ||
-		!isLowerHex(v[3:35]) || !isLowerHex(v[36:52]) || !isLowerHex(v[53:]) {
+		!lowerHex(v[3:35]) || !lowerHex(v[36:52]) || !lowerHex(v[53:]) {
 		return errors.New("not a version-00 W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>, lower case)")
 	}
 	if strings.Trim(v[3:35], "0") == "" || strings.Trim(v[36:52], "0") == "" {
@@ -168,3 +168,6 @@ func (c HeaderCarrier) Keys() []string {
 	}
 	return keys
 }
+
+// lowerHex reports whether every byte of s is 0-9 or a-f.
+func lowerHex(s string) bool { return strings.Trim(s, "0123456789abcdef") == "" }

@@ -1,8 +1,9 @@
-package events
+package dsse
 
 import (
 	"crypto/ed25519"
 	"fmt"
+	"github.com/runtimetruth/runtimetruth/pkg/events"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 )
@@ -20,7 +21,7 @@ type PendingSignature struct {
 	Sig       []byte
 
 	e     event.Event
-	p     Payload
+	p     events.Payload
 	claim []byte
 }
 
@@ -28,7 +29,7 @@ type PendingSignature struct {
 // the Ed25519 check: the envelope well formed with one signature, and the
 // key key returns for its key id the key it names (errors as
 // VerifySignature's).
-func ReadSignature(e event.Event, p Payload, key func(keyID string) (ed25519.PublicKey, error)) (*PendingSignature, error) {
+func ReadSignature(e event.Event, p events.Payload, key func(keyID string) (ed25519.PublicKey, error)) (*PendingSignature, error) {
 	env, err := envelopeOf(e)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package events
+package binding
 
 import (
 	"errors"
@@ -40,7 +40,7 @@ func encodeValue(s string) string {
 			b = append(b, c)
 			continue
 		}
-		b = append(b, '%', upperHex[c>>4], upperHex[c&0xF])
+		b = append(b, '%', hexDigits[c>>4], hexDigits[c&0xF])
 	}
 	return string(b)
 }
@@ -151,3 +151,6 @@ func headerSize(h nats.Header) int {
 	}
 	return n
 }
+
+// hexDigits are the digits of percent-encoding (upper case).
+const hexDigits = "0123456789ABCDEF"

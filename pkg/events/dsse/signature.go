@@ -1,4 +1,4 @@
-package events
+package dsse
 
 import (
 	"crypto/ed25519"
@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"strconv"
 	"strings"
 	"time"
@@ -57,13 +58,13 @@ const (
 
 // Claim is what a signature asserts about one event.
 type Claim struct {
-	ID      string  `json:"id"`
-	Type    string  `json:"type"`
-	Source  string  `json:"source"`
-	Subject string  `json:"subject"`
-	Time    string  `json:"time"`
-	Host    string  `json:"host"`
-	Target  *Target `json:"target,omitempty"`
+	ID      string         `json:"id"`
+	Type    string         `json:"type"`
+	Source  string         `json:"source"`
+	Subject string         `json:"subject"`
+	Time    string         `json:"time"`
+	Host    string         `json:"host"`
+	Target  *events.Target `json:"target,omitempty"`
 	// Seq is the signing key's sequence number: every event a key signs
 	// has a higher one than the last (gaps allowed).
 	Seq uint64 `json:"seq"`
@@ -137,9 +138,6 @@ func NewSigner(key ed25519.PrivateKey, next func() (uint64, error)) *Signer {
 // KeyID is the id of the signer's public key.
 func (s *Signer) KeyID() string { return s.keyID }
 
-// WithSigner signs the event with s (ExtSignature).
-func WithSigner(s *Signer) Option { return func(o *options) { o.signer = s } }
-
 // dsseEnvelope is a DSSE envelope; encoding/json writes []byte as
 // standard base64, as DSSE has it.
 type dsseEnvelope struct {
@@ -153,9 +151,10 @@ type dsseSignature struct {
 	Sig   []byte `json:"sig"`
 }
 
-// sign returns the signature of e (its data set) about p: the envelope
-// of a claim of the event, with the signer's next sequence number.
-func (s *Signer) sign(e *event.Event, p Payload) (string, error) {
+// Sign returns the signature of e (its data set) about p, the value of
+// its ExtSignature: the envelope of a claim of the event, with the
+// signer's next sequence number.
+func (s *Signer) Sign(e *event.Event, p events.Payload) (string, error) {
 	seq, err := s.next()
 	if err != nil {
 		return "", fmt.Errorf("sign %s: sequence: %w", e.Type(), err)
@@ -175,13 +174,13 @@ func (s *Signer) sign(e *event.Event, p Payload) (string, error) {
 }
 
 // claimOf is the claim of event e (its data set) about p, without Seq.
-func claimOf(e *event.Event, p Payload) Claim {
+func claimOf(e *event.Event, p events.Payload) Claim {
 	return newClaim(e.ID(), e.Type(), e.Source(), e.Subject(), e.Time(), e.Data(), p)
 }
 
 // newClaim is the claim of the event of these attributes and data about
 // p, without Seq.
-func newClaim(id, typ, source, subject string, t time.Time, data []byte, p Payload) Claim {
+func newClaim(id, typ, source, subject string, t time.Time, data []byte, p events.Payload) Claim {
 	sum := sha256.Sum256(data)
 	c := Claim{ID: id, Type: typ, Source: source, Subject: subject,
 		Time: types.FormatTime(t), PayloadSHA256: hex.EncodeToString(sum[:])}
@@ -190,15 +189,15 @@ func newClaim(id, typ, source, subject string, t time.Time, data []byte, p Paylo
 }
 
 // claimedAbout is the host and target a payload is about.
-func claimedAbout(p Payload) (string, *Target) {
+func claimedAbout(p events.Payload) (string, *events.Target) {
 	switch p := p.(type) {
-	case EvidenceCollected:
+	case events.EvidenceCollected:
 		return p.Host, &p.Target
-	case CollectionFailed:
+	case events.CollectionFailed:
 		return p.Host, p.Target
-	case RunnableModified:
+	case events.RunnableModified:
 		return p.Host, nil
-	case Verdict:
+	case events.Verdict:
 		return p.Host, &p.Target
 	}
 	return "", nil
@@ -233,7 +232,7 @@ func SignatureOf(e event.Event) (keyID string, err error) {
 // claim; and the claim says what the event says: id, type, source,
 // subject, time, the host and target of p (the event's payload), and the
 // SHA-256 of the data.
-func VerifySignature(e event.Event, p Payload, key func(keyID string) (ed25519.PublicKey, error)) (Signature, error) {
+func VerifySignature(e event.Event, p events.Payload, key func(keyID string) (ed25519.PublicKey, error)) (Signature, error) {
 	s, err := ReadSignature(e, p, key)
 	if err != nil {
 		return Signature{}, err
@@ -290,10 +289,10 @@ func readClaim(b []byte) (Claim, error) {
 	return c, nil
 }
 
-// validSignature checks the extension's value as the codec carries it:
+// ValidExtension checks the extension's value as the codec carries it:
 // printable ASCII (compact JSON of base64 and ids) of at most
 // MaxSignatureSize bytes. The signature itself is the verifier's to check.
-func validSignature(v string) error {
+func ValidExtension(v string) error {
 	if v == "" || len(v) > MaxSignatureSize {
 		return fmt.Errorf("empty or longer than %d bytes", MaxSignatureSize)
 	}

@@ -1,9 +1,9 @@
-package events
+package binding
 
 import (
 	"fmt"
-	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 	"reflect"
 	"sort"
 	"strings"
@@ -25,7 +25,7 @@ type options struct {
 	id                      string
 	time                    time.Time
 	traceparent, tracestate string
-	signer                  *Signer
+	signer                  *dsse.Signer
 }
 
 // WithID sets the id (default: a new UUIDv7). A producer that may publish
@@ -43,12 +43,12 @@ func WithTraceContext(traceparent, tracestate string) Option {
 	return func(o *options) { o.traceparent, o.tracestate = traceparent, tracestate }
 }
 
-// New builds the event that carries p, produced by source (see Source):
+// New builds the event that carries p, produced by source (see events.Source):
 // the type, subject and dataschema follow from p, the id is a UUIDv7 and the
 // time is now, unless options say otherwise. The data is p as compact JSON
 // (encodeData). New checks p (Validate) and the event as FromNATS will, so
 // what it returns encodes and decodes.
-func New(source string, p Payload, opts ...Option) (event.Event, error) {
+func New(source string, p events.Payload, opts ...Option) (event.Event, error) {
 	o := options{}
 	for _, opt := range opts {
 		opt(&o)
@@ -64,19 +64,19 @@ func New(source string, p Payload, opts ...Option) (event.Event, error) {
 		o.time = time.Now()
 	}
 	if p == nil {
-		return event.Event{}, invalid(ReasonInvalidPayload, "data", "no payload")
+		return event.Event{}, invalid(events.ReasonInvalidPayload, "data", "no payload")
 	}
-	s, ok := byType[p.Type()]
+	s, ok := events.Lookup(p.Type())
 	if !ok {
-		return event.Event{}, invalid(ReasonUnknownType, "type", "%T gives unknown type %q", p, p.Type())
+		return event.Event{}, invalid(events.ReasonUnknownType, "type", "%T gives unknown type %q", p, p.Type())
 	}
-	if reflect.TypeOf(p) != s.goType {
-		return event.Event{}, invalid(ReasonUnexpectedType, "data", "%s carries %s, not %T", s.Type, s.Payload, p)
+	if reflect.TypeOf(p).Name() != s.Payload {
+		return event.Event{}, invalid(events.ReasonUnexpectedType, "data", "%s carries %s, not %T", s.Type, s.Payload, p)
 	}
-	if err := p.Validate(); err != nil {
-		return event.Event{}, payloadError(err)
+	if err := events.Validate(p); err != nil {
+		return event.Event{}, err
 	}
-	data, err := encodeData(p)
+	data, err := events.EncodeData(p)
 	if err != nil {
 		return event.Event{}, fmt.Errorf("encode %s: %w", s.Type, err)
 	}
@@ -86,7 +86,7 @@ func New(source string, p Payload, opts ...Option) (event.Event, error) {
 	e.SetType(s.Type)
 	e.SetSubject(p.Subject())
 	e.SetTime(o.time.UTC())
-	e.SetDataContentType(ContentType)
+	e.SetDataContentType(events.ContentType)
 	e.SetDataSchema(s.SchemaURI)
 	if o.traceparent != "" {
 		e.SetExtension(ExtTraceparent, o.traceparent)
@@ -99,11 +99,11 @@ func New(source string, p Payload, opts ...Option) (event.Event, error) {
 		return event.Event{}, err
 	}
 	if o.signer != nil {
-		sig, err := o.signer.sign(&e, p)
+		sig, err := o.signer.Sign(&e, p)
 		if err != nil {
 			return event.Event{}, err
 		}
-		e.SetExtension(ExtSignature, sig)
+		e.SetExtension(dsse.ExtSignature, sig)
 	}
 	if err := checkEvent(e); err != nil {
 		return event.Event{}, err
@@ -113,7 +113,7 @@ func New(source string, p Payload, opts ...Option) (event.Event, error) {
 
 // NewMsg builds the event carrying p (New) and its message to
 // p.NATSSubject() (ToNATS).
-func NewMsg(source string, p Payload, opts ...Option) (*nats.Msg, event.Event, error) {
+func NewMsg(source string, p events.Payload, opts ...Option) (*nats.Msg, event.Event, error) {
 	e, err := New(source, p, opts...)
 	if err != nil {
 		return nil, event.Event{}, err
@@ -123,21 +123,6 @@ func NewMsg(source string, p Payload, opts ...Option) (*nats.Msg, event.Event, e
 		return nil, event.Event{}, err
 	}
 	return m, e, nil
-}
-
-// encodeData is the one encoder of every payload: compact JSON, the
-// struct's members in order, an empty slice as [] (a schema never takes
-// null), U+2028 and U+2029 escaped as encoding/json escapes them, and no
-// other escaping than JSON's own.
-func encodeData(p Payload) ([]byte, error) {
-	data, err := json.Marshal(p, json.Deterministic(true), jsontext.EscapeForJS(true))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > MaxDataSize {
-		return nil, invalid(ReasonTooLarge, "data", "%d bytes, over the %d-byte limit", len(data), MaxDataSize)
-	}
-	return data, nil
 }
 
 // sameAttributes checks that the event kept each value as given: the
@@ -165,16 +150,16 @@ func sameAttributes(e event.Event, want map[string]string) error {
 // de-duplicates on it. No Content-Type header is set: on NATS it would mark
 // structured mode. The event is checked as FromNATS checks it.
 func ToNATS(subject string, e event.Event) (*nats.Msg, error) {
-	if !ValidSubject(subject) {
-		return nil, fmt.Errorf("%w: %q is not a NATS subject to publish to", ErrInvalid, subject)
+	if !events.ValidSubject(subject) {
+		return nil, fmt.Errorf("%w: %q is not a NATS subject to publish to", events.ErrInvalid, subject)
 	}
 	if err := checkEvent(e); err != nil {
 		return nil, err
 	}
-	a := attributesOf(e)
+	a := AttributesOf(e)
 	h := a.header()
-	if n := headerSize(h); n > MaxHeaderSize {
-		return nil, invalid(ReasonTooLarge, "headers", "%d bytes, over the %d-byte limit", n, MaxHeaderSize)
+	if n := headerSize(h); n > events.MaxHeaderSize {
+		return nil, invalid(events.ReasonTooLarge, "headers", "%d bytes, over the %d-byte limit", n, events.MaxHeaderSize)
 	}
 	return &nats.Msg{Subject: subject, Header: h, Data: e.Data()}, nil
 }
@@ -193,7 +178,7 @@ func (a *Attributes) header() nats.Header {
 	put(HeaderPrefix+"datacontenttype", encodeValue(a.DataContentType))
 	put(HeaderPrefix+"dataschema", encodeValue(a.DataSchema))
 	if a.Signature != "" {
-		put(HeaderPrefix+ExtSignature, encodeValue(a.Signature))
+		put(HeaderPrefix+dsse.ExtSignature, encodeValue(a.Signature))
 	}
 	if a.Traceparent != "" {
 		put(HeaderPrefix+ExtTraceparent, encodeValue(a.Traceparent))
@@ -206,9 +191,8 @@ func (a *Attributes) header() nats.Header {
 }
 
 // Attributes are the attributes of an event as FromNATS returns it, as
-// plain values: a consumer that needs the envelope but not an
-// event.Event (the auditor records it) reads them with ParseAttributes.
-// Traceparent and Tracestate are empty when absent.
+// plain values (AttributesOf), for a consumer that records the envelope
+// (the auditor). Traceparent and Tracestate are empty when absent.
 type Attributes struct {
 	ID              string
 	Source          string
@@ -219,12 +203,13 @@ type Attributes struct {
 	DataSchema      string
 	Traceparent     string
 	Tracestate      string
-	// Signature is the ExtSignature envelope, as carried (unchecked).
+	// Signature is the dsse.ExtSignature envelope, as carried (unchecked).
 	Signature string
 }
 
-// attributesOf returns the attributes of an event checkEvent accepted.
-func attributesOf(e event.Event) Attributes {
+// AttributesOf returns the attributes of an event FromNATS (or
+// checkEvent) accepted, as plain values.
+func AttributesOf(e event.Event) Attributes {
 	a := Attributes{
 		ID: e.ID(), Source: e.Source(), Type: e.Type(), Subject: e.Subject(), Time: e.Time(),
 		DataContentType: e.DataContentType(), DataSchema: e.DataSchema(),
@@ -232,7 +217,7 @@ func attributesOf(e event.Event) Attributes {
 	ext := e.Extensions()
 	a.Traceparent, _ = ext[ExtTraceparent].(string)
 	a.Tracestate, _ = ext[ExtTracestate].(string)
-	a.Signature, _ = ext[ExtSignature].(string)
+	a.Signature, _ = ext[dsse.ExtSignature].(string)
 	return a
 }
 
@@ -243,18 +228,18 @@ func attributesOf(e event.Event) Attributes {
 // rtsignature; header values properly percent-encoded, each attribute
 // given once and in the normal form the sdk-go setters keep; a
 // Nats-Msg-Id, if any, equal to the id; data present and within
-// MaxDataSize, headers within MaxHeaderSize. Headers without the "ce-"
+// events.MaxDataSize, headers within events.MaxHeaderSize. Headers without the "ce-"
 // prefix are otherwise ignored. The event keeps data (not a copy).
 //
-// The payload is not read: Decode does that. Every error is an *Error
-// (errors.Is(err, ErrInvalid)), for the first problem in the order of the
+// The payload is not read: Decode does that. Every error is an *events.Error
+// (errors.Is(err, events.ErrInvalid)), for the first problem in the order of the
 // checks above, headers taken in sorted order.
 func FromNATS(h nats.Header, data []byte) (event.Event, error) {
-	if n := headerSize(h); n > MaxHeaderSize {
-		return event.Event{}, invalid(ReasonTooLarge, "headers", "%d bytes, over the %d-byte limit", n, MaxHeaderSize)
+	if n := headerSize(h); n > events.MaxHeaderSize {
+		return event.Event{}, invalid(events.ReasonTooLarge, "headers", "%d bytes, over the %d-byte limit", n, events.MaxHeaderSize)
 	}
-	if len(data) > MaxDataSize {
-		return event.Event{}, invalid(ReasonTooLarge, "data", "%d bytes, over the %d-byte limit", len(data), MaxDataSize)
+	if len(data) > events.MaxDataSize {
+		return event.Event{}, invalid(events.ReasonTooLarge, "data", "%d bytes, over the %d-byte limit", len(data), events.MaxDataSize)
 	}
 	attrs := make(map[string]string, len(h))
 	var msgID *string
@@ -265,45 +250,45 @@ func FromNATS(h nats.Header, data []byte) (event.Event, error) {
 		case lk == headerContentType:
 			for _, v := range vs {
 				if strings.HasPrefix(strings.ToLower(strings.TrimSpace(v)), "application/cloudevents") {
-					return event.Event{}, invalid(ReasonContentMode, k, "%q is structured or batched content mode; only binary mode is accepted", v)
+					return event.Event{}, invalid(events.ReasonContentMode, k, "%q is structured or batched content mode; only binary mode is accepted", v)
 				}
 			}
 		case lk == "nats-msg-id":
 			if msgID != nil || len(vs) != 1 {
-				return event.Event{}, invalid(ReasonInvalidAttribute, HeaderMsgID, "given more than once")
+				return event.Event{}, invalid(events.ReasonInvalidAttribute, HeaderMsgID, "given more than once")
 			}
 			msgID = &vs[0]
 		case strings.HasPrefix(lk, HeaderPrefix):
 			name := lk[len(HeaderPrefix):]
 			if _, dup := attrs[name]; dup || len(vs) != 1 {
-				return event.Event{}, invalid(ReasonInvalidAttribute, k, "attribute %q given more than once", name)
+				return event.Event{}, invalid(events.ReasonInvalidAttribute, k, "attribute %q given more than once", name)
 			}
 			v, err := decodeValue(vs[0])
 			if err != nil {
-				return event.Event{}, &Error{Reason: ReasonInvalidAttribute, Field: k, Err: err}
+				return event.Event{}, &events.Error{Reason: events.ReasonInvalidAttribute, Field: k, Err: err}
 			}
 			attrs[name] = v
 		}
 	}
 	sv, ok := attrs["specversion"]
 	if !ok {
-		return event.Event{}, invalid(ReasonMissingAttribute, "specversion", "no %sspecversion header", HeaderPrefix)
+		return event.Event{}, invalid(events.ReasonMissingAttribute, "specversion", "no %sspecversion header", HeaderPrefix)
 	}
 	if sv != SpecVersion {
-		return event.Event{}, invalid(ReasonSpecVersion, "specversion", "%q, want %q", sv, SpecVersion)
+		return event.Event{}, invalid(events.ReasonSpecVersion, "specversion", "%q, want %q", sv, SpecVersion)
 	}
 	if err := requireAttributes(attrs, "id", "source", "type"); err != nil {
 		return event.Event{}, err
 	}
-	if _, ok := byType[attrs["type"]]; !ok {
-		return event.Event{}, invalid(ReasonUnknownType, "type", "%q is not in the catalog", attrs["type"])
+	if _, ok := events.Lookup(attrs["type"]); !ok {
+		return event.Event{}, invalid(events.ReasonUnknownType, "type", "%q is not in the catalog", attrs["type"])
 	}
 	if err := requireAttributes(attrs, "subject", "time", "datacontenttype", "dataschema"); err != nil {
 		return event.Event{}, err
 	}
 	t, err := types.ParseTime(attrs["time"])
 	if err != nil {
-		return event.Event{}, invalid(ReasonInvalidAttribute, "time", "%q is not an RFC 3339 timestamp", attrs["time"])
+		return event.Event{}, invalid(events.ReasonInvalidAttribute, "time", "%q is not an RFC 3339 timestamp", attrs["time"])
 	}
 	e := event.New(SpecVersion)
 	e.SetID(attrs["id"])
@@ -327,7 +312,7 @@ func FromNATS(h nats.Header, data []byte) (event.Event, error) {
 		return event.Event{}, err
 	}
 	if msgID != nil && *msgID != attrs["id"] {
-		return event.Event{}, invalid(ReasonInvalidAttribute, HeaderMsgID, "%q differs from the id %q", *msgID, attrs["id"])
+		return event.Event{}, invalid(events.ReasonInvalidAttribute, HeaderMsgID, "%q differs from the id %q", *msgID, attrs["id"])
 	}
 	e.DataEncoded = data
 	if err := checkEvent(e); err != nil {
@@ -336,28 +321,18 @@ func FromNATS(h nats.Header, data []byte) (event.Event, error) {
 	return e, nil
 }
 
-// ParseAttributes checks a message as FromNATS does and returns the
-// attributes of the event FromNATS returns.
-func ParseAttributes(h nats.Header, data []byte) (Attributes, error) {
-	e, err := FromNATS(h, data)
-	if err != nil {
-		return Attributes{}, err
-	}
-	return attributesOf(e), nil
-}
-
 // requireAttributes is the error of the first of names not in attrs.
 func requireAttributes(attrs map[string]string, names ...string) error {
 	for _, name := range names {
 		if _, ok := attrs[name]; !ok {
-			return invalid(ReasonMissingAttribute, name, "no %s%s header", HeaderPrefix, name)
+			return invalid(events.ReasonMissingAttribute, name, "no %s%s header", HeaderPrefix, name)
 		}
 	}
 	return nil
 }
 
 func errUnknownExtension(name string) error {
-	return invalid(ReasonUnknownExtension, name, "extension %q is not accepted (only %s, %s, %s)", name, ExtTraceparent, ExtTracestate, ExtSignature)
+	return invalid(events.ReasonUnknownExtension, name, "extension %q is not accepted (only %s, %s, %s)", name, ExtTraceparent, ExtTracestate, dsse.ExtSignature)
 }
 
 // The extensions an event carries, as bits of a set.
@@ -370,21 +345,21 @@ const (
 // checkExtensions checks the extensions present (ext), by name.
 func checkExtensions(ext uint, traceparent, tracestate, signature string) error {
 	if ext&hasSignature != 0 {
-		if err := validSignature(signature); err != nil {
-			return &Error{Reason: ReasonInvalidAttribute, Field: ExtSignature, Err: err}
+		if err := dsse.ValidExtension(signature); err != nil {
+			return &events.Error{Reason: events.ReasonInvalidAttribute, Field: dsse.ExtSignature, Err: err}
 		}
 	}
 	if ext&hasTraceparent != 0 {
 		if err := validTraceparent(traceparent); err != nil {
-			return &Error{Reason: ReasonInvalidAttribute, Field: ExtTraceparent, Err: err}
+			return &events.Error{Reason: events.ReasonInvalidAttribute, Field: ExtTraceparent, Err: err}
 		}
 	}
 	if ext&hasTracestate != 0 {
 		if err := validTracestate(tracestate); err != nil {
-			return &Error{Reason: ReasonInvalidAttribute, Field: ExtTracestate, Err: err}
+			return &events.Error{Reason: events.ReasonInvalidAttribute, Field: ExtTracestate, Err: err}
 		}
 		if ext&hasTraceparent == 0 {
-			return invalid(ReasonInvalidAttribute, ExtTracestate, "tracestate without traceparent")
+			return invalid(events.ReasonInvalidAttribute, ExtTracestate, "tracestate without traceparent")
 		}
 	}
 	return nil
@@ -394,40 +369,40 @@ func checkExtensions(ext uint, traceparent, tracestate, signature string) error 
 // what Decode and ToNATS take.
 func checkEvent(e event.Event) error {
 	if e.Context == nil {
-		return invalid(ReasonMissingAttribute, "specversion", "event has no context")
+		return invalid(events.ReasonMissingAttribute, "specversion", "event has no context")
 	}
 	if sv := e.SpecVersion(); sv != SpecVersion {
-		return invalid(ReasonSpecVersion, "specversion", "%q, want %q", sv, SpecVersion)
+		return invalid(events.ReasonSpecVersion, "specversion", "%q, want %q", sv, SpecVersion)
 	}
 	if names := sortedKeys(e.FieldErrors); len(names) > 0 {
-		return &Error{Reason: ReasonInvalidAttribute, Field: strings.TrimPrefix(names[0], "extension:"), Err: e.FieldErrors[names[0]]}
+		return &events.Error{Reason: events.ReasonInvalidAttribute, Field: strings.TrimPrefix(names[0], "extension:"), Err: e.FieldErrors[names[0]]}
 	}
-	if err := validID(e.ID()); err != nil {
-		return &Error{Reason: attrReason(e.ID()), Field: "id", Err: err}
+	if err := events.ValidID(e.ID()); err != nil {
+		return &events.Error{Reason: attrReason(e.ID()), Field: "id", Err: err}
 	}
 	typ := e.Type()
 	if typ == "" {
-		return invalid(ReasonMissingAttribute, "type", "empty")
+		return invalid(events.ReasonMissingAttribute, "type", "empty")
 	}
-	s, ok := byType[typ]
+	s, ok := events.Lookup(typ)
 	if !ok {
-		return invalid(ReasonUnknownType, "type", "%q is not in the catalog", typ)
+		return invalid(events.ReasonUnknownType, "type", "%q is not in the catalog", typ)
 	}
 	source := e.Source()
 	if err := checkText("source", source); err != nil {
 		return err
 	}
 	if u := types.ParseURIRef(source); u == nil || u.String() != source {
-		return invalid(ReasonInvalidAttribute, "source", "%q is not a URI reference in normal form", source)
+		return invalid(events.ReasonInvalidAttribute, "source", "%q is not a URI reference in normal form", source)
 	}
 	if err := checkText("subject", e.Subject()); err != nil {
 		return err
 	}
 	if e.Time().IsZero() {
-		return invalid(ReasonMissingAttribute, "time", "empty")
+		return invalid(events.ReasonMissingAttribute, "time", "empty")
 	}
-	if ct := e.DataContentType(); ct != ContentType {
-		return invalid(attrReason(ct), "datacontenttype", "%q, want %q", ct, ContentType)
+	if ct := e.DataContentType(); ct != events.ContentType {
+		return invalid(attrReason(ct), "datacontenttype", "%q, want %q", ct, events.ContentType)
 	}
 	if ds := e.DataSchema(); ds != s.SchemaURI {
 		return invalid(attrReason(ds), "dataschema", "%q, want %q for %s", ds, s.SchemaURI, typ)
@@ -441,14 +416,14 @@ func checkEvent(e event.Event) error {
 		case !knownExtension(name):
 			return errUnknownExtension(name)
 		case !ok:
-			return invalid(ReasonInvalidAttribute, name, "a %T, want a string", exts[name])
+			return invalid(events.ReasonInvalidAttribute, name, "a %T, want a string", exts[name])
 		}
 		switch name {
 		case ExtTraceparent:
 			ext, values[0] = ext|hasTraceparent, v
 		case ExtTracestate:
 			ext, values[1] = ext|hasTracestate, v
-		case ExtSignature:
+		case dsse.ExtSignature:
 			ext, values[2] = ext|hasSignature, v
 		}
 	}
@@ -456,52 +431,35 @@ func checkEvent(e event.Event) error {
 		return err
 	}
 	if len(e.Data()) == 0 {
-		return invalid(ReasonMissingAttribute, "data", "no data")
+		return invalid(events.ReasonMissingAttribute, "data", "no data")
 	}
-	if n := len(e.Data()); n > MaxDataSize {
-		return invalid(ReasonTooLarge, "data", "%d bytes, over the %d-byte limit", n, MaxDataSize)
+	if n := len(e.Data()); n > events.MaxDataSize {
+		return invalid(events.ReasonTooLarge, "data", "%d bytes, over the %d-byte limit", n, events.MaxDataSize)
 	}
 	return nil
 }
 
 // knownExtension reports whether the codec carries the extension name.
 func knownExtension(name string) bool {
-	return name == ExtTraceparent || name == ExtTracestate || name == ExtSignature
+	return name == ExtTraceparent || name == ExtTracestate || name == dsse.ExtSignature
 }
 
-// attrReason is ReasonMissingAttribute for an empty value, else
-// ReasonInvalidAttribute.
-func attrReason(v string) Reason {
+// attrReason is events.ReasonMissingAttribute for an empty value, else
+// events.ReasonInvalidAttribute.
+func attrReason(v string) events.Reason {
 	if v == "" {
-		return ReasonMissingAttribute
+		return events.ReasonMissingAttribute
 	}
-	return ReasonInvalidAttribute
+	return events.ReasonInvalidAttribute
 }
 
 // checkText accepts a non-empty attribute value without control characters.
 func checkText(name, v string) error {
 	if strings.TrimSpace(v) == "" {
-		return invalid(ReasonMissingAttribute, name, "empty")
+		return invalid(events.ReasonMissingAttribute, name, "empty")
 	}
-	if i := controlIndex(v); i >= 0 {
-		return invalid(ReasonInvalidAttribute, name, "invalid UTF-8 or a control character at byte %d", i)
-	}
-	return nil
-}
-
-// validID accepts 1 to MaxIDLength printable ASCII characters without
-// space, so that the id is also a valid Nats-Msg-Id header value as is.
-func validID(id string) error {
-	if id == "" {
-		return fmt.Errorf("empty")
-	}
-	if len(id) > MaxIDLength {
-		return fmt.Errorf("longer than %d bytes", MaxIDLength)
-	}
-	for i := 0; i < len(id); i++ {
-		if id[i] < 0x21 || id[i] > 0x7E {
-			return fmt.Errorf("byte %d is not printable ASCII (space excluded)", i)
-		}
+	if i := events.ControlIndex(v); i >= 0 {
+		return invalid(events.ReasonInvalidAttribute, name, "invalid UTF-8 or a control character at byte %d", i)
 	}
 	return nil
 }
@@ -513,4 +471,12 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// WithSigner signs the event with s (dsse.ExtSignature).
+func WithSigner(s *dsse.Signer) Option { return func(o *options) { o.signer = s } }
+
+// invalid is the *events.Error of a rejected event.
+func invalid(reason events.Reason, field, format string, args ...any) *events.Error {
+	return &events.Error{Reason: reason, Field: field, Err: fmt.Errorf(format, args...)}
 }

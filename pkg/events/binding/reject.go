@@ -1,9 +1,10 @@
-package events
+package binding
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"strings"
 	"unicode/utf8"
 
@@ -11,45 +12,42 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// maxEnvelopeValue bounds each raw header value kept in a dead-letter record.
-const maxEnvelopeValue = 256
-
 // Reject builds the dead-letter record of a JetStream message that a
-// consumer gives up on because of cause: an *Error from this package (its
-// Reason is kept) or a handler's own permanent error (ReasonPermanent).
+// consumer gives up on because of cause: an *events.Error from this package (its
+// events.Reason is kept) or a handler's own permanent error (events.ReasonPermanent).
 //
 // The consumer publishes the record (NewMsg, to rt.dlq.<stream>.<host>) and only
 // then terminates the message (Term), so that nothing disappears
 // unrecorded. It fails only when m carries no JetStream metadata.
-func Reject(m jetstream.Msg, cause error) (EventRejected, error) {
+func Reject(m jetstream.Msg, cause error) (events.EventRejected, error) {
 	md, err := m.Metadata()
 	if err != nil {
-		return EventRejected{}, fmt.Errorf("dead-letter record: %w", err)
+		return events.EventRejected{}, fmt.Errorf("dead-letter record: %w", err)
 	}
 	return Rejected(md.Stream, md.Consumer, m.Subject(), md.Sequence.Stream, md.NumDelivered, m.Headers(), m.Data(), cause), nil
 }
 
 // Rejected builds a dead-letter record from the parts of a message (see
 // Reject).
-func Rejected(stream, consumer, subject string, seq, deliveries uint64, h nats.Header, data []byte, cause error) EventRejected {
-	reason := ReasonOf(cause)
+func Rejected(stream, consumer, subject string, seq, deliveries uint64, h nats.Header, data []byte, cause error) events.EventRejected {
+	reason := events.ReasonOf(cause)
 	if reason == "" {
-		reason = ReasonPermanent
+		reason = events.ReasonPermanent
 	}
 	msg := "unknown error"
 	if cause != nil && strings.TrimSpace(cause.Error()) != "" {
 		msg = strings.ReplaceAll(cause.Error(), "\x00", "\uFFFD")
 	}
 	sum := sha256.Sum256(data)
-	return EventRejected{
+	return events.EventRejected{
 		Stream:          stream,
 		Consumer:        consumer,
 		OriginalSubject: subject,
 		StreamSequence:  seq,
 		Deliveries:      deliveries,
 		Reason:          reason,
-		Error:           Clip(msg, MaxMessageLength, ""),
-		Envelope: Envelope{
+		Error:           Clip(msg, events.MaxMessageLength, ""),
+		Envelope: events.Envelope{
 			ID:          rawHeader(h, HeaderPrefix+"id"),
 			Type:        rawHeader(h, HeaderPrefix+"type"),
 			Source:      rawHeader(h, HeaderPrefix+"source"),
@@ -64,18 +62,18 @@ func Rejected(stream, consumer, subject string, seq, deliveries uint64, h nats.H
 
 // rawHeader returns the first value of a header matched case-insensitively,
 // made printable (control characters and invalid UTF-8 percent-encoded) and
-// cut to maxEnvelopeValue bytes.
+// cut to events.MaxEnvelopeValue bytes.
 func rawHeader(h nats.Header, name string) string {
 	for k, vs := range h {
 		if strings.EqualFold(k, name) && len(vs) > 0 {
-			return Clip(printable(vs[0]), maxEnvelopeValue, "")
+			return Clip(printable(vs[0]), events.MaxEnvelopeValue, "")
 		}
 	}
 	return ""
 }
 
 func printable(s string) string {
-	if controlIndex(s) < 0 {
+	if events.ControlIndex(s) < 0 {
 		return s
 	}
 	var b strings.Builder

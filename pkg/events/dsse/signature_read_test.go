@@ -1,4 +1,4 @@
-package events_test
+package dsse_test
 
 import (
 	"encoding/base64"
@@ -10,13 +10,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
+	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
+	"github.com/runtimetruth/runtimetruth/pkg/events/eventstest"
+	"github.com/runtimetruth/runtimetruth/pkg/events/signtest"
 )
 
 // signedEnvelope is the envelope and claim a Signer writes for an event.
 func signedEnvelope(t testing.TB) (string, []byte) {
 	t.Helper()
-	_, _, _, _, e := signedEvidence(t)
-	env := e.Extensions()[events.ExtSignature].(string)
+	ev := eventstest.Payloads(t)["evidence.collected.v1.golden.json"].(events.EvidenceCollected)
+	_, e, err := binding.NewMsg(events.Source("collector", ev.Host), ev, binding.WithSigner(signtest.Signer(ev.Host)))
+	require.NoError(t, err)
+	env := e.Extensions()[dsse.ExtSignature].(string)
 	var raw struct {
 		Payload []byte `json:"payload"`
 	}
@@ -29,12 +35,12 @@ func signedEnvelope(t testing.TB) (string, []byte) {
 // same result.
 func checkBothWays(t *testing.T, env string, claim []byte) {
 	t.Helper()
-	got, reference, ok, err := events.EnvelopeBothWays(env)
+	got, reference, ok, err := dsse.EnvelopeBothWays(env)
 	if ok {
 		require.NoError(t, err, "the decoder took an envelope encoding/json refuses: %q", env)
 		require.Equal(t, string(reference), string(got), "envelope %q", env)
 	}
-	fc, gc, ok, err := events.ClaimBothWays(claim)
+	fc, gc, ok, err := dsse.ClaimBothWays(claim)
 	if ok {
 		require.NoError(t, err, "the decoder took a claim encoding/json refuses: %q", claim)
 		require.Equal(t, gc, fc, "claim %q", claim)
@@ -48,10 +54,10 @@ func checkBothWays(t *testing.T, env string, claim []byte) {
 // documents are refused (lenient, the reference takes them).
 func TestSignatureDecoding(t *testing.T) {
 	env, claim := signedEnvelope(t)
-	_, _, ok, err := events.EnvelopeBothWays(env)
+	_, _, ok, err := dsse.EnvelopeBothWays(env)
 	require.NoError(t, err)
 	assert.True(t, ok, "a Signer's envelope is decoded")
-	_, _, ok, err = events.ClaimBothWays(claim)
+	_, _, ok, err = dsse.ClaimBothWays(claim)
 	require.NoError(t, err)
 	assert.True(t, ok, "a Signer's claim is decoded")
 
@@ -78,7 +84,7 @@ func TestSignatureDecoding(t *testing.T) {
 		{"data after it", c + "{}", false},
 		{"invalid UTF-8", strings.Replace(c, `"host":"`, "\"host\":\"\xff", 1), false},
 	} {
-		_, _, ok, _ := events.ClaimBothWays([]byte(tc.claim))
+		_, _, ok, _ := dsse.ClaimBothWays([]byte(tc.claim))
 		assert.Equal(t, tc.ok, ok, tc.name)
 		checkBothWays(t, env, []byte(tc.claim))
 	}
@@ -100,7 +106,7 @@ func TestSignatureDecoding(t *testing.T) {
 		{"base64 without padding", strings.Replace(env, `","signatures"`, `=","signatures"`, 1), false},
 		{"data after it", env + " x", false},
 	} {
-		_, _, ok, _ := events.EnvelopeBothWays(tc.env)
+		_, _, ok, _ := dsse.EnvelopeBothWays(tc.env)
 		assert.Equal(t, tc.ok, ok, tc.name)
 		checkBothWays(t, tc.env, claim)
 	}
