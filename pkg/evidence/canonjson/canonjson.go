@@ -28,14 +28,14 @@ const MaxSafeInteger = 1<<53 - 1
 // ErrIntegerDomain is returned for an integer outside ±MaxSafeInteger.
 var ErrIntegerDomain = errors.New("integer outside the RFC 8785 safe range ±(2^53-1)")
 
-// Transform canonicalizes arbitrary JSON text. It rejects duplicate keys and
-// invalid input; numbers follow RFC 8785 (IEEE 754 doubles).
+// Transform canonicalizes JSON text: jsontree.Parse (which refuses
+// duplicate keys and invalid input), then Append.
 func Transform(data []byte) ([]byte, error) {
-	out, err := jcs.Transform(data)
+	v, err := jsontree.Parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("canonicalize: %w", err)
 	}
-	return out, nil
+	return Append(nil, v)
 }
 
 // Append appends the canonical form of v to dst. Integers must lie within
@@ -125,12 +125,6 @@ func appendString[S ~string | ~[]byte](dst []byte, s S) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); i++ {
-		for i+8 <= len(s) && plain8(load64(s, i)) {
-			i += 8
-		}
-		if i == len(s) {
-			break
-		}
 		c := s[i]
 		if c >= 0x20 && c != '"' && c != '\\' {
 			continue

@@ -15,8 +15,8 @@
 // {"chain","event","prev","seq"}: the line without its hash member. The
 // first link of a chain has seq 1 and prev = Genesis.
 //
-// The package owns the link format end to end: Hasher seals links (Seal,
-// SealLine) from the event's canonical bytes, ParseLink reads a line
+// The package owns the link format end to end: Hasher seals links (Seal)
+// from the event's canonical bytes, ParseLink reads a line
 // strictly, AppendFile appends to a JSONL file under a lock (the
 // integrity audit file), and the verifier (Run, RunWith over a Source:
 // Lines for JSONL, or rows) recomputes chains and names the first broken

@@ -130,8 +130,7 @@ func (h Hasher) Sum(chainName string, seq uint64, prev string, event []byte) str
 }
 
 // LineStart appends what precedes the event in a link line of chainName,
-// {"chain":…,"event":, to dst. A caller that writes the event after it
-// seals the line in place with SealLine.
+// {"chain":…,"event":, to dst.
 func LineStart(dst []byte, chainName string) []byte {
 	dst = append(dst, `{"chain":`...)
 	dst = canonjson.AppendString(dst, chainName)
@@ -168,20 +167,9 @@ func next(head Head) (uint64, string) {
 func (h Hasher) Seal(chainName string, head Head, event []byte) Link {
 	seq, prev := next(head)
 	ln := LineStart(make([]byte, 0, len(event)+len(chainName)+LineRoom), chainName)
+	start := len(ln)
 	ln = append(ln, event...)
-	return h.seal(ln, chainName, len(event), seq, prev)
-}
-
-// SealLine is Seal completing ln in place: ln is LineStart(…, chainName)
-// followed by the event (canonical JSON), its last eventLen bytes.
-func (h Hasher) SealLine(ln []byte, chainName string, eventLen int, head Head) Link {
-	seq, prev := next(head)
-	return h.seal(ln, chainName, eventLen, seq, prev)
-}
-
-func (h Hasher) seal(ln []byte, chainName string, eventLen int, seq uint64, prev string) Link {
 	end := len(ln)
-	start := end - eventLen
 	sum := h.Sum(chainName, seq, prev, ln[start:end])
 	ln = lineEnd(ln, seq, prev, sum)
 	return Link{Chain: chainName, Seq: seq, Prev: prev, Hash: sum, Line: ln, Event: ln[start:end:end]}

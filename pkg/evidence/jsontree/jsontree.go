@@ -7,8 +7,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -150,7 +148,7 @@ func Parse(data []byte) (Value, error) {
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 		msg = "unexpected end of JSON input"
 	}
-	return Value{}, SyntaxErrorAt(data, offset, "%s", msg)
+	return Value{}, syntaxErrorAt(data, offset, "%s", msg)
 }
 
 var (
@@ -210,10 +208,9 @@ func read(dec *jsontext.Decoder, depth int) (Value, error) {
 	return Value{}, fmt.Errorf("unexpected %v", tok)
 }
 
-// SyntaxErrorAt returns the syntax error at byte offset pos of data, with
-// its line and column: how Parse locates its errors, for the other
-// scanners of JSON text (canonjson's transcoder) to locate theirs alike.
-func SyntaxErrorAt(data []byte, pos int, format string, args ...any) *SyntaxError {
+// syntaxErrorAt returns the syntax error at byte offset pos of data, with
+// its line and column.
+func syntaxErrorAt(data []byte, pos int, format string, args ...any) *SyntaxError {
 	line, col := 1, 1
 	end := min(pos, len(data))
 	for i := 0; i < end; i++ {
@@ -230,9 +227,9 @@ func SyntaxErrorAt(data []byte, pos int, format string, args ...any) *SyntaxErro
 // AppendEscape appends the JSON escape of an ASCII byte as RFC 8785,
 // encoding/json and Python's json write it: a two-character escape for
 // '"', '\\', backspace, form feed, newline, carriage return and tab, else
-// \u00xx (lower-case hex). It is the one encoder of escapes, the
-// counterpart of DecodeEscape, for every JSON writer (canonjson, pyjson,
-// the event encoders); which bytes and runes each escapes is its own.
+// \u00xx (lower-case hex). It is the one encoder of escapes for the JSON
+// writers whose bytes are the contract (canonjson, pyjson); which bytes
+// and runes each escapes is its own.
 func AppendEscape(dst []byte, c byte) []byte {
 	if e := shortEscapes[c]; e != 0 {
 		return append(dst, '\\', e)
@@ -244,77 +241,3 @@ func AppendEscape(dst []byte, c byte) []byte {
 // shortEscapes maps the bytes with a two-character escape to its second
 // character.
 var shortEscapes = [256]byte{'"': '"', '\\': '\\', '\b': 'b', '\f': 'f', '\n': 'n', '\r': 'r', '\t': 't'}
-
-// DecodeEscape decodes the backslash escape at data[pos] (the backslash):
-// the JSON escapes, \uXXXX with UTF-16 surrogate pairs joined, a lone or
-// invalid surrogate an error. It returns the rune and the offset after
-// the escape, or a *SyntaxError located as Parse locates it. It is the one
-// decoder of escapes for Parse and for canonjson's transcoder.
-func DecodeEscape(data []byte, pos int) (rune, int, error) {
-	if pos+1 >= len(data) {
-		return 0, pos, SyntaxErrorAt(data, pos, "unterminated escape")
-	}
-	c := data[pos+1]
-	switch c {
-	case '"', '\\', '/':
-		return rune(c), pos + 2, nil
-	case 'b':
-		return '\b', pos + 2, nil
-	case 'f':
-		return '\f', pos + 2, nil
-	case 'n':
-		return '\n', pos + 2, nil
-	case 'r':
-		return '\r', pos + 2, nil
-	case 't':
-		return '\t', pos + 2, nil
-	case 'u':
-		pos += 2
-		r, err := hex4(data, pos)
-		if err != nil {
-			return 0, pos, err
-		}
-		pos += 4
-		if !utf16.IsSurrogate(r) {
-			return r, pos, nil
-		}
-		if r >= 0xDC00 || pos+1 >= len(data) || data[pos] != '\\' || data[pos+1] != 'u' {
-			return 0, pos, SyntaxErrorAt(data, pos, "lone UTF-16 surrogate \\u%04X", r)
-		}
-		pos += 2
-		lo, err := hex4(data, pos)
-		if err != nil {
-			return 0, pos, err
-		}
-		pos += 4
-		pair := utf16.DecodeRune(r, lo)
-		if pair == utf8.RuneError {
-			return 0, pos, SyntaxErrorAt(data, pos, "invalid UTF-16 surrogate pair \\u%04X\\u%04X", r, lo)
-		}
-		return pair, pos, nil
-	default:
-		return 0, pos, SyntaxErrorAt(data, pos, "invalid escape '\\%c'", c)
-	}
-}
-
-// hex4 decodes the four hex digits at data[pos].
-func hex4(data []byte, pos int) (rune, error) {
-	if pos+4 > len(data) {
-		return 0, SyntaxErrorAt(data, pos, "truncated \\u escape")
-	}
-	var r rune
-	for _, c := range data[pos : pos+4] {
-		r <<= 4
-		switch {
-		case c >= '0' && c <= '9':
-			r |= rune(c - '0')
-		case c >= 'a' && c <= 'f':
-			r |= rune(c - 'a' + 10)
-		case c >= 'A' && c <= 'F':
-			r |= rune(c - 'A' + 10)
-		default:
-			return 0, SyntaxErrorAt(data, pos, "invalid hex digit in \\u escape")
-		}
-	}
-	return r, nil
-}

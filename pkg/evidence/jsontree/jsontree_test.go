@@ -84,7 +84,7 @@ func TestDepthLimit(t *testing.T) {
 
 // TestAppendEscape holds the escape of every byte a writer escapes ('"',
 // '\\', the control characters, DEL) to what encoding/json writes and to
-// DecodeEscape, which must read it back.
+// Parse, which must read it back.
 func TestAppendEscape(t *testing.T) {
 	for c := range 0x80 {
 		b := byte(c)
@@ -101,9 +101,8 @@ func TestAppendEscape(t *testing.T) {
 		} else {
 			assert.Equal(t, `\u007f`, string(got))
 		}
-		r, next, err := jsontree.DecodeEscape(got, 0)
+		v, err := jsontree.Parse([]byte(`"` + string(got) + `"`))
 		require.NoError(t, err)
-		assert.Equal(t, rune(b), r, "byte %#x", b)
-		assert.Equal(t, len(got), next)
+		assert.Equal(t, string(rune(b)), v.Text, "byte %#x", b)
 	}
 }

@@ -56,7 +56,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/bufpool"
@@ -130,30 +129,17 @@ type Prepared struct {
 	// Bytes is the event's canonical JSON.
 	Bytes []byte
 	Meta  Meta
-	// line, when set, is the start of the link line (chain.LineStart),
-	// ending with Bytes, with room for the rest: the first Seal of p (the
-	// one that sets claimed) completes it in place rather than copying
-	// the event.
-	line    []byte
-	claimed *atomic.Bool
 }
 
 // Prepare checks m and builds its event (Entry, or EntryStrict when
 // strict; a Notice's event when m is one) in canonical form, for m.Chain
 // or else ChainName's chain. An event the canonical form cannot carry (a
-// number out of RFC 8785's range) is recorded as a rejection. The event
-// of a message Entry accepts is written from the message's bytes, without
-// its tree; the bytes and meta are those of the tree's path.
+// number out of RFC 8785's range) is recorded as a rejection.
 func Prepare(m *Message, source string, strict bool) Prepared {
 	chainName := chainOf(m)
 	if m.Notice != nil {
 		p, _ := prepare(chainName, notice(m, source))
 		return p
-	}
-	if !strict {
-		if p, ok := prepareDirect(chainName, m); ok {
-			return p
-		}
 	}
 	var ev jsontree.Value
 	if strict {
@@ -209,9 +195,6 @@ func canonical(ev jsontree.Value) ([]byte, error) {
 // Seal makes the link of p that follows head (the zero Head for a new
 // chain).
 func (p Prepared) Seal(h chain.Hasher, head Head) Record {
-	if p.line != nil && p.claimed.CompareAndSwap(false, true) {
-		return Record{Link: h.SealLine(p.line, p.Chain, len(p.Bytes), head.chainHead()), Meta: p.Meta}
-	}
 	return Record{Link: h.Seal(p.Chain, head.chainHead(), p.Bytes), Meta: p.Meta}
 }
 
