@@ -184,7 +184,7 @@ func TestCollectRefusesImpostors(t *testing.T) {
 			answer: func(t *testing.T, req collector.CollectNowRequest) [][]byte {
 				return [][]byte{sign(t, impostor, forged(req))}
 			}},
-		{name: "unsigned", says: `unsigned: not a DSSE envelope: json: cannot decode JSON string into Go events.dsseEnvelope at "/host": unknown object member name`,
+		{name: "unsigned", says: `unsigned: not a DSSE envelope: json: cannot decode JSON string into Go dsse.dsseEnvelope at "/host": unknown object member name`,
 			answer: func(t *testing.T, req collector.CollectNowRequest) [][]byte {
 				data, err := json.Marshal(forged(req))
 				assert.NoError(t, err)
