@@ -6,8 +6,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -103,6 +106,19 @@ func mutations(tb testing.TB, file string, fix func(any) (any, bool)) (golden []
 		}
 	}
 	walk(nil, root)
+	// Every member the schema names that the golden example leaves out,
+	// with every replacement value, so that a member added to the type
+	// and the schema is held to the schema too.
+	if top, ok := root.(map[string]any); ok {
+		for _, name := range schemaProperties(tb, file) {
+			if _, present := top[name]; present {
+				continue
+			}
+			for _, r := range replacements() {
+				add(setAt(decodeAny(tb, raw), []any{name}, r))
+			}
+		}
+	}
 	for _, lit := range []string{"", "null", "[]", `"x"`, "{}", string(raw) + " x", string(raw[:len(raw)/2])} {
 		docs = append(docs, []byte(lit))
 	}
@@ -551,4 +567,24 @@ func TestEvidenceKeepsCapturedAtVerbatim(t *testing.T) {
 			checkEquivalent(t, data)
 		})
 	}
+}
+
+// schemaProperties are the top-level members the schema of the golden
+// example file names.
+func schemaProperties(tb testing.TB, golden string) []string {
+	tb.Helper()
+	for _, s := range events.Catalog() {
+		if s.Golden() != golden {
+			continue
+		}
+		raw, err := fs.ReadFile(events.SchemaFS(), s.Schema)
+		require.NoError(tb, err)
+		var schema struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		}
+		require.NoError(tb, json.Unmarshal(raw, &schema))
+		return slices.Sorted(maps.Keys(schema.Properties))
+	}
+	tb.Fatalf("no catalog type has the golden example %s", golden)
+	return nil
 }

@@ -382,10 +382,10 @@ func (p Verdict) Validate() error {
 	if err := checkDigest("snapshot_digest", p.SnapshotDigest); err != nil {
 		return err
 	}
+	if p.LastSeen != "" && !isUTCTime(p.LastSeen) {
+		return schemaErr("last_seen", "%q is not an RFC 3339 time in UTC", p.LastSeen)
+	}
 	if p.Status == StatusStale {
-		if p.LastSeen != "" && !isUTCTime(p.LastSeen) {
-			return schemaErr("last_seen", "%q is not an RFC 3339 time in UTC", p.LastSeen)
-		}
 		if _, err := time.Parse(time.RFC3339Nano, p.LastSeen); err != nil || !strings.HasSuffix(p.LastSeen, "Z") {
 			return fieldErr("last_seen", "%q is not an RFC 3339 time in UTC", p.LastSeen)
 		}
