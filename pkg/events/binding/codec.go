@@ -129,16 +129,23 @@ func NewMsg(source string, p events.Payload, opts ...Option) (*nats.Msg, event.E
 // sdk-go setters trim spaces and normalize URIs, and the codec sends what
 // it was given or nothing.
 func sameAttributes(e event.Event, want map[string]string) error {
-	got := map[string]string{
-		"id": e.ID(), "source": e.Source(), "type": e.Type(), "subject": e.Subject(),
-		"datacontenttype": e.DataContentType(), "dataschema": e.DataSchema(),
-	}
-	for _, name := range sortedKeys(want) {
-		if g, ok := got[name]; ok && g != want[name] {
-			if _, fieldErr := e.FieldErrors[name]; fieldErr {
+	// The attributes the setters may change, in name order.
+	for _, a := range [...]struct {
+		name string
+		get  func() string
+	}{
+		{"datacontenttype", e.DataContentType}, {"dataschema", e.DataSchema}, {"id", e.ID},
+		{"source", e.Source}, {"subject", e.Subject}, {"type", e.Type},
+	} {
+		w, ok := want[a.name]
+		if !ok {
+			continue
+		}
+		if g := a.get(); g != w {
+			if _, fieldErr := e.FieldErrors[a.name]; fieldErr {
 				continue // reported by checkEvent
 			}
-			return invalid(attrReason(g), name, "%q is not in normal form (it reads back as %q)", want[name], g)
+			return invalid(attrReason(g), a.name, "%q is not in normal form (it reads back as %q)", w, g)
 		}
 	}
 	return nil
@@ -243,31 +250,45 @@ func FromNATS(h nats.Header, data []byte) (event.Event, error) {
 	}
 	attrs := make(map[string]string, len(h))
 	var msgID *string
-	for _, k := range sortedKeys(h) {
-		vs := h[k]
+	header := func(k string, vs []string) error {
 		lk := strings.ToLower(k)
 		switch {
 		case lk == headerContentType:
 			for _, v := range vs {
 				if strings.HasPrefix(strings.ToLower(strings.TrimSpace(v)), "application/cloudevents") {
-					return event.Event{}, invalid(events.ReasonContentMode, k, "%q is structured or batched content mode; only binary mode is accepted", v)
+					return invalid(events.ReasonContentMode, k, "%q is structured or batched content mode; only binary mode is accepted", v)
 				}
 			}
 		case lk == "nats-msg-id":
 			if msgID != nil || len(vs) != 1 {
-				return event.Event{}, invalid(events.ReasonInvalidAttribute, HeaderMsgID, "given more than once")
+				return invalid(events.ReasonInvalidAttribute, HeaderMsgID, "given more than once")
 			}
 			msgID = &vs[0]
 		case strings.HasPrefix(lk, HeaderPrefix):
 			name := lk[len(HeaderPrefix):]
 			if _, dup := attrs[name]; dup || len(vs) != 1 {
-				return event.Event{}, invalid(events.ReasonInvalidAttribute, k, "attribute %q given more than once", name)
+				return invalid(events.ReasonInvalidAttribute, k, "attribute %q given more than once", name)
 			}
 			v, err := decodeValue(vs[0])
 			if err != nil {
-				return event.Event{}, &events.Error{Reason: events.ReasonInvalidAttribute, Field: k, Err: err}
+				return &events.Error{Reason: events.ReasonInvalidAttribute, Field: k, Err: err}
 			}
 			attrs[name] = v
+		}
+		return nil
+	}
+	// The headers in map order; on a problem again in sorted order, so
+	// that the error is the first problem in that order.
+	for k, vs := range h {
+		if err := header(k, vs); err != nil {
+			clear(attrs)
+			msgID = nil
+			for _, k := range sortedKeys(h) {
+				if err := header(k, h[k]); err != nil {
+					return event.Event{}, err
+				}
+			}
+			return event.Event{}, err // not reached: the same headers fail in any order
 		}
 	}
 	sv, ok := attrs["specversion"]

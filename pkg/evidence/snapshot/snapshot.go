@@ -129,7 +129,7 @@ func FromTree(root jsontree.Value) (*Snapshot, error) {
 		return nil, err
 	}
 	s := &Snapshot{}
-	v := top["schema_version"]
+	v := top.get("schema_version")
 	if !v.IsInteger() {
 		return nil, formatErr("schema_version", "must be an integer, got %s", describe(v))
 	}
@@ -137,7 +137,7 @@ func FromTree(root jsontree.Value) (*Snapshot, error) {
 		return nil, fmt.Errorf("%w %s (this runtimetruth reads %d)", ErrUnsupportedVersion, v.Text, SchemaVersion)
 	}
 	s.SchemaVersion = SchemaVersion
-	ts := top["captured_at"]
+	ts := top.get("captured_at")
 	if ts.Kind != jsontree.String {
 		return nil, formatErr("captured_at", "must be a string, got %s", describe(ts))
 	}
@@ -145,17 +145,17 @@ func FromTree(root jsontree.Value) (*Snapshot, error) {
 		return nil, fmt.Errorf("%w: captured_at: %w", ErrFormat, err)
 	}
 	s.CapturedAt = ts.Text
-	tf, err := fields(top["target"], "target", "kind", "identifier")
+	tf, err := fields(top.get("target"), "target", "kind", "identifier")
 	if err != nil {
 		return nil, err
 	}
-	if s.Target.Kind, err = nonEmpty(tf["kind"], "target.kind"); err != nil {
+	if s.Target.Kind, err = nonEmpty(tf.get("kind"), "target.kind"); err != nil {
 		return nil, err
 	}
-	if s.Target.Identifier, err = nonEmpty(tf["identifier"], "target.identifier"); err != nil {
+	if s.Target.Identifier, err = nonEmpty(tf.get("identifier"), "target.identifier"); err != nil {
 		return nil, err
 	}
-	ev := top["evidence"]
+	ev := top.get("evidence")
 	if ev.Kind != jsontree.Array {
 		return nil, formatErr("evidence", "must be an array, got %s", describe(ev))
 	}
@@ -182,27 +182,27 @@ func parseRecord(item jsontree.Value, path string) (Record, error) {
 		return Record{}, err
 	}
 	var r Record
-	plane, err := nonEmpty(rf["plane"], path+".plane")
+	plane, err := nonEmpty(rf.get("plane"), path+".plane")
 	if err != nil {
 		return Record{}, err
 	}
 	if r.Plane = Plane(plane); !r.Plane.Valid() {
 		return Record{}, formatErr(path+".plane", "unknown plane %q (want declared, resolved or live)", plane)
 	}
-	if r.Kind, err = nonEmpty(rf["kind"], path+".kind"); err != nil {
+	if r.Kind, err = nonEmpty(rf.get("kind"), path+".kind"); err != nil {
 		return Record{}, err
 	}
-	sf, err := fields(rf["source"], path+".source", "collector", "method")
+	sf, err := fields(rf.get("source"), path+".source", "collector", "method")
 	if err != nil {
 		return Record{}, err
 	}
-	if r.Source.Collector, err = nonEmpty(sf["collector"], path+".source.collector"); err != nil {
+	if r.Source.Collector, err = nonEmpty(sf.get("collector"), path+".source.collector"); err != nil {
 		return Record{}, err
 	}
-	if r.Source.Method, err = nonEmpty(sf["method"], path+".source.method"); err != nil {
+	if r.Source.Method, err = nonEmpty(sf.get("method"), path+".source.method"); err != nil {
 		return Record{}, err
 	}
-	data := rf["data"]
+	data := rf.get("data")
 	if data.Kind != jsontree.Object {
 		return Record{}, formatErr(path+".data", "must be an object, got %s", describe(data))
 	}
@@ -238,31 +238,42 @@ func scalar(v jsontree.Value, path string) (Value, error) {
 	return Value{}, formatErr(path, "non-scalar value (%s); schema v1 data is string, integer, boolean or null", v.Kind)
 }
 
-// fields checks that v is an object with exactly the given keys.
-func fields(v jsontree.Value, path string, keys ...string) (map[string]jsontree.Value, error) {
+// fields checks that v is an object with exactly the given keys, and
+// returns its members.
+func fields(v jsontree.Value, path string, keys ...string) (object, error) {
 	if v.Kind != jsontree.Object {
 		return nil, formatErr(path, "must be an object, got %s", describe(v))
 	}
-	out := make(map[string]jsontree.Value, len(keys))
 	for _, m := range v.Members {
-		known := false
-		for _, k := range keys {
-			if m.Key == k {
-				known = true
-				break
-			}
-		}
-		if !known {
+		if !slices.Contains(keys, m.Key) {
 			return nil, formatErr(path, "unknown key %q", m.Key)
 		}
-		out[m.Key] = m.Value
 	}
+	o := object(v.Members)
 	for _, k := range keys {
-		if _, ok := out[k]; !ok {
+		if _, ok := o.lookup(k); !ok {
 			return nil, formatErr(path, "missing key %q", k)
 		}
 	}
-	return out, nil
+	return o, nil
+}
+
+// object is the members of a JSON object, looked up by key.
+type object []jsontree.Member
+
+func (o object) lookup(key string) (jsontree.Value, bool) {
+	for _, m := range o {
+		if m.Key == key {
+			return m.Value, true
+		}
+	}
+	return jsontree.Value{}, false
+}
+
+// get is the value of a key fields found.
+func (o object) get(key string) jsontree.Value {
+	v, _ := o.lookup(key)
+	return v
 }
 
 func nonEmpty(v jsontree.Value, path string) (string, error) {
@@ -443,23 +454,24 @@ func (s *Snapshot) Tree() jsontree.Value {
 			data[j] = jsontree.Member{Key: k, Value: r.Data[k].Tree()}
 		}
 		evidence[i] = obj(
-			jsontree.Member{Key: "plane", Value: str(string(r.Plane))},
+			jsontree.Member{Key: "data", Value: jsontree.Value{Kind: jsontree.Object, Members: data}},
 			jsontree.Member{Key: "kind", Value: str(r.Kind)},
+			jsontree.Member{Key: "plane", Value: str(string(r.Plane))},
 			jsontree.Member{Key: "source", Value: obj(
 				jsontree.Member{Key: "collector", Value: str(r.Source.Collector)},
 				jsontree.Member{Key: "method", Value: str(r.Source.Method)},
 			)},
-			jsontree.Member{Key: "data", Value: jsontree.Value{Kind: jsontree.Object, Members: data}},
 		)
 	}
+	// The members in key order, the order both encoders write.
 	return obj(
-		jsontree.Member{Key: "schema_version", Value: jsontree.Value{Kind: jsontree.Number, Text: strconv.Itoa(s.SchemaVersion)}},
 		jsontree.Member{Key: "captured_at", Value: str(s.CapturedAt)},
-		jsontree.Member{Key: "target", Value: obj(
-			jsontree.Member{Key: "kind", Value: str(s.Target.Kind)},
-			jsontree.Member{Key: "identifier", Value: str(s.Target.Identifier)},
-		)},
 		jsontree.Member{Key: "evidence", Value: jsontree.Value{Kind: jsontree.Array, Items: evidence}},
+		jsontree.Member{Key: "schema_version", Value: jsontree.Value{Kind: jsontree.Number, Text: strconv.Itoa(s.SchemaVersion)}},
+		jsontree.Member{Key: "target", Value: obj(
+			jsontree.Member{Key: "identifier", Value: str(s.Target.Identifier)},
+			jsontree.Member{Key: "kind", Value: str(s.Target.Kind)},
+		)},
 	)
 }
 
