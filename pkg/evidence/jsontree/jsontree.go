@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -131,7 +132,14 @@ func (e *SyntaxError) Unwrap() error { return ErrSyntax }
 // the strictness the package promises (duplicate names, invalid UTF-8 and
 // lone surrogates refused).
 func Parse(data []byte) (Value, error) {
-	dec := jsontext.NewDecoder(bytes.NewReader(data))
+	dec := decoders.Get().(*jsontext.Decoder)
+	dec.Reset(bytes.NewReader(data))
+	defer func() {
+		if len(data) <= maxPooledInput { // a decoder keeps its buffer
+			dec.Reset(eof{})
+			decoders.Put(dec)
+		}
+	}()
 	v, err := read(dec, 0)
 	if err == nil {
 		if _, err = dec.ReadToken(); err == nil {
@@ -150,6 +158,19 @@ func Parse(data []byte) (Value, error) {
 	}
 	return Value{}, syntaxErrorAt(data, offset, "%s", msg)
 }
+
+// decoders keeps jsontext's decoders (their buffers) from one Parse to
+// the next.
+var decoders = sync.Pool{New: func() any { return jsontext.NewDecoder(eof{}) }}
+
+// maxPooledInput is the largest input after which a decoder is kept, as
+// bufpool keeps buffers up to 64 KiB.
+const maxPooledInput = 64 << 10
+
+// eof is an empty input, for a decoder at rest.
+type eof struct{}
+
+func (eof) Read([]byte) (int, error) { return 0, io.EOF }
 
 var (
 	errAfterValue = errors.New("unexpected data after the top-level value")
