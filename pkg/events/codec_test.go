@@ -487,15 +487,23 @@ func TestDecodeWrongPayloadType(t *testing.T) {
 	_, e, _ := driftMsg(t)
 	_, err := binding.Decode[events.EvidenceCollected](e)
 	requireReason(t, err, events.ReasonUnexpectedType, "type")
+	_, err = binding.Decode[Verdict](e) // a type of the same name is not the catalog's
+	requireReason(t, err, events.ReasonUnexpectedType, "type")
 	v, err := binding.Decode[events.Verdict](e)
 	require.NoError(t, err)
 	assert.Equal(t, events.StatusDrift, v.Status)
 }
 
+// Verdict is a payload type named as the catalog's, which is not it.
+type Verdict struct{ events.Verdict }
+
 func TestNewRejectsBadPayloads(t *testing.T) {
 	fx := fixtures(t)
 	v := fx["verdict.drift.v2.golden.json"].(events.Verdict)
 	_, err := binding.New(fixtureSource, &v)
+	requireReason(t, err, events.ReasonUnexpectedType, "data")
+	// Another type of the same name and methods is not the catalog's.
+	_, err = binding.New(fixtureSource, Verdict{v})
 	requireReason(t, err, events.ReasonUnexpectedType, "data")
 	_, err = binding.New(fixtureSource, nil)
 	requireReason(t, err, events.ReasonInvalidPayload, "data")

@@ -165,6 +165,9 @@ func verdictV1(typ, by, subjectTemplate string) Spec {
 	return s
 }
 
+// GoType is the Go type of the payload (Payload names it).
+func (s Spec) GoType() reflect.Type { return s.goType }
+
 // Current is the type a payload of this type decodes as: SupersededBy, or
 // the type itself.
 func (s Spec) Current() string {

@@ -70,7 +70,7 @@ func New(source string, p events.Payload, opts ...Option) (event.Event, error) {
 	if !ok {
 		return event.Event{}, invalid(events.ReasonUnknownType, "type", "%T gives unknown type %q", p, p.Type())
 	}
-	if reflect.TypeOf(p).Name() != s.Payload {
+	if reflect.TypeOf(p) != s.GoType() {
 		return event.Event{}, invalid(events.ReasonUnexpectedType, "data", "%s carries %s, not %T", s.Type, s.Payload, p)
 	}
 	if err := events.Validate(p); err != nil {

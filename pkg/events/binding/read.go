@@ -44,7 +44,7 @@ func decodeAs[T events.Payload](e event.Event) (T, error) {
 // carries returns the spec of e's type, which must carry T.
 func carries[T events.Payload](e event.Event) (events.Spec, error) {
 	s, _ := events.Lookup(e.Type())
-	if want := reflect.TypeFor[T](); want != reflect.TypeFor[events.Payload]() && s.Payload != want.Name() {
+	if want := reflect.TypeFor[T](); want != reflect.TypeFor[events.Payload]() && s.GoType() != want {
 		return s, invalid(events.ReasonUnexpectedType, "type", "%s carries %s, not %s", s.Type, s.Payload, want.Name())
 	}
 	return s, nil
