@@ -2,7 +2,8 @@ package events_test
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -80,11 +81,7 @@ func headerVariants(t *testing.T) []*nats.Msg {
 		func(h nats.Header) { h["ce-big"] = []string{strings.Repeat("x", events.MaxHeaderSize)} },
 	}
 	fx := fixtures(t)
-	names := make([]string, 0, len(fx))
-	for name := range fx {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(fx))
 	for _, name := range names {
 		p := fx[name]
 		m, _, err := binding.NewMsg(fixtureSource, p, binding.WithID(fixtureID), binding.WithTime(fixtureTime))
@@ -106,11 +103,7 @@ func describeEvent(e event.Event) string {
 	fmt.Fprintf(&b, "  specversion=%q id=%q source=%q type=%q subject=%q time=%s datacontenttype=%q dataschema=%q\n",
 		e.SpecVersion(), e.ID(), e.Source(), e.Type(), e.Subject(), e.Time().Format(time.RFC3339Nano), e.DataContentType(), e.DataSchema())
 	ext := e.Extensions()
-	names := make([]string, 0, len(ext))
-	for k := range ext {
-		names = append(names, k)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(ext))
 	for _, k := range names {
 		fmt.Fprintf(&b, "  ext %s=%q\n", k, ext[k])
 	}
@@ -120,11 +113,7 @@ func describeEvent(e event.Event) string {
 
 // describeHeader is a message's headers, sorted.
 func describeHeader(h nats.Header) string {
-	keys := make([]string, 0, len(h))
-	for k := range h {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(h))
 	var b strings.Builder
 	for _, k := range keys {
 		fmt.Fprintf(&b, "  %s: %q\n", k, h[k])
@@ -160,12 +149,8 @@ func TestNewMsgGolden(t *testing.T) {
 	traces := [][2]string{{"", ""}, {fixtureTraceparent, ""}, {fixtureTraceparent, "rt=1"}, {"", "rt=1"}, {"bad", ""},
 		{fixtureTraceparent, strings.Repeat("a", 513)}, {fixtureTraceparent, "r\nt"}}
 	times := []time.Time{fixtureTime, fixtureTime.In(time.FixedZone("x", 3600))}
-	names := make([]string, 0)
 	fx := fixtures(t)
-	for name := range fx {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(fx))
 	var b strings.Builder
 	for i, name := range names {
 		p := fx[name]

@@ -26,24 +26,31 @@ func decodeData(s *Spec, data []byte, p any) error {
 	if len(data) > MaxDataSize {
 		return invalid(ReasonTooLarge, "data", "%d bytes, over the %d-byte limit", len(data), MaxDataSize)
 	}
-	opts := []strictjson.Option{strictjson.NoNull(), strictjson.NoEmptyStrings(), strictjson.Required(s.required...)}
-	if s.reportShape != report.AnyShape {
-		opts = append(opts, strictjson.Intercept(func(dec *jsontext.Decoder, v any) (bool, error) {
-			r, ok := v.(*report.Report)
-			if !ok {
-				return false, nil
-			}
-			raw, err := dec.ReadValue()
-			if err == nil {
-				*r, err = report.Parse(raw, s.reportShape)
-			}
-			return true, err
-		}))
-	}
-	if err := strictjson.Decode(data, p, opts...); err != nil {
+	if err := strictjson.Decode(data, p, s.dataOptions...); err != nil {
 		return dataError(err)
 	}
 	return nil
+}
+
+// dataOptions are the options of a type's data, made once per type: no
+// null, no empty string, the members required present, and a verdict's
+// report read in shape (report.AnyShape: the type holds no report).
+func dataOptions(required []string, shape report.Shape) []strictjson.Option {
+	opts := []strictjson.Option{strictjson.NoNull(), strictjson.NoEmptyStrings(), strictjson.Required(required...)}
+	if shape == report.AnyShape {
+		return opts
+	}
+	return append(opts, strictjson.Intercept(func(dec *jsontext.Decoder, v any) (bool, error) {
+		r, ok := v.(*report.Report)
+		if !ok {
+			return false, nil
+		}
+		raw, err := dec.ReadValue()
+		if err == nil {
+			*r, err = report.Parse(raw, shape)
+		}
+		return true, err
+	}))
 }
 
 // dataError is the *Error of strictjson's error on an event's data:

@@ -2,6 +2,7 @@ package events
 
 import (
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/report"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/strictjson"
 	"reflect"
 	"strings"
 )
@@ -92,10 +93,9 @@ type Spec struct {
 
 	goType reflect.Type
 	decode func(s *Spec, data []byte) (Payload, error)
-	// required are the members the schema requires of the data.
-	required []string
-	// reportShape is the shape of a verdict's report.
-	reportShape report.Shape
+	// dataOptions are what strictjson asks of the data beyond its type
+	// (dataOptions).
+	dataOptions []strictjson.Option
 }
 
 // Golden is the name of the spec's golden example,
@@ -109,7 +109,6 @@ const schemaBase = "https://runtimetruth.dev/schemas/events/"
 func spec[T Payload](typ, subjectTemplate, subjectAttr, schemaName string) Spec {
 	version := typ[strings.LastIndexByte(typ, '.')+1:]
 	schema := schemaName + "." + version + ".schema.json"
-	required := requiredMembers(schema)
 	shape := report.AnyShape
 	if reflect.TypeFor[T]() == reflect.TypeFor[Verdict]() {
 		shape = report.CurrentShape
@@ -122,8 +121,7 @@ func spec[T Payload](typ, subjectTemplate, subjectAttr, schemaName string) Spec 
 		Schema:      schema,
 		SchemaURI:   schemaBase + schemaName + "/" + version + ".json",
 		goType:      reflect.TypeFor[T](),
-		required:    required,
-		reportShape: shape,
+		dataOptions: dataOptions(requiredMembers(schema), shape),
 		decode: func(s *Spec, data []byte) (Payload, error) {
 			var p T
 			if err := decodeInto(s, data, &p); err != nil {
@@ -161,7 +159,7 @@ var catalog = []Spec{
 func verdictV1(typ, by, subjectTemplate string) Spec {
 	s := spec[Verdict](typ, subjectTemplate, "the target, <kind>:<identifier>", "verdict")
 	s.SupersededBy = by
-	s.reportShape = report.LegacyShape
+	s.dataOptions = dataOptions(requiredMembers(s.Schema), report.LegacyShape)
 	return s
 }
 
