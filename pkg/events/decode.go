@@ -14,7 +14,7 @@ import (
 func DecodeData(typ string, data []byte) (Payload, error) {
 	s, ok := byType[typ]
 	if !ok {
-		return nil, invalid(ReasonUnknownType, "type", "%q is not in the catalog", typ)
+		return nil, Invalid(ReasonUnknownType, "type", "%q is not in the catalog", typ)
 	}
 	return s.decode(s, data)
 }

@@ -17,7 +17,7 @@ func EncodeData(p Payload) ([]byte, error) {
 		return nil, err
 	}
 	if len(data) > MaxDataSize {
-		return nil, invalid(ReasonTooLarge, "data", "%d bytes, over the %d-byte limit", len(data), MaxDataSize)
+		return nil, Invalid(ReasonTooLarge, "data", "%d bytes, over the %d-byte limit", len(data), MaxDataSize)
 	}
 	return data, nil
 }

@@ -90,6 +90,8 @@ func ReasonOf(err error) Reason {
 	return ""
 }
 
-func invalid(reason Reason, field, format string, args ...any) *Error {
+// Invalid is the *Error of a rejected event: reason, field, and the
+// detail formatted.
+func Invalid(reason Reason, field, format string, args ...any) *Error {
 	return &Error{Reason: reason, Field: field, Err: fmt.Errorf(format, args...)}
 }

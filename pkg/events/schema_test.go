@@ -27,7 +27,7 @@ import (
 // duplicate keys that matches the type's schema.
 func validateData(s *Spec, data []byte) error {
 	if len(data) > MaxDataSize {
-		return invalid(ReasonTooLarge, "data", "%d bytes, over the %d-byte limit", len(data), MaxDataSize)
+		return Invalid(ReasonTooLarge, "data", "%d bytes, over the %d-byte limit", len(data), MaxDataSize)
 	}
 	if err := strictjson.Decode(data, new(jsontext.Value)); err != nil {
 		return dataError(err) // malformed JSON or a name given twice

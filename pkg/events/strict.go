@@ -24,7 +24,7 @@ import (
 // payload: within MaxDataSize, strictly.
 func decodeData(s *Spec, data []byte, p any) error {
 	if len(data) > MaxDataSize {
-		return invalid(ReasonTooLarge, "data", "%d bytes, over the %d-byte limit", len(data), MaxDataSize)
+		return Invalid(ReasonTooLarge, "data", "%d bytes, over the %d-byte limit", len(data), MaxDataSize)
 	}
 	if err := strictjson.Decode(data, p, s.dataOptions...); err != nil {
 		return dataError(err)

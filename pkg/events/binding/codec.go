@@ -64,14 +64,14 @@ func New(source string, p events.Payload, opts ...Option) (event.Event, error) {
 		o.time = time.Now()
 	}
 	if p == nil {
-		return event.Event{}, invalid(events.ReasonInvalidPayload, "data", "no payload")
+		return event.Event{}, events.Invalid(events.ReasonInvalidPayload, "data", "no payload")
 	}
 	s, ok := events.Lookup(p.Type())
 	if !ok {
-		return event.Event{}, invalid(events.ReasonUnknownType, "type", "%T gives unknown type %q", p, p.Type())
+		return event.Event{}, events.Invalid(events.ReasonUnknownType, "type", "%T gives unknown type %q", p, p.Type())
 	}
 	if reflect.TypeOf(p) != s.GoType() {
-		return event.Event{}, invalid(events.ReasonUnexpectedType, "data", "%s carries %s, not %T", s.Type, s.Payload, p)
+		return event.Event{}, events.Invalid(events.ReasonUnexpectedType, "data", "%s carries %s, not %T", s.Type, s.Payload, p)
 	}
 	if err := events.Validate(p); err != nil {
 		return event.Event{}, err
@@ -145,7 +145,7 @@ func sameAttributes(e event.Event, want map[string]string) error {
 			if _, fieldErr := e.FieldErrors[a.name]; fieldErr {
 				continue // reported by checkEvent
 			}
-			return invalid(attrReason(g), a.name, "%q is not in normal form (it reads back as %q)", w, g)
+			return events.Invalid(attrReason(g), a.name, "%q is not in normal form (it reads back as %q)", w, g)
 		}
 	}
 	return nil
@@ -166,7 +166,7 @@ func ToNATS(subject string, e event.Event) (*nats.Msg, error) {
 	a := AttributesOf(e)
 	h := a.header()
 	if n := headerSize(h); n > events.MaxHeaderSize {
-		return nil, invalid(events.ReasonTooLarge, "headers", "%d bytes, over the %d-byte limit", n, events.MaxHeaderSize)
+		return nil, events.Invalid(events.ReasonTooLarge, "headers", "%d bytes, over the %d-byte limit", n, events.MaxHeaderSize)
 	}
 	return &nats.Msg{Subject: subject, Header: h, Data: e.Data()}, nil
 }
@@ -243,10 +243,10 @@ func AttributesOf(e event.Event) Attributes {
 // checks above, headers taken in sorted order.
 func FromNATS(h nats.Header, data []byte) (event.Event, error) {
 	if n := headerSize(h); n > events.MaxHeaderSize {
-		return event.Event{}, invalid(events.ReasonTooLarge, "headers", "%d bytes, over the %d-byte limit", n, events.MaxHeaderSize)
+		return event.Event{}, events.Invalid(events.ReasonTooLarge, "headers", "%d bytes, over the %d-byte limit", n, events.MaxHeaderSize)
 	}
 	if len(data) > events.MaxDataSize {
-		return event.Event{}, invalid(events.ReasonTooLarge, "data", "%d bytes, over the %d-byte limit", len(data), events.MaxDataSize)
+		return event.Event{}, events.Invalid(events.ReasonTooLarge, "data", "%d bytes, over the %d-byte limit", len(data), events.MaxDataSize)
 	}
 	attrs := make(map[string]string, len(h))
 	var msgID *string
@@ -256,18 +256,18 @@ func FromNATS(h nats.Header, data []byte) (event.Event, error) {
 		case lk == headerContentType:
 			for _, v := range vs {
 				if strings.HasPrefix(strings.ToLower(strings.TrimSpace(v)), "application/cloudevents") {
-					return invalid(events.ReasonContentMode, k, "%q is structured or batched content mode; only binary mode is accepted", v)
+					return events.Invalid(events.ReasonContentMode, k, "%q is structured or batched content mode; only binary mode is accepted", v)
 				}
 			}
 		case lk == "nats-msg-id":
 			if msgID != nil || len(vs) != 1 {
-				return invalid(events.ReasonInvalidAttribute, HeaderMsgID, "given more than once")
+				return events.Invalid(events.ReasonInvalidAttribute, HeaderMsgID, "given more than once")
 			}
 			msgID = &vs[0]
 		case strings.HasPrefix(lk, HeaderPrefix):
 			name := lk[len(HeaderPrefix):]
 			if _, dup := attrs[name]; dup || len(vs) != 1 {
-				return invalid(events.ReasonInvalidAttribute, k, "attribute %q given more than once", name)
+				return events.Invalid(events.ReasonInvalidAttribute, k, "attribute %q given more than once", name)
 			}
 			v, err := decodeValue(vs[0])
 			if err != nil {
@@ -293,23 +293,23 @@ func FromNATS(h nats.Header, data []byte) (event.Event, error) {
 	}
 	sv, ok := attrs["specversion"]
 	if !ok {
-		return event.Event{}, invalid(events.ReasonMissingAttribute, "specversion", "no %sspecversion header", HeaderPrefix)
+		return event.Event{}, events.Invalid(events.ReasonMissingAttribute, "specversion", "no %sspecversion header", HeaderPrefix)
 	}
 	if sv != SpecVersion {
-		return event.Event{}, invalid(events.ReasonSpecVersion, "specversion", "%q, want %q", sv, SpecVersion)
+		return event.Event{}, events.Invalid(events.ReasonSpecVersion, "specversion", "%q, want %q", sv, SpecVersion)
 	}
 	if err := requireAttributes(attrs, "id", "source", "type"); err != nil {
 		return event.Event{}, err
 	}
 	if _, ok := events.Lookup(attrs["type"]); !ok {
-		return event.Event{}, invalid(events.ReasonUnknownType, "type", "%q is not in the catalog", attrs["type"])
+		return event.Event{}, events.Invalid(events.ReasonUnknownType, "type", "%q is not in the catalog", attrs["type"])
 	}
 	if err := requireAttributes(attrs, "subject", "time", "datacontenttype", "dataschema"); err != nil {
 		return event.Event{}, err
 	}
 	t, err := types.ParseTime(attrs["time"])
 	if err != nil {
-		return event.Event{}, invalid(events.ReasonInvalidAttribute, "time", "%q is not an RFC 3339 timestamp", attrs["time"])
+		return event.Event{}, events.Invalid(events.ReasonInvalidAttribute, "time", "%q is not an RFC 3339 timestamp", attrs["time"])
 	}
 	e := event.New(SpecVersion)
 	e.SetID(attrs["id"])
@@ -333,7 +333,7 @@ func FromNATS(h nats.Header, data []byte) (event.Event, error) {
 		return event.Event{}, err
 	}
 	if msgID != nil && *msgID != attrs["id"] {
-		return event.Event{}, invalid(events.ReasonInvalidAttribute, HeaderMsgID, "%q differs from the id %q", *msgID, attrs["id"])
+		return event.Event{}, events.Invalid(events.ReasonInvalidAttribute, HeaderMsgID, "%q differs from the id %q", *msgID, attrs["id"])
 	}
 	e.DataEncoded = data
 	if err := checkEvent(e); err != nil {
@@ -346,14 +346,14 @@ func FromNATS(h nats.Header, data []byte) (event.Event, error) {
 func requireAttributes(attrs map[string]string, names ...string) error {
 	for _, name := range names {
 		if _, ok := attrs[name]; !ok {
-			return invalid(events.ReasonMissingAttribute, name, "no %s%s header", HeaderPrefix, name)
+			return events.Invalid(events.ReasonMissingAttribute, name, "no %s%s header", HeaderPrefix, name)
 		}
 	}
 	return nil
 }
 
 func errUnknownExtension(name string) error {
-	return invalid(events.ReasonUnknownExtension, name, "extension %q is not accepted (only %s, %s, %s)", name, ExtTraceparent, ExtTracestate, dsse.ExtSignature)
+	return events.Invalid(events.ReasonUnknownExtension, name, "extension %q is not accepted (only %s, %s, %s)", name, ExtTraceparent, ExtTracestate, dsse.ExtSignature)
 }
 
 // The extensions an event carries, as bits of a set.
@@ -380,7 +380,7 @@ func checkExtensions(ext uint, traceparent, tracestate, signature string) error 
 			return &events.Error{Reason: events.ReasonInvalidAttribute, Field: ExtTracestate, Err: err}
 		}
 		if ext&hasTraceparent == 0 {
-			return invalid(events.ReasonInvalidAttribute, ExtTracestate, "tracestate without traceparent")
+			return events.Invalid(events.ReasonInvalidAttribute, ExtTracestate, "tracestate without traceparent")
 		}
 	}
 	return nil
@@ -390,10 +390,10 @@ func checkExtensions(ext uint, traceparent, tracestate, signature string) error 
 // what Decode and ToNATS take.
 func checkEvent(e event.Event) error {
 	if e.Context == nil {
-		return invalid(events.ReasonMissingAttribute, "specversion", "event has no context")
+		return events.Invalid(events.ReasonMissingAttribute, "specversion", "event has no context")
 	}
 	if sv := e.SpecVersion(); sv != SpecVersion {
-		return invalid(events.ReasonSpecVersion, "specversion", "%q, want %q", sv, SpecVersion)
+		return events.Invalid(events.ReasonSpecVersion, "specversion", "%q, want %q", sv, SpecVersion)
 	}
 	if names := sortedKeys(e.FieldErrors); len(names) > 0 {
 		return &events.Error{Reason: events.ReasonInvalidAttribute, Field: strings.TrimPrefix(names[0], "extension:"), Err: e.FieldErrors[names[0]]}
@@ -403,30 +403,30 @@ func checkEvent(e event.Event) error {
 	}
 	typ := e.Type()
 	if typ == "" {
-		return invalid(events.ReasonMissingAttribute, "type", "empty")
+		return events.Invalid(events.ReasonMissingAttribute, "type", "empty")
 	}
 	s, ok := events.Lookup(typ)
 	if !ok {
-		return invalid(events.ReasonUnknownType, "type", "%q is not in the catalog", typ)
+		return events.Invalid(events.ReasonUnknownType, "type", "%q is not in the catalog", typ)
 	}
 	source := e.Source()
 	if err := checkText("source", source); err != nil {
 		return err
 	}
 	if u := types.ParseURIRef(source); u == nil || u.String() != source {
-		return invalid(events.ReasonInvalidAttribute, "source", "%q is not a URI reference in normal form", source)
+		return events.Invalid(events.ReasonInvalidAttribute, "source", "%q is not a URI reference in normal form", source)
 	}
 	if err := checkText("subject", e.Subject()); err != nil {
 		return err
 	}
 	if e.Time().IsZero() {
-		return invalid(events.ReasonMissingAttribute, "time", "empty")
+		return events.Invalid(events.ReasonMissingAttribute, "time", "empty")
 	}
 	if ct := e.DataContentType(); ct != events.ContentType {
-		return invalid(attrReason(ct), "datacontenttype", "%q, want %q", ct, events.ContentType)
+		return events.Invalid(attrReason(ct), "datacontenttype", "%q, want %q", ct, events.ContentType)
 	}
 	if ds := e.DataSchema(); ds != s.SchemaURI {
-		return invalid(attrReason(ds), "dataschema", "%q, want %q for %s", ds, s.SchemaURI, typ)
+		return events.Invalid(attrReason(ds), "dataschema", "%q, want %q for %s", ds, s.SchemaURI, typ)
 	}
 	exts := e.Extensions()
 	var ext uint
@@ -437,7 +437,7 @@ func checkEvent(e event.Event) error {
 		case !knownExtension(name):
 			return errUnknownExtension(name)
 		case !ok:
-			return invalid(events.ReasonInvalidAttribute, name, "a %T, want a string", exts[name])
+			return events.Invalid(events.ReasonInvalidAttribute, name, "a %T, want a string", exts[name])
 		}
 		switch name {
 		case ExtTraceparent:
@@ -452,10 +452,10 @@ func checkEvent(e event.Event) error {
 		return err
 	}
 	if len(e.Data()) == 0 {
-		return invalid(events.ReasonMissingAttribute, "data", "no data")
+		return events.Invalid(events.ReasonMissingAttribute, "data", "no data")
 	}
 	if n := len(e.Data()); n > events.MaxDataSize {
-		return invalid(events.ReasonTooLarge, "data", "%d bytes, over the %d-byte limit", n, events.MaxDataSize)
+		return events.Invalid(events.ReasonTooLarge, "data", "%d bytes, over the %d-byte limit", n, events.MaxDataSize)
 	}
 	return nil
 }
@@ -477,10 +477,10 @@ func attrReason(v string) events.Reason {
 // checkText accepts a non-empty attribute value without control characters.
 func checkText(name, v string) error {
 	if strings.TrimSpace(v) == "" {
-		return invalid(events.ReasonMissingAttribute, name, "empty")
+		return events.Invalid(events.ReasonMissingAttribute, name, "empty")
 	}
 	if i := events.ControlIndex(v); i >= 0 {
-		return invalid(events.ReasonInvalidAttribute, name, "invalid UTF-8 or a control character at byte %d", i)
+		return events.Invalid(events.ReasonInvalidAttribute, name, "invalid UTF-8 or a control character at byte %d", i)
 	}
 	return nil
 }
@@ -496,8 +496,3 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // WithSigner signs the event with s (dsse.ExtSignature).
 func WithSigner(s *dsse.Signer) Option { return func(o *options) { o.signer = s } }
-
-// invalid is the *events.Error of a rejected event.
-func invalid(reason events.Reason, field, format string, args ...any) *events.Error {
-	return &events.Error{Reason: reason, Field: field, Err: fmt.Errorf(format, args...)}
-}

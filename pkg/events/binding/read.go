@@ -45,7 +45,7 @@ func decodeAs[T events.Payload](e event.Event) (T, error) {
 func carries[T events.Payload](e event.Event) (events.Spec, error) {
 	s, _ := events.Lookup(e.Type())
 	if want := reflect.TypeFor[T](); want != reflect.TypeFor[events.Payload]() && s.GoType() != want {
-		return s, invalid(events.ReasonUnexpectedType, "type", "%s carries %s, not %s", s.Type, s.Payload, want.Name())
+		return s, events.Invalid(events.ReasonUnexpectedType, "type", "%s carries %s, not %s", s.Type, s.Payload, want.Name())
 	}
 	return s, nil
 }
@@ -106,7 +106,7 @@ func ReadEvidence(m Msg) (event.Event, events.EvidenceCollected, *snapshot.Snaps
 
 func checkNATSSubject(p events.Payload, subject string) error {
 	if want := p.NATSSubject(); subject != want {
-		return invalid(events.ReasonSubjectMismatch, "nats subject", "arrived on %q, but the payload goes to %q", subject, want)
+		return events.Invalid(events.ReasonSubjectMismatch, "nats subject", "arrived on %q, but the payload goes to %q", subject, want)
 	}
 	return nil
 }
@@ -115,10 +115,10 @@ func checkNATSSubject(p events.Payload, subject string) error {
 // subject attribute.
 func checkDecoded(s events.Spec, e event.Event, p events.Payload) error {
 	if p.Type() != s.Current() {
-		return invalid(events.ReasonInvalidPayload, "type", "the payload is a %s event, not %s", p.Type(), e.Type())
+		return events.Invalid(events.ReasonInvalidPayload, "type", "the payload is a %s event, not %s", p.Type(), e.Type())
 	}
 	if want := p.Subject(); e.Subject() != want {
-		return invalid(events.ReasonSubjectMismatch, "subject", "%q, but the payload's subject is %q", e.Subject(), want)
+		return events.Invalid(events.ReasonSubjectMismatch, "subject", "%q, but the payload's subject is %q", e.Subject(), want)
 	}
 	return nil
 }
