@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -283,7 +284,7 @@ func FromNATS(h nats.Header, data []byte) (event.Event, error) {
 		if err := header(k, vs); err != nil {
 			clear(attrs)
 			msgID = nil
-			for _, k := range sortedKeys(h) {
+			for _, k := range slices.Sorted(maps.Keys(h)) {
 				if err := header(k, h[k]); err != nil {
 					return event.Event{}, err
 				}
@@ -319,7 +320,7 @@ func FromNATS(h nats.Header, data []byte) (event.Event, error) {
 	e.SetTime(t)
 	e.SetDataContentType(attrs["datacontenttype"])
 	e.SetDataSchema(attrs["dataschema"])
-	for _, name := range sortedKeys(attrs) {
+	for _, name := range slices.Sorted(maps.Keys(attrs)) {
 		switch name {
 		case "specversion", "id", "source", "type", "subject", "time", "datacontenttype", "dataschema":
 			continue
@@ -395,7 +396,7 @@ func checkEvent(e event.Event) error {
 	if sv := e.SpecVersion(); sv != SpecVersion {
 		return events.Invalid(events.ReasonSpecVersion, "specversion", "%q, want %q", sv, SpecVersion)
 	}
-	if names := sortedKeys(e.FieldErrors); len(names) > 0 {
+	if names := slices.Sorted(maps.Keys(e.FieldErrors)); len(names) > 0 {
 		return &events.Error{Reason: events.ReasonInvalidAttribute, Field: strings.TrimPrefix(names[0], "extension:"), Err: e.FieldErrors[names[0]]}
 	}
 	if err := events.ValidID(e.ID()); err != nil {
@@ -431,7 +432,7 @@ func checkEvent(e event.Event) error {
 	exts := e.Extensions()
 	var ext uint
 	var values [3]string
-	for _, name := range sortedKeys(exts) {
+	for _, name := range slices.Sorted(maps.Keys(exts)) {
 		v, ok := exts[name].(string)
 		switch {
 		case !knownExtension(name):
@@ -483,15 +484,6 @@ func checkText(name, v string) error {
 		return events.Invalid(events.ReasonInvalidAttribute, name, "invalid UTF-8 or a control character at byte %d", i)
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // WithSigner signs the event with s (dsse.ExtSignature).
