@@ -131,22 +131,31 @@ func NewMsg(source string, p events.Payload, opts ...Option) (*nats.Msg, event.E
 // it was given or nothing.
 func sameAttributes(e event.Event, want map[string]string) error {
 	// The attributes the setters may change, in name order.
-	for _, a := range [...]struct {
-		name string
-		get  func() string
-	}{
-		{"datacontenttype", e.DataContentType}, {"dataschema", e.DataSchema}, {"id", e.ID},
-		{"source", e.Source}, {"subject", e.Subject}, {"type", e.Type},
-	} {
-		w, ok := want[a.name]
+	for _, name := range [...]string{"datacontenttype", "dataschema", "id", "source", "subject", "type"} {
+		w, ok := want[name]
 		if !ok {
 			continue
 		}
-		if g := a.get(); g != w {
-			if _, fieldErr := e.FieldErrors[a.name]; fieldErr {
+		var g string
+		switch name {
+		case "datacontenttype":
+			g = e.DataContentType()
+		case "dataschema":
+			g = e.DataSchema()
+		case "id":
+			g = e.ID()
+		case "source":
+			g = e.Source()
+		case "subject":
+			g = e.Subject()
+		case "type":
+			g = e.Type()
+		}
+		if g != w {
+			if _, fieldErr := e.FieldErrors[name]; fieldErr {
 				continue // reported by checkEvent
 			}
-			return events.Invalid(attrReason(g), a.name, "%q is not in normal form (it reads back as %q)", w, g)
+			return events.Invalid(attrReason(g), name, "%q is not in normal form (it reads back as %q)", w, g)
 		}
 	}
 	return nil
@@ -222,7 +231,7 @@ func AttributesOf(e event.Event) Attributes {
 		ID: e.ID(), Source: e.Source(), Type: e.Type(), Subject: e.Subject(), Time: e.Time(),
 		DataContentType: e.DataContentType(), DataSchema: e.DataSchema(),
 	}
-	ext := e.Extensions()
+	ext := extensions(e)
 	a.Traceparent, _ = ext[ExtTraceparent].(string)
 	a.Tracestate, _ = ext[ExtTracestate].(string)
 	a.Signature, _ = ext[dsse.ExtSignature].(string)
@@ -243,11 +252,16 @@ func AttributesOf(e event.Event) Attributes {
 // (errors.Is(err, events.ErrInvalid)), for the first problem in the order of the
 // checks above, headers taken in sorted order.
 func FromNATS(h nats.Header, data []byte) (event.Event, error) {
-	if n := headerSize(h); n > events.MaxHeaderSize {
-		return event.Event{}, events.Invalid(events.ReasonTooLarge, "headers", "%d bytes, over the %d-byte limit", n, events.MaxHeaderSize)
-	}
-	if len(data) > events.MaxDataSize {
-		return event.Event{}, events.Invalid(events.ReasonTooLarge, "data", "%d bytes, over the %d-byte limit", len(data), events.MaxDataSize)
+	// The sizes are checked first; the headers' is summed as they are
+	// read.
+	sizes := func(n int) error {
+		if n > events.MaxHeaderSize {
+			return events.Invalid(events.ReasonTooLarge, "headers", "%d bytes, over the %d-byte limit", n, events.MaxHeaderSize)
+		}
+		if len(data) > events.MaxDataSize {
+			return events.Invalid(events.ReasonTooLarge, "data", "%d bytes, over the %d-byte limit", len(data), events.MaxDataSize)
+		}
+		return nil
 	}
 	attrs := make(map[string]string, len(h))
 	var msgID *string
@@ -280,8 +294,13 @@ func FromNATS(h nats.Header, data []byte) (event.Event, error) {
 	}
 	// The headers in map order; on a problem again in sorted order, so
 	// that the error is the first problem in that order.
+	size := headerBase
 	for k, vs := range h {
+		size += headerLineSize(k, vs)
 		if err := header(k, vs); err != nil {
+			if err := sizes(headerSize(h)); err != nil {
+				return event.Event{}, err
+			}
 			clear(attrs)
 			msgID = nil
 			for _, k := range slices.Sorted(maps.Keys(h)) {
@@ -291,6 +310,9 @@ func FromNATS(h nats.Header, data []byte) (event.Event, error) {
 			}
 			return event.Event{}, err // not reached: the same headers fail in any order
 		}
+	}
+	if err := sizes(size); err != nil {
+		return event.Event{}, err
 	}
 	sv, ok := attrs["specversion"]
 	if !ok {
@@ -320,15 +342,21 @@ func FromNATS(h nats.Header, data []byte) (event.Event, error) {
 	e.SetTime(t)
 	e.SetDataContentType(attrs["datacontenttype"])
 	e.SetDataSchema(attrs["dataschema"])
-	for _, name := range slices.Sorted(maps.Keys(attrs)) {
-		switch name {
-		case "specversion", "id", "source", "type", "subject", "time", "datacontenttype", "dataschema":
-			continue
-		}
-		if !knownExtension(name) {
+	for name, v := range attrs {
+		switch {
+		case coreAttribute(name):
+		case knownExtension(name):
+			e.SetExtension(name, v)
+		default: // the first unknown in name order
+			name = slices.Sorted(func(yield func(string) bool) {
+				for name := range attrs {
+					if !coreAttribute(name) && !knownExtension(name) && !yield(name) {
+						return
+					}
+				}
+			})[0]
 			return event.Event{}, errUnknownExtension(name)
 		}
-		e.SetExtension(name, attrs[name])
 	}
 	if err := sameAttributes(e, attrs); err != nil {
 		return event.Event{}, err
@@ -396,7 +424,8 @@ func checkEvent(e event.Event) error {
 	if sv := e.SpecVersion(); sv != SpecVersion {
 		return events.Invalid(events.ReasonSpecVersion, "specversion", "%q, want %q", sv, SpecVersion)
 	}
-	if names := slices.Sorted(maps.Keys(e.FieldErrors)); len(names) > 0 {
+	if len(e.FieldErrors) > 0 {
+		names := slices.Sorted(maps.Keys(e.FieldErrors))
 		return &events.Error{Reason: events.ReasonInvalidAttribute, Field: strings.TrimPrefix(names[0], "extension:"), Err: e.FieldErrors[names[0]]}
 	}
 	if err := events.ValidID(e.ID()); err != nil {
@@ -429,16 +458,13 @@ func checkEvent(e event.Event) error {
 	if ds := e.DataSchema(); ds != s.SchemaURI {
 		return events.Invalid(attrReason(ds), "dataschema", "%q, want %q for %s", ds, s.SchemaURI, typ)
 	}
-	exts := e.Extensions()
+	exts := extensions(e)
 	var ext uint
 	var values [3]string
-	for _, name := range slices.Sorted(maps.Keys(exts)) {
-		v, ok := exts[name].(string)
-		switch {
-		case !knownExtension(name):
-			return errUnknownExtension(name)
-		case !ok:
-			return events.Invalid(events.ReasonInvalidAttribute, name, "a %T, want a string", exts[name])
+	for name, x := range exts {
+		v, ok := x.(string)
+		if !ok || !knownExtension(name) {
+			return extensionError(exts)
 		}
 		switch name {
 		case ExtTraceparent:
@@ -459,6 +485,39 @@ func checkEvent(e event.Event) error {
 		return events.Invalid(events.ReasonTooLarge, "data", "%d bytes, over the %d-byte limit", n, events.MaxDataSize)
 	}
 	return nil
+}
+
+// extensions is e's extensions, read in place (event.Extensions returns
+// a copy). The caller must not change the map.
+func extensions(e event.Event) map[string]any {
+	if ec, ok := e.Context.(*event.EventContextV1); ok {
+		return ec.Extensions
+	}
+	return e.Extensions()
+}
+
+// extensionError is the error of the first extension in name order that
+// is unknown or not a string.
+func extensionError(exts map[string]any) error {
+	for _, name := range slices.Sorted(maps.Keys(exts)) {
+		if !knownExtension(name) {
+			return errUnknownExtension(name)
+		}
+		if _, ok := exts[name].(string); !ok {
+			return events.Invalid(events.ReasonInvalidAttribute, name, "a %T, want a string", exts[name])
+		}
+	}
+	return nil
+}
+
+// coreAttribute reports whether name is one of the attributes every
+// event of the catalog carries.
+func coreAttribute(name string) bool {
+	switch name {
+	case "specversion", "id", "source", "type", "subject", "time", "datacontenttype", "dataschema":
+		return true
+	}
+	return false
 }
 
 // knownExtension reports whether the codec carries the extension name.

@@ -143,11 +143,22 @@ func hexVal(c byte) byte {
 // headerSize is the size of h's encoded header block, as nats.go writes
 // it: "NATS/1.0\r\n", "Name: value\r\n" per value, and "\r\n".
 func headerSize(h nats.Header) int {
-	n := len("NATS/1.0\r\n") + 2
+	n := headerBase
 	for k, vs := range h {
-		for _, v := range vs {
-			n += len(k) + 2 + len(v) + 2
-		}
+		n += headerLineSize(k, vs)
+	}
+	return n
+}
+
+// headerBase is the size of a header block without a header: the status
+// line and the blank line that ends it.
+const headerBase = len("NATS/1.0\r\n") + 2
+
+// headerLineSize is the size of the lines of header k with values vs.
+func headerLineSize(k string, vs []string) int {
+	n := 0
+	for _, v := range vs {
+		n += len(k) + 2 + len(v) + 2
 	}
 	return n
 }

@@ -63,7 +63,7 @@ func (c Carrier) Get(key string) string {
 	if key != ExtTraceparent && key != ExtTracestate {
 		return ""
 	}
-	s, _ := c.e.Extensions()[key].(string)
+	s, _ := extensions(*c.e)[key].(string)
 	return s
 }
 
@@ -80,7 +80,7 @@ func (c Carrier) Set(key, value string) {
 func (c Carrier) Keys() []string {
 	var keys []string
 	for _, k := range []string{ExtTraceparent, ExtTracestate} {
-		if _, ok := c.e.Extensions()[k]; ok {
+		if _, ok := extensions(*c.e)[k]; ok {
 			keys = append(keys, k)
 		}
 	}

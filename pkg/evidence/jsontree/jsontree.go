@@ -132,23 +132,31 @@ func (e *SyntaxError) Unwrap() error { return ErrSyntax }
 // the strictness the package promises (duplicate names, invalid UTF-8 and
 // lone surrogates refused).
 func Parse(data []byte) (Value, error) {
-	dec := decoders.Get().(*jsontext.Decoder)
-	dec.Reset(bytes.NewReader(data))
+	p := parsers.Get().(*parser)
+	p.dec.Reset(bytes.NewReader(data))
+	// Every string and number of the document is written once into one
+	// buffer, which the values' texts share (a strings.Builder never
+	// changes what it has written): one allocation per document.
+	p.text = strings.Builder{}
+	p.text.Grow(len(data))
 	defer func() {
 		if len(data) <= maxPooledInput { // a decoder keeps its buffer
-			dec.Reset(eof{})
-			decoders.Put(dec)
+			p.dec.Reset(eof{})
+			p.text = strings.Builder{}
+			clear(p.items[:cap(p.items)])
+			clear(p.members[:cap(p.members)])
+			parsers.Put(p)
 		}
 	}()
-	v, err := read(dec, 0)
+	v, err := p.read(0)
 	if err == nil {
-		if _, err = dec.ReadToken(); err == nil {
+		if _, err = p.dec.ReadToken(); err == nil {
 			err = errAfterValue
 		} else if errors.Is(err, io.EOF) {
 			return v, nil
 		}
 	}
-	offset, msg := int(dec.InputOffset()), err.Error()
+	offset, msg := int(p.dec.InputOffset()), err.Error()
 	if se, ok := errors.AsType[*jsontext.SyntacticError](err); ok {
 		offset = int(se.ByteOffset)
 		msg, _, _ = strings.Cut(strings.TrimPrefix(se.Error(), "jsontext: "), " after offset ")
@@ -159,11 +167,22 @@ func Parse(data []byte) (Value, error) {
 	return Value{}, syntaxErrorAt(data, offset, "%s", msg)
 }
 
-// decoders keeps jsontext's decoders (their buffers) from one Parse to
-// the next.
-var decoders = sync.Pool{New: func() any { return jsontext.NewDecoder(eof{}) }}
+// parser is Parse's state: the decoder, the document's text, and the
+// items and members of the arrays and objects being read, one stack each,
+// from which each is copied at its size once complete.
+type parser struct {
+	dec     *jsontext.Decoder
+	text    strings.Builder
+	unquote []byte
+	items   []Value
+	members []Member
+}
 
-// maxPooledInput is the largest input after which a decoder is kept, as
+// parsers keeps parsers (their decoders' buffers and stacks) from one
+// Parse to the next.
+var parsers = sync.Pool{New: func() any { return &parser{dec: jsontext.NewDecoder(eof{})} }}
+
+// maxPooledInput is the largest input after which a parser is kept, as
 // bufpool keeps buffers up to 64 KiB.
 const maxPooledInput = 64 << 10
 
@@ -177,9 +196,61 @@ var (
 	errTooDeep    = fmt.Errorf("nesting deeper than %d", MaxDepth)
 )
 
-// read reads the next value of dec, at nesting depth.
-func read(dec *jsontext.Decoder, depth int) (Value, error) {
-	tok, err := dec.ReadToken()
+// read reads the next value, at nesting depth.
+func (p *parser) read(depth int) (Value, error) {
+	switch k := p.dec.PeekKind(); k {
+	case '"':
+		s, err := p.string()
+		return Value{Kind: String, Text: s}, err
+	case '0':
+		raw, err := p.dec.ReadValue()
+		return Value{Kind: Number, Text: p.keep(raw)}, err
+	case '[':
+		if _, err := p.dec.ReadToken(); err != nil {
+			return Value{}, err
+		}
+		if depth >= MaxDepth {
+			return Value{}, errTooDeep
+		}
+		mark := len(p.items)
+		for p.dec.PeekKind() != ']' {
+			item, err := p.read(depth + 1)
+			if err != nil {
+				return Value{}, err
+			}
+			p.items = append(p.items, item)
+		}
+		v := Value{Kind: Array, Items: append(make([]Value, 0, len(p.items)-mark), p.items[mark:]...)}
+		clear(p.items[mark:])
+		p.items = p.items[:mark]
+		_, err := p.dec.ReadToken()
+		return v, err
+	case '{':
+		if _, err := p.dec.ReadToken(); err != nil {
+			return Value{}, err
+		}
+		if depth >= MaxDepth {
+			return Value{}, errTooDeep
+		}
+		mark := len(p.members)
+		for p.dec.PeekKind() != '}' {
+			key, err := p.string()
+			if err != nil {
+				return Value{}, err
+			}
+			val, err := p.read(depth + 1)
+			if err != nil {
+				return Value{}, err
+			}
+			p.members = append(p.members, Member{Key: key, Value: val})
+		}
+		v := Value{Kind: Object, Members: append(make([]Member, 0, len(p.members)-mark), p.members[mark:]...)}
+		clear(p.members[mark:])
+		p.members = p.members[:mark]
+		_, err := p.dec.ReadToken()
+		return v, err
+	}
+	tok, err := p.dec.ReadToken()
 	if err != nil {
 		return Value{}, err
 	}
@@ -188,45 +259,31 @@ func read(dec *jsontext.Decoder, depth int) (Value, error) {
 		return Value{Kind: Null}, nil
 	case 't', 'f':
 		return Value{Kind: Bool, Bool: k == 't'}, nil
-	case '"':
-		return Value{Kind: String, Text: tok.String()}, nil
-	case '0':
-		return Value{Kind: Number, Text: tok.String()}, nil
-	case '[':
-		if depth >= MaxDepth {
-			return Value{}, errTooDeep
-		}
-		v := Value{Kind: Array, Items: []Value{}}
-		for dec.PeekKind() != ']' {
-			item, err := read(dec, depth+1)
-			if err != nil {
-				return Value{}, err
-			}
-			v.Items = append(v.Items, item)
-		}
-		_, err := dec.ReadToken()
-		return v, err
-	case '{':
-		if depth >= MaxDepth {
-			return Value{}, errTooDeep
-		}
-		v := Value{Kind: Object, Members: []Member{}}
-		for dec.PeekKind() != '}' {
-			name, err := dec.ReadToken()
-			if err != nil {
-				return Value{}, err
-			}
-			key := name.String() // before the next read voids the token
-			val, err := read(dec, depth+1)
-			if err != nil {
-				return Value{}, err
-			}
-			v.Members = append(v.Members, Member{Key: key, Value: val})
-		}
-		_, err := dec.ReadToken()
-		return v, err
 	}
 	return Value{}, fmt.Errorf("unexpected %v", tok)
+}
+
+// string reads a string (or an object member's name) and returns its
+// decoded value.
+func (p *parser) string() (string, error) {
+	raw, err := p.dec.ReadValue()
+	if err != nil {
+		return "", err
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return p.keep(raw[1 : len(raw)-1]), nil
+	}
+	if p.unquote, err = jsontext.AppendUnquote(p.unquote[:0], raw); err != nil {
+		return "", err
+	}
+	return p.keep(p.unquote), nil
+}
+
+// keep writes b to the document's text and returns it as a string.
+func (p *parser) keep(b []byte) string {
+	start := p.text.Len()
+	p.text.Write(b)
+	return p.text.String()[start:]
 }
 
 // syntaxErrorAt returns the syntax error at byte offset pos of data, with

@@ -174,7 +174,7 @@ func Entry(m *Message, source string) jsontree.Value {
 		return rejected(m, source, err)
 	}
 	a := binding.AttributesOf(e)
-	digest, err := claimed(m, e)
+	digest, err := claimed(m, e, a.Signature != "")
 	if err != nil {
 		return refused(m, source, err)
 	}
@@ -206,9 +206,10 @@ const (
 // as every subject of a host's events carries it: a real event published
 // on another host's subject would otherwise be linked whole in that
 // host's chain, past the chain's id check). It returns the data's hex
-// SHA-256, the link's DataDigestMember; "" and nil for an unsigned event.
-func claimed(m *Message, e event.Event) (string, error) {
-	if _, signed := e.Extensions()[dsse.ExtSignature]; !signed {
+// SHA-256, the link's DataDigestMember; "" and nil for an unsigned event
+// (signed false: no signature extension).
+func claimed(m *Message, e event.Event, signed bool) (string, error) {
+	if !signed {
 		return "", nil
 	}
 	digest := dataDigest(m.Data)
@@ -275,7 +276,7 @@ func entry(m *Message, source string, e event.Event, err error) jsontree.Value {
 		return rejected(m, source, err)
 	}
 	digest := ""
-	if digest, err = claimed(m, e); err != nil {
+	if digest, err = claimed(m, e, binding.AttributesOf(e).Signature != ""); err != nil {
 		return refused(m, source, err)
 	}
 	data, err := jsontree.Parse(e.Data())
