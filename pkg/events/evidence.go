@@ -45,7 +45,7 @@ func (p EvidenceCollected) check() (*snapshot.Snapshot, []byte, error) {
 			return nil, nil, err
 		}
 	}
-	s, err := snapshot.Parse(p.Snapshot)
+	s, canon, err := snapshot.Decode(p.Snapshot)
 	if errors.Is(err, snapshot.ErrDuplicateKind) {
 		return nil, nil, fieldErr("snapshot", "%v", err)
 	} else if err != nil {
@@ -53,10 +53,6 @@ func (p EvidenceCollected) check() (*snapshot.Snapshot, []byte, error) {
 	}
 	if got := (Target{Kind: s.Target.Kind, Identifier: s.Target.Identifier}); got != p.Target {
 		return nil, nil, fieldErr("target", "%s, but the snapshot's target is %s", p.Target, got)
-	}
-	canon, err := s.Canonical()
-	if err != nil {
-		return nil, nil, fieldErr("snapshot", "%v", err)
 	}
 	sum := sha256.Sum256(canon)
 	if digest := "sha256:" + hex.EncodeToString(sum[:]); digest != p.Digest {

@@ -2,6 +2,7 @@ package jsontree
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -194,6 +195,8 @@ func (eof) Read([]byte) (int, error) { return 0, io.EOF }
 var (
 	errAfterValue = errors.New("unexpected data after the top-level value")
 	errTooDeep    = fmt.Errorf("nesting deeper than %d", MaxDepth)
+	// errNameNotString is not returned: jsontext refuses such a name.
+	errNameNotString = errors.New("object member name must be a string")
 )
 
 // read reads the next value, at nesting depth.
@@ -233,7 +236,11 @@ func (p *parser) read(depth int) (Value, error) {
 			return Value{}, errTooDeep
 		}
 		mark := len(p.members)
-		for p.dec.PeekKind() != '}' {
+		for k := p.dec.PeekKind(); k != '}'; k = p.dec.PeekKind() {
+			if k != '"' { // ReadToken's error: jsontext's ReadValue would read on
+				_, err := p.dec.ReadToken()
+				return Value{}, cmp.Or(err, errNameNotString)
+			}
 			key, err := p.string()
 			if err != nil {
 				return Value{}, err

@@ -54,11 +54,18 @@ func TestParseRejects(t *testing.T) {
 		`1 2`:            "unexpected data after",
 		"\"\xff\"":       "invalid UTF-8",
 		"[1]\n]":         "line 2 column 1: invalid character ']'",
+		// A name that is not a string is refused where it starts, even
+		// when a valid (or broken) value follows.
+		`{[1]:2}`:             "line 1 column 2: object member name must be a string",
+		`{"a":1,{"b" "c"}:2}`: "line 1 column 8: object member name must be a string",
 	}
 	for in, want := range tests {
-		_, err := jsontree.Parse([]byte(in))
-		require.ErrorIs(t, err, jsontree.ErrSyntax, in)
-		assert.Contains(t, err.Error(), want, in)
+		// Twice: the second Parse reuses the first one's parser.
+		for range 2 {
+			_, err := jsontree.Parse([]byte(in))
+			require.ErrorIs(t, err, jsontree.ErrSyntax, in)
+			assert.Contains(t, err.Error(), want, in)
+		}
 	}
 }
 

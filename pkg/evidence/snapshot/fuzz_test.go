@@ -2,6 +2,7 @@ package snapshot_test
 
 import (
 	"bytes"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,14 +21,25 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte(`{"schema_version":1,"captured_at":"2026-01-01T00:00:00Z","target":{"kind":"k","identifier":"i"},"evidence":[]}`))
 	f.Add([]byte(`{"schema_version":1,"captured_at":"2026-01-01T00:00:00","target":{},"evidence":[{}]}`))
+	f.Add([]byte(` {"evidence":[{"data":{"z":-0,"\u00e9":"a\u0000\"","a":null,"b":true},"source":{"method":"m","collector":"c"},"kind":"k","plane":"live"}],` +
+		`"target":{"identifier":"i","kind":"k"},"captured_at":"2026-01-01T00:00:00.5+01:00","schema_version":1} `))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := snapshot.Parse(data)
+		// Decode takes what Parse takes, and its canonical JSON, written
+		// from the document read, is Canonical's of the snapshot.
+		ds, dcanon, derr := snapshot.Decode(data)
+		if (derr == nil) != (err == nil) || (err != nil && derr.Error() != err.Error()) {
+			t.Fatalf("Parse: %v, Decode: %v", err, derr)
+		}
 		if err != nil {
 			return
 		}
 		canon, err := s.Canonical()
 		if err != nil {
 			t.Fatalf("accepted snapshot does not canonicalize: %v", err)
+		}
+		if !bytes.Equal(dcanon, canon) || !reflect.DeepEqual(ds, s) {
+			t.Fatalf("Decode differs from Parse and Canonical:\n%s\n%s", dcanon, canon)
 		}
 		for _, pretty := range []bool{false, true} {
 			out, err := s.Marshal(pretty)

@@ -112,14 +112,43 @@ func formatErr(path, format string, args ...any) error {
 
 // Parse reads a snapshot strictly.
 func Parse(data []byte) (*Snapshot, error) {
+	root, err := parseTree(data)
+	if err != nil {
+		return nil, err
+	}
+	return FromTree(root)
+}
+
+// Decode reads a snapshot strictly, as Parse does, and returns with it its
+// canonical JSON (what Canonical returns), written from the document read.
+func Decode(data []byte) (*Snapshot, []byte, error) {
+	root, err := parseTree(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := FromTree(root)
+	if err != nil {
+		return nil, nil, err
+	}
+	// FromTree takes only what Tree writes back: the same members, each
+	// value of the same type and, for a number, the same integer.
+	canon, err := canonjson.Marshal(root)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrFormat, err)
+	}
+	return s, canon, nil
+}
+
+// parseTree parses a snapshot's JSON document.
+func parseTree(data []byte) (jsontree.Value, error) {
 	if len(data) > MaxSize {
-		return nil, ErrTooLarge
+		return jsontree.Value{}, ErrTooLarge
 	}
 	root, err := jsontree.Parse(data)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrFormat, err)
+		return jsontree.Value{}, fmt.Errorf("%w: %w", ErrFormat, err)
 	}
-	return FromTree(root)
+	return root, nil
 }
 
 // FromTree builds a snapshot from a parsed JSON document.
