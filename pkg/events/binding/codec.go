@@ -88,7 +88,7 @@ func New(source string, p events.Payload, opts ...Option) (event.Event, error) {
 	e.SetSubject(p.Subject())
 	e.SetTime(o.time.UTC())
 	e.SetDataContentType(events.ContentType)
-	e.SetDataSchema(s.SchemaURI)
+	setDataSchema(&e, s.Type, s.SchemaURI)
 	if o.traceparent != "" {
 		e.SetExtension(ExtTraceparent, o.traceparent)
 	}
@@ -141,7 +141,7 @@ func sameAttributes(e event.Event, want map[string]string) error {
 		case "datacontenttype":
 			g = e.DataContentType()
 		case "dataschema":
-			g = e.DataSchema()
+			g = dataSchema(e)
 		case "id":
 			g = e.ID()
 		case "source":
@@ -229,7 +229,7 @@ type Attributes struct {
 func AttributesOf(e event.Event) Attributes {
 	a := Attributes{
 		ID: e.ID(), Source: e.Source(), Type: e.Type(), Subject: e.Subject(), Time: e.Time(),
-		DataContentType: e.DataContentType(), DataSchema: e.DataSchema(),
+		DataContentType: e.DataContentType(), DataSchema: dataSchema(e),
 	}
 	ext := extensions(e)
 	a.Traceparent, _ = ext[ExtTraceparent].(string)
@@ -341,7 +341,7 @@ func FromNATS(h nats.Header, data []byte) (event.Event, error) {
 	e.SetSubject(attrs["subject"])
 	e.SetTime(t)
 	e.SetDataContentType(attrs["datacontenttype"])
-	e.SetDataSchema(attrs["dataschema"])
+	setDataSchema(&e, attrs["type"], attrs["dataschema"])
 	for name, v := range attrs {
 		switch {
 		case coreAttribute(name):
@@ -455,7 +455,7 @@ func checkEvent(e event.Event) error {
 	if ct := e.DataContentType(); ct != events.ContentType {
 		return events.Invalid(attrReason(ct), "datacontenttype", "%q, want %q", ct, events.ContentType)
 	}
-	if ds := e.DataSchema(); ds != s.SchemaURI {
+	if ds := dataSchema(e); ds != s.SchemaURI {
 		return events.Invalid(attrReason(ds), "dataschema", "%q, want %q for %s", ds, s.SchemaURI, typ)
 	}
 	exts := extensions(e)
@@ -485,6 +485,50 @@ func checkEvent(e event.Event) error {
 		return events.Invalid(events.ReasonTooLarge, "data", "%d bytes, over the %d-byte limit", n, events.MaxDataSize)
 	}
 	return nil
+}
+
+// dataSchemas holds each catalog type's dataschema, parsed once: the
+// events New builds and FromNATS reads share it (SetDataSchema would parse
+// the same URI for each).
+var dataSchemas = func() map[string]catalogURI {
+	m := map[string]catalogURI{}
+	for _, s := range events.Catalog() {
+		u := types.ParseURI(s.SchemaURI)
+		if u == nil || u.String() != s.SchemaURI {
+			panic("binding: the catalog's dataschema " + s.SchemaURI + " is not a URI in normal form")
+		}
+		m[s.Type] = catalogURI{s.SchemaURI, u}
+	}
+	return m
+}()
+
+// catalogURI is a URI as written and parsed.
+type catalogURI struct {
+	text   string
+	parsed *types.URI
+}
+
+// setDataSchema sets e's dataschema to v as e.SetDataSchema does, to the
+// shared parsed URI when v is the catalog's for typ.
+func setDataSchema(e *event.Event, typ, v string) {
+	if u, ok := dataSchemas[typ]; ok && v == u.text {
+		if ec, ok := e.Context.(*event.EventContextV1); ok {
+			ec.DataSchema = u.parsed
+			return
+		}
+	}
+	e.SetDataSchema(v)
+}
+
+// dataSchema is e.DataSchema(), without writing the URI out again when it
+// is the catalog's shared one.
+func dataSchema(e event.Event) string {
+	if ec, ok := e.Context.(*event.EventContextV1); ok && ec.DataSchema != nil {
+		if u := dataSchemas[ec.Type]; ec.DataSchema == u.parsed {
+			return u.text
+		}
+	}
+	return e.DataSchema()
 }
 
 // extensions is e's extensions, read in place (event.Extensions returns
