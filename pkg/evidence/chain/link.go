@@ -359,10 +359,17 @@ func validHash(s string) bool {
 		return false
 	}
 	for i := 0; i < len(hexPart); i++ {
-		c := hexPart[i]
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+		if !lowerHex[hexPart[i]] {
 			return false
 		}
 	}
 	return true
 }
+
+// lowerHex marks the lowercase hexadecimal digits.
+var lowerHex = func() (t [256]bool) {
+	for _, c := range "0123456789abcdef" {
+		t[c] = true
+	}
+	return t
+}()
