@@ -2,12 +2,15 @@ package verifier
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sort"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 )
 
 // rejectionsPrefix starts the keys of the rejection logs in the hosts
@@ -128,4 +131,26 @@ func RejectedSinceAuthentic(recs []VerdictRecord, logs []Rejections) []HostRejec
 		out = append(out, HostRejections{Host: l.Host, SinceAuthentic: n, Exact: exact, Total: l.Total, Last: l.Last()})
 	}
 	return out
+}
+
+// Rejected reads the rejection logs (none when the host registry does not
+// exist yet) and returns, by host, the refusals since each host's last
+// authentic evidence among recs (RejectedSinceAuthentic).
+func (s *Status) Rejected(ctx context.Context, recs []VerdictRecord) (map[string]HostRejections, error) {
+	kv, err := s.js.KeyValue(ctx, topology.BucketHosts)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("host registry: %w", err)
+	}
+	logs, err := NewHosts(kv, EnrollManual).Rejections(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]HostRejections{}
+	for _, h := range RejectedSinceAuthentic(recs, logs) {
+		out[h.Host] = h
+	}
+	return out, nil
 }

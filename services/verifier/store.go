@@ -861,3 +861,25 @@ func entries(ctx context.Context, kv jetstream.KeyValue, filter string) ([]jetst
 		}
 	}
 }
+
+// Summary summarizes a verdict in one line: an error or stale verdict's
+// error, a drift's count of changes and the first. Its text is the
+// evidence's: a caller escapes it for its output.
+func Summary(v events.Verdict) string {
+	switch {
+	case v.Status == events.StatusError, v.Status == events.StatusStale:
+		return v.Error
+	case v.Report != nil && len(v.Report.Changes) > 0:
+		n := 0
+		for _, c := range v.Report.Changes {
+			n += max(1, len(c.Fields))
+		}
+		first := v.Report.Changes[0]
+		field := ""
+		if len(first.Fields) > 0 {
+			field = "." + first.Fields[0].Field
+		}
+		return fmt.Sprintf("%d change(s), first %s%s", n, first.Kind, field)
+	}
+	return ""
+}

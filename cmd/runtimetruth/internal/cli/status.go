@@ -1,20 +1,16 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
-	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
 )
 
@@ -43,11 +39,12 @@ latest_digest and, when its host has refused evidence, rejected.`,
 				return err
 			}
 			defer nc.Close()
-			recs, err := verifier.NewStatus(js).List(c.Context())
+			st := verifier.NewStatus(js)
+			recs, err := st.List(c.Context())
 			if err != nil {
 				return err
 			}
-			rejected, err := rejectedByHost(c.Context(), js, recs)
+			rejected, err := st.Rejected(c.Context(), recs)
 			if err != nil {
 				return err
 			}
@@ -78,28 +75,6 @@ type statusRecord struct {
 	verifier.VerdictRecord
 	LatestDigest string                   `json:"latest_digest,omitempty"`
 	Rejected     *verifier.HostRejections `json:"rejected,omitempty"`
-}
-
-// rejectedByHost reads the verifier's rejection logs (none when the
-// registry does not exist yet) and counts, per host, the refusals since
-// its last authentic evidence.
-func rejectedByHost(ctx context.Context, js jetstream.JetStream, recs []verifier.VerdictRecord) (map[string]verifier.HostRejections, error) {
-	kv, err := js.KeyValue(ctx, topology.BucketHosts)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("host registry: %w", err)
-	}
-	logs, err := verifier.NewHosts(kv, verifier.EnrollManual).Rejections(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]verifier.HostRejections{}
-	for _, h := range verifier.RejectedSinceAuthentic(recs, logs) {
-		out[h.Host] = h
-	}
-	return out, nil
 }
 
 func printStatus(w io.Writer, recs []verifier.VerdictRecord, rejected map[string]verifier.HostRejections) error {
@@ -149,21 +124,4 @@ func statusWord(s events.Status) string {
 
 // verdictDetail summarizes a verdict in one line, control characters
 // escaped.
-func verdictDetail(v events.Verdict) string {
-	switch {
-	case v.Status == events.StatusError, v.Status == events.StatusStale:
-		return printable(v.Error)
-	case v.Report != nil && len(v.Report.Changes) > 0:
-		n := 0
-		for _, c := range v.Report.Changes {
-			n += max(1, len(c.Fields))
-		}
-		first := v.Report.Changes[0]
-		field := ""
-		if len(first.Fields) > 0 {
-			field = "." + first.Fields[0].Field
-		}
-		return printable(fmt.Sprintf("%d change(s), first %s%s", n, first.Kind, field))
-	}
-	return ""
-}
+func verdictDetail(v events.Verdict) string { return printable(verifier.Summary(v)) }

@@ -23,6 +23,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	"github.com/runtimetruth/runtimetruth/cmd/runtimetruth/internal/console"
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
@@ -51,6 +52,7 @@ type upFlags struct {
 	verbose  bool
 	signKey  string
 	signPass string
+	console  string
 }
 
 func newUpCmd() *cobra.Command {
@@ -66,6 +68,10 @@ current directory when it is installed. Each target's outcome is printed
 when it changes (NO BASELINE, PASS, DRIFT with its changed fields, STALE,
 ERROR, REJECTED evidence), not again at every collection while it stays
 the same.
+
+up serves the web console on loopback (--console, 127.0.0.1 on a free port
+by default; not with --once) and prints its address first, with a launch
+token that works once: open it in a browser on this machine.
 
 The auditor appends every event to a hash-chained JSONL audit log,
 <data-dir>/auditor/audit.jsonl, with checkpoints signed by the key
@@ -106,6 +112,7 @@ no auditor, and up prints and approves only this host's verdicts.`,
 	c.Flags().BoolVar(&f.verbose, "verbose", false, "log service start and stop")
 	c.Flags().StringVar(&f.signKey, "sign-key", "", "run the attestor with this signing `KEY` (PEM or cosign format): `runtimetruth baseline sign` works against this server, and --approve signs what it approves")
 	c.Flags().StringVar(&f.signPass, "sign-key-password-file", "", "`FILE` holding the password of an encrypted --sign-key")
+	c.Flags().StringVar(&f.console, "console", "127.0.0.1:0", "serve the web console on this loopback `ADDRESS` (port 0 picks a free one; \"off\" for none; never with --once)")
 	return c
 }
 
@@ -221,6 +228,22 @@ func runUp(ctx context.Context, out, errw io.Writer, f upFlags) error {
 	}
 	defer func() { _ = rejSub.Unsubscribe() }()
 
+	// The console listens before the banner, which prints its URL.
+	if f.console != "off" && !f.once {
+		cons, err := console.New(console.Config{Listen: f.console}, js, log)
+		if err != nil {
+			return err
+		}
+		if err := cons.Start(ctx); err != nil {
+			return err
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			_ = cons.Shutdown(sctx)
+		}()
+		_, _ = fmt.Fprintf(out, "console: %s\n", cons.URL())
+	}
 	_, _ = fmt.Fprintf(out, "runtimetruth up: NATS %s, data %s\n", url, dir)
 	switch {
 	case aud != nil:

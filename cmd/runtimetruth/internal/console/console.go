@@ -1,0 +1,186 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// Config configures a Server.
+type Config struct {
+	// Listen is the address to serve on: a loopback address (the port 0
+	// picks a free one).
+	Listen string
+	// Now is the clock the pages' ages are computed with (time.Now when
+	// nil).
+	Now func() time.Time
+}
+
+// Server is the console's HTTP server over a JetStream connection.
+type Server struct {
+	cfg   Config
+	js    jetstream.JetStream
+	log   *slog.Logger
+	pages *template.Template
+
+	ln    net.Listener
+	srv   *http.Server
+	token string
+	done  chan error
+}
+
+// New returns a console over js; Start listens.
+func New(cfg Config, js jetstream.JetStream, log *slog.Logger) (*Server, error) {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{cfg: cfg, js: js, log: log}
+	var err error
+	s.pages, err = template.New("").Funcs(template.FuncMap{
+		"text":     snapshot.Printable,
+		"age":      func(t time.Time) string { return age(cfg.Now().Sub(t)) },
+		"when":     func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		"link":     s.withQuery,
+		"add":      func(a, b int) int { return a + b },
+		"statuses": func() []string { return []string{"PASS", "DRIFT", "ERROR", "STALE"} },
+	}).ParseFS(assets, "assets/*.html")
+	if err != nil {
+		return nil, fmt.Errorf("console templates: %w", err)
+	}
+	return s, nil
+}
+
+// Name names the component in logs.
+func (s *Server) Name() string { return "console" }
+
+// Start listens on the configured address and serves in the background.
+func (s *Server) Start(context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("console: %w", err)
+	}
+	host, port, _ := net.SplitHostPort(ln.Addr().String())
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		_ = ln.Close()
+		return fmt.Errorf("console: %s is not a loopback address", s.cfg.Listen)
+	}
+	guard, token := NewGuard(port)
+	s.ln, s.token, s.done = ln, token, make(chan error, 1)
+	s.srv = &http.Server{Handler: guard.Wrap(s.routes()), ReadHeaderTimeout: 10 * time.Second}
+	go func() { s.done <- s.srv.Serve(ln) }()
+	return nil
+}
+
+// URL is the address to open the console with, its launch token in it;
+// "" before Start.
+func (s *Server) URL() string {
+	if s.ln == nil {
+		return ""
+	}
+	return "http://" + s.ln.Addr().String() + "/?token=" + url.QueryEscape(s.token)
+}
+
+// Shutdown stops serving and waits for the requests in flight.
+func (s *Server) Shutdown(ctx context.Context) error {
+	if s.srv == nil {
+		return nil
+	}
+	err := s.srv.Shutdown(ctx)
+	if serr := <-s.done; !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	s.srv = nil
+	return err
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", s.fleet)
+	mux.Handle("GET /assets/", http.FileServerFS(assets))
+	return mux
+}
+
+// fleet serves the fleet page.
+func (s *Server) fleet(w http.ResponseWriter, r *http.Request) {
+	v := r.URL.Query()
+	page, _ := strconv.Atoi(v.Get("page"))
+	f, err := readFleet(r.Context(), s.js, Query{Status: v.Get("status"), Host: v.Get("host"), Kind: v.Get("kind"), Page: page})
+	if err != nil {
+		s.log.Warn("console: fleet", "err", err)
+		http.Error(w, "the verifier's records cannot be read now", http.StatusServiceUnavailable)
+		return
+	}
+	s.render(w, "fleet.html", f)
+}
+
+// render executes a page into a buffer first, so that a failure is a
+// clean 500, not half a page.
+func (s *Server) render(w http.ResponseWriter, name string, data any) {
+	var b bytes.Buffer
+	if err := s.pages.ExecuteTemplate(&b, name, data); err != nil {
+		s.log.Warn("console: render", "page", name, "err", err)
+		http.Error(w, "the page cannot be shown", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = b.WriteTo(w)
+}
+
+// withQuery is the fleet page's URL for q with one parameter changed.
+func (s *Server) withQuery(q Query, key, value string) string {
+	v := url.Values{}
+	set := func(k, val string) {
+		if val != "" {
+			v.Set(k, val)
+		}
+	}
+	set("status", q.Status)
+	set("host", q.Host)
+	set("kind", q.Kind)
+	if q.Page > 1 {
+		set("page", strconv.Itoa(q.Page))
+	}
+	if key != "page" {
+		v.Del("page") // a new filter starts at its first page
+	}
+	if value == "" || (key == "page" && value == "1") {
+		v.Del(key)
+	} else {
+		v.Set(key, value)
+	}
+	if len(v) == 0 {
+		return "/"
+	}
+	return "/?" + v.Encode()
+}
+
+// age is a duration as "42s", "5m", "3h", "2d".
+func age(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "now"
+	case d < time.Minute:
+		return strconv.Itoa(int(d/time.Second)) + "s"
+	case d < time.Hour:
+		return strconv.Itoa(int(d/time.Minute)) + "m"
+	case d < 48*time.Hour:
+		return strconv.Itoa(int(d/time.Hour)) + "h"
+	}
+	return strconv.Itoa(int(d/(24*time.Hour))) + "d"
+}
