@@ -78,7 +78,8 @@ func (g *Guard) loopback(host string) bool {
 	return name == "127.0.0.1" || name == "localhost" || name == "::1"
 }
 
-// launch swaps the launch token for a session: once, on a GET.
+// launch swaps the launch token for a session: once, on a GET, sent on
+// to the fleet page without the token.
 func (g *Guard) launch(w http.ResponseWriter, r *http.Request, token string) {
 	sum := sha256.Sum256([]byte(token))
 	g.mu.Lock()
@@ -95,7 +96,9 @@ func (g *Guard) launch(w http.ResponseWriter, r *http.Request, token string) {
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: session, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-	http.Redirect(w, r, r.URL.Path, http.StatusSeeOther)
+	// To the fleet page, whatever the path: a path such as //elsewhere
+	// would send the browser off the console.
+	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
 // inSession reports whether r carries the session's cookie.
