@@ -16,7 +16,10 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/report"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+	"github.com/runtimetruth/runtimetruth/services/verifier"
 )
 
 //go:embed assets
@@ -53,11 +56,18 @@ func New(cfg Config, js jetstream.JetStream, log *slog.Logger) (*Server, error) 
 	s := &Server{cfg: cfg, js: js, log: log}
 	var err error
 	s.pages, err = template.New("").Funcs(template.FuncMap{
-		"text":     snapshot.Printable,
-		"age":      func(t time.Time) string { return age(cfg.Now().Sub(t)) },
-		"when":     func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-		"link":     s.withQuery,
-		"add":      func(a, b int) int { return a + b },
+		"text":   snapshot.Printable,
+		"age":    func(t time.Time) string { return age(cfg.Now().Sub(t)) },
+		"when":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		"link":   s.withQuery,
+		"add":    func(a, b int) int { return a + b },
+		"target": targetURL,
+		"side": func(sd report.Side) string {
+			if !sd.Present {
+				return "(absent)"
+			}
+			return sd.Value.String()
+		},
 		"statuses": func() []string { return []string{"PASS", "DRIFT", "ERROR", "STALE"} },
 	}).ParseFS(assets, "assets/*.html")
 	if err != nil {
@@ -112,6 +122,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.fleet)
+	mux.HandleFunc("GET /target", s.target)
 	mux.Handle("GET /assets/", http.FileServerFS(assets))
 	return mux
 }
@@ -127,6 +138,27 @@ func (s *Server) fleet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.render(w, "fleet.html", f)
+}
+
+// target serves a host and target's page: /target?host=H&kind=K&id=I.
+func (s *Server) target(w http.ResponseWriter, r *http.Request) {
+	v := r.URL.Query()
+	t, err := readTarget(r.Context(), s.js, v.Get("host"), events.Target{Kind: v.Get("kind"), Identifier: v.Get("id")})
+	switch {
+	case errors.Is(err, verifier.ErrNoVerdict):
+		http.Error(w, "no verdict for this host and target", http.StatusNotFound)
+		return
+	case err != nil:
+		s.log.Warn("console: target", "err", err)
+		http.Error(w, "the verifier's records cannot be read now", http.StatusServiceUnavailable)
+		return
+	}
+	s.render(w, "target.html", t)
+}
+
+// targetURL is the page of row's host and target.
+func targetURL(r Row) string {
+	return "/target?" + url.Values{"host": {r.Host}, "kind": {r.Target.Kind}, "id": {r.Target.Identifier}}.Encode()
 }
 
 // render executes a page into a buffer first, so that a failure is a

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"html"
 	"io"
 	"log/slog"
 	"net/http"
@@ -22,6 +23,8 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 	"github.com/runtimetruth/runtimetruth/pkg/events/signtest"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/report"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
@@ -273,4 +276,54 @@ func digest(t *testing.T, s *snapshot.Snapshot) string {
 	d, err := s.Digest()
 	require.NoError(t, err)
 	return d
+}
+
+// A target's page shows its drift field by field as `verify --json`
+// reports it (the report the diff and report packages make of the
+// baseline and the snapshot), and the host's latest evidence.
+func TestTargetPage(t *testing.T) {
+	b := startFleet(t)
+	ctx := t.Context()
+	first := snap("/srv/app", "a1")
+	b.collected(t, "web-1", first)
+	target := events.Target{Kind: "git.repository", Identifier: "/srv/app"}
+	_, err := verifier.NewBaselines(b.js, "").Approve(ctx, target, verifier.ApproveOptions{Host: "web-1", Digest: digest(t, first), By: "test"})
+	require.NoError(t, err)
+	drifted := snapshot.New(first.Target, first.Evidence[0], snapshot.Record{
+		Plane: snapshot.Live, Kind: "git.remotes", Source: snapshot.Source{Collector: "git", Method: "test"},
+		Data: snapshot.Data{"origin": snapshot.String("https://example.com/<app>.git")},
+	})
+	drifted.Evidence[0].Data = snapshot.Data{"commit": snapshot.String("b2"), "branch": snapshot.String("main")}
+	b.collected(t, "web-2", drifted)
+
+	_, base := startConsole(t, b)
+	session := login(t, base)
+	resp := do(t, base, request{path: "/target?host=web-2&kind=git.repository&id=%2Fsrv%2Fapp", session: session})
+	require.Equal(t, http.StatusOK, resp.code, resp.body)
+	page := resp.body
+
+	res, err := diff.Verify(first, drifted, nil)
+	require.NoError(t, err)
+	want := report.New(res, nil)
+	require.NotEmpty(t, want.Changes)
+	for _, c := range want.Changes {
+		if len(c.Fields) == 0 {
+			assert.Contains(t, page, fmt.Sprintf("<tr><td>%s</td><td>%s</td><td></td>", c.Kind, c.Status))
+		}
+		for _, f := range c.Fields {
+			side := func(s report.Side) string {
+				if !s.Present {
+					return "(absent)"
+				}
+				return html.EscapeString(s.Value.String())
+			}
+			assert.Contains(t, page, fmt.Sprintf("<tr><td>%s</td><td>%s</td><td>%s</td><td><code>%s</code></td><td><code>%s</code></td></tr>",
+				c.Kind, c.Status, f.Field, side(f.Before), side(f.After)), "the change of %s.%s", c.Kind, f.Field)
+		}
+	}
+	assert.Contains(t, page, digest(t, drifted), "the snapshot to approve")
+	assert.Contains(t, page, "<dt>origin</dt><dd><code>https://example.com/&lt;app&gt;.git</code></dd>", "the latest evidence, escaped")
+
+	resp = do(t, base, request{path: "/target?host=web-3&kind=git.repository&id=%2Fsrv%2Fapp", session: session})
+	assert.Equal(t, http.StatusNotFound, resp.code)
 }

@@ -1,6 +1,9 @@
 // Package console serves runtimetruth's web console: the fleet's hosts and
 // targets with their latest verdicts, read from the verifier's buckets
-// through the same code the CLI's status uses (verifier.Status).
+// through the same code the CLI's status uses (verifier.Status), and each
+// one's page: its drift report as `verify --json` writes it (the verdict
+// carries the report the verifier made with the same diff and report
+// code) and the host's latest evidence.
 //
 // Server-rendered pages (html/template, net/http method patterns, the
 // templates and the style sheet embedded): every page works without

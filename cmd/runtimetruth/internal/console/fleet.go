@@ -56,6 +56,8 @@ type Fleet struct {
 	// Counts counts every row by status, Kinds lists the target kinds.
 	Counts map[string]int
 	Kinds  []string
+	// all is every row the query selects, unpaged.
+	all []Row
 }
 
 // statusWord is a verdict status as the console and status show it.
@@ -113,7 +115,7 @@ func readFleet(ctx context.Context, js jetstream.JetStream, q Query) (Fleet, err
 	f.Pages = max(1, (len(all)+PageSize-1)/PageSize)
 	f.Query.Page = min(max(q.Page, 1), f.Pages)
 	lo := (f.Query.Page - 1) * PageSize
-	f.Rows = all[lo:min(lo+PageSize, len(all))]
+	f.Rows, f.all = all[lo:min(lo+PageSize, len(all))], all
 	return f, nil
 }
 
