@@ -862,6 +862,20 @@ func entries(ctx context.Context, kv jetstream.KeyValue, filter string) ([]jetst
 	}
 }
 
+// StatusWord is a verdict status as status, up and the console show it:
+// PASS, DRIFT, STALE, else ERROR.
+func StatusWord(s events.Status) string {
+	switch s {
+	case events.StatusPass:
+		return "PASS"
+	case events.StatusDrift:
+		return "DRIFT"
+	case events.StatusStale:
+		return "STALE"
+	}
+	return "ERROR"
+}
+
 // Summary summarizes a verdict in one line: an error or stale verdict's
 // error, a drift's count of changes and the first. Its text is the
 // evidence's: a caller escapes it for its output.

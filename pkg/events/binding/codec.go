@@ -2,8 +2,6 @@ package binding
 
 import (
 	"fmt"
-	"github.com/runtimetruth/runtimetruth/pkg/events"
-	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 	"maps"
 	"reflect"
 	"slices"
@@ -14,6 +12,9 @@ import (
 	"github.com/cloudevents/sdk-go/v2/types"
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 )
 
 // SpecVersion is the only CloudEvents version the codec reads and writes.

@@ -81,7 +81,7 @@ func printStatus(w io.Writer, recs []verifier.VerdictRecord, rejected map[string
 	tw := newTable(w)
 	_, _ = fmt.Fprintln(tw, "STATUS\tHOST\tTARGET\tWHEN\tLATEST DIGEST\tDETAIL")
 	for _, r := range recs {
-		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", statusWord(r.Verdict.Status), printable(r.Verdict.Host), printable(r.Verdict.Target.String()),
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", verifier.StatusWord(r.Verdict.Status), printable(r.Verdict.Host), printable(r.Verdict.Target.String()),
 			r.Time.Format("15:04:05"), printable(verifier.LatestDigest(r)), verdictDetail(r.Verdict))
 	}
 	if err := tw.Flush(); err != nil {
@@ -108,18 +108,6 @@ func printStatus(w io.Writer, recs []verifier.VerdictRecord, rejected map[string
 		_, _ = fmt.Fprintf(tw, "REFUSED\t%s\t%s\t%s\t%s\n", printable(h.Host), n, h.Last.Time.Local().Format(time.DateTime), printable(h.Last.Reason))
 	}
 	return tw.Flush()
-}
-
-func statusWord(s events.Status) string {
-	switch s {
-	case events.StatusPass:
-		return "PASS"
-	case events.StatusDrift:
-		return "DRIFT"
-	case events.StatusStale:
-		return "STALE"
-	}
-	return "ERROR"
 }
 
 // verdictDetail summarizes a verdict in one line, control characters

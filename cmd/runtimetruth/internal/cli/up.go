@@ -554,7 +554,7 @@ func (p *verdictPrinter) handle(m *nats.Msg) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if _, err := p.baselines.Approve(ctx, v.Target, firstUseApproval(v, p.enrollment)); err != nil {
-			if p.printed.changed(key, targetState{word: statusWord(events.StatusError), detail: "approve: " + err.Error()}) {
+			if p.printed.changed(key, targetState{word: verifier.StatusWord(events.StatusError), detail: "approve: " + err.Error()}) {
 				_, _ = fmt.Fprintf(p.out, "%s  ERROR  %s  approve: %v\n", stamp, key, err)
 			}
 		} else {
@@ -582,7 +582,7 @@ func (p *verdictPrinter) handle(m *nats.Msg) {
 		if detail != "" {
 			detail = "  " + detail
 		}
-		_, _ = fmt.Fprintf(p.out, "%s  %-5s  %s%s\n", stamp, statusWord(v.Status), key, detail)
+		_, _ = fmt.Fprintf(p.out, "%s  %-5s  %s%s\n", stamp, verifier.StatusWord(v.Status), key, detail)
 		if v.Status == events.StatusDrift && v.Report != nil {
 			for _, c := range v.Report.Changes {
 				if c.Status != diff.Changed {

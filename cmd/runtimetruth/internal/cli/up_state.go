@@ -7,6 +7,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/report"
+	"github.com/runtimetruth/runtimetruth/services/verifier"
 )
 
 // The words of up's lines that are not a verdict status's.
@@ -38,16 +39,16 @@ func verdictState(v events.Verdict) targetState {
 	case v.Status == events.StatusError && v.BaselineDigest == "":
 		return targetState{word: wordNoBaseline}
 	case v.Status == events.StatusError:
-		return targetState{word: statusWord(v.Status), detail: v.Error}
+		return targetState{word: verifier.StatusWord(v.Status), detail: v.Error}
 	case v.Status == events.StatusDrift:
-		return targetState{word: statusWord(v.Status), detail: driftFields(v.Report)}
+		return targetState{word: verifier.StatusWord(v.Status), detail: driftFields(v.Report)}
 	}
-	return targetState{word: statusWord(v.Status)}
+	return targetState{word: verifier.StatusWord(v.Status)}
 }
 
 // failureState is the state of a target whose collection failed.
 func failureState(reason, msg string) targetState {
-	return targetState{word: statusWord(events.StatusError), detail: "collection failed (" + reason + "): " + msg}
+	return targetState{word: verifier.StatusWord(events.StatusError), detail: "collection failed (" + reason + "): " + msg}
 }
 
 // rejectedState is the state of a target whose evidence the verifier

@@ -59,7 +59,7 @@ func New(cfg Config, js jetstream.JetStream, log *slog.Logger) (*Server, error) 
 		"text":   snapshot.Printable,
 		"age":    func(t time.Time) string { return age(cfg.Now().Sub(t)) },
 		"when":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-		"link":   s.withQuery,
+		"link":   fleetURL,
 		"add":    func(a, b int) int { return a + b },
 		"target": targetURL,
 		"side": func(sd report.Side) string {
@@ -174,8 +174,8 @@ func (s *Server) render(w http.ResponseWriter, name string, data any) {
 	_, _ = b.WriteTo(w)
 }
 
-// withQuery is the fleet page's URL for q with one parameter changed.
-func (s *Server) withQuery(q Query, key, value string) string {
+// fleetURL is the fleet page's URL for q with one parameter changed.
+func fleetURL(q Query, key, value string) string {
 	v := url.Values{}
 	set := func(k, val string) {
 		if val != "" {

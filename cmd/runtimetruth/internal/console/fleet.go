@@ -38,6 +38,8 @@ type Row struct {
 	// Refused counts the evidence refused in the host's name since its
 	// last authentic evidence.
 	Refused uint64
+	// Record is the verdict record the row shows.
+	Record verifier.VerdictRecord
 }
 
 // Query selects fleet rows: by status, host (a substring) and target kind;
@@ -58,15 +60,6 @@ type Fleet struct {
 	Kinds  []string
 	// all is every row the query selects, unpaged.
 	all []Row
-}
-
-// statusWord is a verdict status as the console and status show it.
-func statusWord(s events.Status) string {
-	switch s {
-	case events.StatusPass, events.StatusDrift, events.StatusStale:
-		return strings.ToUpper(string(s))
-	}
-	return "ERROR"
 }
 
 // readFleet reads every host and target's latest verdict, the hosts'
@@ -92,9 +85,9 @@ func readFleet(ctx context.Context, js jetstream.JetStream, q Query) (Fleet, err
 	var all []Row
 	for _, r := range recs {
 		row := Row{
-			Host: r.Verdict.Host, Target: r.Verdict.Target, Status: statusWord(r.Verdict.Status),
+			Host: r.Verdict.Host, Target: r.Verdict.Target, Status: verifier.StatusWord(r.Verdict.Status),
 			Verdict: r.Time, Seen: r.Time, Digest: verifier.LatestDigest(r), Detail: verifier.Summary(r.Verdict),
-			Enrollment: "unregistered", Refused: refused[r.Verdict.Host].SinceAuthentic,
+			Enrollment: "unregistered", Refused: refused[r.Verdict.Host].SinceAuthentic, Record: r,
 		}
 		if r.Verdict.Status == events.StatusStale {
 			row.Seen, _ = time.Parse(time.RFC3339Nano, r.Verdict.LastSeen)

@@ -18,7 +18,6 @@ import (
 // snapshot as the verifier keeps it.
 type Target struct {
 	Row
-	Record verifier.VerdictRecord
 	// Latest is the host's latest snapshot (none when the verifier keeps
 	// none, e.g. before its first authentic evidence), Evidence the same
 	// parsed.
@@ -42,11 +41,6 @@ func readTarget(ctx context.Context, js jetstream.JetStream, host string, target
 	if !found {
 		return Target{}, fmt.Errorf("%w for %s on %s", verifier.ErrNoVerdict, target, host)
 	}
-	rec, err := verifier.NewStatus(js).Get(ctx, host, target)
-	if err != nil {
-		return Target{}, err
-	}
-	t.Record = *rec
 	obs, err := verifier.NewBaselines(js, "").Observations(ctx, target)
 	if err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
 		return Target{}, err
