@@ -230,7 +230,9 @@ func runUp(ctx context.Context, out, errw io.Writer, f upFlags) error {
 
 	// The console listens before the banner, which prints its URL.
 	if f.console != "off" && !f.once {
-		cons, err := console.New(console.Config{Listen: f.console}, js, log)
+		// Who approves through it: the user who started up, as the
+		// CLI's baseline approve records it.
+		cons, err := console.New(console.Config{Listen: f.console, Approver: os.Getenv("USER")}, js, log)
 		if err != nil {
 			return err
 		}

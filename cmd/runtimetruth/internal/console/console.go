@@ -33,6 +33,10 @@ type Config struct {
 	// Now is the clock the pages' ages are computed with (time.Now when
 	// nil).
 	Now func() time.Time
+	// Approver names who approves through this console (the baseline's
+	// approved_by, baseline.changed's actor and the host key's "by"): on
+	// loopback, the user who started it.
+	Approver string
 }
 
 // Server is the console's HTTP server over a JetStream connection.
@@ -41,6 +45,7 @@ type Server struct {
 	js    jetstream.JetStream
 	log   *slog.Logger
 	pages *template.Template
+	shown shown
 
 	ln    net.Listener
 	srv   *http.Server
@@ -52,6 +57,9 @@ type Server struct {
 func New(cfg Config, js jetstream.JetStream, log *slog.Logger) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Approver == "" {
+		cfg.Approver = "console"
 	}
 	s := &Server{cfg: cfg, js: js, log: log}
 	var err error
@@ -123,6 +131,8 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.fleet)
 	mux.HandleFunc("GET /target", s.target)
+	mux.HandleFunc("POST /approve", s.approveBaseline)
+	mux.HandleFunc("POST /host/approve", s.approveKey)
 	mux.Handle("GET /assets/", http.FileServerFS(assets))
 	return mux
 }
@@ -144,6 +154,10 @@ func (s *Server) fleet(w http.ResponseWriter, r *http.Request) {
 func (s *Server) target(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
 	t, err := readTarget(r.Context(), s.js, v.Get("host"), events.Target{Kind: v.Get("kind"), Identifier: v.Get("id")})
+	if t.Latest != nil {
+		s.shown.keep(t.Latest.Digest, t.Latest.Snapshot)
+	}
+	t.Approved, t.Self = v.Get("approved"), r.URL.RequestURI()
 	switch {
 	case errors.Is(err, verifier.ErrNoVerdict):
 		http.Error(w, "no verdict for this host and target", http.StatusNotFound)
@@ -164,6 +178,11 @@ func targetURL(r Row) string {
 // render executes a page into a buffer first, so that a failure is a
 // clean 500, not half a page.
 func (s *Server) render(w http.ResponseWriter, name string, data any) {
+	s.renderCode(w, http.StatusOK, name, data)
+}
+
+// renderCode is render with a status code.
+func (s *Server) renderCode(w http.ResponseWriter, code int, name string, data any) {
 	var b bytes.Buffer
 	if err := s.pages.ExecuteTemplate(&b, name, data); err != nil {
 		s.log.Warn("console: render", "page", name, "err", err)
@@ -171,6 +190,7 @@ func (s *Server) render(w http.ResponseWriter, name string, data any) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
 	_, _ = b.WriteTo(w)
 }
 

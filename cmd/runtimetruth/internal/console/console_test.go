@@ -95,7 +95,7 @@ func (b *fleetBus) collected(t *testing.T, host string, s *snapshot.Snapshot) {
 // startConsole starts a console over b and returns it with its URL.
 func startConsole(t *testing.T, b *fleetBus) (*console.Server, *url.URL) {
 	t.Helper()
-	s, err := console.New(console.Config{Listen: "127.0.0.1:0"}, b.js, slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	s, err := console.New(console.Config{Listen: "127.0.0.1:0", Approver: "tester"}, b.js, slog.New(slog.NewTextHandler(os.Stderr, nil)))
 	require.NoError(t, err)
 	require.NoError(t, s.Start(t.Context()))
 	t.Cleanup(func() { require.NoError(t, s.Shutdown(context.Background())) })
@@ -112,6 +112,8 @@ type request struct {
 	method, path, host string
 	session            string
 	header             map[string]string
+	// form, when set, is posted as the body.
+	form url.Values
 }
 
 // reply is what a request got back.
@@ -124,8 +126,15 @@ type reply struct {
 
 func do(t *testing.T, base *url.URL, r request) reply {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), cmp.Or(r.method, http.MethodGet), "http://"+base.Host+r.path, nil)
+	var body io.Reader
+	if r.form != nil {
+		body = strings.NewReader(r.form.Encode())
+	}
+	req, err := http.NewRequestWithContext(t.Context(), cmp.Or(r.method, http.MethodGet), "http://"+base.Host+r.path, body)
 	require.NoError(t, err)
+	if r.form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
 	if r.host != "" {
 		req.Host = r.host
 	}
@@ -137,10 +146,10 @@ func do(t *testing.T, base *url.URL, r request) reply {
 	}
 	resp, err := client.Do(req)
 	require.NoError(t, err)
-	body, err := io.ReadAll(resp.Body)
+	got, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	require.NoError(t, resp.Body.Close())
-	return reply{code: resp.StatusCode, header: resp.Header, cookies: resp.Cookies(), body: string(body)}
+	return reply{code: resp.StatusCode, header: resp.Header, cookies: resp.Cookies(), body: string(got)}
 }
 
 // login swaps the console's launch token for a session.

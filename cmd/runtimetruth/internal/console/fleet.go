@@ -121,14 +121,14 @@ func (q Query) selects(r Row) bool {
 // hostRecords reads the host registry by host name (none before it
 // exists: enrollment off).
 func hostRecords(ctx context.Context, js jetstream.JetStream) (map[string]events.HostRecord, error) {
-	kv, err := js.KeyValue(ctx, topology.BucketHosts)
+	hosts, err := registry(ctx, js)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	recs, err := verifier.NewHosts(kv, verifier.EnrollManual).List(ctx)
+	recs, err := hosts.List(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -137,6 +137,17 @@ func hostRecords(ctx context.Context, js jetstream.JetStream) (map[string]events
 		out[r.Host] = r
 	}
 	return out, nil
+}
+
+// registry opens the host registry (jetstream.ErrBucketNotFound before
+// a verifier made it). The console never admits a key: the mode does not
+// matter.
+func registry(ctx context.Context, js jetstream.JetStream) (*verifier.Hosts, error) {
+	kv, err := js.KeyValue(ctx, topology.BucketHosts)
+	if err != nil {
+		return nil, err
+	}
+	return verifier.NewHosts(kv, verifier.EnrollManual), nil
 }
 
 // enrollment is where a host's keys stand: "enrolled" with the key's id

@@ -23,6 +23,18 @@ type Target struct {
 	// parsed.
 	Latest   *verifier.Observation
 	Evidence *snapshot.Snapshot
+	// Baseline is the target's baseline (nil when it has none), Refusal
+	// why an approval of Latest would be refused (Candidate.Unauthentic;
+	// "" when it would not), Unsigned that Latest carries no signature
+	// (approvable only with "allow unauthenticated").
+	Baseline *verifier.Baseline
+	Refusal  string
+	Unsigned bool
+	// Keys are the host's keys in the registry.
+	Keys []events.HostKey
+	// Approved is the digest an approval just adopted; Self the page's
+	// own URL (where an action returns to).
+	Approved, Self string
 }
 
 // readTarget reads host and target's page.
@@ -41,17 +53,24 @@ func readTarget(ctx context.Context, js jetstream.JetStream, host string, target
 	if !found {
 		return Target{}, fmt.Errorf("%w for %s on %s", verifier.ErrNoVerdict, target, host)
 	}
-	obs, err := verifier.NewBaselines(js, "").Observations(ctx, target)
-	if err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
+	hosts, err := hostRecords(ctx, js)
+	if err != nil {
 		return Target{}, err
 	}
-	for i := range obs {
-		if obs[i].Host == host {
-			t.Latest = &obs[i]
-			if t.Evidence, err = snapshot.Parse(obs[i].Snapshot); err != nil {
-				return Target{}, fmt.Errorf("the latest snapshot of %s on %s: %w", target, host, err)
-			}
-		}
+	t.Keys = hosts[host].Keys
+	c, err := verifier.NewBaselines(js, "").Candidate(ctx, target, host)
+	switch {
+	case errors.Is(err, verifier.ErrNoSnapshot), errors.Is(err, verifier.ErrBaselineGone), errors.Is(err, jetstream.ErrBucketNotFound):
+		return t, nil // nothing to show or approve
+	case err != nil:
+		return Target{}, err
+	}
+	t.Latest, t.Baseline = &c.Observation, c.Current
+	if c.Unauthentic != nil {
+		t.Refusal, t.Unsigned = c.Unauthentic.Error(), errors.Is(c.Unauthentic, verifier.ErrUnauthenticated)
+	}
+	if t.Evidence, err = snapshot.Parse(c.Observation.Snapshot); err != nil {
+		return Target{}, fmt.Errorf("the latest snapshot of %s on %s: %w", target, host, err)
 	}
 	return t, nil
 }
