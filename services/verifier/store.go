@@ -826,6 +826,76 @@ func (s *Status) Get(ctx context.Context, host string, target events.Target) (*V
 	return &r, nil
 }
 
+// Revision is the verdicts bucket's latest revision: what List reads
+// after it, with Watch(ctx, revision), misses no verdict.
+func (s *Status) Revision(ctx context.Context) (uint64, error) {
+	kv, err := s.js.KeyValue(ctx, topology.BucketVerdicts)
+	if err != nil {
+		return 0, fmt.Errorf("verdicts bucket: %w", err)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("verdicts bucket: %w", err)
+	}
+	bs, ok := st.(*jetstream.KeyValueBucketStatus)
+	if !ok {
+		return 0, fmt.Errorf("verdicts bucket: no stream state")
+	}
+	return bs.StreamInfo().State.LastSeq, nil
+}
+
+// VerdictUpdate is a verdict record stored at a revision of the verdicts
+// bucket.
+type VerdictUpdate struct {
+	Revision uint64
+	Record   VerdictRecord
+}
+
+// Watch delivers every verdict record stored after revision after, in
+// order (those still in the bucket: a key keeps its latest record), and
+// each one stored from then on, until ctx ends, when the channel closes.
+// A record that does not decode is skipped.
+func (s *Status) Watch(ctx context.Context, after uint64) (<-chan VerdictUpdate, error) {
+	kv, err := s.js.KeyValue(ctx, topology.BucketVerdicts)
+	if err != nil {
+		return nil, fmt.Errorf("verdicts bucket: %w", err)
+	}
+	w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes(), jetstream.ResumeFromRevision(after+1))
+	if err != nil {
+		return nil, fmt.Errorf("watch verdicts: %w", err)
+	}
+	out := make(chan VerdictUpdate)
+	go func() {
+		defer close(out)
+		defer func() { _ = w.Stop() }()
+		for {
+			var e jetstream.KeyValueEntry
+			select {
+			case u, ok := <-w.Updates():
+				if !ok {
+					return
+				}
+				e = u
+			case <-ctx.Done():
+				return
+			}
+			if e == nil {
+				continue // the marker after what was stored: updates follow
+			}
+			r, err := decodeVerdictRecord(e.Value())
+			if err != nil {
+				continue
+			}
+			select {
+			case out <- VerdictUpdate{Revision: e.Revision(), Record: r}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
 // decodeEntries decodes the value of every entry, in order; the first
 // that decode refuses fails it, named what and its key without trim.
 func decodeEntries[T any](all []jetstream.KeyValueEntry, what, trim string, decode func([]byte) (T, error)) ([]T, error) {

@@ -179,6 +179,7 @@ func runUp(ctx context.Context, out, errw io.Writer, f upFlags) error {
 	comps := []lifecycle.Component{v, col}
 	var aud *auditor.Auditor
 	var auditLog, auditCheckpoints string
+	var consoleAudit *console.AuditLog
 	if external == "" && !f.noAudit {
 		auditLog = filepath.Join(dir, "auditor", "audit.jsonl")
 		auditCheckpoints = filepath.Join(dir, "auditor", "checkpoints.jsonl")
@@ -189,6 +190,7 @@ func runUp(ctx context.Context, out, errw io.Writer, f upFlags) error {
 		if aud, err = newEmbeddedAuditor(auditLog, auditCheckpoints, cpKey, host, log, nc); err != nil {
 			return err
 		}
+		consoleAudit = &console.AuditLog{Path: auditLog, Checkpoints: auditCheckpoints, CheckpointKey: cpKey}
 		// Started first and shut down last: it records what the others
 		// published until they stopped.
 		comps = append([]lifecycle.Component{aud}, comps...)
@@ -232,7 +234,7 @@ func runUp(ctx context.Context, out, errw io.Writer, f upFlags) error {
 	if f.console != "off" && !f.once {
 		// Who approves through it: the user who started up, as the
 		// CLI's baseline approve records it.
-		cons, err := console.New(console.Config{Listen: f.console, Approver: os.Getenv("USER")}, js, log)
+		cons, err := console.New(console.Config{Listen: f.console, Approver: os.Getenv("USER"), Audit: consoleAudit}, js, log)
 		if err != nil {
 			return err
 		}

@@ -33,6 +33,9 @@ type Config struct {
 	// Now is the clock the pages' ages are computed with (time.Now when
 	// nil).
 	Now func() time.Time
+	// Audit is the audit log the audit and integrity pages read and
+	// verify (nil: none).
+	Audit *AuditLog
 	// Approver names who approves through this console (the baseline's
 	// approved_by, baseline.changed's actor and the host key's "by"): on
 	// loopback, the user who started it.
@@ -49,6 +52,9 @@ type Server struct {
 
 	ln    net.Listener
 	srv   *http.Server
+	// stopping ends when Shutdown begins: the live streams end with it.
+	stopping context.Context
+	stop     context.CancelFunc
 	token string
 	done  chan error
 }
@@ -77,6 +83,13 @@ func New(cfg Config, js jetstream.JetStream, log *slog.Logger) (*Server, error) 
 			return sd.Value.String()
 		},
 		"statuses": func() []string { return []string{"PASS", "DRIFT", "ERROR", "STALE"} },
+		"status":   func(s string) string { return verifier.StatusWord(events.Status(s)) },
+		"local": func(t time.Time) string {
+			if t.IsZero() {
+				return ""
+			}
+			return t.UTC().Format("2006-01-02T15:04")
+		},
 	}).ParseFS(assets, "assets/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("console templates: %w", err)
@@ -100,6 +113,7 @@ func (s *Server) Start(context.Context) error {
 	}
 	guard, token := NewGuard(port)
 	s.ln, s.token, s.done = ln, token, make(chan error, 1)
+	s.stopping, s.stop = context.WithCancel(context.Background())
 	s.srv = &http.Server{Handler: guard.Wrap(s.routes()), ReadHeaderTimeout: 10 * time.Second}
 	go func() { s.done <- s.srv.Serve(ln) }()
 	return nil
@@ -119,6 +133,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if s.srv == nil {
 		return nil
 	}
+	s.stop()
 	err := s.srv.Shutdown(ctx)
 	if serr := <-s.done; !errors.Is(serr, http.ErrServerClosed) {
 		err = errors.Join(err, serr)
@@ -131,6 +146,9 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.fleet)
 	mux.HandleFunc("GET /target", s.target)
+	mux.HandleFunc("GET /events", s.live)
+	mux.HandleFunc("GET /audit", s.audit)
+	mux.HandleFunc("GET /integrity", s.audit)
 	mux.HandleFunc("POST /approve", s.approveBaseline)
 	mux.HandleFunc("POST /host/approve", s.approveKey)
 	mux.Handle("GET /assets/", http.FileServerFS(assets))

@@ -58,6 +58,9 @@ type Fleet struct {
 	// Counts counts every row by status, Kinds lists the target kinds.
 	Counts map[string]int
 	Kinds  []string
+	// Revision is the verdicts bucket's revision the page was read at,
+	// where its live updates start.
+	Revision uint64
 	// all is every row the query selects, unpaged.
 	all []Row
 }
@@ -66,6 +69,15 @@ type Fleet struct {
 // registry records and rejection counts, and returns the page q selects.
 func readFleet(ctx context.Context, js jetstream.JetStream, q Query) (Fleet, error) {
 	st := verifier.NewStatus(js)
+	// The revision first: a verdict stored while the bucket is read is
+	// delivered again by the live updates, never lost.
+	rev, err := st.Revision(ctx)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		err = nil
+	}
+	if err != nil {
+		return Fleet{}, err
+	}
 	recs, err := st.List(ctx)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		recs, err = nil, nil // no verdict yet
@@ -81,17 +93,11 @@ func readFleet(ctx context.Context, js jetstream.JetStream, q Query) (Fleet, err
 	if err != nil {
 		return Fleet{}, err
 	}
-	f := Fleet{Query: q, Counts: map[string]int{}}
+	f := Fleet{Query: q, Counts: map[string]int{}, Revision: rev}
 	var all []Row
 	for _, r := range recs {
-		row := Row{
-			Host: r.Verdict.Host, Target: r.Verdict.Target, Status: verifier.StatusWord(r.Verdict.Status),
-			Verdict: r.Time, Seen: r.Time, Digest: verifier.LatestDigest(r), Detail: verifier.Summary(r.Verdict),
-			Enrollment: "unregistered", Refused: refused[r.Verdict.Host].SinceAuthentic, Record: r,
-		}
-		if r.Verdict.Status == events.StatusStale {
-			row.Seen, _ = time.Parse(time.RFC3339Nano, r.Verdict.LastSeen)
-		}
+		row := rowOf(r)
+		row.Refused = refused[row.Host].SinceAuthentic
 		if h, ok := hosts[row.Host]; ok {
 			row.Enrollment, row.Key, row.Pending = enrollment(h)
 		}
@@ -110,6 +116,20 @@ func readFleet(ctx context.Context, js jetstream.JetStream, q Query) (Fleet, err
 	lo := (f.Query.Page - 1) * PageSize
 	f.Rows, f.all = all[lo:min(lo+PageSize, len(all))], all
 	return f, nil
+}
+
+// rowOf is the row of a verdict record, before the host registry's
+// facts and the refusals are added.
+func rowOf(r verifier.VerdictRecord) Row {
+	row := Row{
+		Host: r.Verdict.Host, Target: r.Verdict.Target, Status: verifier.StatusWord(r.Verdict.Status),
+		Verdict: r.Time, Seen: r.Time, Digest: verifier.LatestDigest(r), Detail: verifier.Summary(r.Verdict),
+		Enrollment: "unregistered", Record: r,
+	}
+	if r.Verdict.Status == events.StatusStale {
+		row.Seen, _ = time.Parse(time.RFC3339Nano, r.Verdict.LastSeen)
+	}
+	return row
 }
 
 func (q Query) selects(r Row) bool {

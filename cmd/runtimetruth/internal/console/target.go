@@ -32,6 +32,9 @@ type Target struct {
 	Unsigned bool
 	// Keys are the host's keys in the registry.
 	Keys []events.HostKey
+	// Revision is the verdicts bucket's revision the page was read at,
+	// where its live updates start.
+	Revision uint64
 	// Approved is the digest an approval just adopted; Self the page's
 	// own URL (where an action returns to).
 	Approved, Self string
@@ -43,7 +46,7 @@ func readTarget(ctx context.Context, js jetstream.JetStream, host string, target
 	if err != nil {
 		return Target{}, err
 	}
-	var t Target
+	t := Target{Revision: f.Revision}
 	found := false
 	for _, r := range f.all {
 		if r.Host == host && r.Target == target {
