@@ -50,13 +50,13 @@ type Server struct {
 	pages *template.Template
 	shown shown
 
-	ln    net.Listener
-	srv   *http.Server
+	ln  net.Listener
+	srv *http.Server
 	// stopping ends when Shutdown begins: the live streams end with it.
 	stopping context.Context
 	stop     context.CancelFunc
-	token string
-	done  chan error
+	token    string
+	done     chan error
 }
 
 // New returns a console over js; Start listens.

@@ -19,7 +19,7 @@ import (
 
 // sse is an open event stream.
 type sse struct {
-	resp *http.Response
+	resp  *http.Response
 	lines *bufio.Scanner
 }
 
