@@ -358,6 +358,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	me.shot(t, "audit")
 	me.accessible(t, "audit")
 	require.Equal(t, int64(http.StatusOK), me.open(t, u.origin+"/integrity"))
+	me.shot(t, "integrity")
 	me.accessible(t, "integrity")
 
 	// Refusals, each with the baseline unchanged.
