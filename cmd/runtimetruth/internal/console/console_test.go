@@ -38,7 +38,7 @@ type fleetBus struct {
 	signers map[string]*dsse.Signer
 }
 
-func startFleet(t *testing.T) *fleetBus {
+func startFleet(t testing.TB) *fleetBus {
 	t.Helper()
 	_, u := natstest.RunJetStream(t)
 	nc, js := natstest.Connect(t, u)
@@ -93,7 +93,7 @@ func (b *fleetBus) collected(t *testing.T, host string, s *snapshot.Snapshot) {
 }
 
 // startConsole starts a console over b and returns it with its URL.
-func startConsole(t *testing.T, b *fleetBus) (*console.Server, *url.URL) {
+func startConsole(t testing.TB, b *fleetBus) (*console.Server, *url.URL) {
 	t.Helper()
 	s, err := console.New(console.Config{Listen: "127.0.0.1:0", Approver: "tester"}, b.js, slog.New(slog.NewTextHandler(os.Stderr, nil)))
 	require.NoError(t, err)
@@ -124,7 +124,7 @@ type reply struct {
 	body    string
 }
 
-func do(t *testing.T, base *url.URL, r request) reply {
+func do(t testing.TB, base *url.URL, r request) reply {
 	t.Helper()
 	var body io.Reader
 	if r.form != nil {
@@ -153,7 +153,7 @@ func do(t *testing.T, base *url.URL, r request) reply {
 }
 
 // login swaps the console's launch token for a session.
-func login(t *testing.T, base *url.URL) string {
+func login(t testing.TB, base *url.URL) string {
 	t.Helper()
 	resp := do(t, base, request{path: "/?" + base.RawQuery})
 	require.Equal(t, http.StatusSeeOther, resp.code)
