@@ -30,6 +30,8 @@ type Target struct {
 	Baseline *verifier.Baseline
 	Refusal  string
 	Unsigned bool
+	// Signature is the baseline's attestation (nil without a baseline).
+	Signature *Signature
 	// Keys are the host's keys in the registry.
 	Keys []events.HostKey
 	// Revision is the verdicts bucket's revision the page was read at,
@@ -69,6 +71,11 @@ func readTarget(ctx context.Context, js jetstream.JetStream, host string, target
 		return Target{}, err
 	}
 	t.Latest, t.Baseline = &c.Observation, c.Current
+	if c.Current != nil {
+		if t.Signature, err = readSignature(ctx, js, t, c.Current.Digest, c.Current.RequiredIdentity); err != nil {
+			return Target{}, err
+		}
+	}
 	if c.Unauthentic != nil {
 		t.Refusal, t.Unsigned = c.Unauthentic.Error(), errors.Is(c.Unauthentic, verifier.ErrUnauthenticated)
 	}
