@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -192,4 +194,72 @@ func (c *Collector) reply(m *nats.Msg, rep CollectNowReply) {
 	if err != nil {
 		c.log.Warn("collect-now reply failed", "err", err)
 	}
+}
+
+// Why Ask got no authentic reply.
+var (
+	// ErrNoCollector: nothing listens on the host's subject (the server's
+	// no-responders status, or a forgery of it: it can end the wait,
+	// never pass for a reply).
+	ErrNoCollector = errors.New("no collector is listening")
+	// ErrNoAuthenticReply: no reply verified before the context ended.
+	ErrNoAuthenticReply = errors.New("no authentic reply")
+)
+
+// Ask sends req to host's collector over nc (replies to its own inbox)
+// and reads the replies until one verifies (VerifyCollectNowReply, with
+// key: the host's enrolled keys) or ctx ends, calling refused with each
+// reply refused (the key id its envelope names, if any, and why); an
+// error refused returns ends the wait with it. It returns the accepted
+// reply and the key that signed it.
+func Ask(ctx context.Context, nc *nats.Conn, host string, req CollectNowRequest, key func(keyID string) (ed25519.PublicKey, error),
+	refused func(keyID string, why error) error) (string, CollectNowReply, error) {
+	data, err := json.Marshal(req)
+	if err != nil {
+		return "", CollectNowReply{}, err
+	}
+	subject := CollectNowSubject(host)
+	inbox := nc.NewInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		return "", CollectNowReply{}, fmt.Errorf("subscribe %s: %w", inbox, err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := nc.PublishMsg(&nats.Msg{Subject: subject, Reply: inbox, Data: data}); err != nil {
+		return "", CollectNowReply{}, fmt.Errorf("request %s: %w", subject, err)
+	}
+	if err := nc.FlushWithContext(ctx); err != nil {
+		return "", CollectNowReply{}, fmt.Errorf("request %s: %w", subject, err)
+	}
+	for {
+		m, err := sub.NextMsgWithContext(ctx)
+		switch {
+		case errors.Is(err, nats.ErrNoResponders):
+			return "", CollectNowReply{}, fmt.Errorf("%w on %s", ErrNoCollector, subject)
+		case err != nil && ctx.Err() != nil:
+			return "", CollectNowReply{}, fmt.Errorf("%w: %w", ErrNoAuthenticReply, ctx.Err())
+		case err != nil:
+			return "", CollectNowReply{}, fmt.Errorf("read replies on %s: %w", inbox, err)
+		}
+		var named string
+		keyID, rep, err := VerifyCollectNowReply(m.Data, host, req, func(id string) (ed25519.PublicKey, error) {
+			named = id
+			return key(id)
+		})
+		if err == nil {
+			return keyID, rep, nil
+		}
+		if err := refused(named, err); err != nil {
+			return "", CollectNowReply{}, err
+		}
+	}
+}
+
+// NewNonce is a request's fresh nonce: 16 random bytes, hex.
+func NewNonce() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("nonce: %w", err)
+	}
+	return hex.EncodeToString(b), nil
 }

@@ -2,6 +2,7 @@ package verifier
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"sort"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
+	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 )
 
 // Enrollment is how the host registry treats a key it has not seen.
@@ -410,4 +412,42 @@ func (h *Hosts) List(ctx context.Context) ([]events.HostRecord, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Host < out[j].Host })
 	return out, nil
+}
+
+// ErrNotEnrolledKey: a signed reply names a key the registry does not
+// hold as the host's enrolled key.
+var ErrNotEnrolledKey = errors.New("not an enrolled key of the host")
+
+// EnrolledKeys returns the key lookup for host's signed replies (collect
+// now): the keys the registry holds as host's enrolled keys, and nothing
+// else (ErrNotEnrolledKey); an error when host has none.
+func (h *Hosts) EnrolledKeys(ctx context.Context, host string) (func(keyID string) (ed25519.PublicKey, error), error) {
+	rec, err := h.Get(ctx, host)
+	if errors.Is(err, ErrNoSuchHost) {
+		return nil, fmt.Errorf("host %s is not enrolled: the registry has no key to check its reply with (runtimetruth host approve %s --key KEY)",
+			snapshot.Printable(host), snapshot.ShellQuote(host))
+	}
+	if err != nil {
+		return nil, err
+	}
+	enrolled := map[string]bool{}
+	pending := 0
+	for _, k := range rec.Keys {
+		switch k.State {
+		case events.KeyEnrolled:
+			enrolled[k.Key] = true
+		case events.KeyPending:
+			pending++
+		}
+	}
+	if len(enrolled) == 0 {
+		return nil, fmt.Errorf("host %s is not enrolled: none of its %d key(s) is enrolled (%d pending; runtimetruth host approve %s)",
+			snapshot.Printable(host), len(rec.Keys), pending, snapshot.ShellQuote(host))
+	}
+	return func(id string) (ed25519.PublicKey, error) {
+		if !enrolled[id] {
+			return nil, ErrNotEnrolledKey
+		}
+		return dsse.ParseKeyID(id)
+	}, nil
 }

@@ -3,9 +3,6 @@ package cli
 import (
 	"context"
 	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,12 +12,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
-	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
-	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
-	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/services/collector"
-	"github.com/runtimetruth/runtimetruth/services/verifier"
 )
 
 // collectReportVersion is the report_schema_version of collect --json.
@@ -32,10 +25,6 @@ const (
 	maxRefusals     = 16
 	maxRefusalBytes = 512
 )
-
-// errNotEnrolledKey: a reply is signed by a key the registry does not hold
-// as the host's enrolled key.
-var errNotEnrolledKey = errors.New("not an enrolled key of the host")
 
 // collectReport is collect --json's report.
 type collectReport struct {
@@ -107,11 +96,11 @@ Exit codes: 0 an authentic reply with every target collected, 1 otherwise
 				return err
 			}
 			defer nc.Close()
-			key, err := enrolledKeys(c.Context(), hosts, args[0])
+			key, err := hosts.EnrolledKeys(c.Context(), args[0])
 			if err != nil {
 				return err
 			}
-			if req.Nonce, err = newNonce(); err != nil {
+			if req.Nonce, err = collector.NewNonce(); err != nil {
 				return err
 			}
 			ctx, cancel := context.WithTimeout(c.Context(), timeout)
@@ -143,106 +132,34 @@ Exit codes: 0 an authentic reply with every target collected, 1 otherwise
 	return c
 }
 
-// enrolledKeys returns the key lookup of host's replies: the keys the
-// registry holds as host's enrolled keys, and nothing else; an error when
-// host has none.
-func enrolledKeys(ctx context.Context, h *verifier.Hosts, host string) (func(string) (ed25519.PublicKey, error), error) {
-	rec, err := h.Get(ctx, host)
-	if errors.Is(err, verifier.ErrNoSuchHost) {
-		return nil, fmt.Errorf("host %s is not enrolled: the registry has no key to check its reply with (runtimetruth host approve %s --key KEY)",
-			printable(host), snapshot.ShellQuote(host))
-	}
-	if err != nil {
-		return nil, err
-	}
-	enrolled := map[string]bool{}
-	pending := 0
-	for _, k := range rec.Keys {
-		switch k.State {
-		case events.KeyEnrolled:
-			enrolled[k.Key] = true
-		case events.KeyPending:
-			pending++
-		}
-	}
-	if len(enrolled) == 0 {
-		return nil, fmt.Errorf("host %s is not enrolled: none of its %d key(s) is enrolled (%d pending; runtimetruth host approve %s)",
-			printable(host), len(rec.Keys), pending, snapshot.ShellQuote(host))
-	}
-	return func(id string) (ed25519.PublicKey, error) {
-		if !enrolled[id] {
-			return nil, errNotEnrolledKey
-		}
-		return dsse.ParseKeyID(id)
-	}, nil
-}
-
-// newNonce is 16 random bytes, hex.
-func newNonce() (string, error) {
-	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("nonce: %w", err)
-	}
-	return hex.EncodeToString(b), nil
-}
-
-// collectNow sends req to host's collector and reads replies on its own
-// inbox until one verifies (key is host's enrolled keys) or ctx ends,
+// collectNow sends req to host's collector and reads replies until one
+// verifies (key is host's enrolled keys) or ctx ends (collector.Ask),
 // writing each refused one to out as it comes. The report holds the
 // accepted reply, if any, and the refusals; the error says why none was
 // accepted.
 func collectNow(ctx context.Context, nc *nats.Conn, host string, req collector.CollectNowRequest, key func(string) (ed25519.PublicKey, error), out io.Writer) (*collectReport, error) {
 	rep := &collectReport{ReportSchemaVersion: collectReportVersion, Host: host, Target: req.Target, Nonce: req.Nonce, Refused: []refusedReply{}}
-	data, err := json.Marshal(req)
-	if err != nil {
-		return rep, err
-	}
-	subject := collector.CollectNowSubject(host)
-	inbox := nc.NewInbox()
-	sub, err := nc.SubscribeSync(inbox)
-	if err != nil {
-		return rep, fmt.Errorf("subscribe %s: %w", inbox, err)
-	}
-	defer func() { _ = sub.Unsubscribe() }()
-	if err := nc.PublishMsg(&nats.Msg{Subject: subject, Reply: inbox, Data: data}); err != nil {
-		return rep, fmt.Errorf("request %s: %w", subject, err)
-	}
-	if err := nc.FlushWithContext(ctx); err != nil {
-		return rep, fmt.Errorf("request %s: %w", subject, err)
-	}
-	for {
-		m, err := sub.NextMsgWithContext(ctx)
-		switch {
-		case errors.Is(err, nats.ErrNoResponders):
-			// The server's no-responders status (or a forgery of it: it
-			// can end the wait, never pass for a reply).
-			return rep, fmt.Errorf("no collector is listening on %s: is the collector of host %s running and connected?",
-				subject, printable(host))
-		case err != nil && ctx.Err() != nil:
-			return rep, fmt.Errorf("no authentic reply from host %s within the timeout (%d refused; see --timeout)",
-				printable(host), len(rep.Refused)+rep.RefusedMore)
-		case err != nil:
-			return rep, fmt.Errorf("read replies on %s: %w", inbox, err)
-		}
-		var named string
-		keyID, reply, err := collector.VerifyCollectNowReply(m.Data, host, req, func(id string) (ed25519.PublicKey, error) {
-			named = id
-			return key(id)
-		})
-		if err == nil {
-			rep.Accepted = &acceptedReply{Key: keyID, Reply: reply}
-			return rep, nil
-		}
-		r := refusedReply{Key: binding.Clip(named, maxRefusalBytes+len("…"), "…"), Reason: binding.Clip(err.Error(), maxRefusalBytes+len("…"), "…")}
+	keyID, reply, err := collector.Ask(ctx, nc, host, req, key, func(named string, why error) error {
+		r := refusedReply{Key: binding.Clip(named, maxRefusalBytes+len("…"), "…"), Reason: binding.Clip(why.Error(), maxRefusalBytes+len("…"), "…")}
 		if len(rep.Refused) == maxRefusals {
 			rep.RefusedMore++
-			continue
+			return nil
 		}
 		rep.Refused = append(rep.Refused, r)
-		if _, err := fmt.Fprintf(out, "REFUSED  a reply: %s\n", printable(r.Reason)); err != nil {
-			return rep, err
-		}
+		_, err := fmt.Fprintf(out, "REFUSED  a reply: %s\n", printable(r.Reason))
+		return err
+	})
+	switch {
+	case errors.Is(err, collector.ErrNoCollector):
+		return rep, fmt.Errorf("%w: is the collector of host %s running and connected?", err, printable(host))
+	case errors.Is(err, collector.ErrNoAuthenticReply):
+		return rep, fmt.Errorf("no authentic reply from host %s within the timeout (%d refused; see --timeout)",
+			printable(host), len(rep.Refused)+rep.RefusedMore)
+	case err != nil:
+		return rep, err
 	}
+	rep.Accepted = &acceptedReply{Key: keyID, Reply: reply}
+	return rep, nil
 }
 
 // outcome is the error of an accepted reply that did not collect

@@ -168,3 +168,18 @@ func TestApproveHostKey(t *testing.T) {
 	}
 	assert.Contains(t, page, "<td>tester</td>")
 }
+
+// Collect now needs an enrolled key of the host to check the reply with:
+// a host the registry does not hold is refused before anything is sent.
+func TestCollectNowNeedsAnEnrolledHost(t *testing.T) {
+	b := startFleet(t)
+	b.collected(t, "web-1", snap("/srv/app", "a1"))
+	_, base := startConsole(t, b)
+	session := login(t, base)
+	resp := do(t, base, request{method: http.MethodPost, path: "/host/collect", session: session, form: url.Values{"host": {"nowhere"}}})
+	assert.Equal(t, http.StatusConflict, resp.code)
+	assert.Contains(t, resp.body, "host nowhere is not enrolled")
+	resp = do(t, base, request{method: http.MethodPost, path: "/host/collect", session: session, form: url.Values{"host": {"web-1"}}})
+	assert.Equal(t, http.StatusBadGateway, resp.code, "no collector runs here")
+	assert.Contains(t, resp.body, "no collector is listening")
+}

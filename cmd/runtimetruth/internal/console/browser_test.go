@@ -350,6 +350,14 @@ func TestConsoleInBrowser(t *testing.T) {
 	assert.Equal(t, int64(http.StatusConflict), me.click(t, `form.approve button`))
 	assert.Contains(t, me.text(t), stale)
 	assert.Equal(t, shown, baseline(), "nothing adopted")
+	me.do(t, chromedp.NavigateBack())
+
+	// Collect now: the host's signed reply, checked against its enrolled
+	// key.
+	assert.Equal(t, int64(http.StatusOK), me.click(t, `form.collect button`))
+	text := me.text(t)
+	assert.Contains(t, text, "by its enrolled key ed25519:")
+	assert.Regexp(t, `collected\s+\S+\s+git\s+sha256:[0-9a-f]{64} event`, text)
 
 	// The audit chain and the integrity history.
 	require.Equal(t, int64(http.StatusOK), me.open(t, u.origin+"/audit"))

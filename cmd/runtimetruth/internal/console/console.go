@@ -151,6 +151,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /integrity", s.audit)
 	mux.HandleFunc("POST /approve", s.approveBaseline)
 	mux.HandleFunc("POST /host/approve", s.approveKey)
+	mux.HandleFunc("POST /host/collect", s.collectNow)
 	mux.Handle("GET /assets/", http.FileServerFS(assets))
 	return mux
 }
