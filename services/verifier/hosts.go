@@ -414,8 +414,8 @@ func (h *Hosts) List(ctx context.Context) ([]events.HostRecord, error) {
 	return out, nil
 }
 
-// ErrNotEnrolledKey: a signed reply names a key the registry does not
-// hold as the host's enrolled key.
+// ErrNotEnrolledKey is the refusal of a signed reply that names a key the
+// registry does not hold as the host's enrolled key.
 var ErrNotEnrolledKey = errors.New("not an enrolled key of the host")
 
 // EnrolledKeys returns the key lookup for host's signed replies (collect

@@ -108,7 +108,7 @@ func browser(t *testing.T) context.Context {
 }
 
 // newTab opens a tab in a new browser of alloc (its own cookies).
-func newTab(t *testing.T, alloc context.Context) *tab {
+func newTab(alloc context.Context, t *testing.T) *tab {
 	t.Helper()
 	ctx, cancel := chromedp.NewContext(alloc)
 	t.Cleanup(cancel)
@@ -286,7 +286,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		return b.Digest
 	}
 	alloc := browser(t)
-	me := newTab(t, alloc)
+	me := newTab(alloc, t)
 
 	// The launch token opens the session; up approved the first
 	// snapshot, so the repository passes.
@@ -374,11 +374,11 @@ func TestConsoleInBrowser(t *testing.T) {
 		w.Header().Set("Content-Type", "text/html")
 		switch r.URL.Path {
 		case "/form":
-			fmt.Fprintf(w, `<form method="post" action="%s/approve"><input name="host" value="%s"><input name="kind" value="%s">`+
+			_, _ = fmt.Fprintf(w, `<form method="post" action="%s/approve"><input name="host" value="%s"><input name="kind" value="%s">`+
 				`<input name="id" value="%s"><input name="digest" value="%s"></form><script>document.forms[0].submit()</script>`,
 				u.origin, r.URL.Query().Get("host"), target.Kind, target.Identifier, r.URL.Query().Get("digest"))
 		case "/frame":
-			fmt.Fprintf(w, `<iframe src="%s/"></iframe>`, u.origin)
+			_, _ = fmt.Fprintf(w, `<iframe src="%s/"></iframe>`, u.origin)
 		}
 	}))
 	t.Cleanup(attacker.Close)
@@ -427,7 +427,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	assert.Equal(t, int64(http.StatusMisdirectedRequest), me.open(t, "http://rebound.example:"+consolePort+"/"))
 
 	// Another browser: no session, and the launch token spent.
-	other := newTab(t, alloc)
+	other := newTab(alloc, t)
 	assert.Equal(t, int64(http.StatusUnauthorized), other.open(t, u.origin+"/"))
 	assert.Equal(t, int64(http.StatusUnauthorized), other.open(t, u.launch))
 	assert.Equal(t, shown, baseline())

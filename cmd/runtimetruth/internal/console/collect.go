@@ -59,7 +59,7 @@ func (s *Server) collectNow(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), collector.ControlTimeout+30*time.Second)
 	defer cancel()
 	c := Collected{Host: host}
-	c.Key, c.Reply, err = collector.Ask(ctx, s.js.Conn(), host, req, key, func(named string, why error) error {
+	c.Key, c.Reply, err = collector.Ask(ctx, s.js.Conn(), host, req, key, func(_ string, why error) error {
 		if len(c.Refused) == maxRefused {
 			c.More++
 			return nil
