@@ -83,6 +83,7 @@ Exit codes of verify: 0 runtime matches the baseline, 2 drift detected,
 		newHostCmd(),
 		newStatusCmd(),
 		newCollectCmd(),
+		newConsoleCmd(),
 		newAuditCmd(),
 		newVersionCmd(version),
 	)

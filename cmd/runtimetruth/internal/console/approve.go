@@ -20,6 +20,9 @@ import (
 // announced as a baseline.changed event whose actor is the approver, which
 // the auditor links into the chain.
 func (s *Server) approveBaseline(w http.ResponseWriter, r *http.Request) {
+	if !mayApprove(w, r) {
+		return
+	}
 	if err := r.ParseForm(); err != nil {
 		http.Error(w, "a malformed form", http.StatusBadRequest)
 		return
@@ -32,10 +35,10 @@ func (s *Server) approveBaseline(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	o := verifier.ApproveOptions{
-		Host: host, Digest: digest, By: s.cfg.Approver, Reviewed: s.shown.get(digest),
+		Host: host, Digest: digest, By: userOf(r).Name, Reviewed: s.shown.get(digest),
 		AllowUnauthenticated: f.Get("unauthenticated") == "yes",
 	}
-	b, err := verifier.NewBaselines(s.js, events.Source("console", s.cfg.Approver)).Approve(r.Context(), target, o)
+	b, err := verifier.NewBaselines(s.js, events.Source("console", userOf(r).Name)).Approve(r.Context(), target, o)
 	if err != nil {
 		s.refuse(w, "Not approved", err, approveCode(err))
 		return
@@ -64,6 +67,9 @@ func approveCode(err error) int {
 // never "the pending one"). It is verifier.Hosts.Approve, the code of
 // `runtimetruth host approve --key`; the registry records the approver.
 func (s *Server) approveKey(w http.ResponseWriter, r *http.Request) {
+	if !mayApprove(w, r) {
+		return
+	}
 	if err := r.ParseForm(); err != nil {
 		http.Error(w, "a malformed form", http.StatusBadRequest)
 		return
@@ -75,7 +81,7 @@ func (s *Server) approveKey(w http.ResponseWriter, r *http.Request) {
 	}
 	hosts, err := registry(r.Context(), s.js)
 	if err == nil {
-		_, err = hosts.Approve(r.Context(), host, key, s.cfg.Approver)
+		_, err = hosts.Approve(r.Context(), host, key, userOf(r).Name)
 	}
 	if err != nil {
 		s.refuse(w, "Key not enrolled", err, approveCode(err))

@@ -32,6 +32,9 @@ type Collected struct {
 // the host, to this request's nonce, is shown; the others are listed as
 // refused.
 func (s *Server) collectNow(w http.ResponseWriter, r *http.Request) {
+	if !mayApprove(w, r) {
+		return
+	}
 	if err := r.ParseForm(); err != nil {
 		http.Error(w, "a malformed form", http.StatusBadRequest)
 		return

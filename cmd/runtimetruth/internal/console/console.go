@@ -36,10 +36,14 @@ type Config struct {
 	// Audit is the audit log the audit and integrity pages read and
 	// verify (nil: none).
 	Audit *AuditLog
-	// Approver names who approves through this console (the baseline's
-	// approved_by, baseline.changed's actor and the host key's "by"): on
-	// loopback, the user who started it.
+	// Approver names who approves through this console on loopback (the
+	// baseline's approved_by, baseline.changed's actor and the host
+	// key's "by"): the user who started it.
 	Approver string
+	// OIDC, when set, puts the console behind an OpenID Connect login
+	// (on any address): the approver is the signed-in user, and only the
+	// approver groups may approve.
+	OIDC *OIDCConfig
 }
 
 // Server is the console's HTTP server over a JetStream connection.
@@ -100,30 +104,43 @@ func New(cfg Config, js jetstream.JetStream, log *slog.Logger) (*Server, error) 
 // Name names the component in logs.
 func (s *Server) Name() string { return "console" }
 
-// Start listens on the configured address and serves in the background.
-func (s *Server) Start(context.Context) error {
+// Start listens on the configured address and serves in the background:
+// with OIDC (a deployment) behind its login, else on loopback behind the
+// launch token (Guard).
+func (s *Server) Start(ctx context.Context) error {
 	ln, err := net.Listen("tcp", s.cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("console: %w", err)
 	}
 	host, port, _ := net.SplitHostPort(ln.Addr().String())
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		_ = ln.Close()
-		return fmt.Errorf("console: %s is not a loopback address", s.cfg.Listen)
+	var front access
+	if s.cfg.OIDC != nil {
+		if front, err = newOIDC(ctx, *s.cfg.OIDC, "http://"+ln.Addr().String()+"/auth/callback", s.cfg.Now); err != nil {
+			_ = ln.Close()
+			return err
+		}
+	} else {
+		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+			_ = ln.Close()
+			return fmt.Errorf("console: %s is not a loopback address (a console on another address needs OIDC)", s.cfg.Listen)
+		}
+		front, s.token = NewGuard(port, s.cfg.Approver)
 	}
-	guard, token := NewGuard(port)
-	s.ln, s.token, s.done = ln, token, make(chan error, 1)
+	s.ln, s.done = ln, make(chan error, 1)
 	s.stopping, s.stop = context.WithCancel(context.Background())
-	s.srv = &http.Server{Handler: guard.Wrap(s.routes()), ReadHeaderTimeout: 10 * time.Second}
+	s.srv = &http.Server{Handler: secured(http.NewCrossOriginProtection(), front.Wrap(s.routes())), ReadHeaderTimeout: 10 * time.Second}
 	go func() { s.done <- s.srv.Serve(ln) }()
 	return nil
 }
 
-// URL is the address to open the console with, its launch token in it;
-// "" before Start.
+// URL is the address to open the console with, its launch token in it
+// on loopback; "" before Start.
 func (s *Server) URL() string {
-	if s.ln == nil {
+	switch {
+	case s.ln == nil:
 		return ""
+	case s.token == "":
+		return "http://" + s.ln.Addr().String() + "/"
 	}
 	return "http://" + s.ln.Addr().String() + "/?token=" + url.QueryEscape(s.token)
 }
@@ -176,7 +193,7 @@ func (s *Server) target(w http.ResponseWriter, r *http.Request) {
 	if t.Latest != nil {
 		s.shown.keep(t.Latest.Digest, t.Latest.Snapshot)
 	}
-	t.Approved, t.Self = v.Get("approved"), r.URL.RequestURI()
+	t.Approved, t.Self, t.User = v.Get("approved"), r.URL.RequestURI(), userOf(r)
 	switch {
 	case errors.Is(err, verifier.ErrNoVerdict):
 		http.Error(w, "no verdict for this host and target", http.StatusNotFound)

@@ -115,8 +115,10 @@ func TestTargetPageIsVerifyJSON(t *testing.T) {
 						esc(c.Kind), c.Status, esc(f.Field), side(f.Before), side(f.After)), "%s.%s", c.Kind, f.Field)
 				}
 			}
-			section := resp.body[strings.Index(resp.body, "<h2>Changes against the baseline</h2>"):]
-			section = section[:strings.Index(section, "</table>")]
+			_, section, ok := strings.Cut(resp.body, "<h2>Changes against the baseline</h2>")
+			require.True(t, ok, "the page has its changes")
+			section, _, ok = strings.Cut(section, "</table>")
+			require.True(t, ok)
 			assert.Equal(t, rows, strings.Count(section, "<tr><td>"), "no row but the report's")
 		})
 	}

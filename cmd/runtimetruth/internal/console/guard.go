@@ -17,8 +17,9 @@ const SessionCookie = "runtimetruth_console"
 // cross-origin check, the one-time launch token and the session it
 // opens, and the security headers of every response (package doc).
 type Guard struct {
-	port  string
-	cross *http.CrossOriginProtection
+	port string
+	// user is who the session is: the user who started up.
+	user User
 
 	mu      sync.Mutex
 	token   [sha256.Size]byte // SHA-256 of the launch token
@@ -29,9 +30,9 @@ type Guard struct {
 
 // NewGuard returns a guard for a console listening on port, and its
 // launch token.
-func NewGuard(port string) (*Guard, string) {
+func NewGuard(port, approver string) (*Guard, string) {
 	token := randomText()
-	return &Guard{port: port, cross: http.NewCrossOriginProtection(), token: sha256.Sum256([]byte(token))}, token
+	return &Guard{port: port, user: User{Name: approver, Approver: true}, token: sha256.Sum256([]byte(token))}, token
 }
 
 // randomText is 32 random bytes, URL-safe base64.
@@ -43,7 +44,11 @@ func randomText() string {
 
 // Wrap returns next behind the guard.
 func (g *Guard) Wrap(next http.Handler) http.Handler {
-	authed := g.cross.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !g.loopback(r.Host) {
+			deny(w, http.StatusMisdirectedRequest, "the console answers to 127.0.0.1, localhost and [::1] on its own port only")
+			return
+		}
 		if tok := r.URL.Query().Get("token"); tok != "" {
 			g.launch(w, r, tok)
 			return
@@ -52,19 +57,7 @@ func (g *Guard) Wrap(next http.Handler) http.Handler {
 			deny(w, http.StatusUnauthorized, "no console session: open the URL runtimetruth up printed (its token works once)")
 			return
 		}
-		next.ServeHTTP(w, r)
-	}))
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h.Set("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'")
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "no-referrer")
-		h.Set("Cache-Control", "no-store")
-		if !g.loopback(r.Host) {
-			deny(w, http.StatusMisdirectedRequest, "the console answers to 127.0.0.1, localhost and [::1] on its own port only")
-			return
-		}
-		authed.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(withUser(r.Context(), g.user)))
 	})
 }
 

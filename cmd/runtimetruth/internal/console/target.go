@@ -40,6 +40,8 @@ type Target struct {
 	// Approved is the digest an approval just adopted; Self the page's
 	// own URL (where an action returns to).
 	Approved, Self string
+	// User is who views the page (the approve forms are for approvers).
+	User User
 }
 
 // readTarget reads host and target's page.

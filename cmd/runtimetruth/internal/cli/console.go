@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/runtimetruth/runtimetruth/cmd/runtimetruth/internal/console"
+)
+
+// consoleFlags are runtimetruth console's own flags.
+type consoleFlags struct {
+	listen     string
+	oidc       console.OIDCConfig
+	secretFile string
+	auditJSONL string
+}
+
+func newConsoleCmd() *cobra.Command {
+	var (
+		bus busFlags
+		f   consoleFlags
+	)
+	c := &cobra.Command{
+		Use:   "console [--listen ADDR] [--oidc-issuer URL --oidc-client-id ID --oidc-client-secret-file FILE [--approver-group G]...]",
+		Short: "Serve the web console for a fleet's bus",
+		Long: `Serve the web console (the pages runtimetruth up serves on loopback) over the
+verifier's buckets of the NATS server --nats names, until interrupted.
+
+With --oidc-issuer it serves on any address behind an OpenID Connect login
+(authorization code with PKCE; the ID token's audience, signature and nonce
+checked): --viewer-group names the groups (of the --groups-claim claim) that
+may view (any signed-in user when none is named), --approver-group those
+that may also approve baselines and keys and collect now (nobody when none
+is named: approving is off). The approver recorded is the user's email, or
+name, or subject. The client secret is read from --oidc-client-secret-file
+or $RUNTIMETRUTH_OIDC_CLIENT_SECRET, never from a flag. Without OIDC it
+serves on loopback only, behind a one-time launch token it prints, as up
+does, and the user running it approves.
+
+Its NATS credentials need to read the verifier's buckets and write only the
+baselines and hosts buckets and baseline.changed events.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			cfg := console.Config{Listen: f.listen, Approver: os.Getenv("USER")}
+			if f.oidc.Issuer != "" {
+				secret := os.Getenv("RUNTIMETRUTH_OIDC_CLIENT_SECRET")
+				if f.secretFile != "" {
+					raw, err := readFile(f.secretFile, 4096)
+					if err != nil {
+						return err
+					}
+					secret = strings.TrimSpace(string(raw))
+				}
+				if f.oidc.ClientID == "" || secret == "" {
+					return errors.New("--oidc-issuer needs --oidc-client-id and a client secret (--oidc-client-secret-file or $RUNTIMETRUTH_OIDC_CLIENT_SECRET)")
+				}
+				f.oidc.ClientSecret = secret
+				cfg.OIDC = &f.oidc
+			}
+			if f.auditJSONL != "" {
+				cfg.Audit = &console.AuditLog{Path: f.auditJSONL}
+			}
+			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			nc, js, err := bus.connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			s, err := console.New(cfg, js, slog.New(slog.NewTextHandler(c.ErrOrStderr(), nil)))
+			if err != nil {
+				return err
+			}
+			if err := s.Start(ctx); err != nil {
+				return err
+			}
+			_, _ = fmt.Fprintf(c.OutOrStdout(), "console: %s\n", s.URL())
+			<-ctx.Done()
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			return s.Shutdown(sctx)
+		},
+	}
+	bus.register(c)
+	fl := c.Flags()
+	fl.StringVar(&f.listen, "listen", "127.0.0.1:0", "serve on `ADDR` (a loopback address without OIDC; port 0 picks a free one)")
+	fl.StringVar(&f.oidc.Issuer, "oidc-issuer", "", "the OpenID Connect provider's issuer `URL` (a login for every user)")
+	fl.StringVar(&f.oidc.ClientID, "oidc-client-id", "", "the console's client `ID` at the provider")
+	fl.StringVar(&f.secretFile, "oidc-client-secret-file", "", "`FILE` holding the client's secret")
+	fl.StringVar(&f.oidc.RedirectURL, "oidc-redirect-url", "", "the callback `URL` as browsers reach it, <external URL>/auth/callback (default: the listening address's)")
+	fl.StringVar(&f.oidc.GroupsClaim, "groups-claim", "groups", "the ID token's `CLAIM` listing the user's groups")
+	fl.StringArrayVar(&f.oidc.ViewerGroups, "viewer-group", nil, "a `GROUP` that may view (repeatable; default: any signed-in user)")
+	fl.StringArrayVar(&f.oidc.ApproverGroups, "approver-group", nil, "a `GROUP` that may approve and collect now (repeatable; default: nobody)")
+	fl.StringVar(&f.auditJSONL, "audit-jsonl", "", "the auditor's JSONL audit log `PATH`, for the audit and integrity pages")
+	return c
+}
