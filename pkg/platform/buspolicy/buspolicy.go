@@ -84,6 +84,7 @@ const (
 	Verifier  = "verifier"
 	Auditor   = "auditor"
 	Attestor  = "attestor"
+	Console   = "console"
 )
 
 // AttestSubject is the attestor's default sign-request subject
@@ -178,7 +179,8 @@ var inbox = Grant{Inbox, "replies: JetStream API responses, publish acknowledgem
 
 var accountInfo = Grant{jsAPI("INFO"), "JetStream account info (checked before a bucket is created)"}
 
-// Roles returns the roles of the four services, in pipeline order.
+// Roles returns the roles of the four services, in pipeline order, and
+// the console's.
 func Roles() []Role {
 	allStreams := []string{topology.StreamEvidence, topology.StreamVerdicts, topology.StreamBaselines, topology.StreamDLQ}
 	ensureWhy := "create or update the topology at start"
@@ -234,6 +236,23 @@ func Roles() []Role {
 		inbox,
 	}
 
+	// The console reads what the verifier keeps and writes only what an
+	// operator decides: a baseline (never its attestation record), a
+	// host's key, the baseline.changed that announces an approval, and a
+	// collect-now request.
+	console := Role{Service: Console}
+	for _, b := range []string{topology.BucketVerdicts, topology.BucketHosts, topology.BucketBaselines, BucketEvidenceLatest} {
+		console.Publish = append(console.Publish, kvRead(b)...)
+		console.Publish = append(console.Publish, kvWatch(b)...)
+	}
+	console.Publish = append(console.Publish,
+		Grant{"$KV." + topology.BucketBaselines + "." + events.BaselineKeysFilter, "approve a baseline (<kind>.<identifier>), never an attestation record"},
+		kvWrite(topology.BucketHosts),
+		Grant{events.FilterBaseline, "announce an approval (baseline.changed)"},
+		Grant{events.Prefix + ".ctl.collect.>", "ask a host's collector to collect now (rt.ctl.collect.<host>)"},
+	)
+	console.Subscribe = []Grant{inbox}
+
 	return []Role{
 		{
 			Service: Collector,
@@ -251,6 +270,7 @@ func Roles() []Role {
 		verifier,
 		auditor,
 		attestor,
+		console,
 	}
 }
 

@@ -198,6 +198,7 @@ func TestPermissions(t *testing.T) {
 	verifier := connect(t, url, buspolicy.Verifier)
 	auditor := connect(t, url, buspolicy.Auditor)
 	attestor := connect(t, url, buspolicy.Attestor)
+	console := connect(t, url, buspolicy.Console)
 	operator := connect(t, url, admin)
 
 	// The services that ensure the topology at start can, each its part.
@@ -430,6 +431,36 @@ func TestPermissions(t *testing.T) {
 		attestor.violation(t, "rt.verdict.web-01.pass")
 	})
 
+	t.Run("console approves a baseline and a key, and judges nothing", func(t *testing.T) {
+		kv, err := console.js.KeyValue(ctx, topology.BucketBaselines)
+		require.NoError(t, err)
+		_, err = kv.Put(ctx, topology.BaselineKey(target()), []byte(`{}`))
+		require.NoError(t, err, "the console writes a baseline")
+		refused, cancel := context.WithTimeout(ctx, time.Second) // no acknowledgement comes
+		defer cancel()
+		_, err = kv.Put(refused, events.AttestationKey(target()), []byte(`{}`))
+		require.Error(t, err, "but not its attestation record")
+		console.violation(t, "$KV."+topology.BucketBaselines+"."+events.AttestationKey(target()))
+		hosts, err := console.js.KeyValue(ctx, topology.BucketHosts)
+		require.NoError(t, err)
+		_, err = hosts.Put(ctx, "web-01", []byte(`{}`))
+		require.NoError(t, err, "the console enrolls a host's key")
+		w, err := console.js.KeyValue(ctx, topology.BucketVerdicts)
+		require.NoError(t, err)
+		watch, err := w.WatchAll(ctx)
+		require.NoError(t, err, "the console watches the latest verdicts")
+		require.NoError(t, watch.Stop())
+		refused, cancel = context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		_, err = w.Put(refused, "web-01.x", []byte(`{}`))
+		require.Error(t, err, "but writes none")
+		console.violation(t, "$KV."+topology.BucketVerdicts+".web-01.x")
+		for _, subject := range []string{"rt.verdict.web-01.pass", "rt.evidence.web-01.git"} {
+			require.NoError(t, console.nc.Publish(subject, nil))
+			console.violation(t, subject)
+		}
+	})
+
 	t.Run("collector answers collect-now requests", func(t *testing.T) {
 		subject := events.CollectNowSubject("web-01")
 		sub, err := collector.nc.Subscribe(subject, func(m *nats.Msg) { _ = m.Respond([]byte("ok")) })
@@ -445,7 +476,7 @@ func TestPermissions(t *testing.T) {
 // TestRolesAreClosed checks properties of the policy itself.
 func TestRolesAreClosed(t *testing.T) {
 	roles := buspolicy.Roles()
-	require.Len(t, roles, 4)
+	require.Len(t, roles, 5)
 	publishes := func(service, subject string) bool {
 		r, _ := buspolicy.Lookup(service)
 		return slices.ContainsFunc(r.PublishSubjects(), func(s string) bool { return matches(s, subject) })
@@ -457,7 +488,7 @@ func TestRolesAreClosed(t *testing.T) {
 				// Only the ephemeral consumers of a key-value watch, on a
 				// bucket's stream: never a stream, a bucket or a durable.
 				assert.Regexp(t, `^\$JS\.API\.CONSUMER\.DELETE\.KV_[a-z-]+\.>$`, s, "%s may delete", r.Service)
-				assert.Equal(t, buspolicy.Verifier, r.Service, "%s may delete", r.Service)
+				assert.Contains(t, []string{buspolicy.Verifier, buspolicy.Console}, r.Service, "%s may delete", r.Service)
 			}
 			assert.NotContains(t, s, ".PURGE.", "%s may purge", r.Service)
 		}
