@@ -259,7 +259,9 @@ func (c *Collector) collectNow(ctx context.Context, name string) ([]Result, erro
 	errs := make([]error, len(ts))
 	var wg sync.WaitGroup
 	for i, t := range ts {
-		wg.Go(func() { results[i], errs[i] = c.run(t, 0) })
+		// Its evidence carries the target's interval: the regular
+		// collections go on, and silence after this one is still found.
+		wg.Go(func() { results[i], errs[i] = c.run(t, t.cfg.interval()) })
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()

@@ -71,6 +71,10 @@ func TestCollectNowRequest(t *testing.T) {
 	msgs := b.waitStored(t, 3)
 	assert.Equal(t, r.EventID, msgs[2].m.Header.Get(binding.HeaderMsgID))
 	assert.Equal(t, r.Digest, evidence(t, msgs[2]).Digest)
+	// The target is still collected every hour: its evidence says so, or
+	// the verifier would take the host's silence after it for the end of
+	// a one-off collection, and never call the target stale.
+	assert.Equal(t, int64(3600), evidence(t, msgs[2]).IntervalSeconds)
 
 	rep = request("") // plain text: every target, no nonce
 	assert.Empty(t, rep.Nonce)
