@@ -27,6 +27,7 @@ const (
 	idVerifier = buspolicy.Verifier
 	idAuditor  = buspolicy.Auditor
 	idOperator = "operator"
+	idConsole  = buspolicy.Console
 )
 
 // idHost is the identity of host's collector.
@@ -64,7 +65,7 @@ func accountsPolicy(t *testing.T, dir string, hosts []string) (string, []string,
 		ids[id] = natsbus.Config{User: name, PasswordFile: file}
 	}
 	users := map[string]string{}
-	for _, s := range []string{buspolicy.Verifier, buspolicy.Auditor} {
+	for _, s := range []string{buspolicy.Verifier, buspolicy.Auditor, buspolicy.Console} {
 		users[s] = "rt-" + s
 		user(s, users[s])
 	}
@@ -99,7 +100,7 @@ func operatorPolicy(t *testing.T, dir string, hosts []string) (string, []string,
 		require.NoError(t, os.WriteFile(file, b, 0o600))
 		ids[id] = natsbus.Config{CredsFile: file}
 	}
-	for _, s := range []string{buspolicy.Verifier, buspolicy.Auditor} {
+	for _, s := range []string{buspolicy.Verifier, buspolicy.Auditor, buspolicy.Console} {
 		b, err := o.IssueServiceCredential(s)
 		creds(s, b, err)
 	}

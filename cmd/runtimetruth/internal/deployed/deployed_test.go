@@ -56,6 +56,7 @@ func scenario(t *testing.T, m mode) {
 	p.forgeries()
 	p.hostileNeighbour()
 	p.drift()
+	p.console()
 	p.stale()
 	p.rotate()
 	p.revoke()

@@ -20,7 +20,10 @@
 // collector is silent; a collect-now request answered and accepted; a key
 // rotation and a revocation; what a host's own credential cannot do (publish
 // in another host's name), what a key that is not the host's cannot do
-// (change a verdict), and what the host's own key cannot do either (an old
+// (change a verdict), the web console (runtimetruth console, as its own
+// NATS user, behind an OpenID Connect login: a viewer may not approve, an
+// approver approves the snapshot the page shows and collects now), and
+// what the host's own key cannot do either (an old
 // sequence, a time far off, other data than signed, a broken or missing
 // signature: each refused with its reason); what one hostile host's own credential and keys do
 // to the others (key churn and junk: nothing, its registry record and its
