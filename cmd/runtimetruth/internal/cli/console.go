@@ -21,6 +21,7 @@ type consoleFlags struct {
 	listen     string
 	oidc       console.OIDCConfig
 	secretFile string
+	tokensFile string
 	auditJSONL string
 }
 
@@ -30,7 +31,7 @@ func newConsoleCmd() *cobra.Command {
 		f   consoleFlags
 	)
 	c := &cobra.Command{
-		Use:   "console [--listen ADDR] [--oidc-issuer URL --oidc-client-id ID --oidc-client-secret-file FILE [--approver-group G]...]",
+		Use:   "console [--listen ADDR] [--oidc-issuer URL --oidc-client-id ID --oidc-client-secret-file FILE [--approver-group G]... [--api-tokens-file FILE]]",
 		Short: "Serve the web console for a fleet's bus",
 		Long: `Serve the web console (the pages runtimetruth up serves on loopback) over the
 verifier's buckets of the NATS server --nats names, until interrupted.
@@ -65,6 +66,18 @@ baselines and hosts buckets and baseline.changed events.`,
 				}
 				f.oidc.ClientSecret = secret
 				cfg.OIDC = &f.oidc
+			}
+			if f.tokensFile != "" {
+				if cfg.OIDC == nil {
+					return errors.New("--api-tokens-file needs --oidc-issuer")
+				}
+				raw, err := readFile(f.tokensFile, 1<<20)
+				if err != nil {
+					return err
+				}
+				if cfg.APITokens, err = console.ParseAPITokens(raw); err != nil {
+					return fmt.Errorf("%s: %w", f.tokensFile, err)
+				}
 			}
 			if f.auditJSONL != "" {
 				cfg.Audit = &console.AuditLog{Path: f.auditJSONL}
@@ -101,5 +114,31 @@ baselines and hosts buckets and baseline.changed events.`,
 	fl.StringArrayVar(&f.oidc.ViewerGroups, "viewer-group", nil, "a `GROUP` that may view (repeatable; default: any signed-in user)")
 	fl.StringArrayVar(&f.oidc.ApproverGroups, "approver-group", nil, "a `GROUP` that may approve and collect now (repeatable; default: nobody)")
 	fl.StringVar(&f.auditJSONL, "audit-jsonl", "", "the auditor's JSONL audit log `PATH`, for the audit and integrity pages")
+	fl.StringVar(&f.tokensFile, "api-tokens-file", "", "`FILE` of the API tokens accepted beside the logins (runtimetruth console token makes its lines)")
+	c.AddCommand(newConsoleTokenCmd())
+	return c
+}
+
+func newConsoleTokenCmd() *cobra.Command {
+	var scope string
+	c := &cobra.Command{
+		Use:   "token NAME --scope viewer|approver",
+		Short: "Make an API token for automation: the token once, and the line of --api-tokens-file that accepts it",
+		Long: `Make an API token NAME with SCOPE (viewer: reads the pages; approver: also
+approves and collects now, recorded as token:NAME). It prints the token,
+once, on the first line (give it to the automation, which sends it as
+"Authorization: Bearer <token>"), and on the second the line to add to the
+console's --api-tokens-file, which holds only the token's SHA-256.`,
+		Args: usageArgs(1, 1),
+		RunE: func(c *cobra.Command, args []string) error {
+			token, line, err := console.NewAPIToken(args[0], scope)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(c.OutOrStdout(), "%s\n%s\n", token, line)
+			return err
+		},
+	}
+	c.Flags().StringVar(&scope, "scope", console.ScopeViewer, "viewer or approver")
 	return c
 }

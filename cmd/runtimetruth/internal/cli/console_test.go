@@ -31,6 +31,19 @@ func TestConsoleCommand(t *testing.T) {
 	assert.Equal(t, cli.ExitError, r.code)
 	assert.Contains(t, r.stderr, "--oidc-issuer needs --oidc-client-id and a client secret")
 
+	r = run(t, "console", "token", "deploy-bot", "--scope", "approver")
+	require.Equal(t, 0, r.code, r.stderr)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	require.Len(t, lines, 2)
+	assert.True(t, strings.HasPrefix(lines[0], "rtc_"))
+	assert.Regexp(t, `^deploy-bot approver sha256:[0-9a-f]{64}$`, lines[1])
+	assert.NotContains(t, lines[1], lines[0])
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	require.NoError(t, os.WriteFile(tokens, []byte(lines[1]+"\n"), 0o600))
+	r = run(t, "console", "token", "x", "--scope", "root")
+	assert.Equal(t, cli.ExitError, r.code)
+	assert.Contains(t, r.stderr, `scope "root"`)
+
 	m, err := mockoidc.Run()
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = m.Shutdown() })
@@ -42,7 +55,7 @@ func TestConsoleCommand(t *testing.T) {
 	go func() {
 		done <- cli.Run(ctx, cli.IO{In: strings.NewReader(""), Out: &out, Err: &errb}, "test", []string{"console", "--nats", url,
 			"--listen", "0.0.0.0:0", "--oidc-issuer", m.Issuer(), "--oidc-client-id", m.Config().ClientID,
-			"--oidc-client-secret-file", secret, "--approver-group", "rt-approvers"})
+			"--oidc-client-secret-file", secret, "--approver-group", "rt-approvers", "--api-tokens-file", tokens})
 	}()
 	line := regexp.MustCompile(`(?m)^console: http://\[?[0-9a-f.:]+\]?:\d+/$`)
 	natstest.CheckFor(t, 30*time.Second, 20*time.Millisecond, func() error {

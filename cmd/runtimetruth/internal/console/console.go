@@ -44,6 +44,9 @@ type Config struct {
 	// (on any address): the approver is the signed-in user, and only the
 	// approver groups may approve.
 	OIDC *OIDCConfig
+	// APITokens are the API tokens accepted beside the sessions (for
+	// automation: "Authorization: Bearer <token>"), with OIDC only.
+	APITokens []APIToken
 }
 
 // Server is the console's HTTP server over a JetStream connection.
@@ -128,7 +131,12 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.ln, s.done = ln, make(chan error, 1)
 	s.stopping, s.stop = context.WithCancel(context.Background())
-	s.srv = &http.Server{Handler: secured(http.NewCrossOriginProtection(), front.Wrap(s.routes())), ReadHeaderTimeout: 10 * time.Second}
+	routes := s.routes()
+	door := front.Wrap(routes)
+	if s.cfg.OIDC != nil && len(s.cfg.APITokens) > 0 {
+		door = withTokens(s.cfg.APITokens, door, routes)
+	}
+	s.srv = &http.Server{Handler: secured(http.NewCrossOriginProtection(), door), ReadHeaderTimeout: 10 * time.Second}
 	go func() { s.done <- s.srv.Serve(ln) }()
 	return nil
 }

@@ -100,3 +100,78 @@ func TestOIDCRoles(t *testing.T) {
 	assert.Equal(t, digest(t, first), bl.Digest)
 	assert.Equal(t, "approver@example.com", bl.ApprovedBy)
 }
+
+// API tokens, for automation beside the OIDC sessions: only their SHA-256
+// is configured; a viewer token reads and may not approve (403), an
+// approver token approves (recorded as token:<name>), any other token is
+// refused (401) and never falls back to the login.
+func TestAPITokens(t *testing.T) {
+	m, err := mockoidc.Run()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Shutdown() })
+	cfg := m.Config()
+	b := startFleet(t)
+	first := snap("/srv/app", "a1")
+	b.collected(t, "web-1", first)
+
+	reader, readerLine, err := console.NewAPIToken("dashboard", console.ScopeViewer)
+	require.NoError(t, err)
+	deployer, deployerLine, err := console.NewAPIToken("deploy-bot", console.ScopeApprover)
+	require.NoError(t, err)
+	assert.NotContains(t, readerLine+deployerLine, reader, "the file holds no token")
+	tokens, err := console.ParseAPITokens([]byte("# tokens\n" + readerLine + "\n\n" + deployerLine + "\n"))
+	require.NoError(t, err)
+	require.Len(t, tokens, 2)
+
+	s, err := console.New(console.Config{Listen: "127.0.0.1:0", APITokens: tokens, OIDC: &console.OIDCConfig{
+		Issuer: cfg.Issuer, ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, ApproverGroups: []string{"rt-approvers"},
+	}}, b.js, slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	require.NoError(t, err)
+	require.NoError(t, s.Start(t.Context()))
+	t.Cleanup(func() { require.NoError(t, s.Shutdown(context.Background())) })
+	base := strings.TrimSuffix(s.URL(), "/")
+	call := func(method, path, token string, form url.Values) int {
+		t.Helper()
+		var body io.Reader
+		if form != nil {
+			body = strings.NewReader(form.Encode())
+		}
+		req, err := http.NewRequestWithContext(t.Context(), method, base+path, body)
+		require.NoError(t, err)
+		if form != nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := noRedirects.Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	form := url.Values{"host": {"web-1"}, "kind": {"git.repository"}, "id": {"/srv/app"}, "digest": {digest(t, first)}}
+	target := events.Target{Kind: "git.repository", Identifier: "/srv/app"}
+
+	assert.Equal(t, http.StatusOK, call(http.MethodGet, "/", reader, nil))
+	assert.Equal(t, http.StatusForbidden, call(http.MethodPost, "/approve", reader, form))
+	assert.Equal(t, http.StatusUnauthorized, call(http.MethodGet, "/", reader+"x", nil), "a token not accepted")
+	assert.Equal(t, http.StatusUnauthorized, call(http.MethodPost, "/approve", "rtc_forged", form))
+	_, err = verifier.NewBaselines(b.js, "").Get(t.Context(), target)
+	require.ErrorIs(t, err, verifier.ErrNoBaseline)
+
+	assert.Equal(t, http.StatusSeeOther, call(http.MethodPost, "/approve", deployer, form))
+	bl, err := verifier.NewBaselines(b.js, "").Get(t.Context(), target)
+	require.NoError(t, err)
+	assert.Equal(t, "token:deploy-bot", bl.ApprovedBy)
+
+	for _, bad := range []string{
+		"bot superuser sha256:" + strings.Repeat("a", 64),
+		"bot viewer sha256:abc",
+		"bot viewer " + strings.Repeat("a", 64),
+		"b/t viewer sha256:" + strings.Repeat("a", 64),
+		"bot viewer sha256:" + strings.Repeat("a", 64) + "\nbot approver sha256:" + strings.Repeat("b", 64),
+	} {
+		_, err := console.ParseAPITokens([]byte(bad))
+		assert.ErrorIs(t, err, console.ErrTokens, bad)
+	}
+}
+
+var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
