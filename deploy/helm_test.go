@@ -624,6 +624,9 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{"relative node credentials", []string{"collector.nats.auth.type=creds", "collector.nats.auth.hostPath=etc/nats"}, "hostPath"},
 		{"two state volumes", []string{"collector.stateVolume.emptyDir.sizeLimit=64Mi"}, "collector.stateVolume.hostPath: null"},
 		{"unknown enrollment", []string{"verifier.enrollment=trust"}, "enrollment"},
+		{"console without a login", []string{"console.enabled=true"}, "console.oidc.issuer"},
+		{"console with an nkey", []string{"console.enabled=true", "console.oidc.issuer=https://login.example.com", "console.oidc.clientId=rt",
+			"console.oidc.existingSecret=oidc", "console.nats.auth.type=nkey", "console.nats.auth.existingSecret=nats"}, "nkey is not supported"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := renderErr(t, nil, tc.sets...)
@@ -868,6 +871,68 @@ func TestNotes(t *testing.T) {
 		}
 		if set == "all-targets" {
 			t.Logf("NOTES:\n%s", text)
+		}
+	}
+}
+
+// TestConsoleDeployment: with console.enabled, the chart runs
+// `runtimetruth console` behind the OpenID Connect login it is given, as
+// its own NATS user (the password and the client secret mounted as files
+// from their Secrets, never in the arguments), with a Service, its own
+// service account and a NetworkPolicy that lets it reach NATS and the
+// provider; off by default.
+func TestConsoleDeployment(t *testing.T) {
+	for _, o := range render(t, nil) {
+		if str(get(o, "metadata", "labels", "app.kubernetes.io/component")) == "console" {
+			t.Fatalf("the console is rendered by default: %s %s", o.kind(), o.name())
+		}
+	}
+	objs := render(t, nil, "console.enabled=true", "console.oidc.issuer=https://login.example.com", "console.oidc.clientId=rt",
+		"console.oidc.existingSecret=rt-oidc", "console.oidc.redirectURL=https://rt.example.com/auth/callback",
+		"console.oidc.viewerGroups={platform}", "console.oidc.approverGroups={leads,sre}", "console.apiTokens.existingSecret=rt-tokens",
+		"console.nats.auth.type=userPassword", "console.nats.auth.user=rt-console", "console.nats.auth.existingSecret=rt-nats")
+	d := find(t, objs, "Deployment", "rt-runtimetruth-console")
+	c := get(d, "spec", "template", "spec", "containers").([]any)[0]
+	var args []string
+	for _, a := range get(c, "args").([]any) {
+		args = append(args, str(a))
+	}
+	want := []string{"console", "--listen", "0.0.0.0:8080", "--nats", "nats://nats:4222",
+		"--nats-user", "rt-console", "--nats-password-file", "/etc/runtimetruth/secrets/nats-password/password",
+		"--oidc-issuer", "https://login.example.com", "--oidc-client-id", "rt",
+		"--oidc-client-secret-file", "/etc/runtimetruth/secrets/oidc/client-secret",
+		"--oidc-redirect-url", "https://rt.example.com/auth/callback", "--groups-claim", "groups",
+		"--viewer-group", "platform", "--approver-group", "leads", "--approver-group", "sre",
+		"--api-tokens-file", "/etc/runtimetruth/secrets/api-tokens/tokens"}
+	if !slices.Equal(args, want) {
+		t.Fatalf("args:\n got %q\nwant %q", args, want)
+	}
+	secrets := map[string]bool{}
+	for _, v := range get(d, "spec", "template", "spec", "volumes").([]any) {
+		if s := str(get(v, "secret", "secretName")); s != "" {
+			secrets[s] = true
+		}
+	}
+	for _, s := range []string{"rt-oidc", "rt-nats", "rt-tokens"} {
+		if !secrets[s] {
+			t.Errorf("no volume of Secret %s: %v", s, secrets)
+		}
+	}
+	if env := get(c, "env"); env != nil {
+		t.Errorf("no secret in the environment: %v", env)
+	}
+	find(t, objs, "Service", "rt-runtimetruth-console")
+	find(t, objs, "ServiceAccount", "rt-runtimetruth-console")
+	np := find(t, objs, "NetworkPolicy", "rt-runtimetruth-console")
+	var ports []string
+	for _, rule := range get(np, "spec", "egress").([]any) {
+		for _, p := range get(rule, "ports").([]any) {
+			ports = append(ports, fmt.Sprint(get(p, "port")))
+		}
+	}
+	for _, p := range []string{"53", "4222", "443"} {
+		if !slices.Contains(ports, p) {
+			t.Errorf("no egress to port %s: %v", p, ports)
 		}
 	}
 }
