@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -24,46 +23,12 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/diff"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/report"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/grafana"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/auditor"
 	"github.com/runtimetruth/runtimetruth/services/auditor/auditortest"
 )
-
-// dashboard is the part of a Grafana dashboard the test reads.
-type dashboard struct {
-	UID        string  `json:"uid"`
-	Title      string  `json:"title"`
-	Panels     []panel `json:"panels"`
-	Templating struct {
-		List []struct {
-			Name  string `json:"name"`
-			Type  string `json:"type"`
-			Query string `json:"query"`
-		} `json:"list"`
-	} `json:"templating"`
-}
-
-type panel struct {
-	ID         int        `json:"id"`
-	Type       string     `json:"type"`
-	Title      string     `json:"title"`
-	Datasource datasource `json:"datasource"`
-	Targets    []struct {
-		RefID      string     `json:"refId"`
-		Datasource datasource `json:"datasource"`
-		EditorType string     `json:"editorType"`
-		QueryType  string     `json:"queryType"`
-		Format     *int       `json:"format"`
-		RawSQL     string     `json:"rawSql"`
-	} `json:"targets"`
-	Panels []panel `json:"panels"` // of a collapsed row
-}
-
-type datasource struct {
-	Type string `json:"type"`
-	UID  string `json:"uid"`
-}
 
 // pluginType is the data source plugin the dashboards are written for.
 const pluginType = "grafana-clickhouse-datasource"
@@ -108,7 +73,7 @@ func TestDashboardQueries(t *testing.T) {
 				t.Errorf("%s: variable %s of type %s is not handled by this test", file, v.Name, v.Type)
 			}
 		}
-		for _, p := range flatten(d.Panels) {
+		for _, p := range d.Flat() {
 			name := fmt.Sprintf("%s/%d %s", strings.TrimSuffix(file, ".json"), p.ID, p.Title)
 			t.Run(name, func(t *testing.T) {
 				if p.Datasource.Type != pluginType {
@@ -121,7 +86,10 @@ func TestDashboardQueries(t *testing.T) {
 					if q.Datasource.Type != pluginType || q.EditorType != "sql" || q.Format == nil {
 						t.Errorf("query %s is not a %s SQL query with a format: %+v", q.RefID, pluginType, q)
 					}
-					sql := expand(t, q.RawSQL, vars, from, to, time.Minute)
+					sql, err := grafana.Expand(q.RawSQL, vars, from, to, time.Minute)
+					if err != nil {
+						t.Fatal(err)
+					}
 					checkRows(t, conn, sql, p.Type)
 				}
 			})
@@ -129,26 +97,22 @@ func TestDashboardQueries(t *testing.T) {
 	}
 }
 
-func loadDashboards(t *testing.T) map[string]dashboard {
+func loadDashboards(t *testing.T) map[string]grafana.Dashboard {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join("grafana", "*.json"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no dashboards in grafana/: %v", err)
 	}
-	out := map[string]dashboard{}
+	out := map[string]grafana.Dashboard{}
 	uids := map[string]string{}
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var d dashboard
-		dec := json.NewDecoder(strings.NewReader(string(b)))
-		if err := dec.Decode(&d); err != nil {
+		d, err := grafana.Parse(b)
+		if err != nil {
 			t.Fatalf("%s: %v", f, err)
-		}
-		if d.UID == "" || d.Title == "" || len(d.Panels) == 0 {
-			t.Fatalf("%s: a dashboard needs a uid, a title and panels", f)
 		}
 		if other, dup := uids[d.UID]; dup {
 			t.Fatalf("%s and %s share uid %s", f, other, d.UID)
@@ -157,60 +121,6 @@ func loadDashboards(t *testing.T) map[string]dashboard {
 		out[filepath.Base(f)] = d
 	}
 	return out
-}
-
-// flatten lists the panels that query: rows are containers.
-func flatten(ps []panel) []panel {
-	var out []panel
-	for _, p := range ps {
-		if p.Type == "row" {
-			out = append(out, flatten(p.Panels)...)
-			continue
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
-var (
-	macroCall = regexp.MustCompile(`\$__(timeFilter|timeFilter_ms|dateFilter)\(([^()]*)\)`)
-	variable  = regexp.MustCompile(`\$\{([A-Za-z0-9_]+)(:[a-z]+)?\}`)
-)
-
-// expand replaces the plugin's macros the way grafana-clickhouse-datasource
-// does (pkg/macros) and the dashboard variables, and fails if anything
-// Grafana would replace is left.
-func expand(t *testing.T, sql string, vars map[string]string, from, to time.Time, interval time.Duration) string {
-	t.Helper()
-	sql = macroCall.ReplaceAllStringFunc(sql, func(call string) string {
-		m := macroCall.FindStringSubmatch(call)
-		col := strings.TrimSpace(m[2])
-		switch m[1] {
-		case "timeFilter":
-			return fmt.Sprintf("%s >= toDateTime(%d) AND %s <= toDateTime(%d)", col, from.Unix(), col, to.Unix())
-		case "timeFilter_ms":
-			return fmt.Sprintf("%s >= fromUnixTimestamp64Milli(%d) AND %s <= fromUnixTimestamp64Milli(%d)", col, from.UnixMilli(), col, to.UnixMilli())
-		default: // dateFilter
-			return fmt.Sprintf("%s >= toDate('%s') AND %s <= toDate('%s')", col, from.Format(time.DateOnly), col, to.Format(time.DateOnly))
-		}
-	})
-	sql = strings.NewReplacer(
-		"$__interval_s", fmt.Sprint(int(interval.Seconds())),
-		"$__fromTime", fmt.Sprintf("toDateTime(%d)", from.Unix()),
-		"$__toTime", fmt.Sprintf("toDateTime(%d)", to.Unix()),
-	).Replace(sql)
-	sql = variable.ReplaceAllStringFunc(sql, func(ref string) string {
-		m := variable.FindStringSubmatch(ref)
-		v, ok := vars[m[1]]
-		if !ok {
-			t.Errorf("query uses unknown variable %s", ref)
-		}
-		return v
-	})
-	if strings.Contains(sql, "$") {
-		t.Errorf("query keeps a macro or variable after expansion: %s", sql)
-	}
-	return sql
 }
 
 // checkRows runs a panel's query and checks it returns rows; a one-row
