@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -14,6 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runtimetruth/runtimetruth/cmd/runtimetruth/internal/console"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/grafana"
+	"github.com/runtimetruth/runtimetruth/services/auditor/chstore"
 )
 
 // consoleFlags are runtimetruth console's own flags.
@@ -23,6 +26,9 @@ type consoleFlags struct {
 	secretFile string
 	tokensFile string
 	auditJSONL string
+	clickhouse string
+	table      string
+	dashboards string
 }
 
 func newConsoleCmd() *cobra.Command {
@@ -82,6 +88,22 @@ baselines and hosts buckets and baseline.changed events.`,
 			if f.auditJSONL != "" {
 				cfg.Audit = &console.AuditLog{Path: f.auditJSONL}
 			}
+			if (f.clickhouse == "") != (f.dashboards == "") {
+				return errors.New("the trends page needs both --clickhouse and --dashboards")
+			}
+			if f.clickhouse != "" {
+				st, err := chstore.Open(c.Context(), chstore.Options{DSN: f.clickhouse, Table: f.table})
+				if err != nil {
+					return err
+				}
+				defer func() { _ = st.Close() }()
+				ds, err := readDashboards(f.dashboards)
+				if err != nil {
+					return err
+				}
+				db, _, _ := strings.Cut(strings.TrimPrefix(st.Table(), "`"), ".")
+				cfg.Trends = &console.Trends{Conn: st.Conn(), Database: strings.Trim(db, "`"), Table: f.table, Dashboards: ds}
+			}
 			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			nc, js, err := bus.connect(ctx)
@@ -114,6 +136,9 @@ baselines and hosts buckets and baseline.changed events.`,
 	fl.StringArrayVar(&f.oidc.ViewerGroups, "viewer-group", nil, "a `GROUP` that may view (repeatable; default: any signed-in user)")
 	fl.StringArrayVar(&f.oidc.ApproverGroups, "approver-group", nil, "a `GROUP` that may approve and collect now (repeatable; default: nobody)")
 	fl.StringVar(&f.auditJSONL, "audit-jsonl", "", "the auditor's JSONL audit log `PATH`, for the audit and integrity pages")
+	fl.StringVar(&f.clickhouse, "clickhouse", "", "the auditor's ClickHouse `DSN`, for the trends page (with --dashboards)")
+	fl.StringVar(&f.table, "clickhouse-table", chstore.DefaultTable, "the links `TABLE` in it")
+	fl.StringVar(&f.dashboards, "dashboards", "", "the `DIR` of the Grafana dashboards (deploy/grafana) whose panels the trends page renders")
 	fl.StringVar(&f.tokensFile, "api-tokens-file", "", "`FILE` of the API tokens accepted beside the logins (runtimetruth console token makes its lines)")
 	c.AddCommand(newConsoleTokenCmd())
 	return c
@@ -141,4 +166,29 @@ console's --api-tokens-file, which holds only the token's SHA-256.`,
 	}
 	c.Flags().StringVar(&scope, "scope", console.ScopeViewer, "viewer or approver")
 	return c
+}
+
+// readDashboards reads the Grafana dashboards (*.json) of dir, in name
+// order.
+func readDashboards(dir string) ([]grafana.Dashboard, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no dashboard (*.json) in %s", dir)
+	}
+	var out []grafana.Dashboard
+	for _, f := range files {
+		raw, err := readFile(f, 4<<20)
+		if err != nil {
+			return nil, err
+		}
+		d, err := grafana.Parse(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		out = append(out, d)
+	}
+	return out, nil
 }

@@ -31,6 +31,10 @@ func TestConsoleCommand(t *testing.T) {
 	assert.Equal(t, cli.ExitError, r.code)
 	assert.Contains(t, r.stderr, "--oidc-issuer needs --oidc-client-id and a client secret")
 
+	r = run(t, "console", "--nats", url, "--clickhouse", "clickhouse://127.0.0.1:9000/default")
+	assert.Equal(t, cli.ExitError, r.code)
+	assert.Contains(t, r.stderr, "the trends page needs both --clickhouse and --dashboards")
+
 	r = run(t, "console", "token", "deploy-bot", "--scope", "approver")
 	require.Equal(t, 0, r.code, r.stderr)
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")

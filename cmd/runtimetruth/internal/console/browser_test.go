@@ -187,8 +187,14 @@ func (tb *tab) until(t *testing.T, expr string) {
 	})
 }
 
-// shot writes the page's screenshot as name.png into -screenshots.
-func (tb *tab) shot(t *testing.T, name string) {
+// shot writes the page's screenshot (the whole page) as name.png into
+// -screenshots.
+func (tb *tab) shot(t *testing.T, name string) { tb.capture(t, name, chromedp.FullScreenshot(100)) }
+
+// shotTop writes the window's screenshot (the top of a long page).
+func (tb *tab) shotTop(t *testing.T, name string) { tb.capture(t, name, chromedp.CaptureScreenshot()) }
+
+func (tb *tab) capture(t *testing.T, name string, take chromedp.Action[[]byte]) {
 	t.Helper()
 	dir := *screenshots
 	if dir == "" {
@@ -196,7 +202,7 @@ func (tb *tab) shot(t *testing.T, name string) {
 	}
 	ctx, cancel := tb.bounded()
 	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	png, err := chromedp.Run(ctx, take)
 	require.NoError(t, err)
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644))

@@ -44,6 +44,8 @@ type Config struct {
 	// (on any address): the approver is the signed-in user, and only the
 	// approver groups may approve.
 	OIDC *OIDCConfig
+	// Trends, when set, serve the trends page over ClickHouse.
+	Trends *Trends
 	// APITokens are the API tokens accepted beside the sessions (for
 	// automation: "Authorization: Bearer <token>"), with OIDC only.
 	APITokens []APIToken
@@ -174,6 +176,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /events", s.live)
 	mux.HandleFunc("GET /audit", s.audit)
 	mux.HandleFunc("GET /integrity", s.audit)
+	mux.HandleFunc("GET /trends", s.trends)
 	mux.HandleFunc("POST /approve", s.approveBaseline)
 	mux.HandleFunc("POST /host/approve", s.approveKey)
 	mux.HandleFunc("POST /host/collect", s.collectNow)
