@@ -103,6 +103,9 @@ baselines and hosts buckets and baseline.changed events.`,
 				}
 				db, _, _ := strings.Cut(strings.TrimPrefix(st.Table(), "`"), ".")
 				cfg.Trends = &console.Trends{Conn: st.Conn(), Database: strings.Trim(db, "`"), Table: f.table, Dashboards: ds}
+				if cfg.Audit == nil {
+					cfg.Audit = &console.AuditLog{Store: st} // the audit page over the same table
+				}
 			}
 			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -136,7 +139,7 @@ baselines and hosts buckets and baseline.changed events.`,
 	fl.StringArrayVar(&f.oidc.ViewerGroups, "viewer-group", nil, "a `GROUP` that may view (repeatable; default: any signed-in user)")
 	fl.StringArrayVar(&f.oidc.ApproverGroups, "approver-group", nil, "a `GROUP` that may approve and collect now (repeatable; default: nobody)")
 	fl.StringVar(&f.auditJSONL, "audit-jsonl", "", "the auditor's JSONL audit log `PATH`, for the audit and integrity pages")
-	fl.StringVar(&f.clickhouse, "clickhouse", "", "the auditor's ClickHouse `DSN`, for the trends page (with --dashboards)")
+	fl.StringVar(&f.clickhouse, "clickhouse", "", "the auditor's ClickHouse `DSN`, for the trends page (with --dashboards) and the audit and integrity pages")
 	fl.StringVar(&f.table, "clickhouse-table", chstore.DefaultTable, "the links `TABLE` in it")
 	fl.StringVar(&f.dashboards, "dashboards", "", "the `DIR` of the Grafana dashboards (deploy/grafana) whose panels the trends page renders")
 	fl.StringVar(&f.tokensFile, "api-tokens-file", "", "`FILE` of the API tokens accepted beside the logins (runtimetruth console token makes its lines)")

@@ -14,16 +14,20 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/services/auditor"
+	"github.com/runtimetruth/runtimetruth/services/auditor/chstore"
 	"github.com/runtimetruth/runtimetruth/services/auditor/jsonl"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
 )
 
 // AuditLog is an audit log the console reads: runtimetruth up's JSONL
 // log, as `runtimetruth audit verify --jsonl PATH --checkpoints FILE
-// --checkpoint-key KEY` checks it.
+// --checkpoint-key KEY` checks it, or a deployment's ClickHouse table, as
+// `audit verify --clickhouse` checks it.
 type AuditLog struct {
-	// Path is the log (its rotated files beside it are read too).
-	Path string
+	// Path is the JSONL log (its rotated files beside it are read too);
+	// Store, when set instead, the ClickHouse table.
+	Path  string
+	Store *chstore.Store
 	// Key is the chains' HMAC key (nil: the chains are not keyed).
 	Key []byte
 	// Checkpoints is the auditor's checkpoint file ("" for none), and
@@ -76,13 +80,20 @@ type AuditRow struct {
 // newest links q selects.
 func readAudit(ctx context.Context, l AuditLog, q AuditQuery) (Audit, error) {
 	a := Audit{Query: q, Status: "none"}
-	files, err := jsonl.Files(l.Path)
-	if err != nil {
-		return a, err
+	var src chain.Source
+	if l.Store != nil {
+		src = l.Store.Source(ctx)
+	} else {
+		files, err := jsonl.Files(l.Path)
+		if err != nil {
+			return a, err
+		}
+		if len(files) == 0 {
+			return a, nil
+		}
+		src = jsonl.Source(files)
 	}
-	if len(files) == 0 {
-		return a, nil
-	}
+	var err error
 	var cps []chain.Checkpoint
 	if l.Checkpoints != "" {
 		var pub ed25519.PublicKey
@@ -99,7 +110,13 @@ func readAudit(ctx context.Context, l AuditLog, q AuditQuery) (Audit, error) {
 	ring := make([]AuditRow, 0, auditShown)
 	next := 0
 	visit := func(c *chain.Candidate) {
-		r, err := link.Parse(c.Line)
+		var r link.Record
+		var err error
+		if c.Line != nil {
+			r, err = link.Parse(c.Line)
+		} else {
+			r, err = link.FromRow(c.Chain, c.Seq, c.Prev, c.Hash, c.Event)
+		}
 		if err != nil || !q.selects(r) {
 			return
 		}
@@ -120,7 +137,7 @@ func readAudit(ctx context.Context, l AuditLog, q AuditQuery) (Audit, error) {
 		ring[next] = row
 		next = (next + 1) % auditShown
 	}
-	rep, err := chain.RunWith(ctx, chain.NewHasher(l.Key), jsonl.Source(files), chain.Options{Checkpoints: cps, EventIDs: true, Visit: visit})
+	rep, err := chain.RunWith(ctx, chain.NewHasher(l.Key), src, chain.Options{Checkpoints: cps, EventIDs: true, Visit: visit})
 	if err != nil {
 		return a, err
 	}

@@ -1,7 +1,9 @@
 package console_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"html"
 	"log/slog"
@@ -17,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runtimetruth/runtimetruth/cmd/runtimetruth/internal/cli"
 	"github.com/runtimetruth/runtimetruth/cmd/runtimetruth/internal/console"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/grafana"
@@ -69,7 +72,7 @@ func TestTrendsPage(t *testing.T) {
 	b := startFleet(t)
 	trends := &console.Trends{Conn: st.Conn(), Database: strings.TrimPrefix(u.Path, "/"), Table: chstore.DefaultTable, Dashboards: loadDashboards(t)}
 	start := func() *url.URL {
-		s, err := console.New(console.Config{Listen: "127.0.0.1:0", Approver: "tester", Trends: trends,
+		s, err := console.New(console.Config{Listen: "127.0.0.1:0", Approver: "tester", Trends: trends, Audit: &console.AuditLog{Store: st},
 			Now: func() time.Time { return auditortest.Time.Add(time.Hour) },
 		}, b.js, slog.New(slog.NewTextHandler(os.Stderr, nil)))
 		require.NoError(t, err)
@@ -107,6 +110,22 @@ func TestTrendsPage(t *testing.T) {
 	assert.Contains(t, page, `<h3>Chain heads</h3>`)
 	assert.NotContains(t, page, `<p class="warning">`, "no panel fails")
 	assert.Contains(t, page, "<h2>RuntimeTruth / Fleet verification</h2>")
+
+	// The audit page over the same table: its status as audit verify
+	// --clickhouse computes it.
+	var out, errs bytes.Buffer
+	cli.Run(ctx, cli.IO{In: strings.NewReader(""), Out: &out, Err: &errs}, "test", []string{"audit", "verify", "--clickhouse", dsn, "--json"})
+	var rep struct {
+		Status string `json:"status"`
+		Links  int    `json:"links"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &rep), errs.String())
+	require.Equal(t, "intact", rep.Status)
+	audit := do(t, base, request{path: "/audit?host=web-01", session: session})
+	require.Equal(t, http.StatusOK, audit.code, audit.body)
+	assert.Contains(t, audit.body, fmt.Sprintf("INTACT</span> %d links in %d chains", rep.Links, len(chains)))
+	assert.Contains(t, audit.body, "<td>web-01</td>")
+	assert.NotContains(t, audit.body, "<td>web-02</td>")
 
 	_, plain := startConsole(t, b)
 	none := do(t, plain, request{path: "/trends", session: login(t, plain)})
