@@ -82,7 +82,10 @@ func TestGitTargetPublishesEvidenceAndFollowsCommits(t *testing.T) {
 	head2 := gittest.Commit(t, repo, "second")
 	require.NoError(t, c.CollectNow(t.Context(), "repo"))
 	second := evidence(t, b.waitStored(t, 2)[1])
-	assert.Zero(t, second.IntervalSeconds, "an on-demand collection")
+	// An on-demand collection of a target collected every hour says so: 0
+	// would tell the verifier that nothing more is expected, and a host
+	// silent after it would never be called stale.
+	assert.Equal(t, int64(3600), second.IntervalSeconds, "an on-demand collection of a looped target")
 	assert.NotEqual(t, p.Digest, second.Digest)
 	s2, err := second.ParseSnapshot()
 	require.NoError(t, err)

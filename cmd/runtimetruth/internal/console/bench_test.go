@@ -2,11 +2,13 @@ package console_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,7 +56,9 @@ func benchFleet(b *testing.B, bus *fleetBus, signers []*dsse.Signer, c string) {
 	})
 }
 
-func publishSnapshot(b *testing.B, bus *fleetBus, signers []*dsse.Signer, h, i int, c string) {
+// publishSnapshot publishes host h's snapshot of target i at commit c
+// and returns its digest.
+func publishSnapshot(b *testing.B, bus *fleetBus, signers []*dsse.Signer, h, i int, c string) string {
 	b.Helper()
 	host := fmt.Sprintf("host-%03d", h)
 	p, err := events.NewEvidenceCollected(host, snap(fmt.Sprintf("/srv/app-%03d", i), c), time.Minute)
@@ -63,6 +67,7 @@ func publishSnapshot(b *testing.B, bus *fleetBus, signers []*dsse.Signer, h, i i
 	require.NoError(b, err)
 	_, err = bus.js.PublishMsgAsync(m)
 	require.NoError(b, err)
+	return p.Digest
 }
 
 func waitAsync(bus *fleetBus) error {
@@ -80,6 +85,8 @@ func waitAsync(bus *fleetBus) error {
 // (first-byte-ms, the mean; the server and loopback), and
 // live-100-per-s-20-pages pushes 100 verdicts/s for 5 s to 20 open live
 // streams and reports the events each stream received per second, the
+// delay from each snapshot's publish to its verdict's event in a page
+// (publish-to-page-p50-ms, -p99-ms: the verifier's work included), the
 // live heap after it (heap-MB) and the process's resident set (rss-MB: the
 // embedded NATS server and the verifier run in it too).
 func BenchmarkConsole(b *testing.B) {
@@ -123,6 +130,12 @@ func BenchmarkConsole(b *testing.B) {
 				}
 				return n
 			}
+			// The delay from a snapshot's publish to its verdict's event
+			// in a page (the verifier's work, the bucket's watch and the
+			// stream), per page.
+			var published sync.Map // digest → time.Time
+			var mu sync.Mutex
+			var delays []time.Duration
 			var wg sync.WaitGroup
 			var bodies []io.Closer
 			for p := range pages {
@@ -134,9 +147,25 @@ func BenchmarkConsole(b *testing.B) {
 				bodies = append(bodies, resp.Body)
 				wg.Go(func() {
 					sc := bufio.NewScanner(resp.Body)
+					seen := map[string]bool{}
 					for sc.Scan() {
-						if strings.HasPrefix(sc.Text(), "event: verdict") {
+						line := sc.Text()
+						if strings.HasPrefix(line, "event: verdict") {
 							counts[p].Add(1)
+						}
+						data, ok := strings.CutPrefix(line, "data: ")
+						if !ok {
+							continue
+						}
+						var row console.LiveRow
+						if json.Unmarshal([]byte(data), &row) != nil || seen[row.Digest] {
+							continue
+						}
+						if at, ok := published.Load(row.Digest); ok {
+							seen[row.Digest] = true
+							mu.Lock()
+							delays = append(delays, time.Since(at.(time.Time)))
+							mu.Unlock()
 						}
 					}
 				})
@@ -145,7 +174,9 @@ func BenchmarkConsole(b *testing.B) {
 			tick := time.NewTicker(time.Second / rate)
 			for n := range rate * seconds {
 				<-tick.C
-				publishSnapshot(b, bus, signers, n%benchHosts, n/benchHosts, "b"+strconv.Itoa(n))
+				at := time.Now()
+				d := publishSnapshot(b, bus, signers, n%benchHosts, n/benchHosts, "b"+strconv.Itoa(n))
+				published.Store(d, at)
 			}
 			tick.Stop()
 			require.NoError(b, waitAsync(bus))
@@ -164,6 +195,13 @@ func BenchmarkConsole(b *testing.B) {
 			}
 			wg.Wait()
 			b.ReportMetric(float64(least())/elapsed.Seconds(), "events/s-per-page")
+			mu.Lock()
+			slices.Sort(delays)
+			if len(delays) > 0 {
+				b.ReportMetric(float64(delays[len(delays)/2].Microseconds())/1000, "publish-to-page-p50-ms")
+				b.ReportMetric(float64(delays[len(delays)*99/100].Microseconds())/1000, "publish-to-page-p99-ms")
+			}
+			mu.Unlock()
 			b.ReportMetric(float64(ms.HeapInuse)/1e6, "heap-MB")
 			b.ReportMetric(rssMB(), "rss-MB")
 		}
