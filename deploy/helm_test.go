@@ -625,6 +625,8 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{"two state volumes", []string{"collector.stateVolume.emptyDir.sizeLimit=64Mi"}, "collector.stateVolume.hostPath: null"},
 		{"unknown enrollment", []string{"verifier.enrollment=trust"}, "enrollment"},
 		{"console without a login", []string{"console.enabled=true"}, "console.oidc.issuer"},
+		{"console trends without clickhouse", []string{"console.enabled=true", "console.oidc.issuer=https://login.example.com", "console.oidc.clientId=rt",
+			"console.oidc.existingSecret=oidc", "console.trends.enabled=true"}, "console.trends.enabled needs clickhouse.enabled"},
 		{"console with an nkey", []string{"console.enabled=true", "console.oidc.issuer=https://login.example.com", "console.oidc.clientId=rt",
 			"console.oidc.existingSecret=oidc", "console.nats.auth.type=nkey", "console.nats.auth.existingSecret=nats"}, "nkey is not supported"},
 	} {
@@ -933,6 +935,38 @@ func TestConsoleDeployment(t *testing.T) {
 	for _, p := range []string{"53", "4222", "443"} {
 		if !slices.Contains(ports, p) {
 			t.Errorf("no egress to port %s: %v", p, ports)
+		}
+	}
+
+	// With the trends: the DSN in the environment (its password a
+	// reference to the Secret's), the chart's dashboards as a ConfigMap
+	// mounted where --dashboards reads them, and egress to ClickHouse.
+	objs = render(t, nil, "console.enabled=true", "console.oidc.issuer=https://login.example.com", "console.oidc.clientId=rt",
+		"console.oidc.existingSecret=rt-oidc", "console.trends.enabled=true", "clickhouse.enabled=true", "clickhouse.host=ch",
+		"clickhouse.passwordSecret.name=rt-ch")
+	d = find(t, objs, "Deployment", "rt-runtimetruth-console")
+	c = get(d, "spec", "template", "spec", "containers").([]any)[0]
+	args = nil
+	for _, a := range get(c, "args").([]any) {
+		args = append(args, str(a))
+	}
+	if i := slices.Index(args, "--dashboards"); i < 0 || args[i+1] != "/etc/runtimetruth/dashboards" {
+		t.Errorf("no --dashboards: %q", args)
+	}
+	if strings.Contains(strings.Join(args, " "), "clickhouse://") {
+		t.Errorf("a DSN in the arguments: %q", args)
+	}
+	env := map[string]string{}
+	for _, e := range get(c, "env").([]any) {
+		env[str(get(e, "name"))] = str(get(e, "value"))
+	}
+	if got := env["RUNTIMETRUTH_CONSOLE_CLICKHOUSE_DSN"]; got != "clickhouse://default:$(RUNTIMETRUTH_CLICKHOUSE_PASSWORD)@ch:9000/default?dial_timeout=5s" {
+		t.Errorf("the DSN: %q", got)
+	}
+	cm := find(t, objs, "ConfigMap", "rt-runtimetruth-console-dashboards")
+	for _, f := range []string{"fleet.json", "audit-chain.json"} {
+		if str(get(cm, "data", f)) == "" {
+			t.Errorf("no %s in the console's dashboards", f)
 		}
 	}
 }

@@ -139,7 +139,7 @@ baselines and hosts buckets and baseline.changed events.`,
 	fl.StringArrayVar(&f.oidc.ViewerGroups, "viewer-group", nil, "a `GROUP` that may view (repeatable; default: any signed-in user)")
 	fl.StringArrayVar(&f.oidc.ApproverGroups, "approver-group", nil, "a `GROUP` that may approve and collect now (repeatable; default: nobody)")
 	fl.StringVar(&f.auditJSONL, "audit-jsonl", "", "the auditor's JSONL audit log `PATH`, for the audit and integrity pages")
-	fl.StringVar(&f.clickhouse, "clickhouse", "", "the auditor's ClickHouse `DSN`, for the trends page (with --dashboards) and the audit and integrity pages")
+	fl.StringVar(&f.clickhouse, "clickhouse", os.Getenv("RUNTIMETRUTH_CONSOLE_CLICKHOUSE_DSN"), "the auditor's ClickHouse `DSN`, for the trends page (with --dashboards) and the audit and integrity pages (default $RUNTIMETRUTH_CONSOLE_CLICKHOUSE_DSN, which keeps a password out of the arguments)")
 	fl.StringVar(&f.table, "clickhouse-table", chstore.DefaultTable, "the links `TABLE` in it")
 	fl.StringVar(&f.dashboards, "dashboards", "", "the `DIR` of the Grafana dashboards (deploy/grafana) whose panels the trends page renders")
 	fl.StringVar(&f.tokensFile, "api-tokens-file", "", "`FILE` of the API tokens accepted beside the logins (runtimetruth console token makes its lines)")
