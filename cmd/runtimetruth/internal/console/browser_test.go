@@ -36,10 +36,11 @@ import (
 var screenshots = flag.String("screenshots", "", "write the browser tests' page screenshots into this `DIR` (the README's are docs/console)")
 
 // upRun is a `runtimetruth up` of the test: its console's launch URL and
-// origin, its NATS URL, the git repository it watches, its data
-// directory.
+// origin, its NATS URL, the git repository and the Python environment it
+// watches (pip's __init__.py in it), its data directory.
 type upRun struct {
 	launch, origin, nats, repo, data string
+	venv, pipInit                    string
 }
 
 // startUp runs `runtimetruth up --approve` in a new git repository (its
@@ -50,7 +51,15 @@ func startUp(t *testing.T) upRun {
 	git(t, repo, "init", "-q", "-b", "main")
 	git(t, repo, "commit", "-q", "--allow-empty", "-m", "one")
 	t.Chdir(repo)
-	t.Setenv("VIRTUAL_ENV", "")
+	// A real virtual environment (ensurepip's pip in it): up checks the
+	// integrity of its installed code.
+	venv := filepath.Join(t.TempDir(), "venv")
+	made, err := exec.Command("python3", "-m", "venv", venv).CombinedOutput()
+	require.NoError(t, err, "python3 -m venv (make deps installs python3-venv): %s", made)
+	pipInit, err := filepath.Glob(filepath.Join(venv, "lib", "python3*", "site-packages", "pip", "__init__.py"))
+	require.NoError(t, err)
+	require.Len(t, pipInit, 1)
+	t.Setenv("VIRTUAL_ENV", venv)
 	t.Setenv("USER", "reviewer")
 	data := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -66,7 +75,7 @@ func startUp(t *testing.T) upRun {
 	})
 	consoleLine := regexp.MustCompile(`(?m)^console: (http://127\.0\.0\.1:\d+)(/\?token=\S+)$`)
 	natsLine := regexp.MustCompile(`(?m)^runtimetruth up: NATS (\S+), data`)
-	u := upRun{repo: repo, data: data}
+	u := upRun{repo: repo, data: data, venv: venv, pipInit: pipInit[0]}
 	natstest.CheckFor(t, 60*time.Second, 20*time.Millisecond, func() error {
 		c, n := consoleLine.FindStringSubmatch(out.String()), natsLine.FindStringSubmatch(out.String())
 		if c == nil || n == nil {
@@ -371,7 +380,15 @@ func TestConsoleInBrowser(t *testing.T) {
 	assert.Contains(t, me.text(t), "/console/reviewer")
 	me.shot(t, "audit")
 	me.accessible(t, "audit")
+	// Installed code changed: the integrity history shows it, with the file.
+	f, err := os.OpenFile(u.pipInit, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString("\n# changed\n")
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
 	require.Equal(t, int64(http.StatusOK), me.open(t, u.origin+"/integrity"))
+	me.until(t, `document.body.innerText.includes("pip/__init__.py")`)
+	assert.Contains(t, me.text(t), "modified pip")
 	me.shot(t, "integrity")
 	me.accessible(t, "integrity")
 
