@@ -61,8 +61,10 @@ type Fleet struct {
 	// Revision is the verdicts bucket's revision the page was read at,
 	// where its live updates start.
 	Revision uint64
-	// all is every row the query selects, unpaged.
-	all []Row
+	// all is every row the query selects, unpaged; hosts the registry's
+	// records by host name.
+	all   []Row
+	hosts map[string]events.HostRecord
 }
 
 // readFleet reads every host and target's latest verdict, the hosts'
@@ -93,7 +95,7 @@ func readFleet(ctx context.Context, js jetstream.JetStream, q Query) (Fleet, err
 	if err != nil {
 		return Fleet{}, err
 	}
-	f := Fleet{Query: q, Counts: map[string]int{}, Revision: rev}
+	f := Fleet{Query: q, Counts: map[string]int{}, Revision: rev, hosts: hosts}
 	var all []Row
 	for _, r := range recs {
 		row := rowOf(r)

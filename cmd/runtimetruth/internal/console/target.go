@@ -60,11 +60,7 @@ func readTarget(ctx context.Context, js jetstream.JetStream, host string, target
 	if !found {
 		return Target{}, fmt.Errorf("%w for %s on %s", verifier.ErrNoVerdict, target, host)
 	}
-	hosts, err := hostRecords(ctx, js)
-	if err != nil {
-		return Target{}, err
-	}
-	t.Keys = hosts[host].Keys
+	t.Keys = f.hosts[host].Keys
 	c, err := verifier.NewBaselines(js, "").Candidate(ctx, target, host)
 	switch {
 	case errors.Is(err, verifier.ErrNoSnapshot), errors.Is(err, verifier.ErrBaselineGone), errors.Is(err, jetstream.ErrBucketNotFound):
