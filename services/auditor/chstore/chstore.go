@@ -147,6 +147,9 @@ func (s *Store) Name() string { return "clickhouse" }
 // Table is the qualified links table.
 func (s *Store) Table() string { return s.table }
 
+// Database is the database of the links table.
+func (s *Store) Database() string { return s.db }
+
 // DSN is the DSN the store was opened with.
 func (s *Store) DSN() string { return s.dsn }
 

@@ -101,8 +101,7 @@ baselines and hosts buckets and baseline.changed events.`,
 				if err != nil {
 					return err
 				}
-				db, _, _ := strings.Cut(strings.TrimPrefix(st.Table(), "`"), ".")
-				cfg.Trends = &console.Trends{Conn: st.Conn(), Database: strings.Trim(db, "`"), Table: f.table, Dashboards: ds}
+				cfg.Trends = &console.Trends{Conn: st.Conn(), Database: st.Database(), Table: f.table, Dashboards: ds}
 				if cfg.Audit == nil {
 					cfg.Audit = &console.AuditLog{Store: st} // the audit page over the same table
 				}

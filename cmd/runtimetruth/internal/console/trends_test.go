@@ -66,11 +66,9 @@ func TestTrendsPage(t *testing.T) {
 	for _, r := range recs {
 		chains[r.Chain] = true
 	}
-	u, err := url.Parse(dsn)
-	require.NoError(t, err)
 
 	b := startFleet(t)
-	trends := &console.Trends{Conn: st.Conn(), Database: strings.TrimPrefix(u.Path, "/"), Table: chstore.DefaultTable, Dashboards: loadDashboards(t)}
+	trends := &console.Trends{Conn: st.Conn(), Database: st.Database(), Table: chstore.DefaultTable, Dashboards: loadDashboards(t)}
 	start := func() *url.URL {
 		s, err := console.New(console.Config{Listen: "127.0.0.1:0", Approver: "tester", Trends: trends, Audit: &console.AuditLog{Store: st},
 			Now: func() time.Time { return auditortest.Time.Add(time.Hour) },
