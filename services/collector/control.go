@@ -196,6 +196,13 @@ func (c *Collector) reply(m *nats.Msg, rep CollectNowReply) {
 	}
 }
 
+// Bounds on what a requester keeps of the replies Ask refuses: anyone who
+// sees the request may answer it, as often as the bus lets them.
+const (
+	MaxRefusals     = 16
+	MaxRefusalBytes = 512
+)
+
 // Why Ask got no authentic reply.
 var (
 	// ErrNoCollector: nothing listens on the host's subject (the server's

@@ -19,13 +19,6 @@ import (
 // collectReportVersion is the report_schema_version of collect --json.
 const collectReportVersion = 1
 
-// Bounds on what collect reports of replies it refuses: anyone who sees
-// the request may answer it, as often as the bus lets them.
-const (
-	maxRefusals     = 16
-	maxRefusalBytes = 512
-)
-
 // collectReport is collect --json's report.
 type collectReport struct {
 	ReportSchemaVersion int    `json:"report_schema_version"`
@@ -35,7 +28,7 @@ type collectReport struct {
 	Nonce  string `json:"nonce"`
 	// Accepted is the authentic reply, null when none came.
 	Accepted *acceptedReply `json:"accepted"`
-	// Refused are the replies refused (the first maxRefusals), and
+	// Refused are the replies refused (the first collector.MaxRefusals), and
 	// RefusedMore counts the others.
 	Refused     []refusedReply `json:"refused"`
 	RefusedMore int            `json:"refused_more,omitempty"`
@@ -140,8 +133,8 @@ Exit codes: 0 an authentic reply with every target collected, 1 otherwise
 func collectNow(ctx context.Context, nc *nats.Conn, host string, req collector.CollectNowRequest, key func(string) (ed25519.PublicKey, error), out io.Writer) (*collectReport, error) {
 	rep := &collectReport{ReportSchemaVersion: collectReportVersion, Host: host, Target: req.Target, Nonce: req.Nonce, Refused: []refusedReply{}}
 	keyID, reply, err := collector.Ask(ctx, nc, host, req, key, func(named string, why error) error {
-		r := refusedReply{Key: binding.Clip(named, maxRefusalBytes+len("…"), "…"), Reason: binding.Clip(why.Error(), maxRefusalBytes+len("…"), "…")}
-		if len(rep.Refused) == maxRefusals {
+		r := refusedReply{Key: binding.Clip(named, collector.MaxRefusalBytes+len("…"), "…"), Reason: binding.Clip(why.Error(), collector.MaxRefusalBytes+len("…"), "…")}
+		if len(rep.Refused) == collector.MaxRefusals {
 			rep.RefusedMore++
 			return nil
 		}

@@ -10,10 +10,6 @@ import (
 	"github.com/runtimetruth/runtimetruth/services/collector"
 )
 
-// maxRefused bounds the refused replies a collect page lists: anyone who
-// sees the request may answer it, as often as the bus lets them.
-const maxRefused = 16
-
 // Collected is the page of a collect-now request: the authentic reply
 // and the key that signed it, and the replies refused.
 type Collected struct {
@@ -21,7 +17,7 @@ type Collected struct {
 	Key     string
 	Reply   collector.CollectNowReply
 	Refused []string
-	// More counts the refusals past maxRefused.
+	// More counts the refusals past collector.MaxRefusals.
 	More int
 }
 
@@ -63,11 +59,11 @@ func (s *Server) collectNow(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	c := Collected{Host: host}
 	c.Key, c.Reply, err = collector.Ask(ctx, s.js.Conn(), host, req, key, func(_ string, why error) error {
-		if len(c.Refused) == maxRefused {
+		if len(c.Refused) == collector.MaxRefusals {
 			c.More++
 			return nil
 		}
-		c.Refused = append(c.Refused, binding.Clip(why.Error(), 512+len("…"), "…"))
+		c.Refused = append(c.Refused, binding.Clip(why.Error(), collector.MaxRefusalBytes+len("…"), "…"))
 		return nil
 	})
 	switch {
