@@ -36,7 +36,7 @@ func TestCatalogTypeNames(t *testing.T) {
 	for _, typ := range []string{
 		events.TypeEvidenceCollected, events.TypeRunnableModified, events.TypeVerdictPass, events.TypeVerdictDrift,
 		events.TypeVerdictError, events.TypeBaselineChanged, events.TypeAttestationCreated,
-		events.TypeCollectionFailed, events.TypeEventRejected,
+		events.TypeHostKeyChanged, events.TypeCollectionFailed, events.TypeEventRejected,
 	} {
 		assert.True(t, seen[typ], "%s is not in the catalog", typ)
 	}

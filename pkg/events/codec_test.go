@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -573,4 +574,34 @@ func TestErrorText(t *testing.T) {
 	_, err := binding.FromNATS(h, m.Data)
 	assert.EqualError(t, err, "invalid event: source: no ce-source header (missing_attribute)")
 	assert.Empty(t, events.ReasonOf(errors.New("other")))
+}
+
+func TestHostKeyChangedRules(t *testing.T) {
+	good := fixtures(t)["host.key.changed.v1.golden.json"].(events.HostKeyChanged)
+	require.NoError(t, good.Validate())
+	cases := []struct {
+		name   string
+		change func(p *events.HostKeyChanged)
+		reason events.Reason
+		field  string
+	}{
+		{"no keys", func(p *events.HostKeyChanged) { p.Keys = nil }, events.ReasonSchema, "/keys"},
+		{"not a key id", func(p *events.HostKeyChanged) { p.Keys[0].Key = "ed25519:short=" }, events.ReasonSchema, "/keys/0/key"},
+		{"another algorithm", func(p *events.HostKeyChanged) {
+			p.Keys[0].Key = strings.Replace(p.Keys[0].Key, "ed25519:", "ed448:", 1)
+		}, events.ReasonSchema, "/keys/0/key"},
+		{"unknown state", func(p *events.HostKeyChanged) { p.Keys[1].State = "trusted" }, events.ReasonSchema, "/keys/1/state"},
+		{"unchanged", func(p *events.HostKeyChanged) { p.Keys[1].Previous = p.Keys[1].State }, events.ReasonInvalidPayload, "/keys/1/previous"},
+		{"no actor", func(p *events.HostKeyChanged) { p.Actor = "" }, events.ReasonSchema, "/actor"},
+		{"control character in host", func(p *events.HostKeyChanged) { p.Host = "web\n01" }, events.ReasonSchema, "/host"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := good
+			p.Keys = slices.Clone(good.Keys)
+			tc.change(&p)
+			_, err := binding.New(fixtureSource, p)
+			requireReason(t, err, tc.reason, tc.field)
+		})
+	}
 }

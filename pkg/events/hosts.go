@@ -1,6 +1,11 @@
 package events
 
-import "time"
+import (
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"time"
+)
 
 // The host registry's record (a key-value entry per host): the keys a
 // host's collector has signed with and where each stands. Evidence is
@@ -69,4 +74,84 @@ func (r *HostRecord) Enrolled() bool {
 		}
 	}
 	return false
+}
+
+// HostKeyChanged is the data of TypeHostKeyChanged: a write of a host's
+// registry record that changed where its keys stand. The registry's
+// record is the state; this is its history, in the audit chain.
+type HostKeyChanged struct {
+	Host string `json:"host"`
+	// Keys are the keys the write added or moved to another state, in the
+	// record's order (at most MaxKeyChanges).
+	Keys []KeyChange `json:"keys"`
+	// Rotating is the record's Rotating after the write.
+	Rotating bool `json:"rotating,omitempty"`
+	// Actor names who made the change: the operator, or "first-use" and
+	// "rotation" when the registry did (HostKey.By).
+	Actor string `json:"actor"`
+}
+
+// KeyChange is one key's change of state.
+type KeyChange struct {
+	// Key is the key id: ed25519: and the public key in standard base64.
+	Key   string   `json:"key"`
+	State KeyState `json:"state"`
+	// Previous is the state before; absent for a key the record did not
+	// hold.
+	Previous KeyState `json:"previous,omitempty"`
+}
+
+// MaxKeyChanges bounds HostKeyChanged.Keys; a host's record keeps far
+// fewer keys (services/verifier bounds it).
+const MaxKeyChanges = 64
+
+// Type is TypeHostKeyChanged.
+func (HostKeyChanged) Type() string { return TypeHostKeyChanged }
+
+// Subject is the host.
+func (p HostKeyChanged) Subject() string { return p.Host }
+
+// NATSSubject is rt.hostkey.<host>.
+func (p HostKeyChanged) NATSSubject() string { return HostKeySubject(p.Host) }
+
+// Validate checks the names, the key ids and that each key changed.
+func (p HostKeyChanged) Validate() error {
+	if err := checkName("host", p.Host); err != nil {
+		return err
+	}
+	if err := checkName("actor", p.Actor); err != nil {
+		return err
+	}
+	if len(p.Keys) == 0 || len(p.Keys) > MaxKeyChanges {
+		return schemaErr("keys", "%d keys, want 1 to %d", len(p.Keys), MaxKeyChanges)
+	}
+	for i, k := range p.Keys {
+		field := fmt.Sprintf("keys/%d", i)
+		if !validKeyID(k.Key) {
+			return schemaErr(field+"/key", "%q is not ed25519:<base64 of 32 bytes>", k.Key)
+		}
+		if !k.State.valid() {
+			return schemaErr(field+"/state", "%q is not pending, enrolled or revoked", k.State)
+		}
+		if k.Previous != "" && !k.Previous.valid() {
+			return schemaErr(field+"/previous", "%q is not pending, enrolled or revoked", k.Previous)
+		}
+		if k.Previous == k.State {
+			return fieldErr(field+"/previous", "%q, the state it has", k.Previous)
+		}
+	}
+	return nil
+}
+
+func (s KeyState) valid() bool { return s == KeyPending || s == KeyEnrolled || s == KeyRevoked }
+
+// validKeyID reports whether id is ed25519: and 32 bytes in standard
+// base64 (package dsse's KeyID; ParseKeyID is its full check).
+func validKeyID(id string) bool {
+	rest, ok := strings.CutPrefix(id, "ed25519:")
+	if !ok || len(rest) != 44 || rest[43] != '=' {
+		return false
+	}
+	b, err := base64.StdEncoding.Strict().DecodeString(rest)
+	return err == nil && len(b) == 32
 }

@@ -25,6 +25,9 @@ var (
 	// AttestationCreatedIDs: an attestation.created event's, from the
 	// baseline key, its digest and the bundle's digest.
 	AttestationCreatedIDs = IDSpace(uuid.MustParse("5f0d6f52-2c1a-4c55-9f3e-8a1b7d0c4e21"))
+	// HostKeyChangedIDs: a host.key.changed event's, from the host and
+	// the registry's revision of its record.
+	HostKeyChangedIDs = IDSpace(uuid.MustParse("a3e1c6d2-7b4f-4e0a-8c95-1d2f3b4a5c6e"))
 	// DeadLetterIDs: a dead-letter record's, from the stream, the
 	// consumer and the stream sequence.
 	DeadLetterIDs = IDSpace(uuid.MustParse("6f0d3c8e-5a41-4a7e-9a55-3f3c1d1e7b21"))

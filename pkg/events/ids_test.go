@@ -17,6 +17,7 @@ func TestIDSpaces(t *testing.T) {
 		"0b8d3f5e-2c1a-4e6b-9f7d-5a3c8e1b2d40": events.StaleIDs,
 		"0b7c1f0e-3c55-4f86-8d0c-0f1c2c3d4e5f": events.BaselineChangedIDs,
 		"5f0d6f52-2c1a-4c55-9f3e-8a1b7d0c4e21": events.AttestationCreatedIDs,
+		"a3e1c6d2-7b4f-4e0a-8c95-1d2f3b4a5c6e": events.HostKeyChangedIDs,
 		"6f0d3c8e-5a41-4a7e-9a55-3f3c1d1e7b21": events.DeadLetterIDs,
 	}
 	seen := map[string]bool{}

@@ -34,6 +34,9 @@ const (
 	// FilterAttestation matches the subjects of attestation.created events,
 	// rt.attestation.<target-kind>.<target-identifier>.
 	FilterAttestation = "rt.attestation.>"
+	// FilterHostKey matches the subjects of host.key.changed events,
+	// rt.hostkey.<host>.
+	FilterHostKey = "rt.hostkey.>"
 	// FilterDeadLetter matches the dead-letter subjects,
 	// rt.dlq.<stream>.<host>.
 	FilterDeadLetter = "rt.dlq.>"
@@ -60,6 +63,9 @@ func BaselineSubject(t Target) string { return join("baseline", TargetTokens(t))
 
 // AttestationSubject is rt.attestation.<target-kind>.<target-identifier>.
 func AttestationSubject(t Target) string { return join("attestation", TargetTokens(t)) }
+
+// HostKeySubject is rt.hostkey.<host>.
+func HostKeySubject(host string) string { return join("hostkey", Token(host)) }
 
 // CollectNowSubject is rt.ctl.collect.<host>, the request-reply subject on
 // which a host's collector collects now (core NATS, outside every stream:

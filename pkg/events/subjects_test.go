@@ -75,6 +75,7 @@ func TestSubjects(t *testing.T) {
 		events.VerdictSubject("web-01", events.StatusDrift):            "rt.verdict.web-01.drift",
 		events.BaselineSubject(target):                                 "rt.baseline.systemd=2Eunit.agent=20worker=2Eservice",
 		events.AttestationSubject(target):                              "rt.attestation.systemd=2Eunit.agent=20worker=2Eservice",
+		events.HostKeySubject("web-01.example.com"):                    "rt.hostkey.web-01=2Eexample=2Ecom",
 		events.DeadLetterSubject("EVIDENCE", "rt.evidence.web-01.git"): "rt.dlq.EVIDENCE.web-01",
 		events.DeadLetterSubject("EVIDENCE", "rt.collect.failed.db"):   "rt.dlq.EVIDENCE.db",
 		events.DeadLetterSubject("EVIDENCE", "rt.integrity.db"):        "rt.dlq.EVIDENCE.db",
@@ -103,6 +104,7 @@ func TestSubjectsMatchTheStreamFilters(t *testing.T) {
 		events.TypeVerdictStale:       events.FilterVerdict,
 		events.TypeBaselineChanged:    events.FilterBaseline,
 		events.TypeAttestationCreated: events.FilterAttestation,
+		events.TypeHostKeyChanged:     events.FilterHostKey,
 		events.TypeEventRejected:      events.FilterDeadLetter,
 	}
 	for _, p := range fixtures(t) {
@@ -126,7 +128,7 @@ func TestAttestSubjectIsOutsideEveryStream(t *testing.T) {
 	assert.True(t, events.ValidSubject(events.AttestSubject))
 	for _, f := range []string{
 		events.FilterEvidence, events.FilterIntegrity, events.FilterCollect, events.FilterVerdict,
-		events.FilterBaseline, events.FilterAttestation, events.FilterDeadLetter,
+		events.FilterBaseline, events.FilterAttestation, events.FilterHostKey, events.FilterDeadLetter,
 	} {
 		subject, prefix := events.AttestSubject, strings.TrimSuffix(f, ">")
 		assert.False(t, strings.HasPrefix(subject, prefix), "%s captures the sign requests", f)

@@ -36,6 +36,9 @@ const (
 	// TypeAttestationCreated reports a signed baseline attestation
 	// (AttestationCreated), from the attestor.
 	TypeAttestationCreated = TypePrefix + "attestation.created.v1"
+	// TypeHostKeyChanged reports a host's keys enrolled, pending,
+	// revoked or rotating in the host registry (HostKeyChanged).
+	TypeHostKeyChanged = TypePrefix + "host.key.changed.v1"
 	// TypeCollectionFailed reports a collector that could not collect
 	// (CollectionFailed).
 	TypeCollectionFailed = TypePrefix + "collection.failed.v1"
@@ -145,6 +148,8 @@ var catalog = []Spec{
 		"the target, <kind>:<identifier>", "baseline.changed"),
 	spec[AttestationCreated](TypeAttestationCreated, "rt.attestation.<target>",
 		"the target, <kind>:<identifier>", "attestation.created"),
+	spec[HostKeyChanged](TypeHostKeyChanged, "rt.hostkey.<host>",
+		"the host", "host.key.changed"),
 	spec[CollectionFailed](TypeCollectionFailed, "rt.collect.failed.<host>",
 		"the collector that failed, e.g. codex", "collection.failed"),
 	spec[EventRejected](TypeEventRejected, "rt.dlq.<stream>.<host>",

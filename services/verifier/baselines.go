@@ -52,9 +52,10 @@ var (
 	// ErrUnchangedDigest: a Put that changes a baseline's settings but
 	// not its snapshot, which baseline.changed.v1 cannot record.
 	ErrUnchangedDigest = errors.New("baseline snapshot unchanged")
-	// ErrNotAnnounced: the baseline was written but its
-	// baseline.changed event could not be published.
-	ErrNotAnnounced = errors.New("baseline change not announced")
+	// ErrNotAnnounced: a baseline or a host's keys were written but the
+	// event announcing it (baseline.changed, host.key.changed) could not
+	// be published.
+	ErrNotAnnounced = errors.New("change written but not announced")
 	// ErrNoDigest: Approve was not told the digest of the snapshot the
 	// operator reviewed (ApproveOptions.Digest).
 	ErrNoDigest = errors.New("no reviewed digest")

@@ -5,15 +5,20 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
 )
 
 // Enrollment is how the host registry treats a key it has not seen.
@@ -69,16 +74,35 @@ var ErrNoKeyNamed = errors.New("name the key to enroll (--key, as runtimetruth-c
 // Hosts is the host registry: one entry per host (events.HostRecord) in a
 // key-value bucket, written with compare-and-set so that verifiers and
 // operators changing one host at once never lose a change.
+//
+// A registry made Announcing publishes each write that changes where a
+// host's keys stand as a host.key.changed event (rt.hostkey.<host>, in
+// the BASELINES stream and so in the audit chain), after the write, with
+// an id derived from the host and the record's revision, so a retried
+// announcement is dropped as a duplicate. The record is the state: a
+// change written but not announced (the bus failed in between) is
+// reported to whoever made it (ErrNotAnnounced), as Baselines does.
 type Hosts struct {
 	kv   jetstream.KeyValue
 	mode Enrollment
 	now  func() time.Time
 	view *hostsView // the verifier's view of the bucket (registry.go); nil: none
+
+	pub    *natsbus.Publisher // host.key.changed; nil: not announced
+	source string
 }
 
 // NewHosts is the registry in kv, enrolling new keys by mode.
 func NewHosts(kv jetstream.KeyValue, mode Enrollment) *Hosts {
 	return &Hosts{kv: kv, mode: mode, now: time.Now}
+}
+
+// Announcing returns the registry h is, announcing its changes through js
+// as source (events.Source("cli", user), say).
+func (h *Hosts) Announcing(js jetstream.JetStream, source string) *Hosts {
+	a := *h
+	a.pub, a.source = natsbus.NewPublisher(js, telemetry.Providers{}), source
+	return &a
 }
 
 // hostKey is a host's key in the bucket.
@@ -109,26 +133,65 @@ func (h *Hosts) get(ctx context.Context, host string) (events.HostRecord, uint64
 }
 
 // update applies change to host's record (a new one when there is none)
-// and writes it when change says to (updateRecord).
+// and writes it when change says to (updateRecord); when h announces,
+// what the write changed is published (keyChanges).
 func (h *Hosts) update(ctx context.Context, host string, change func(rec *events.HostRecord) (write bool, err error)) error {
-	return updateRecord(ctx, h.kv, hostKey(host), decodeHostRecord, func(rec *events.HostRecord, found bool) (bool, error) {
+	var ev events.HostKeyChanged
+	rev, err := updateRecord(ctx, h.kv, hostKey(host), decodeHostRecord, func(rec *events.HostRecord, found bool) (bool, error) {
 		if !found {
 			rec.Host = host
 		} else if rec.Host != host {
 			return false, fmt.Errorf("host %s: the record is of host %q", host, rec.Host)
 		}
-		return change(rec)
+		before := slices.Clone(rec.Keys)
+		write, err := change(rec)
+		ev = keyChanges(host, before, rec)
+		return write, err
 	})
+	if rev == 0 || h.pub == nil || len(ev.Keys) == 0 {
+		return err
+	}
+	id := events.HostKeyChangedIDs.ID(hostKey(host), strconv.FormatUint(rev, 10))
+	m, _, aerr := binding.NewMsg(h.source, ev, binding.WithID(id))
+	if aerr == nil {
+		_, aerr = h.pub.PublishRetrying(ctx, m)
+	}
+	if aerr != nil {
+		return errors.Join(err, fmt.Errorf("%w: keys of host %s written at revision %d: %w", ErrNotAnnounced, host, rev, aerr))
+	}
+	return err
+}
+
+// keyChanges is what a write of host's record changed: the keys of rec
+// that before did not hold, or held in another state; its actor is theirs
+// (HostKey.By).
+func keyChanges(host string, before []events.HostKey, rec *events.HostRecord) events.HostKeyChanged {
+	ev := events.HostKeyChanged{Host: host, Rotating: rec.Rotating}
+	for _, k := range rec.Keys {
+		var previous events.KeyState
+		if i := slices.IndexFunc(before, func(b events.HostKey) bool { return b.Key == k.Key }); i >= 0 {
+			previous = before[i].State
+		}
+		if previous == k.State {
+			continue
+		}
+		ev.Keys = append(ev.Keys, events.KeyChange{Key: k.Key, State: k.State, Previous: previous})
+		if ev.Actor == "" {
+			ev.Actor = k.By
+		}
+	}
+	return ev
 }
 
 // updateRecord reads the record under key (decode: its decoder) into a T
 // (its zero value when there is none: found false), applies change and
 // writes the record (encodeRecord) when change says to, by
 // compare-and-set on the revision read, reading again when another
-// writer got there first; it returns change's error (what to report)
-// once written, or why it could not be.
+// writer got there first; it returns the revision written (0 when
+// nothing was) and change's error (what to report), or why it could not
+// be written.
 func updateRecord[T any](ctx context.Context, kv jetstream.KeyValue, key string, decode func([]byte) (T, error),
-	change func(rec *T, found bool) (write bool, err error)) error {
+	change func(rec *T, found bool) (write bool, err error)) (uint64, error) {
 	for attempt := 0; ; attempt++ {
 		var rec T
 		var rev uint64
@@ -136,33 +199,34 @@ func updateRecord[T any](ctx context.Context, kv jetstream.KeyValue, key string,
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
 		case err != nil:
-			return fmt.Errorf("%s/%s: %w", kv.Bucket(), key, err)
+			return 0, fmt.Errorf("%s/%s: %w", kv.Bucket(), key, err)
 		default:
 			if rec, err = decode(e.Value()); err != nil {
-				return fmt.Errorf("%s/%s: record: %w", kv.Bucket(), key, err)
+				return 0, fmt.Errorf("%s/%s: record: %w", kv.Bucket(), key, err)
 			}
 			rev = e.Revision()
 		}
 		write, cerr := change(&rec, rev != 0)
 		if !write {
-			return cerr
+			return 0, cerr
 		}
 		value, err := encodeRecord(&rec)
 		if err != nil {
-			return fmt.Errorf("%s/%s: %w", kv.Bucket(), key, err)
+			return 0, fmt.Errorf("%s/%s: %w", kv.Bucket(), key, err)
 		}
+		var written uint64
 		if rev == 0 {
-			_, err = kv.Create(ctx, key, value)
+			written, err = kv.Create(ctx, key, value)
 		} else {
-			_, err = kv.Update(ctx, key, value, rev)
+			written, err = kv.Update(ctx, key, value, rev)
 		}
 		if err == nil {
-			return cerr
+			return written, cerr
 		}
 		if attempt < 8 && (errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch)) {
 			continue
 		}
-		return fmt.Errorf("%s/%s: write: %w", kv.Bucket(), key, err)
+		return 0, fmt.Errorf("%s/%s: write: %w", kv.Bucket(), key, err)
 	}
 }
 

@@ -1,12 +1,15 @@
 package verifier_test
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
 )
 
@@ -222,4 +226,88 @@ func TestHostsConcurrentFirstUse(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, list, 1)
 	assert.Equal(t, "web-01", list[0].Host)
+}
+
+// TestHostsAnnounceTheirChanges: an announcing registry publishes each
+// write that moves a key (pinned, recorded pending, enrolled, revoked, a
+// rotation begun and ended) as host.key.changed, with its actor and an id
+// of the host and revision; writes that move no key, and refusals that
+// write nothing, publish nothing.
+func TestHostsAnnounceTheirChanges(t *testing.T) {
+	ctx, js := buckets(t)
+	kv, err := js.KeyValue(ctx, topology.BucketHosts)
+	require.NoError(t, err)
+	h := verifier.NewHosts(kv, verifier.EnrollFirstUse).Announcing(js, "/verifier/v-0")
+	op := verifier.NewHosts(kv, verifier.EnrollManual).Announcing(js, "/cli/alice")
+	k1, k2, k3, k4 := newKey(t), newKey(t), newKey(t), newKey(t)
+
+	require.NoError(t, h.Admit(ctx, "web-01", k1))                         // pinned
+	require.NoError(t, h.Admit(ctx, "web-01", k1))                         // nothing written
+	require.ErrorIs(t, h.Admit(ctx, "web-01", k2), verifier.ErrKeyChanged) // recorded pending
+	require.ErrorIs(t, h.Admit(ctx, "web-01", k2), verifier.ErrKeyChanged) // nothing written
+	_, err = op.Approve(ctx, "web-01", k2, "alice")                        // k2 enrolled, k1 revoked
+	require.NoError(t, err)
+	_, err = op.Approve(ctx, "web-01", k2, "alice") // already enrolled: no key moves
+	require.NoError(t, err)
+	require.NoError(t, op.Rotate(ctx, "web-01", k3, "bob"))                 // k3 enrolled beside k2
+	require.NoError(t, h.Admit(ctx, "web-01", k3))                          // the rotation ends: k2 revoked
+	require.NoError(t, op.Revoke(ctx, "web-01", "carol"))                   // k3 revoked
+	require.ErrorIs(t, h.Admit(ctx, "web-01", k4), verifier.ErrNotEnrolled) // a revoked host's new key waits
+
+	type change = events.KeyChange
+	want := []struct {
+		source, actor string
+		rotating      bool
+		keys          []change
+	}{
+		{"/verifier/v-0", "first-use", false, []change{{Key: k1, State: events.KeyEnrolled}}},
+		{"/verifier/v-0", "first-use", false, []change{{Key: k2, State: events.KeyPending}}},
+		{"/cli/alice", "alice", false, []change{
+			{Key: k1, State: events.KeyRevoked, Previous: events.KeyEnrolled},
+			{Key: k2, State: events.KeyEnrolled, Previous: events.KeyPending},
+		}},
+		{"/cli/alice", "bob", true, []change{{Key: k3, State: events.KeyEnrolled}}},
+		{"/verifier/v-0", "rotation", false, []change{{Key: k2, State: events.KeyRevoked, Previous: events.KeyEnrolled}}},
+		{"/cli/alice", "carol", false, []change{{Key: k3, State: events.KeyRevoked, Previous: events.KeyEnrolled}}},
+		{"/verifier/v-0", "first-use", false, []change{{Key: k4, State: events.KeyPending}}},
+	}
+	got := streamEvents(ctx, t, js, topology.StreamBaselines)
+	require.Len(t, got, len(want))
+	ids := map[string]bool{}
+	for i, w := range want {
+		p := got[i].Payload.(events.HostKeyChanged)
+		assert.Equal(t, "web-01", p.Host, i)
+		assert.Equal(t, w.source, got[i].Source, i)
+		assert.Equal(t, w.actor, p.Actor, i)
+		assert.Equal(t, w.rotating, p.Rotating, i)
+		assert.Equal(t, w.keys, p.Keys, i)
+		assert.False(t, ids[got[i].ID], "%d: a repeated id", i)
+		ids[got[i].ID] = true
+	}
+	e, err := kv.Get(ctx, "web-01")
+	require.NoError(t, err)
+	assert.Equal(t, events.HostKeyChangedIDs.ID("web-01", strconv.FormatUint(e.Revision(), 10)), got[len(got)-1].ID,
+		"the id derives from the host and the revision written")
+
+	// A registry not made Announcing publishes nothing.
+	_, err = verifier.NewHosts(kv, verifier.EnrollManual).Approve(ctx, "web-02", k4, "alice")
+	require.NoError(t, err)
+	assert.Len(t, streamEvents(ctx, t, js, topology.StreamBaselines), len(want))
+}
+
+// TestHostsReportAChangeNotAnnounced: a write whose announcement cannot
+// be published is kept (the record is the state) and reported.
+func TestHostsReportAChangeNotAnnounced(t *testing.T) {
+	ctx, js := buckets(t)
+	kv, err := js.KeyValue(ctx, topology.BucketHosts)
+	require.NoError(t, err)
+	require.NoError(t, js.DeleteStream(ctx, topology.StreamBaselines))
+	k := newKey(t)
+	short, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_, err = verifier.NewHosts(kv, verifier.EnrollManual).Announcing(js, "/cli/alice").Approve(short, "web-01", k, "alice")
+	require.ErrorIs(t, err, verifier.ErrNotAnnounced)
+	rec, err := verifier.NewHosts(kv, verifier.EnrollManual).Get(ctx, "web-01")
+	require.NoError(t, err)
+	assert.Equal(t, events.KeyEnrolled, rec.KeyOf(k).State)
 }

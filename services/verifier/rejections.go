@@ -68,7 +68,7 @@ func rejectionsKey(host string) string { return rejectionsPrefix + events.Token(
 // recordRejections adds refusals (their reasons and evidence ids) to
 // host's rejection log, in one write.
 func recordRejections(ctx context.Context, kv jetstream.KeyValue, host string, at time.Time, refused []Rejection) error {
-	return updateRecord(ctx, kv, rejectionsKey(host), decodeRejections, func(r *Rejections, _ bool) (bool, error) {
+	_, err := updateRecord(ctx, kv, rejectionsKey(host), decodeRejections, func(r *Rejections, _ bool) (bool, error) {
 		r.Host = host
 		for _, x := range refused {
 			r.Total++
@@ -80,6 +80,7 @@ func recordRejections(ctx context.Context, kv jetstream.KeyValue, host string, a
 		}
 		return true, nil
 	})
+	return err
 }
 
 // Rejections returns every host's rejection log, by host name.

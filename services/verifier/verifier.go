@@ -191,7 +191,7 @@ func (v *Verifier) prepare(ctx context.Context, c *natsbus.Client) (*handler, je
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s bucket: %w", topology.BucketHosts, err)
 		}
-		h.auth = &authenticator{hosts: NewHosts(kv, mode), keys: newExpandedKeys(), skew: v.cfg.MaxClockSkew, now: time.Now, tel: v.m}
+		h.auth = &authenticator{hosts: NewHosts(kv, mode).Announcing(js, v.source), keys: newExpandedKeys(), skew: v.cfg.MaxClockSkew, now: time.Now, tel: v.m}
 	}
 	return h, cons, nil
 }

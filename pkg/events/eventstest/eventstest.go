@@ -4,6 +4,8 @@
 package eventstest
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"testing"
 	"time"
@@ -149,6 +151,14 @@ func Payloads(tb testing.TB) map[string]events.Payload {
 			PredicateType:   "https://sidelobe.dev/runtimetruth/attestation/v1",
 			StatementDigest: DigestA, BundleDigest: bundleDigest, Bundle: Bundle(),
 			CertificateIdentity: "attestor@example.com", OIDCIssuer: "https://issuer.example.com",
+		},
+		"host.key.changed.v1.golden.json": events.HostKeyChanged{
+			Host: Host,
+			Keys: []events.KeyChange{
+				{Key: "ed25519:" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{1}, 32)), State: events.KeyRevoked, Previous: events.KeyEnrolled},
+				{Key: "ed25519:" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{2}, 32)), State: events.KeyEnrolled, Previous: events.KeyPending},
+			},
+			Actor: "alice@example.com",
 		},
 		"collection.failed.v1.golden.json": events.CollectionFailed{
 			Host: Host, Collector: "codex", Target: &events.Target{Kind: "codex.agent", Identifier: "/home/agent/proj"},

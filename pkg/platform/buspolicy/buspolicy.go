@@ -189,6 +189,7 @@ func Roles() []Role {
 	verifier.Publish = append(verifier.Publish,
 		Grant{events.FilterVerdict, "publish verdicts (pass, drift, error)"},
 		Grant{events.DeadLetterFilter(topology.StreamEvidence), "dead-letter evidence it cannot handle (rt.dlq.EVIDENCE.<host>)"},
+		Grant{events.FilterHostKey, "announce a key the registry pinned on first use, recorded as pending or revoked at a rotation's end (host.key.changed)"},
 		accountInfo,
 	)
 	verifier.Publish = append(verifier.Publish, ensure(ensureWhy, append(slices.Clone(allStreams),
@@ -238,8 +239,8 @@ func Roles() []Role {
 
 	// The console reads what the verifier keeps and writes only what an
 	// operator decides: a baseline (never its attestation record), a
-	// host's key, the baseline.changed that announces an approval, and a
-	// collect-now request.
+	// host's key, the baseline.changed and host.key.changed that announce
+	// them, and a collect-now request.
 	console := Role{Service: Console}
 	for _, b := range []string{topology.BucketVerdicts, topology.BucketHosts, topology.BucketBaselines, BucketEvidenceLatest} {
 		console.Publish = append(console.Publish, kvRead(b)...)
@@ -249,6 +250,7 @@ func Roles() []Role {
 		Grant{"$KV." + topology.BucketBaselines + "." + events.BaselineKeysFilter, "approve a baseline (<kind>.<identifier>), never an attestation record"},
 		kvWrite(topology.BucketHosts),
 		Grant{events.FilterBaseline, "announce an approval (baseline.changed)"},
+		Grant{events.FilterHostKey, "announce a key it enrolled (host.key.changed)"},
 		Grant{events.Prefix + ".ctl.collect.>", "ask a host's collector to collect now (rt.ctl.collect.<host>)"},
 	)
 	console.Subscribe = []Grant{inbox}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
+	"github.com/runtimetruth/runtimetruth/pkg/events/signtest"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/buspolicy"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
@@ -185,6 +186,17 @@ func verdictMsg(t *testing.T, evidenceID string) *nats.Msg {
 	return m
 }
 
+// hostKeyMsg is a host.key.changed of host web-01 by actor.
+func hostKeyMsg(t *testing.T, actor string) *nats.Msg {
+	t.Helper()
+	p := events.HostKeyChanged{Host: "web-01", Actor: actor, Keys: []events.KeyChange{
+		{Key: signtest.KeyID("web-01"), State: events.KeyEnrolled, Previous: events.KeyPending},
+	}}
+	m, _, err := binding.NewMsg(events.Source("console", actor), p)
+	require.NoError(t, err)
+	return m
+}
+
 // verifierTopology is what the verifier ensures: the default topology and
 // its own evidence-latest bucket.
 func verifierTopology() topology.Topology {
@@ -227,6 +239,24 @@ func TestPermissions(t *testing.T) {
 		info, err := s.Info(ctx)
 		require.NoError(t, err)
 		assert.Zero(t, info.State.Msgs, "nothing reached the VERDICTS stream")
+	})
+
+	// A key change in the audit chain comes from the registry's writers
+	// only: a host may not record its own key as enrolled.
+	t.Run("collector may not announce a host key", func(t *testing.T) {
+		m := hostKeyMsg(t, "first-use")
+		require.NoError(t, collector.nc.PublishMsg(m))
+		collector.violation(t, m.Subject)
+		for _, c := range []*client{verifier, console} {
+			ack, err := c.js.PublishMsg(ctx, hostKeyMsg(t, "alice"))
+			require.NoError(t, err, "the registry's writers announce its changes")
+			assert.Equal(t, topology.StreamBaselines, ack.Stream)
+		}
+		s, err := operator.js.Stream(ctx, topology.StreamBaselines)
+		require.NoError(t, err)
+		info, err := s.Info(ctx, jetstream.WithSubjectFilter(events.FilterHostKey))
+		require.NoError(t, err)
+		assert.Equal(t, uint64(2), info.State.Msgs, "the collector's did not reach the stream")
 	})
 
 	t.Run("collector may not use the JetStream API", func(t *testing.T) {

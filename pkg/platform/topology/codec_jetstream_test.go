@@ -107,7 +107,7 @@ func TestConsumeAndDecodeEveryType(t *testing.T) {
 	perStream := map[string]int{
 		topology.StreamEvidence:  3, // evidence, runnable.modified, collection.failed
 		topology.StreamVerdicts:  4,
-		topology.StreamBaselines: 2,
+		topology.StreamBaselines: 3, // baseline.changed, attestation.created, host.key.changed
 		topology.StreamDLQ:       1,
 	}
 	got := 0

@@ -239,8 +239,8 @@ func New(replicas int) Topology {
 			evidence,
 			stream(StreamVerdicts, "verifier output: pass, drift and error verdicts",
 				jetstream.InterestPolicy, 7*day, 256<<20, events.FilterVerdict),
-			stream(StreamBaselines, "baseline changes and attestations",
-				jetstream.LimitsPolicy, 365*day, 256<<20, events.FilterBaseline, events.FilterAttestation),
+			stream(StreamBaselines, "baseline changes, attestations and host key changes",
+				jetstream.LimitsPolicy, 365*day, 256<<20, events.FilterBaseline, events.FilterAttestation, events.FilterHostKey),
 			dlq,
 		},
 		Consumers: []Consumer{

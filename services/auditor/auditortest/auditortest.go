@@ -35,6 +35,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/jsontree"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/report"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
 )
 
@@ -228,15 +229,15 @@ func Message(tb testing.TB, stream string, seq uint64, m *nats.Msg) *link.Messag
 		Stored: Time.Add(time.Duration(seq) * time.Second), Deliveries: 1, Consumer: "auditor"}
 }
 
-// StreamOf names the stream a subject belongs to.
+// StreamOf names the stream of the default topology that captures a
+// subject (each filter is "<prefix>.>"); EVIDENCE for one none captures.
 func StreamOf(subject string) string {
-	switch {
-	case len(subject) > 10 && subject[:11] == "rt.verdict.":
-		return "VERDICTS"
-	case len(subject) > 11 && (subject[:12] == "rt.baseline." || subject[:12] == "rt.attestati"):
-		return "BASELINES"
-	case len(subject) > 6 && subject[:7] == "rt.dlq.":
-		return "DLQ"
+	for _, st := range topology.New(1).Streams {
+		for _, f := range st.Subjects {
+			if strings.HasPrefix(subject, strings.TrimSuffix(f, ">")) {
+				return st.Name
+			}
+		}
 	}
 	return "EVIDENCE"
 }

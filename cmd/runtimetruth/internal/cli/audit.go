@@ -798,7 +798,7 @@ func (r *registryFlags) evidence(ctx context.Context) (*signatures.Evidence, err
 			return nil, fmt.Errorf("--hosts %s: want the output of runtimetruth host list --json: %w", r.file, err)
 		}
 	case r.bucket:
-		nc, hosts, err := r.bus.hosts(ctx)
+		nc, hosts, err := r.bus.hosts(ctx, "")
 		if err != nil {
 			return nil, err
 		}

@@ -84,7 +84,7 @@ Exit codes: 0 an authentic reply with every target collected, 1 otherwise
 			if len(args) == 2 {
 				req.Target = args[1]
 			}
-			nc, hosts, err := bus.hosts(c.Context())
+			nc, hosts, err := bus.hosts(c.Context(), "")
 			if err != nil {
 				return err
 			}

@@ -41,7 +41,7 @@ changed each and when.`,
 		Use:   "list",
 		Short: "List the hosts and their keys",
 		Args:  usageArgs(0, 0),
-		RunE: bus.onHosts(func(c *cobra.Command, h *verifier.Hosts, _ []string) error {
+		RunE: bus.onHosts(events.Source("cli", by), func(c *cobra.Command, h *verifier.Hosts, _ []string) error {
 			recs, err := h.List(c.Context())
 			if err != nil {
 				return err
@@ -68,7 +68,7 @@ are revoked. A pending key (seen on evidence in the host's name) is never
 enrolled on its own: anyone who may publish in the host's name can make
 one; host list shows them as hints.`,
 		Args: usageArgs(1, 1),
-		RunE: bus.onHosts(func(c *cobra.Command, h *verifier.Hosts, args []string) error {
+		RunE: bus.onHosts(events.Source("cli", by), func(c *cobra.Command, h *verifier.Hosts, args []string) error {
 			if key == "" {
 				return noKeyNamed(c, h, args[0])
 			}
@@ -86,7 +86,7 @@ one; host list shows them as hints.`,
 		Use:   "revoke HOST",
 		Short: "Revoke every key of HOST: its evidence is refused until a new key is approved",
 		Args:  usageArgs(1, 1),
-		RunE: bus.onHosts(func(c *cobra.Command, h *verifier.Hosts, args []string) error {
+		RunE: bus.onHosts(events.Source("cli", by), func(c *cobra.Command, h *verifier.Hosts, args []string) error {
 			if err := h.Revoke(c.Context(), args[0], by); err != nil {
 				return err
 			}
@@ -104,7 +104,7 @@ accepted until the host's first authentic evidence signed by the new key,
 which revokes the old one (or until host approve HOST --key KEY), so the
 collector can restart with its new key without a refused event.`,
 		Args: usageArgs(1, 1),
-		RunE: bus.onHosts(func(c *cobra.Command, h *verifier.Hosts, args []string) error {
+		RunE: bus.onHosts(events.Source("cli", by), func(c *cobra.Command, h *verifier.Hosts, args []string) error {
 			if next == "" {
 				return noKeyNamed(c, h, args[0])
 			}
@@ -125,10 +125,10 @@ collector can restart with its new key without a refused event.`,
 }
 
 // onHosts is the RunE of a host subcommand: it connects, opens the
-// registry and runs fn.
-func (b *busFlags) onHosts(fn func(*cobra.Command, *verifier.Hosts, []string) error) func(*cobra.Command, []string) error {
+// registry (announcing its changes as source) and runs fn.
+func (b *busFlags) onHosts(source string, fn func(*cobra.Command, *verifier.Hosts, []string) error) func(*cobra.Command, []string) error {
 	return func(c *cobra.Command, args []string) error {
-		nc, hosts, err := b.hosts(c.Context())
+		nc, hosts, err := b.hosts(c.Context(), source)
 		if err != nil {
 			return err
 		}
@@ -137,9 +137,9 @@ func (b *busFlags) onHosts(fn func(*cobra.Command, *verifier.Hosts, []string) er
 	}
 }
 
-// hosts connects and opens the host registry; the caller closes the
-// connection.
-func (b *busFlags) hosts(ctx context.Context) (*nats.Conn, *verifier.Hosts, error) {
+// hosts connects and opens the host registry, announcing its changes as
+// source (none when empty: a reader); the caller closes the connection.
+func (b *busFlags) hosts(ctx context.Context, source string) (*nats.Conn, *verifier.Hosts, error) {
 	nc, js, err := b.connect(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -153,7 +153,11 @@ func (b *busFlags) hosts(ctx context.Context) (*nats.Conn, *verifier.Hosts, erro
 		return nil, nil, err
 	}
 	// The CLI never admits a key: the mode does not matter here.
-	return nc, verifier.NewHosts(kv, verifier.EnrollManual), nil
+	h := verifier.NewHosts(kv, verifier.EnrollManual)
+	if source != "" {
+		h = h.Announcing(js, source)
+	}
+	return nc, h, nil
 }
 
 // noKeyNamed is the error of approve or rotate without --key: it names

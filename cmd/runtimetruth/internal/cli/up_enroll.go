@@ -38,7 +38,7 @@ func enrollSelf(ctx context.Context, js jetstream.JetStream, vcfg verifier.Confi
 		return "", err
 	}
 	key := id.KeyID()
-	err = verifier.NewHosts(kv, verifier.EnrollFirstUse).Admit(ctx, ccfg.Host, key)
+	err = verifier.NewHosts(kv, verifier.EnrollFirstUse).Announcing(js, events.Source("up", ccfg.Host)).Admit(ctx, ccfg.Host, key)
 	bus := ""
 	if len(busArgs) > 0 {
 		bus = " " + shellArgs(busArgs)

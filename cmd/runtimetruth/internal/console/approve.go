@@ -81,7 +81,7 @@ func (s *Server) approveKey(w http.ResponseWriter, r *http.Request) {
 	}
 	hosts, err := registry(r.Context(), s.js)
 	if err == nil {
-		_, err = hosts.Approve(r.Context(), host, key, userOf(r).Name)
+		_, err = hosts.Announcing(s.js, events.Source("console", userOf(r).Name)).Approve(r.Context(), host, key, userOf(r).Name)
 	}
 	if err != nil {
 		s.refuse(w, "Key not enrolled", err, approveCode(err))

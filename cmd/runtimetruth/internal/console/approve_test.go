@@ -15,6 +15,8 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/events/signtest"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
 )
 
@@ -167,6 +169,24 @@ func TestApproveHostKey(t *testing.T) {
 		assert.Contains(t, page, want)
 	}
 	assert.Contains(t, page, "<td>tester</td>")
+
+	// The approval is announced, by its approver, for the audit chain.
+	var approvals []events.HostKeyChanged
+	for _, raw := range natstest.Stored(ctx, t, b.js, topology.StreamBaselines) {
+		e, err := binding.FromNATS(raw.Header, raw.Data)
+		require.NoError(t, err)
+		if e.Source() != "/console/tester" {
+			continue
+		}
+		c, err := binding.Decode[events.HostKeyChanged](e)
+		require.NoError(t, err)
+		approvals = append(approvals, c)
+	}
+	require.Len(t, approvals, 1)
+	assert.Equal(t, events.HostKeyChanged{Host: "web-1", Actor: "tester", Keys: []events.KeyChange{
+		{Key: old, State: events.KeyRevoked, Previous: events.KeyEnrolled},
+		{Key: next.KeyID(), State: events.KeyEnrolled, Previous: events.KeyPending},
+	}}, approvals[0])
 }
 
 // Collect now needs an enrolled key of the host to check the reply with:

@@ -73,6 +73,8 @@ type AuditRow struct {
 	// runnable.modified data when it is one.
 	Type     string
 	Modified *events.RunnableModified
+	// Change says what a baseline.changed or host.key.changed changed.
+	Change string
 }
 
 // readAudit verifies the log's chains as audit verify does (every event
@@ -122,13 +124,8 @@ func readAudit(ctx context.Context, l AuditLog, q AuditQuery) (Audit, error) {
 		}
 		a.Matched++
 		row := AuditRow{Record: r, Type: strings.TrimPrefix(r.Meta.Type, events.TypePrefix)}
-		if !r.Meta.Rejected && r.Meta.Type == events.TypeRunnableModified {
-			var ev struct {
-				Data events.RunnableModified `json:"data"`
-			}
-			if json.Unmarshal(r.Event, &ev) == nil {
-				row.Modified = &ev.Data
-			}
+		if !r.Meta.Rejected {
+			row.Modified, row.Change = describe(r)
 		}
 		if len(ring) < auditShown {
 			ring = append(ring, row)
@@ -153,6 +150,49 @@ func readAudit(ctx context.Context, l AuditLog, q AuditQuery) (Audit, error) {
 		a.Status, a.Detail = "duplicate_id", fmt.Sprintf("event %s linked twice in chain %s (#%d and #%d)", d.ID, d.Chain, d.First, d.Seq)
 	}
 	return a, nil
+}
+
+// describe reads what a link's event changed: the runnable.modified
+// data, or a line saying what a baseline.changed or host.key.changed
+// changed. The link's event was checked when it was linked; one that does
+// not read is shown without.
+func describe(r link.Record) (*events.RunnableModified, string) {
+	var ev struct {
+		Data json.RawMessage `json:"data"`
+	}
+	if json.Unmarshal(r.Event, &ev) != nil {
+		return nil, ""
+	}
+	switch r.Meta.Type {
+	case events.TypeRunnableModified:
+		var m events.RunnableModified
+		if json.Unmarshal(ev.Data, &m) == nil {
+			return &m, ""
+		}
+	case events.TypeBaselineChanged:
+		var c events.BaselineChanged
+		if json.Unmarshal(ev.Data, &c) == nil {
+			d := c.Digest
+			if d == "" {
+				d = c.PreviousDigest
+			}
+			return nil, fmt.Sprintf("%s %s by %s", c.Change, d, c.Actor)
+		}
+	case events.TypeHostKeyChanged:
+		var c events.HostKeyChanged
+		if json.Unmarshal(ev.Data, &c) == nil {
+			parts := make([]string, len(c.Keys))
+			for i, k := range c.Keys {
+				from := string(k.Previous)
+				if from == "" {
+					from = "new"
+				}
+				parts[i] = fmt.Sprintf("%s %s → %s", k.Key, from, k.State)
+			}
+			return nil, strings.Join(parts, "; ") + " by " + c.Actor
+		}
+	}
+	return nil, ""
 }
 
 func (q AuditQuery) selects(r link.Record) bool {

@@ -22,13 +22,14 @@ import (
 	"github.com/runtimetruth/runtimetruth/cmd/runtimetruth/internal/console"
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
+	"github.com/runtimetruth/runtimetruth/pkg/events/signtest"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/services/auditor/auditortest"
 )
 
 // auditFixture writes an audit log of the fixture mix on two hosts, a
-// runnable.modified of web-1 and a baseline change approved through a
-// console, sealed as the auditor seals them, and returns its path.
+// runnable.modified of web-1, a baseline change and a host key approved
+// through a console, sealed as the auditor seals them, and returns its path.
 func auditFixture(t *testing.T) string {
 	t.Helper()
 	h := chain.NewHasher(nil)
@@ -53,6 +54,10 @@ func auditFixture(t *testing.T) string {
 	seal(30, events.Source("collector", "web-1"), auditortest.Modified("web-1", 30))
 	seal(31, events.Source("console", "tester"), events.BaselineChanged{Target: auditortest.Target(1), Change: events.BaselineUpdated,
 		Digest: auditortest.Digest("new"), PreviousDigest: auditortest.Digest("old"), Actor: "tester"})
+	seal(32, events.Source("console", "tester"), events.HostKeyChanged{Host: "web-1", Actor: "tester", Keys: []events.KeyChange{
+		{Key: signtest.KeyID("web-1"), State: events.KeyEnrolled, Previous: events.KeyPending},
+		{Key: signtest.KeyID("web-1-old"), State: events.KeyRevoked, Previous: events.KeyEnrolled},
+	}})
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
 	require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o600))
 	return path
@@ -106,12 +111,18 @@ func TestAuditPages(t *testing.T) {
 	assert.Contains(t, web1, "<td>web-1</td>")
 	assert.NotContains(t, web1, "<td>web-2</td>")
 	actor := get("/audit?actor=%2Fconsole%2F")
-	assert.Contains(t, actor, "1 matching link,")
+	assert.Contains(t, actor, "2 matching links,")
 	assert.Contains(t, actor, "/console/tester")
+	// What each approval changed, beside its type.
+	assert.Contains(t, actor, "updated "+auditortest.Digest("new")+" by tester")
+	assert.Contains(t, actor, signtest.KeyID("web-1")+" pending → enrolled; "+signtest.KeyID("web-1-old")+" enrolled → revoked by tester")
+	keys := get("/audit?type=host.key&host=web-1")
+	assert.Contains(t, keys, "1 matching link,")
+	assert.Contains(t, keys, "host.key.changed.v1")
 	typ := get("/audit?type=runnable.modified")
 	assert.Contains(t, typ, "runnable.modified")
 	assert.NotContains(t, typ, "baseline.changed")
-	late := get("/audit?since=" + url.QueryEscape(auditortest.Time.Add(31*time.Minute).UTC().Format("2006-01-02T15:04")))
+	late := get("/audit?since=" + url.QueryEscape(auditortest.Time.Add(32*time.Minute).UTC().Format("2006-01-02T15:04")))
 	assert.Contains(t, late, "1 matching link,")
 	early := get("/audit?until=" + url.QueryEscape(auditortest.Time.Add(time.Minute).UTC().Format(time.RFC3339)))
 	assert.Contains(t, early, "1 matching link,")

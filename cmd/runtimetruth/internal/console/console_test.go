@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -38,14 +39,18 @@ type fleetBus struct {
 	signers map[string]*dsse.Signer
 }
 
-func startFleet(t testing.TB) *fleetBus {
+func startFleet(t testing.TB) *fleetBus { return startFleetTrusting(t, nil) }
+
+// startFleetTrusting is startFleet's, its verifier checking attestations
+// against trusted.
+func startFleetTrusting(t testing.TB, trusted root.TrustedMaterial) *fleetBus {
 	t.Helper()
 	_, u := natstest.RunJetStream(t)
 	nc, js := natstest.Connect(t, u)
 	cfg := verifier.NewDefaultConfig()
 	cfg.Instance = "test"
 	cfg.Enrollment = string(verifier.EnrollFirstUse)
-	v, err := verifier.New(cfg, verifier.Settings{Conn: nc})
+	v, err := verifier.New(cfg, verifier.Settings{Conn: nc, TrustedMaterial: trusted})
 	require.NoError(t, err)
 	require.NoError(t, v.Start(t.Context()))
 	t.Cleanup(func() {

@@ -1,6 +1,8 @@
 package deployed_test
 
 import (
+	"crypto/ed25519"
+	"crypto/rand"
 	"errors"
 	"html"
 	"io"
@@ -18,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
 )
@@ -27,7 +30,8 @@ import (
 // web's drift on the fleet and target pages and may not approve (403); an
 // approver approves the drifted snapshot the target page shows (the
 // baselines bucket, read as the operator, holds its digest and the
-// approver, and web passes again), and asks web's collector to collect
+// approver, and web passes again), enrolls a new host's key by its id,
+// and asks web's collector to collect
 // now (the reply signed by web's enrolled key). Everything it did went
 // through the console's own permissions.
 func (p *pipeline) console() {
@@ -78,6 +82,15 @@ func (p *pipeline) console() {
 	assert.Equal(t, shown[1], b.Digest, "exactly the digest shown")
 	assert.Equal(t, "approver@example.com", b.ApprovedBy)
 	p.waitRecord(web, "PASS after the console's approval", signedWith(p.key, events.StatusPass))
+
+	// A host's key, named by the approver before its first evidence:
+	// enrolled, and announced for the audit chain (audit).
+	pub, _, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	p.consoleKey = dsse.KeyID(pub)
+	post(t, approver, base+"/host/approve", url.Values{"host": {late}, "key": {p.consoleKey}})
+	assert.Equal(t, events.KeyEnrolled, p.host(late).KeyOf(p.consoleKey).State)
+	assert.Equal(t, "approver@example.com", p.host(late).KeyOf(p.consoleKey).By)
 
 	collected := post(t, approver, base+"/host/collect", url.Values{"host": {web}})
 	assert.Contains(t, collected, "by its enrolled key <code>"+p.key+"</code>")

@@ -17,6 +17,7 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
+	"github.com/runtimetruth/runtimetruth/services/verifier"
 )
 
 // The hosts of the deployment: web runs a collector; db only has its
@@ -24,6 +25,9 @@ import (
 const (
 	web = "web-01.example.com"
 	db  = "db-02"
+	// late is a host whose key the console enrolls before its first
+	// evidence.
+	late = "late-03"
 )
 
 // Timing: the collector collects every second and the verifier calls a
@@ -71,9 +75,11 @@ type pipeline struct {
 	verifier, auditor, collector *proc
 	collectorConfig              string
 	auditLog                     string
-	// key is the key web's collector signs with; target the target it
-	// collects; collectedID the evidence collected on request.
-	key, target, collectedID string
+	// key is the key web's collector signs with (firstKey: before the
+	// rotation); target the target it collects; collectedID the evidence
+	// collected on request; consoleKey the key the console enrolled for
+	// host late.
+	key, firstKey, target, collectedID, consoleKey string
 }
 
 // start deploys nats-server with the policy of m, a git repository for
@@ -103,6 +109,7 @@ func start(t *testing.T, m mode) *pipeline {
 func (p *pipeline) enroll() {
 	t := p.t
 	p.key = p.identity(p.collectorConfig, web)
+	p.firstKey = p.key
 	p.collector = p.service("collector", bins.collector, idHost(web), p.collectorConfig)
 	natstest.CheckFor(t, deadline, poll, func() error {
 		if n := len(p.deadLetters(web, "not_enrolled")); n == 0 {
@@ -311,8 +318,9 @@ func (p *pipeline) revoke() {
 // audit: every service, still ready (its periodic duties work under its
 // user) and never refused by the server, stops cleanly, the auditor once
 // it has linked everything; its log verifies, the evidence signatures it
-// carries too, and shows a verdict for the evidence collected on request
-// and none for any evidence refused.
+// carries too, holds every change of the hosts' keys, and shows a verdict
+// for the evidence collected on request and none for any evidence
+// refused.
 func (p *pipeline) audit() {
 	t := p.t
 	for _, s := range []*proc{p.collector, p.verifier, p.auditor} {
@@ -352,11 +360,84 @@ func (p *pipeline) audit() {
 	r = p.cli("audit", "verify", "--jsonl", p.auditLog, "--registry")
 	assert.Equal(t, 0, r.code, "audit verify --registry: %s", r.stderr)
 
+	p.auditedKeyChanges()
+
 	verdicts := auditedVerdicts(t, p.auditLog)
 	assert.Contains(t, verdicts, p.collectedID, "the verdict of the evidence collected on request")
 	refused := p.deadLetters(web, "")
 	require.NotEmpty(t, refused)
 	for _, l := range refused {
 		assert.NotContains(t, verdicts, l.id, "a verdict of evidence refused (%s)", l.reason)
+	}
+}
+
+// auditedKeyChanges: every change of a host's keys is in the audit chain
+// (host.key.changed), by whoever made it: web's first key seen and its
+// impostors' (pending, by the verifier), then, by the operator's CLI, the
+// key enrolled, the new key beside it, the old one revoked by the
+// rotation (the verifier) and every key revoked (the impostors' pending
+// ones too); the key the console's
+// approver enrolled; db's ever new keys, pending only as many as the
+// registry keeps (its share of the chain too), then the one approved.
+func (p *pipeline) auditedKeyChanges() {
+	t := p.t
+	type change struct {
+		source, actor string
+		rotating      bool
+		keys          []events.KeyChange
+	}
+	byHost := map[string][]change{}
+	for _, e := range audited(t, p.auditLog) {
+		if e.Type != events.TypeHostKeyChanged {
+			continue
+		}
+		var c events.HostKeyChanged
+		require.NoError(t, json.Unmarshal(e.Data, &c))
+		byHost[c.Host] = append(byHost[c.Host], change{e.Source, c.Actor, c.Rotating, c.Keys})
+	}
+	byVerifier, byOperator := events.Source("verifier", "deployed"), events.Source("cli", "operator")
+	// seen splits a host's changes: the keys the verifier saw (each
+	// pending), and the others.
+	seen := func(host string) (pending int, decided []change) {
+		for _, c := range byHost[host] {
+			if c.actor != "first-use" {
+				decided = append(decided, c)
+				continue
+			}
+			assert.Equal(t, byVerifier, c.source)
+			if assert.Len(t, c.keys, 1) {
+				assert.Equal(t, events.KeyChange{Key: c.keys[0].Key, State: events.KeyPending}, c.keys[0], "a key seen is pending")
+			}
+			pending++
+		}
+		return pending, decided
+	}
+	require.NotEmpty(t, byHost[web])
+	assert.Equal(t, change{byVerifier, "first-use", false, []events.KeyChange{{Key: p.firstKey, State: events.KeyPending}}}, byHost[web][0],
+		"web's key, first seen")
+	_, decided := seen(web)
+	require.Len(t, decided, 4)
+	assert.Equal(t, []change{
+		{byOperator, "operator", false, []events.KeyChange{{Key: p.firstKey, State: events.KeyEnrolled, Previous: events.KeyPending}}},
+		{byOperator, "operator", true, []events.KeyChange{{Key: p.key, State: events.KeyEnrolled}}},
+		{byVerifier, "rotation", false, []events.KeyChange{{Key: p.firstKey, State: events.KeyRevoked, Previous: events.KeyEnrolled}}},
+	}, decided[:3])
+	// host revoke: the enrolled key, and the impostors' pending ones.
+	revoked := decided[3]
+	assert.Equal(t, byOperator, revoked.source)
+	assert.Contains(t, revoked.keys, events.KeyChange{Key: p.key, State: events.KeyRevoked, Previous: events.KeyEnrolled})
+	for _, k := range revoked.keys {
+		assert.Equal(t, events.KeyRevoked, k.State)
+		assert.True(t, k.Key == p.key || k.Previous == events.KeyPending, "%+v", k)
+	}
+
+	assert.Equal(t, []change{{events.Source("console", "approver@example.com"), "approver@example.com", false,
+		[]events.KeyChange{{Key: p.consoleKey, State: events.KeyEnrolled}}}}, byHost[late])
+
+	pending, decided := seen(db)
+	assert.Equal(t, verifier.MaxPendingKeys, pending, "db's %d keys: announced as many as the registry keeps", churnKeys)
+	if assert.Len(t, decided, 1) {
+		assert.Equal(t, byOperator, decided[0].source)
+		assert.Equal(t, events.KeyEnrolled, decided[0].keys[0].State)
 	}
 }

@@ -206,28 +206,45 @@ func (d *deployment) waitAudited() {
 	})
 }
 
-// auditedVerdicts reads the audit log: the evidence id of every verdict
-// linked, with its status.
-func auditedVerdicts(t *testing.T, path string) map[string][]events.Status {
+// auditedEvent is an event of the audit log: its type, source and data.
+type auditedEvent struct {
+	Type, Source string
+	Data         json.RawMessage
+}
+
+// audited reads the events of the audit log at path, in its order.
+func audited(t *testing.T, path string) []auditedEvent {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
-	out := map[string][]events.Status{}
+	var out []auditedEvent
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		var l struct {
 			Event struct {
 				Attributes struct {
-					Type string `json:"type"`
+					Type   string `json:"type"`
+					Source string `json:"source"`
 				} `json:"attributes"`
 				Data json.RawMessage `json:"data"`
 			} `json:"event"`
 		}
 		require.NoError(t, json.Unmarshal([]byte(line), &l))
-		if !strings.HasPrefix(l.Event.Attributes.Type, events.TypePrefix+"verdict.") {
+		out = append(out, auditedEvent{Type: l.Event.Attributes.Type, Source: l.Event.Attributes.Source, Data: l.Event.Data})
+	}
+	return out
+}
+
+// auditedVerdicts reads the audit log: the evidence id of every verdict
+// linked, with its status.
+func auditedVerdicts(t *testing.T, path string) map[string][]events.Status {
+	t.Helper()
+	out := map[string][]events.Status{}
+	for _, e := range audited(t, path) {
+		if !strings.HasPrefix(e.Type, events.TypePrefix+"verdict.") {
 			continue
 		}
 		var v events.Verdict
-		require.NoError(t, json.Unmarshal(l.Event.Data, &v))
+		require.NoError(t, json.Unmarshal(e.Data, &v))
 		out[v.EvidenceID] = append(out[v.EvidenceID], v.Status)
 	}
 	return out
