@@ -624,6 +624,7 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{"relative node credentials", []string{"collector.nats.auth.type=creds", "collector.nats.auth.hostPath=etc/nats"}, "hostPath"},
 		{"two state volumes", []string{"collector.stateVolume.emptyDir.sizeLimit=64Mi"}, "collector.stateVolume.hostPath: null"},
 		{"unknown enrollment", []string{"verifier.enrollment=trust"}, "enrollment"},
+		{"unknown syslog format", []string{"auditor.syslog.format=leef"}, "format"},
 		{"console without a login", []string{"console.enabled=true"}, "console.oidc.issuer"},
 		{"console trends without clickhouse", []string{"console.enabled=true", "console.oidc.issuer=https://login.example.com", "console.oidc.clientId=rt",
 			"console.oidc.existingSecret=oidc", "console.trends.enabled=true"}, "console.trends.enabled needs clickhouse.enabled"},

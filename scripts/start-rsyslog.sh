@@ -10,7 +10,13 @@
 #   a local datagram socket                       <dir>/log.sock
 #
 # Every message received is written as received (%rawmsg%, one per line)
-# to <dir>/messages.log. It prints shell assignments for eval:
+# to <dir>/messages.log. Three more inputs (TCP, TLS, UDP) take SIEM
+# records (the auditor's syslog format ocsf, ecs or cef) and parse them as
+# a SIEM's collector would: mmpstrucdata (the structured data), then
+# mmjsonparse (a JSON body, into \$!rec) or, for a CEF body, mmnormalize
+# with the cef parser of Debian's liblognorm (into \$!cef); each message's
+# HOSTNAME and every variable it yields are written, one JSON line each,
+# to <dir>/siem.log. It prints shell assignments for eval:
 #
 #   RUNTIMETRUTH_RSYSLOG_TCP=127.0.0.1:<port>
 #   RUNTIMETRUTH_RSYSLOG_TLS=127.0.0.1:<port>
@@ -18,6 +24,10 @@
 #   RUNTIMETRUTH_RSYSLOG_UDP=127.0.0.1:<port>
 #   RUNTIMETRUTH_RSYSLOG_UNIX=<dir>/log.sock
 #   RUNTIMETRUTH_RSYSLOG_FILE=<dir>/messages.log
+#   RUNTIMETRUTH_RSYSLOG_SIEM_TCP=127.0.0.1:<port>
+#   RUNTIMETRUTH_RSYSLOG_SIEM_TLS=127.0.0.1:<port>
+#   RUNTIMETRUTH_RSYSLOG_SIEM_UDP=127.0.0.1:<port>
+#   RUNTIMETRUTH_RSYSLOG_SIEM_FILE=<dir>/siem.log
 #   RUNTIMETRUTH_RSYSLOG_DIR=<dir>
 #
 #   scripts/start-rsyslog.sh            start, print the assignments
@@ -64,6 +74,9 @@ base=$((40000 + RANDOM % 20000))
 tcp=$(free_port "$base")
 tls=$(free_port $((tcp + 1)))
 udp=$((tls + 1))
+siemtcp=$(free_port $((udp + 1)))
+siemtls=$(free_port $((siemtcp + 1)))
+siemudp=$((siemtls + 1))
 
 dir=$(mktemp -d -t runtimetruth-rsyslog.XXXXXX)
 chmod 755 "$dir"
@@ -76,7 +89,7 @@ openssl x509 -req -in "$dir/req.pem" -CA "$dir/ca.pem" -CAkey "$dir/ca-key.pem" 
 	-days 2 -extfile "$dir/ext.cnf" -out "$dir/cert.pem" 2>/dev/null
 
 cat >"$dir/rsyslog.conf" <<CONF
-global(workDirectory="$dir" maxMessageSize="64k"
+global(workDirectory="$dir" maxMessageSize="256k"
        defaultNetstreamDriverCAFile="$dir/ca.pem"
        defaultNetstreamDriverCertFile="$dir/cert.pem"
        defaultNetstreamDriverKeyFile="$dir/key.pem")
@@ -89,12 +102,33 @@ input(type="imudp" address="127.0.0.1" port="$udp")
 input(type="imtcp" address="127.0.0.1" port="$tcp" streamDriver.mode="0" name="tcp")
 input(type="imtcp" address="127.0.0.1" port="$tls" streamDriver.mode="1" streamDriver.authMode="anon" name="tls")
 action(type="omfile" file="$dir/messages.log" template="raw" flushOnTXEnd="on" asyncWriting="off")
+module(load="mmpstrucdata")
+module(load="mmjsonparse")
+module(load="mmnormalize")
+template(name="siem" type="list") {
+	constant(value="{\"hostname\":\"") property(name="hostname" format="json") constant(value="\",\"vars\":")
+	property(name="\$!") constant(value="}\n")
+}
+ruleset(name="siem") {
+	action(type="mmpstrucdata")
+	if (\$msg startswith "CEF:") or (\$msg startswith " CEF:") then {
+		action(type="mmnormalize" rulebase="$dir/cef.rb" path="\$!cef")
+	} else {
+		action(type="mmjsonparse" cookie="" container="\$!rec")
+	}
+	action(type="omfile" file="$dir/siem.log" template="siem" flushOnTXEnd="on" asyncWriting="off")
+}
+input(type="imtcp" address="127.0.0.1" port="$siemtcp" streamDriver.mode="0" name="siemtcp" ruleset="siem")
+input(type="imtcp" address="127.0.0.1" port="$siemtls" streamDriver.mode="1" streamDriver.authMode="anon" name="siemtls" ruleset="siem")
+input(type="imudp" address="127.0.0.1" port="$siemudp" ruleset="siem")
 CONF
+printf 'version=2\nrule=:%%cef:cef%%\n' >"$dir/cef.rb"
 
 rsyslogd -N1 -f "$dir/rsyslog.conf" >"$dir/check.log" 2>&1 || { cat "$dir/check.log" >&2; stop "$dir"; exit 1; }
 rsyslogd -n -f "$dir/rsyslog.conf" -i "$dir/rsyslog.pid" >"$dir/rsyslogd.log" 2>&1 &
 for _ in $(seq 1 100); do
-	if (exec 3<>"/dev/tcp/127.0.0.1/$tcp") 2>/dev/null && (exec 3<>"/dev/tcp/127.0.0.1/$tls") 2>/dev/null && [[ -S "$dir/log.sock" ]]; then
+	if (exec 3<>"/dev/tcp/127.0.0.1/$tcp") 2>/dev/null && (exec 3<>"/dev/tcp/127.0.0.1/$tls") 2>/dev/null && [[ -S "$dir/log.sock" ]] &&
+		(exec 3<>"/dev/tcp/127.0.0.1/$siemtcp") 2>/dev/null && (exec 3<>"/dev/tcp/127.0.0.1/$siemtls") 2>/dev/null; then
 		log "rsyslogd $(rsyslogd -v | head -1 | awk '{print $2}') on 127.0.0.1 tcp $tcp tls $tls udp $udp (dir $dir)"
 		cat <<OUT
 RUNTIMETRUTH_RSYSLOG_TCP=127.0.0.1:$tcp
@@ -103,6 +137,10 @@ RUNTIMETRUTH_RSYSLOG_TLS_CA=$dir/ca.pem
 RUNTIMETRUTH_RSYSLOG_UDP=127.0.0.1:$udp
 RUNTIMETRUTH_RSYSLOG_UNIX=$dir/log.sock
 RUNTIMETRUTH_RSYSLOG_FILE=$dir/messages.log
+RUNTIMETRUTH_RSYSLOG_SIEM_TCP=127.0.0.1:$siemtcp
+RUNTIMETRUTH_RSYSLOG_SIEM_TLS=127.0.0.1:$siemtls
+RUNTIMETRUTH_RSYSLOG_SIEM_UDP=127.0.0.1:$siemudp
+RUNTIMETRUTH_RSYSLOG_SIEM_FILE=$dir/siem.log
 RUNTIMETRUTH_RSYSLOG_DIR=$dir
 OUT
 		exit 0

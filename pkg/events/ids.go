@@ -28,6 +28,9 @@ var (
 	// HostKeyChangedIDs: a host.key.changed event's, from the host and
 	// the registry's revision of its record.
 	HostKeyChangedIDs = IDSpace(uuid.MustParse("a3e1c6d2-7b4f-4e0a-8c95-1d2f3b4a5c6e"))
+	// FindingIDs: a SIEM finding's uid (services/auditor/siem), from
+	// what it is about: a host and target's episode, a change, a refusal.
+	FindingIDs = IDSpace(uuid.MustParse("9c1f7a52-4e0b-4d6a-b2f3-6a8e5d1c0b47"))
 	// DeadLetterIDs: a dead-letter record's, from the stream, the
 	// consumer and the stream sequence.
 	DeadLetterIDs = IDSpace(uuid.MustParse("6f0d3c8e-5a41-4a7e-9a55-3f3c1d1e7b21"))

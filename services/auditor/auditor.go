@@ -36,6 +36,9 @@ type Settings struct {
 	// (the embedded mode of `runtimetruth up`); the auditor never closes
 	// it.
 	Conn *nats.Conn
+	// Version is the auditor's version, named in the SIEM records it
+	// sends (syslog.format).
+	Version string
 	// Telemetry receives a span per message appended (a child of its
 	// producer's span), a span per batch committed (linked to those), and
 	// the metrics (natsbus's consume counters, MetricChainHead, MetricLag,
@@ -50,6 +53,7 @@ type Auditor struct {
 	log      *slog.Logger
 	instance string
 	source   string
+	version  string
 	conn     *nats.Conn
 	in       *instruments
 	gauges   metric.Registration
@@ -94,7 +98,7 @@ func New(cfg Config, set Settings) (*Auditor, error) {
 	if cfg.Lease.TTL == 0 {
 		cfg.Lease.TTL = 30 * time.Second
 	}
-	a := &Auditor{cfg: cfg, log: log, instance: instance, source: events.Source("auditor", instance), conn: set.Conn,
+	a := &Auditor{cfg: cfg, log: log, instance: instance, source: events.Source("auditor", instance), version: set.Version, conn: set.Conn,
 		in: newInstruments(set.Telemetry), budget: newBudget(cfg.MaxInflightBytes),
 		duties: health.NewDuties(set.Telemetry.Meter(ScopeName))}
 	a.unready = errors.New("not started")

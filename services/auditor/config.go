@@ -11,6 +11,8 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/auditor/chstore"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
+	"github.com/runtimetruth/runtimetruth/services/auditor/siem"
+	"github.com/runtimetruth/runtimetruth/services/auditor/syslog"
 )
 
 // Config is the auditor's configuration (README.md lists every key). Load
@@ -154,6 +156,10 @@ type SyslogConfig struct {
 	Required bool `mapstructure:"required"`
 	// Timeout bounds a connection attempt and a write.
 	Timeout time.Duration `mapstructure:"timeout"`
+	// Format is each link message's body: rfc5424 (the default: a
+	// one-line summary, the link in the structured data), or the link as
+	// a SIEM record, ocsf (OCSF 1.8.0 JSON), ecs (ECS 9.4 JSON) or cef.
+	Format string `mapstructure:"format"`
 }
 
 // CheckpointConfig configures checkpoints: every Interval, each chain that
@@ -188,7 +194,7 @@ func NewDefaultConfig() Config {
 		JSONL:      JSONLConfig{Path: "/var/lib/runtimetruth/auditor/audit.jsonl", MaxBytes: 256 << 20, Required: true},
 		ClickHouse: ClickHouseConfig{Table: "audit_links", Required: true, Timeout: 10 * time.Second},
 		Syslog: SyslogConfig{Network: "tcp", Facility: "auth", SDID: "rtlink@32473", Required: true, Timeout: 5 * time.Second,
-			CursorFile: "/var/lib/runtimetruth/auditor/syslog.cursor"},
+			CursorFile: "/var/lib/runtimetruth/auditor/syslog.cursor", Format: syslog.FormatRFC5424},
 		Checkpoint:      CheckpointConfig{Interval: time.Minute},
 		Lease:           LeaseConfig{TTL: 30 * time.Second},
 		StartTimeout:    time.Minute,
@@ -267,6 +273,11 @@ func (c *Config) Validate() error {
 		}
 		if c.Syslog.Timeout <= 0 {
 			return config.Invalidf("syslog.timeout: %s (want above 0)", c.Syslog.Timeout)
+		}
+		if c.Syslog.Format != "" && c.Syslog.Format != syslog.FormatRFC5424 {
+			if _, err := siem.ParseFormat(c.Syslog.Format); err != nil {
+				return config.Invalidf("syslog.format: %q (want rfc5424, ocsf, ecs or cef)", c.Syslog.Format)
+			}
 		}
 	}
 	if c.Checkpoint.Interval < 0 {

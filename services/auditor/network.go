@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/runtimetruth/runtimetruth/services/auditor/chstore"
+	"github.com/runtimetruth/runtimetruth/services/auditor/siem"
 	"github.com/runtimetruth/runtimetruth/services/auditor/syslog"
 )
 
@@ -44,7 +45,8 @@ func (a *Auditor) openSyslog(ctx context.Context) (*syslog.Sink, error) {
 		}
 	}
 	s, err := syslog.New(syslog.Options{Network: c.Network, Address: c.Address, TLS: tc, Facility: c.Facility,
-		Hostname: c.Hostname, SDID: c.SDID, Timeout: c.Timeout, CursorFile: c.CursorFile, ResendWindow: c.ResendWindow})
+		Hostname: c.Hostname, SDID: c.SDID, Timeout: c.Timeout, CursorFile: c.CursorFile, ResendWindow: c.ResendWindow,
+		Format: c.Format, Product: siem.Product{Version: a.version, Hostname: a.instance}})
 	if err != nil {
 		return nil, err
 	}

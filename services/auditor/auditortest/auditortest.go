@@ -413,6 +413,10 @@ func Tree(tb testing.TB, r link.Record) jsontree.Value {
 // Rsyslog is the test rsyslog receiver (scripts/start-rsyslog.sh).
 type Rsyslog struct {
 	TCP, TLS, TLSCA, UDP, Unix, File string
+	// SIEMTCP, SIEMTLS and SIEMUDP take SIEM records, parsed as a SIEM
+	// would (structured data, then the JSON or CEF body) into SIEMFile
+	// (SIEMLines).
+	SIEMTCP, SIEMTLS, SIEMUDP, SIEMFile string
 }
 
 // RsyslogEnv returns the receiver's addresses from the
@@ -423,8 +427,11 @@ func RsyslogEnv(tb testing.TB) Rsyslog {
 		TCP: os.Getenv("RUNTIMETRUTH_RSYSLOG_TCP"), TLS: os.Getenv("RUNTIMETRUTH_RSYSLOG_TLS"),
 		TLSCA: os.Getenv("RUNTIMETRUTH_RSYSLOG_TLS_CA"), UDP: os.Getenv("RUNTIMETRUTH_RSYSLOG_UDP"),
 		Unix: os.Getenv("RUNTIMETRUTH_RSYSLOG_UNIX"), File: os.Getenv("RUNTIMETRUTH_RSYSLOG_FILE"),
+		SIEMTCP: os.Getenv("RUNTIMETRUTH_RSYSLOG_SIEM_TCP"), SIEMTLS: os.Getenv("RUNTIMETRUTH_RSYSLOG_SIEM_TLS"),
+		SIEMUDP: os.Getenv("RUNTIMETRUTH_RSYSLOG_SIEM_UDP"), SIEMFile: os.Getenv("RUNTIMETRUTH_RSYSLOG_SIEM_FILE"),
 	}
-	if r.TCP == "" || r.TLS == "" || r.UDP == "" || r.Unix == "" || r.File == "" || r.TLSCA == "" {
+	if r.TCP == "" || r.TLS == "" || r.UDP == "" || r.Unix == "" || r.File == "" || r.TLSCA == "" ||
+		r.SIEMTCP == "" || r.SIEMTLS == "" || r.SIEMUDP == "" || r.SIEMFile == "" {
 		tb.Fatal("RUNTIMETRUTH_RSYSLOG_* are not set: run the tests through scripts/test-services.sh (make test), which starts rsyslog")
 	}
 	return r
@@ -451,6 +458,40 @@ func SyslogLines(tb testing.TB, file, host string) []string {
 		f := strings.SplitN(ln, " ", 4)
 		if len(f) == 4 && f[2] == host {
 			out = append(out, ln)
+		}
+	}
+	return out
+}
+
+// SIEMLine is a message the SIEM inputs parsed: its HOSTNAME and the
+// variables rsyslog made of it ("rfc5424-sd": the structured data, "rec":
+// a JSON body, "cef": a CEF body).
+type SIEMLine struct {
+	Hostname string         `json:"hostname"`
+	Vars     map[string]any `json:"vars"`
+}
+
+// SIEMLines returns the parsed messages of host in the SIEM inputs' file.
+func SIEMLines(tb testing.TB, file, host string) []SIEMLine {
+	tb.Helper()
+	data, err := os.ReadFile(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		tb.Fatalf("rsyslog output: %v", err)
+	}
+	var out []SIEMLine
+	for _, ln := range strings.Split(string(data), "\n") {
+		if !strings.Contains(ln, `"hostname":"`+host+`"`) {
+			continue
+		}
+		var l SIEMLine
+		if err := json.Unmarshal([]byte(ln), &l); err != nil {
+			tb.Fatalf("rsyslog SIEM line %q: %v", ln, err)
+		}
+		if l.Hostname == host {
+			out = append(out, l)
 		}
 	}
 	return out

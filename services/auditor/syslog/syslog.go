@@ -68,6 +68,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
+	"github.com/runtimetruth/runtimetruth/services/auditor/siem"
 
 	"github.com/runtimetruth/runtimetruth/pkg/platform/regfile"
 )
@@ -117,6 +118,15 @@ type Options struct {
 	// CursorFile, if set, keeps the last link sent per chain across
 	// restarts.
 	CursorFile string
+	// Format is a link message's body: "" or "rfc5424" for a one-line
+	// summary, or a SIEM record of the link ("ocsf", "ecs", "cef";
+	// package siem), whose host and target episodes the sink keeps. The
+	// structured data carries the link either way. Over UDP a record is
+	// rendered within MaxDatagram, its raw event left out and the cut
+	// said in the record (siem.Render).
+	Format string
+	// Product names the SIEM records' producer.
+	Product siem.Product
 }
 
 // Sink sends links to a syslog receiver.
@@ -134,6 +144,10 @@ type Sink struct {
 	cursor map[string]link.Head
 	// written counts messages written, resent ones included.
 	written int
+	// format is Options.Format's SIEM format ("" for rfc5424), episodes
+	// its compliance findings' episodes.
+	format   siem.Format
+	episodes *siem.Episodes
 }
 
 // DefaultResendWindow is the default Options.ResendWindow.
@@ -186,6 +200,15 @@ func New(opts Options) (*Sink, error) {
 		opts.ResendWindow = DefaultResendWindow
 	}
 	s := &Sink{opts: opts, facility: fac, pen: pen, pid: strconv.Itoa(os.Getpid())}
+	switch opts.Format {
+	case "", FormatRFC5424:
+	default:
+		f, err := siem.ParseFormat(opts.Format)
+		if err != nil {
+			return nil, fmt.Errorf("syslog: %w (or rfc5424)", err)
+		}
+		s.format, s.episodes = f, siem.NewEpisodes()
+	}
 	if opts.CursorFile != "" {
 		c, err := readCursor(opts.CursorFile)
 		if err != nil {
@@ -474,6 +497,9 @@ func MsgID(m link.Meta) string {
 	return field(t, 32)
 }
 
+// FormatRFC5424 is Options.Format's default: the link's summary.
+const FormatRFC5424 = "rfc5424"
+
 // Format renders a link as an RFC 5424 message (without framing).
 func (s *Sink) Format(r link.Record) []byte {
 	m := r.Meta
@@ -502,7 +528,23 @@ func (s *Sink) Format(r link.Record) []byte {
 	if m.Rejected {
 		msg += " rejected: " + m.Reason
 	}
+	if s.format != "" {
+		if rec, err := s.record(r, len(sd.String())); err == nil {
+			msg = string(rec)
+		} // else the summary: a record that cannot be made within its bound still leaves its link
+	}
 	return s.header(Severity(m), m.Stored, MsgID(m), sd.String(), msg)
+}
+
+// record is the link's SIEM record; over UDP within what MaxDatagram
+// leaves after the header and the structured data of sdLen bytes.
+func (s *Sink) record(r link.Record, sdLen int) ([]byte, error) {
+	limit := 0 // a stream takes any size
+	if s.opts.Network == "udp" {
+		// PRI, VERSION, TIMESTAMP, MSGID and the spaces take under 96 bytes.
+		limit = max(s.opts.MaxDatagram-sdLen-len(s.opts.Hostname)-len(s.opts.AppName)-len(s.pid)-96, 1)
+	}
+	return siem.Render(s.format, siem.Map(r, s.episodes), s.opts.Product, limit)
 }
 
 func (s *Sink) header(sev int, t time.Time, msgid, sd, msg string) []byte {

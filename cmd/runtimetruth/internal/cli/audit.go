@@ -56,7 +56,7 @@ func (s *auditSource) openClickHouse(ctx context.Context) (*chstore.Store, error
 	return chstore.Open(ctx, chstore.Options{DSN: s.clickhouse, Table: s.table})
 }
 
-func newAuditCmd() *cobra.Command {
+func newAuditCmd(version string) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "audit",
 		Short: "Verify and follow the hash-chained audit log (JSONL or ClickHouse)",
@@ -67,7 +67,7 @@ hash, its sequence number and the canonical form of the event.`,
 		Args: cobra.NoArgs,
 		RunE: helpRun,
 	}
-	c.AddCommand(newAuditVerifyCmd(), newAuditTailCmd())
+	c.AddCommand(newAuditVerifyCmd(), newAuditTailCmd(), newAuditExportCmd(version))
 	return c
 }
 

@@ -37,7 +37,7 @@ func runAudit(ctx context.Context, args ...string) (int, string, string) {
 	root := &cobra.Command{Use: "runtimetruth", SilenceErrors: true, SilenceUsage: true}
 	root.SetOut(&out)
 	root.SetErr(&errb)
-	root.AddCommand(newAuditCmd())
+	root.AddCommand(newAuditCmd("test"))
 	root.SetArgs(append([]string{"audit"}, args...))
 	err := root.ExecuteContext(ctx)
 	switch {
@@ -305,7 +305,7 @@ func followAudit(ctx context.Context, args ...string) (out *logtest.Buffer, done
 		defer close(finished)
 		root := &cobra.Command{Use: "runtimetruth", SilenceErrors: true, SilenceUsage: true}
 		root.SetOut(out)
-		root.AddCommand(newAuditCmd())
+		root.AddCommand(newAuditCmd("test"))
 		root.SetArgs(append([]string{"audit", "tail"}, args...))
 		_ = root.ExecuteContext(ctx)
 	}()

@@ -84,7 +84,7 @@ Exit codes of verify: 0 runtime matches the baseline, 2 drift detected,
 		newStatusCmd(),
 		newCollectCmd(),
 		newConsoleCmd(),
-		newAuditCmd(),
+		newAuditCmd(version),
 		newVersionCmd(version),
 	)
 	return root

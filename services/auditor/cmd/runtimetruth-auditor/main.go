@@ -20,7 +20,7 @@ var service = servicemain.Service[auditor.Config]{
 	DefaultConfig:   auditor.NewDefaultConfig,
 	ShutdownTimeout: func(c auditor.Config) time.Duration { return c.ShutdownTimeout },
 	New: func(cfg auditor.Config, set servicemain.Settings) (lifecycle.Component, error) {
-		return auditor.New(cfg, auditor.Settings{Logger: set.Logger, Telemetry: set.Providers()})
+		return auditor.New(cfg, auditor.Settings{Logger: set.Logger, Telemetry: set.Providers(), Version: version})
 	},
 }
 
