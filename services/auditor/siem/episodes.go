@@ -1,6 +1,11 @@
 package siem
 
 import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,6 +30,8 @@ type Episodes struct {
 	byHost map[string]int
 	// untracked counts the verdicts beyond a host's share.
 	untracked uint64
+	// changed: an episode opened or closed since the last Encode.
+	changed bool
 }
 
 // MaxEpisodesPerHost bounds the open episodes a host holds.
@@ -72,6 +79,7 @@ func (e *Episodes) observe(host, target string, failing bool, id string, at time
 		if e.byHost[host]--; e.byHost[host] == 0 {
 			delete(e.byHost, host)
 		}
+		e.changed = true
 		return step{uid: ep.uid, start: ep.start, activity: ActivityClose}
 	case !failing:
 		return standing(host, target)
@@ -81,6 +89,7 @@ func (e *Episodes) observe(host, target string, failing bool, id string, at time
 	}
 	e.open[k] = episode{uid: opened.uid, start: at}
 	e.byHost[host]++
+	e.changed = true
 	return opened
 }
 
@@ -96,4 +105,66 @@ func (e *Episodes) Open() (open int, untracked uint64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return len(e.open), e.untracked
+}
+
+// episodesFile is the saved form of Episodes: a version, then the open
+// episodes, read and written whole.
+type episodesFile struct {
+	Version int           `json:"version"`
+	Open    []openEpisode `json:"open"`
+}
+
+type openEpisode struct {
+	Host   string    `json:"host"`
+	Target string    `json:"target"`
+	UID    string    `json:"uid"`
+	Start  time.Time `json:"start"`
+}
+
+const episodesVersion = 1
+
+// Encode is the open episodes in their saved form (Decode reads it), so
+// that a finding keeps its uid across a restart; it also clears Changed.
+func (e *Episodes) Encode() ([]byte, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	f := episodesFile{Version: episodesVersion, Open: make([]openEpisode, 0, len(e.open))}
+	for k, ep := range e.open {
+		f.Open = append(f.Open, openEpisode{Host: k.host, Target: k.target, UID: ep.uid, Start: ep.start})
+	}
+	slices.SortFunc(f.Open, func(a, b openEpisode) int {
+		return cmp.Or(strings.Compare(a.Host, b.Host), strings.Compare(a.Target, b.Target))
+	})
+	e.changed = false
+	return json.Marshal(f)
+}
+
+// DecodeEpisodes reads what Encode wrote: the open episodes, each host
+// held to its share.
+func DecodeEpisodes(data []byte) (*Episodes, error) {
+	var f episodesFile
+	if err := json.Unmarshal(data, &f); err != nil {
+		return nil, fmt.Errorf("episodes: %w", err)
+	}
+	if f.Version != episodesVersion {
+		return nil, fmt.Errorf("episodes: version %d, want %d", f.Version, episodesVersion)
+	}
+	e := NewEpisodes()
+	for _, o := range f.Open {
+		k := hostTarget{o.Host, o.Target}
+		if _, dup := e.open[k]; dup || o.UID == "" || e.byHost[o.Host] >= MaxEpisodesPerHost {
+			continue
+		}
+		e.open[k] = episode{uid: o.UID, start: o.Start}
+		e.byHost[o.Host]++
+	}
+	return e, nil
+}
+
+// Changed reports whether an episode opened or closed since the last
+// Encode.
+func (e *Episodes) Changed() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.changed
 }

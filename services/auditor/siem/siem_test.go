@@ -405,3 +405,30 @@ func FuzzMap(f *testing.F) {
 		require.NotContains(t, string(siem.CEF(fd, product)), "\n")
 	})
 }
+
+// The open episodes survive Encode and DecodeEpisodes: the next verdict
+// updates the same finding; Changed says when there is something to save.
+func TestEpisodesEncode(t *testing.T) {
+	recs := scenario(t)
+	ep := siem.NewEpisodes()
+	assert.False(t, ep.Changed())
+	first := siem.Map(recs[1], ep)
+	assert.True(t, ep.Changed(), "an episode opened")
+	saved, err := ep.Encode()
+	require.NoError(t, err)
+	assert.False(t, ep.Changed())
+	siem.Map(recs[2], ep)
+	assert.False(t, ep.Changed(), "an update opens and closes nothing")
+
+	back, err := siem.DecodeEpisodes(saved)
+	require.NoError(t, err)
+	next := siem.Map(recs[2], back)
+	assert.Equal(t, siem.ActivityUpdate, next.Activity)
+	assert.Equal(t, first.UID, next.UID)
+	assert.Equal(t, first.EpisodeStart, next.EpisodeStart)
+
+	_, err = siem.DecodeEpisodes([]byte(`{"version":2,"open":[]}`))
+	assert.ErrorContains(t, err, "version 2")
+	_, err = siem.DecodeEpisodes([]byte(`[`))
+	assert.Error(t, err)
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -228,4 +229,46 @@ func dataOf(t *testing.T, r link.Record) json.RawMessage {
 	}
 	require.NoError(t, json.Unmarshal(r.Event, &ev))
 	return ev.Data
+}
+
+// A compliance finding keeps its uid across a restart of the sink: the
+// open episodes are kept beside the cursor, so the drift after the
+// restart updates the finding the drift before it created.
+func TestSIEMEpisodesSurviveARestart(t *testing.T) {
+	rcv := serve(listenTCP(t))
+	defer rcv.stop()
+	cursor := filepath.Join(t.TempDir(), "syslog.cursor")
+	chains := auditortest.NewChains(chain.NewHasher(nil), events.Source("auditor", "a-0"))
+	var recs []link.Record
+	for i := range 3 {
+		v := auditortest.Drift("web-01", auditortest.Target(1), fmt.Sprintf("01920000-0000-7000-8000-%012d", i), i)
+		if i == 2 {
+			v.Status, v.Report.Status, v.Report.Changes = events.StatusPass, report.Pass, []report.Change{}
+		}
+		recs = append(recs, chains.Seal(t, auditortest.Message(t, "VERDICTS", uint64(i+1), auditortest.Msg(t, v, i))))
+	}
+	for _, r := range recs { // a restart before each link
+		s, err := syslog.New(syslog.Options{Network: "tcp", Address: rcv.ln.Addr().String(), Format: "ocsf", CursorFile: cursor})
+		require.NoError(t, err)
+		require.NoError(t, s.Write(context.Background(), []link.Record{r}))
+		require.NoError(t, s.Close())
+	}
+	natstest.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if n := rcv.count(); n < len(recs) {
+			return fmt.Errorf("%d of %d messages", n, len(recs))
+		}
+		return nil
+	})
+	var uids []string
+	var activities []float64
+	for _, msg := range rcv.messages() {
+		m, err := auditortest.ParseSyslog(msg)
+		require.NoError(t, err)
+		var rec map[string]any
+		require.NoError(t, json.Unmarshal([]byte(m.Msg), &rec), m.Msg)
+		uids = append(uids, dig(rec, "finding_info", "uid").(string))
+		activities = append(activities, rec["activity_id"].(float64))
+	}
+	assert.Equal(t, []float64{1, 2, 3}, activities, "created, updated, closed")
+	assert.Equal(t, []string{uids[0], uids[0], uids[0]}, uids, "one finding across the restarts")
 }

@@ -116,7 +116,8 @@ type Options struct {
 	// documentation).
 	ResendWindow int
 	// CursorFile, if set, keeps the last link sent per chain across
-	// restarts.
+	// restarts, and, beside it (<CursorFile>.episodes), the open episodes
+	// of a SIEM format's compliance findings, so a finding keeps its uid.
 	CursorFile string
 	// Format is a link message's body: "" or "rfc5424" for a one-line
 	// summary, or a SIEM record of the link ("ocsf", "ecs", "cef";
@@ -208,6 +209,13 @@ func New(opts Options) (*Sink, error) {
 			return nil, fmt.Errorf("syslog: %w (or rfc5424)", err)
 		}
 		s.format, s.episodes = f, siem.NewEpisodes()
+		if opts.CursorFile != "" {
+			ep, err := readEpisodes(episodesFile(opts.CursorFile))
+			if err != nil {
+				return nil, err
+			}
+			s.episodes = ep
+		}
 	}
 	if opts.CursorFile != "" {
 		c, err := readCursor(opts.CursorFile)
@@ -272,6 +280,9 @@ func (s *Sink) Write(ctx context.Context, recs []link.Record) error {
 		}
 		if err := writeCursor(s.opts.CursorFile, s.cursor); err != nil {
 			return err
+		}
+		if s.episodes != nil && s.episodes.Changed() {
+			return writeEpisodes(episodesFile(s.opts.CursorFile), s.episodes)
 		}
 	}
 	return nil
@@ -637,6 +648,35 @@ func writeCursor(path string, c map[string]link.Head) error {
 	}
 	if err := regfile.WriteAtomic(path, b, 0o600); err != nil {
 		return fmt.Errorf("syslog cursor: %w", err)
+	}
+	return nil
+}
+
+// episodesFile is where the open episodes are kept beside the cursor.
+func episodesFile(cursor string) string { return cursor + ".episodes" }
+
+func readEpisodes(path string) (*siem.Episodes, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return siem.NewEpisodes(), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("syslog episodes: %w", err)
+	}
+	ep, err := siem.DecodeEpisodes(b)
+	if err != nil {
+		return nil, fmt.Errorf("syslog episodes %s: %w", path, err)
+	}
+	return ep, nil
+}
+
+func writeEpisodes(path string, ep *siem.Episodes) error {
+	b, err := ep.Encode()
+	if err != nil {
+		return err
+	}
+	if err := regfile.WriteAtomic(path, b, 0o600); err != nil {
+		return fmt.Errorf("syslog episodes: %w", err)
 	}
 	return nil
 }

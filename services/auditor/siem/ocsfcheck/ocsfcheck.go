@@ -36,9 +36,9 @@ var compiled = sync.OnceValues(func() (*jsonschema.Schema, error) {
 // Validate checks that record is one JSON object, a valid OCSF 1.8.0
 // record of one of the classes of the facts (Compliance Finding 2003,
 // Detection Finding 2004, Application Error 6008, Event Log Activity 1008,
-// Entity Management 3004, and the Base Event 0 of events no class fits). A refusal says, for each fault, the JSON
-// Pointer of the value at fault and why; it wraps the validator's
-// *jsonschema.ValidationError.
+// Entity Management 3004, and the Base Event 0 of events no class fits).
+// A refusal says, for each fault, the JSON Pointer of the value at fault
+// and why; it wraps the validator's *jsonschema.ValidationError.
 func Validate(record []byte) error {
 	sch, err := compiled()
 	if err != nil {
