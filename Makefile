@@ -28,10 +28,11 @@ build: ## Build the binaries into ./bin/
 	@echo "built $(BIN)/runtimetruth $(foreach s,$(SERVICES),$(BIN)/runtimetruth-$(s))"
 
 .PHONY: deps
-deps: ## Install what the tests need (idempotent): git, python3-venv, npm, the pinned Codex, cosign and helm CLIs, chromium and axe-core
+deps: ## Install what the tests need (idempotent): git, python3-venv, npm, the pinned Codex, cosign and helm CLIs, chromium and axe-core, Alertmanager
 	scripts/test-deps.sh
 	scripts/install-helm.sh
 	scripts/install-browser.sh
+	scripts/install-alertmanager.sh
 
 .PHONY: test
 test: deps ## Install test dependencies, start ClickHouse and rsyslog on loopback, vet, run every test (race detector)
@@ -40,6 +41,7 @@ test: deps ## Install test dependencies, start ClickHouse and rsyslog on loopbac
 	RUNTIMETRUTH_COSIGN_BIN="$$(scripts/install-cosign.sh --print-bin)" \
 	RUNTIMETRUTH_HELM_BIN="$$(scripts/install-helm.sh --print-bin)" \
 	RUNTIMETRUTH_AXE="$$(scripts/install-browser.sh --print-axe)" \
+	RUNTIMETRUTH_ALERTMANAGER_BIN="$$(scripts/install-alertmanager.sh --print-bin)" \
 	  scripts/test-services.sh $(GOTEST) -race -count=1 -timeout 25m $(MODULES)
 	for d in $$(go list -m -f '{{.Dir}}'); do (cd $$d && GOWORK=off go build ./...) || exit 1; done
 

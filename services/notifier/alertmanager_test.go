@@ -1,0 +1,213 @@
+package notifier_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
+	"github.com/runtimetruth/runtimetruth/services/notifier"
+)
+
+// notification is what Alertmanager's webhook receiver posts.
+type notification struct {
+	Status string `json:"status"`
+	Alerts []struct {
+		Status string            `json:"status"`
+		Labels map[string]string `json:"labels"`
+		EndsAt time.Time         `json:"endsAt"`
+	} `json:"alerts"`
+	GroupLabels map[string]string `json:"groupLabels"`
+}
+
+// hook collects Alertmanager's notifications.
+type hook struct {
+	mu  sync.Mutex
+	got []notification
+}
+
+func (h *hook) ServeHTTP(_ http.ResponseWriter, r *http.Request) {
+	var n notification
+	b, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if json.Unmarshal(b, &n) == nil {
+		h.mu.Lock()
+		h.got = append(h.got, n)
+		h.mu.Unlock()
+	}
+}
+
+func (h *hook) notifications() []notification {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]notification(nil), h.got...)
+}
+
+// startAlertmanager runs Debian's Alertmanager (RUNTIMETRUTH_ALERTMANAGER_BIN)
+// on loopback, routing every alert to a webhook at hookURL, grouped by
+// alertname, host and target, and returns its URL.
+func startAlertmanager(t *testing.T, hookURL string) string {
+	t.Helper()
+	bin := os.Getenv("RUNTIMETRUTH_ALERTMANAGER_BIN")
+	if bin == "" {
+		t.Fatal("RUNTIMETRUTH_ALERTMANAGER_BIN is not set: run the tests through make test, which installs Alertmanager (scripts/install-alertmanager.sh)")
+	}
+	dir := t.TempDir()
+	cfg := fmt.Sprintf(`route:
+  receiver: hook
+  group_by: [alertname, host, target]
+  group_wait: 200ms
+  group_interval: 1s
+  repeat_interval: 1h
+receivers:
+- name: hook
+  webhook_configs:
+  - url: %s
+    send_resolved: true
+`, hookURL)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "alertmanager.yml"), []byte(cfg), 0o600))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	cmd := exec.Command(bin, "--config.file="+filepath.Join(dir, "alertmanager.yml"), "--storage.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+addr, "--cluster.listen-address=", "--log.level=warn")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	url := "http://" + addr
+	natstest.CheckFor(t, 20*time.Second, 50*time.Millisecond, func() error {
+		resp, err := http.Get(url + "/-/ready")
+		if err != nil {
+			return err
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("alertmanager: %s", resp.Status)
+		}
+		return nil
+	})
+	return url
+}
+
+// TestAlertmanager runs the notifier against the real Alertmanager: a
+// drift gives one firing notification; drifts repeated for longer than
+// the alerts' lease give no new notification and no resolve (the firing
+// alert is sent again before its endsAt); a pass gives one resolved; a
+// STALE target fires until fresh evidence arrives.
+func TestAlertmanager(t *testing.T) {
+	h := &hook{}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	am := startAlertmanager(t, srv.URL)
+
+	_, url := natstest.RunJetStream(t)
+	nc, js := natstest.Connect(t, url)
+	ctx := t.Context()
+	require.NoError(t, topology.Ensure(ctx, js, 1))
+	cfg := notifier.NewDefaultConfig()
+	cfg.Instance = "test"
+	cfg.Alertmanager.URL = am
+	cfg.Alertmanager.ResendInterval, cfg.Alertmanager.Lease = 200*time.Millisecond, time.Second
+	n, err := notifier.New(cfg, notifier.Settings{Conn: nc})
+	require.NoError(t, err)
+	require.NoError(t, n.Start(ctx))
+	t.Cleanup(func() { require.NoError(t, n.Shutdown(context.Background())) })
+
+	seq := 0
+	publish := func(v events.Verdict) {
+		t.Helper()
+		seq++
+		m, _, err := binding.NewMsg(events.Source("verifier", "v"), v, binding.WithID(fmt.Sprintf("verdict-%d", seq)))
+		require.NoError(t, err)
+		_, err = js.PublishMsg(ctx, m)
+		require.NoError(t, err)
+	}
+	waitFor := func(want int) []notification {
+		t.Helper()
+		var got []notification
+		natstest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+			if got = h.notifications(); len(got) < want {
+				return fmt.Errorf("%d of %d notifications", len(got), want)
+			}
+			return nil
+		})
+		return got
+	}
+
+	publish(verdict("web", agent, events.StatusDrift))
+	got := waitFor(1)
+	require.Len(t, got, 1)
+	assert.Equal(t, "firing", got[0].Status)
+	require.Len(t, got[0].Alerts, 1)
+	assert.Equal(t, map[string]string{"alertname": notifier.AlertDrift, "host": "web", "target": agent.String(),
+		"kind": "codex.agent", "severity": "critical"}, got[0].Alerts[0].Labels)
+
+	// Drifts repeated over five leases: Alertmanager keeps the alert
+	// firing (sent again every resend interval) and notifies nothing new.
+	for range 25 {
+		publish(verdict("web", agent, events.StatusDrift))
+		time.Sleep(200 * time.Millisecond)
+	}
+	assert.Len(t, h.notifications(), 1, "no new notification before repeat_interval, no spurious resolve")
+
+	publish(verdict("web", agent, events.StatusPass))
+	got = waitFor(2)
+	assert.Equal(t, "resolved", got[1].Status)
+	assert.Equal(t, notifier.AlertDrift, got[1].Alerts[0].Labels["alertname"])
+
+	publish(verdict("db", agent, events.StatusStale))
+	got = waitFor(3)
+	assert.Equal(t, "firing", got[2].Status)
+	assert.Equal(t, notifier.AlertStale, got[2].Alerts[0].Labels["alertname"])
+	for range 10 {
+		publish(verdict("db", agent, events.StatusStale))
+		time.Sleep(200 * time.Millisecond)
+	}
+	assert.Len(t, h.notifications(), 3, "stale, still firing")
+	publish(verdict("db", agent, events.StatusPass)) // fresh evidence
+	got = waitFor(4)
+	assert.Equal(t, "resolved", got[3].Status)
+	assert.Equal(t, notifier.AlertStale, got[3].Alerts[0].Labels["alertname"])
+
+	// Nothing fires twice: the stream drops a verdict published again
+	// (two verifier instances, one verdict id).
+	publish(verdict("web", agent, events.StatusDrift))
+	m, _, err := binding.NewMsg(events.Source("verifier", "v2"), verdict("web", agent, events.StatusDrift), binding.WithID(fmt.Sprintf("verdict-%d", seq)))
+	require.NoError(t, err)
+	ack, err := js.PublishMsg(ctx, m)
+	require.NoError(t, err)
+	assert.True(t, ack.Duplicate)
+	got = waitFor(5)
+	assert.Equal(t, "firing", got[4].Status)
+	cons, err := js.Consumer(ctx, topology.StreamVerdicts, notifier.DefaultConsumer)
+	require.NoError(t, err)
+	natstest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		info, err := cons.Info(ctx)
+		if err != nil {
+			return err
+		}
+		if info.NumAckPending+int(info.NumPending) > 0 {
+			return fmt.Errorf("%d pending", info.NumAckPending+int(info.NumPending))
+		}
+		return nil
+	})
+}

@@ -1,0 +1,219 @@
+package notifier
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/runtimetruth/runtimetruth/pkg/events"
+)
+
+// The alert names (Alertmanager's alertname label).
+const (
+	AlertDrift    = "RuntimeTruthDrift"
+	AlertError    = "RuntimeTruthError"
+	AlertStale    = "RuntimeTruthStale"
+	AlertModified = "RuntimeTruthModified"
+)
+
+// MaxAlertsPerHost bounds the alerts, firing or waiting to be sent
+// resolved, a host holds.
+const MaxAlertsPerHost = 4096
+
+// Key identifies an alert: a host and target's verdict alert (Package
+// empty), or a package's modified alert (Target the environment's target).
+type Key struct {
+	Host, Target, Package string
+}
+
+// Alert is an alert's state.
+type Alert struct {
+	Key
+	// Name is the alertname; Kind the target's kind; Severity critical
+	// (drift, modified) or warning (error, stale).
+	Name, Kind, Severity string
+	// Summary and Description are the annotations.
+	Summary, Description string
+	// StartsAt is when it fired; EndsAt when it resolved (zero while
+	// firing).
+	StartsAt, EndsAt time.Time
+	// Cause is the id of the event that fired it.
+	Cause string
+}
+
+// Resolved reports whether the alert resolved.
+func (a Alert) Resolved() bool { return !a.EndsAt.IsZero() }
+
+// Labels are the alert's Alertmanager labels.
+func (a Alert) Labels() map[string]string {
+	l := map[string]string{"alertname": a.Name, "host": a.Host, "target": a.Target, "kind": a.Kind, "severity": a.Severity}
+	if a.Package != "" {
+		l["package"] = a.Package
+	}
+	return l
+}
+
+// Alerts is the alert state: the firing alerts, and the resolved ones not
+// yet sent. Safe for concurrent use.
+type Alerts struct {
+	mu     sync.Mutex
+	alerts map[Key]*Alert
+	// byHost counts a host's alerts; untracked the events beyond a
+	// host's share.
+	byHost    map[string]int
+	untracked uint64
+}
+
+// NewAlerts returns an empty state.
+func NewAlerts() *Alerts {
+	return &Alerts{alerts: map[Key]*Alert{}, byHost: map[string]int{}}
+}
+
+// integrityKinds are the target kinds whose pass resolves their packages'
+// modified alerts.
+var integrityKinds = map[string]bool{"python.environment": true, "node.project": true}
+
+// Observe applies an event (a verdict, a runnable.modified; others change
+// nothing) of id at time at, and reports whether an alert fired or
+// resolved.
+func (s *Alerts) Observe(p events.Payload, id string, at time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch p := p.(type) {
+	case events.Verdict:
+		return s.verdict(p, id, at)
+	case events.RunnableModified:
+		target := integrityTarget(p)
+		k := Key{Host: p.Host, Target: target, Package: events.PackageURL(p.Ecosystem, p.Package, p.Version)}
+		if a, ok := s.alerts[k]; ok && !a.Resolved() {
+			return false
+		}
+		return s.fire(&Alert{Key: k, Name: AlertModified, Kind: strings.SplitN(target, ":", 2)[0], Severity: "critical",
+			Summary:     fmt.Sprintf("installed code of %s modified on %s", k.Package, p.Host),
+			Description: fmt.Sprintf("%d file(s) of %s in %s differ from its %s", len(p.ChangedFiles), k.Package, p.Environment, p.Baseline),
+			StartsAt:    at, Cause: id})
+	}
+	return false
+}
+
+// integrityTarget is the target whose pass verifies a package again: the
+// environment's python.environment or node.project target.
+func integrityTarget(p events.RunnableModified) string {
+	kind := "python.environment"
+	if p.Ecosystem == events.Node {
+		kind = "node.project"
+	}
+	return events.Target{Kind: kind, Identifier: p.Environment}.String()
+}
+
+// verdictAlerts are the alerts of the statuses that fire one.
+var verdictAlerts = map[events.Status]struct{ name, severity string }{
+	events.StatusDrift: {AlertDrift, "critical"},
+	events.StatusError: {AlertError, "warning"},
+	events.StatusStale: {AlertStale, "warning"},
+}
+
+func (s *Alerts) verdict(v events.Verdict, id string, at time.Time) bool {
+	k := Key{Host: v.Host, Target: v.Target.String()}
+	va, fires := verdictAlerts[v.Status]
+	changed := false
+	if a, ok := s.alerts[k]; ok && !a.Resolved() {
+		if fires && a.Name == va.name {
+			return false // a repeat: still firing
+		}
+		a.EndsAt = at
+		changed = true
+	}
+	if v.Status == events.StatusPass && integrityKinds[v.Target.Kind] {
+		for mk, a := range s.alerts {
+			if mk.Host == k.Host && mk.Target == k.Target && mk.Package != "" && !a.Resolved() {
+				a.EndsAt = at
+				changed = true
+			}
+		}
+	}
+	if !fires {
+		return changed
+	}
+	return s.fire(&Alert{Key: k, Name: va.name, Kind: v.Target.Kind, Severity: va.severity,
+		Summary: fmt.Sprintf("%s on %s: %s", v.Target, v.Host, v.Status), Description: verdictText(v),
+		StartsAt: at, Cause: id}) || changed
+}
+
+// verdictText says what a verdict found.
+func verdictText(v events.Verdict) string {
+	switch v.Status {
+	case events.StatusDrift:
+		n := 0
+		if v.Report != nil {
+			for _, c := range v.Report.Changes {
+				n += max(len(c.Fields), 1)
+			}
+		}
+		return fmt.Sprintf("%s on %s differs from baseline %s in %d field(s)", v.Target, v.Host, v.BaselineDigest, n)
+	case events.StatusError, events.StatusStale:
+		return v.Error
+	}
+	return string(v.Status)
+}
+
+// fire records a as firing, replacing the key's resolved alert, unless
+// its host holds its share (counted).
+func (s *Alerts) fire(a *Alert) bool {
+	if _, ok := s.alerts[a.Key]; !ok {
+		if s.byHost[a.Host] >= MaxAlertsPerHost {
+			s.untracked++
+			return false
+		}
+		s.byHost[a.Host]++
+	}
+	s.alerts[a.Key] = a
+	return true
+}
+
+// Pending returns the firing alerts and the resolved ones not yet sent,
+// ordered by host, target and package.
+func (s *Alerts) Pending() []Alert {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Alert, 0, len(s.alerts))
+	for _, k := range slices.SortedFunc(maps.Keys(s.alerts), compareKeys) {
+		out = append(out, *s.alerts[k])
+	}
+	return out
+}
+
+// Sent forgets the resolved alerts of sent, now that Alertmanager has
+// them (an alert that fired again since stays).
+func (s *Alerts) Sent(sent []Alert) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, a := range sent {
+		if cur, ok := s.alerts[a.Key]; ok && a.Resolved() && cur.Resolved() && cur.EndsAt.Equal(a.EndsAt) {
+			delete(s.alerts, a.Key)
+			if s.byHost[a.Host]--; s.byHost[a.Host] == 0 {
+				delete(s.byHost, a.Host)
+			}
+		}
+	}
+}
+
+// Counts are the firing alerts and the events beyond a host's share.
+func (s *Alerts) Counts() (firing int, untracked uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, a := range s.alerts {
+		if !a.Resolved() {
+			firing++
+		}
+	}
+	return firing, s.untracked
+}
+
+func compareKeys(a, b Key) int {
+	return cmp.Or(strings.Compare(a.Host, b.Host), strings.Compare(a.Target, b.Target), strings.Compare(a.Package, b.Package))
+}
