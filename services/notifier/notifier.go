@@ -2,11 +2,12 @@ package notifier
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/config"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
@@ -70,15 +72,18 @@ func (c *Config) Validate() error {
 	a := c.Alertmanager
 	switch {
 	case c.Consumer == "":
-		return errors.New("consumer: empty")
+		return config.Invalidf("consumer: empty")
 	case a.URL == "":
-		return errors.New("alertmanager.url: empty")
+		return config.Invalidf("alertmanager.url: empty")
 	case a.ResendInterval <= 0 || a.Timeout <= 0:
-		return errors.New("alertmanager.resend_interval and alertmanager.timeout must be above 0")
+		return config.Invalidf("alertmanager.resend_interval and alertmanager.timeout must be above 0")
 	case a.Lease < 2*a.ResendInterval:
-		return fmt.Errorf("alertmanager.lease %s: want at least twice resend_interval (%s), or firing alerts resolve between two sends", a.Lease, a.ResendInterval)
+		return config.Invalidf("alertmanager.lease %s: want at least twice resend_interval (%s), or firing alerts resolve between two sends", a.Lease, a.ResendInterval)
 	case c.StartTimeout <= 0 || c.ShutdownTimeout <= 0:
-		return errors.New("start_timeout and shutdown_timeout must be above 0")
+		return config.Invalidf("start_timeout and shutdown_timeout must be above 0")
+	}
+	if u, err := url.Parse(a.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return config.Invalidf("alertmanager.url %q: want http(s)://host[:port]", a.URL)
 	}
 	return nil
 }
@@ -109,6 +114,8 @@ type Notifier struct {
 	alerts *Alerts
 	am     *Alertmanager
 	kick   chan struct{}
+	// undecodable counts the events that did not decode.
+	undecodable atomic.Uint64
 
 	conn   *nats.Conn // closed at Shutdown when the notifier opened it
 	cancel context.CancelFunc
@@ -133,6 +140,9 @@ func New(cfg Config, set Settings) (*Notifier, error) {
 
 // Alerts is the notifier's alert state.
 func (n *Notifier) Alerts() *Alerts { return n.alerts }
+
+// Undecodable counts the events that did not decode.
+func (n *Notifier) Undecodable() uint64 { return n.undecodable.Load() }
 
 // Start connects, ensures the notifier's consumers and starts consuming
 // and sending; it returns once both consumers exist.
@@ -182,12 +192,14 @@ func (n *Notifier) Start(ctx context.Context) error {
 	return nil
 }
 
-// handle applies one event to the alerts; an event that does not decode
-// is dead-lettered.
+// handle applies one event to the alerts. An event that does not decode
+// changes no alert and is acknowledged: the auditor records it (rejected)
+// and the notifier, which may publish nothing, counts it.
 func (n *Notifier) handle(_ context.Context, m jetstream.Msg) error {
 	e, p, err := binding.Read[events.Payload](m)
 	if err != nil {
-		return natsbus.Permanent(err)
+		n.undecodable.Add(1)
+		return nil
 	}
 	if n.alerts.Observe(p, e.ID(), e.Time()) {
 		select {

@@ -85,7 +85,12 @@ const (
 	Auditor   = "auditor"
 	Attestor  = "attestor"
 	Console   = "console"
+	Notifier  = "notifier"
 )
+
+// NotifierConsumer is the notifier's durable consumers' name
+// (notifier.DefaultConsumer, which this package cannot import).
+const NotifierConsumer = "notifier"
 
 // AttestSubject is the attestor's default sign-request subject
 // (attestor.DefaultSubject, which this package cannot import).
@@ -179,8 +184,8 @@ var inbox = Grant{Inbox, "replies: JetStream API responses, publish acknowledgem
 
 var accountInfo = Grant{jsAPI("INFO"), "JetStream account info (checked before a bucket is created)"}
 
-// Roles returns the roles of the four services, in pipeline order, and
-// the console's.
+// Roles returns the roles of the four services, in pipeline order, then
+// the console's and the notifier's.
 func Roles() []Role {
 	allStreams := []string{topology.StreamEvidence, topology.StreamVerdicts, topology.StreamBaselines, topology.StreamDLQ}
 	ensureWhy := "create or update the topology at start"
@@ -255,6 +260,20 @@ func Roles() []Role {
 	)
 	console.Subscribe = []Grant{inbox}
 
+	// The notifier reads verdicts and runnable.modified, through its own
+	// durable consumers, each created with its filter (the create subject
+	// names it, and the server holds the request to it), and publishes
+	// nothing: not even a dead letter.
+	notifier := Role{Service: Notifier}
+	for _, c := range []struct{ stream, filter string }{
+		{topology.StreamVerdicts, events.FilterVerdict}, {topology.StreamEvidence, events.FilterIntegrity},
+	} {
+		why := fmt.Sprintf("create its consumer %q on %s, filtered to %s", NotifierConsumer, c.stream, c.filter)
+		notifier.Publish = append(notifier.Publish, Grant{jsAPI("CONSUMER.CREATE.%s.%s.%s", c.stream, NotifierConsumer, c.filter), why})
+		notifier.Publish = append(notifier.Publish, consume(c.stream, NotifierConsumer)...)
+	}
+	notifier.Subscribe = []Grant{inbox}
+
 	return []Role{
 		{
 			Service: Collector,
@@ -273,6 +292,7 @@ func Roles() []Role {
 		auditor,
 		attestor,
 		console,
+		notifier,
 	}
 }
 

@@ -211,6 +211,7 @@ func TestPermissions(t *testing.T) {
 	auditor := connect(t, url, buspolicy.Auditor)
 	attestor := connect(t, url, buspolicy.Attestor)
 	console := connect(t, url, buspolicy.Console)
+	notifier := connect(t, url, buspolicy.Notifier)
 	operator := connect(t, url, admin)
 
 	// The services that ensure the topology at start can, each its part.
@@ -491,6 +492,46 @@ func TestPermissions(t *testing.T) {
 		}
 	})
 
+	// The notifier reads verdicts and runnable.modified through its own
+	// consumers, filtered as created, and nothing else: no other filter,
+	// no other consumer, no publish.
+	t.Run("notifier reads verdicts and integrity events only", func(t *testing.T) {
+		consumer := func(stream, name, filter string) jetstream.ConsumerConfig {
+			return jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy, FilterSubject: filter}
+		}
+		cons, err := notifier.js.CreateOrUpdateConsumer(ctx, topology.StreamVerdicts, consumer(topology.StreamVerdicts, buspolicy.NotifierConsumer, events.FilterVerdict))
+		require.NoError(t, err, "its verdicts consumer")
+		_, err = notifier.js.CreateOrUpdateConsumer(ctx, topology.StreamEvidence, consumer(topology.StreamEvidence, buspolicy.NotifierConsumer, events.FilterIntegrity))
+		require.NoError(t, err, "its runnable.modified consumer")
+		_, err = verifier.js.PublishMsg(ctx, verdictMsg(t, "0198d5c4-0000-7000-8000-000000000009"))
+		require.NoError(t, err)
+		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+		require.NoError(t, err)
+		n := 0
+		for m := range batch.Messages() {
+			require.NoError(t, m.DoubleAck(ctx))
+			n++
+		}
+		require.NoError(t, batch.Error())
+		assert.Equal(t, 1, n, "it reads a verdict")
+
+		for _, c := range []struct{ stream, name, filter string }{
+			{topology.StreamEvidence, buspolicy.NotifierConsumer, events.FilterEvidence}, // the evidence itself
+			{topology.StreamEvidence, "notifier-2", events.FilterIntegrity},
+			{topology.StreamDLQ, buspolicy.NotifierConsumer, events.FilterDeadLetter},
+		} {
+			short, cancel := context.WithTimeout(ctx, time.Second)
+			_, err := notifier.js.CreateOrUpdateConsumer(short, c.stream, consumer(c.stream, c.name, c.filter))
+			cancel()
+			require.Error(t, err, "%s %s %s", c.stream, c.name, c.filter)
+			notifier.violation(t, "$JS.API.CONSUMER.CREATE."+c.stream+"."+c.name)
+		}
+		for _, subject := range []string{"rt.verdict.web-01.pass", events.DeadLetterSubject("VERDICTS", "rt.verdict.web-01.pass")} {
+			require.NoError(t, notifier.nc.Publish(subject, nil))
+			notifier.violation(t, subject)
+		}
+	})
+
 	t.Run("collector answers collect-now requests", func(t *testing.T) {
 		subject := events.CollectNowSubject("web-01")
 		sub, err := collector.nc.Subscribe(subject, func(m *nats.Msg) { _ = m.Respond([]byte("ok")) })
@@ -506,7 +547,7 @@ func TestPermissions(t *testing.T) {
 // TestRolesAreClosed checks properties of the policy itself.
 func TestRolesAreClosed(t *testing.T) {
 	roles := buspolicy.Roles()
-	require.Len(t, roles, 5)
+	require.Len(t, roles, 6)
 	publishes := func(service, subject string) bool {
 		r, _ := buspolicy.Lookup(service)
 		return slices.ContainsFunc(r.PublishSubjects(), func(s string) bool { return matches(s, subject) })
