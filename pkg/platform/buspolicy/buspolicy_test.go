@@ -496,12 +496,12 @@ func TestPermissions(t *testing.T) {
 	// consumers, filtered as created, and nothing else: no other filter,
 	// no other consumer, no publish.
 	t.Run("notifier reads verdicts and integrity events only", func(t *testing.T) {
-		consumer := func(stream, name, filter string) jetstream.ConsumerConfig {
+		consumer := func(name, filter string) jetstream.ConsumerConfig {
 			return jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy, FilterSubject: filter}
 		}
-		cons, err := notifier.js.CreateOrUpdateConsumer(ctx, topology.StreamVerdicts, consumer(topology.StreamVerdicts, buspolicy.NotifierConsumer, events.FilterVerdict))
+		cons, err := notifier.js.CreateOrUpdateConsumer(ctx, topology.StreamVerdicts, consumer(buspolicy.NotifierConsumer, events.FilterVerdict))
 		require.NoError(t, err, "its verdicts consumer")
-		_, err = notifier.js.CreateOrUpdateConsumer(ctx, topology.StreamEvidence, consumer(topology.StreamEvidence, buspolicy.NotifierConsumer, events.FilterIntegrity))
+		_, err = notifier.js.CreateOrUpdateConsumer(ctx, topology.StreamEvidence, consumer(buspolicy.NotifierConsumer, events.FilterIntegrity))
 		require.NoError(t, err, "its runnable.modified consumer")
 		_, err = verifier.js.PublishMsg(ctx, verdictMsg(t, "0198d5c4-0000-7000-8000-000000000009"))
 		require.NoError(t, err)
@@ -521,7 +521,7 @@ func TestPermissions(t *testing.T) {
 			{topology.StreamDLQ, buspolicy.NotifierConsumer, events.FilterDeadLetter},
 		} {
 			short, cancel := context.WithTimeout(ctx, time.Second)
-			_, err := notifier.js.CreateOrUpdateConsumer(short, c.stream, consumer(c.stream, c.name, c.filter))
+			_, err := notifier.js.CreateOrUpdateConsumer(short, c.stream, consumer(c.name, c.filter))
 			cancel()
 			require.Error(t, err, "%s %s %s", c.stream, c.name, c.filter)
 			notifier.violation(t, "$JS.API.CONSUMER.CREATE."+c.stream+"."+c.name)
