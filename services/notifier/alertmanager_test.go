@@ -211,3 +211,89 @@ func TestAlertmanager(t *testing.T) {
 		return nil
 	})
 }
+
+// TestAlertsSurviveARestart: a notifier stopped while alerts fire, and
+// started again, resolves them on the next pass: its alerts are in the
+// notifier-alerts bucket. The lease is long, so Alertmanager does not
+// resolve them by itself within the test.
+func TestAlertsSurviveARestart(t *testing.T) {
+	h := &hook{}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	am := startAlertmanager(t, srv.URL)
+	_, url := natstest.RunJetStream(t)
+	nc, js := natstest.Connect(t, url)
+	ctx := t.Context()
+	require.NoError(t, topology.Ensure(ctx, js, 1))
+	start := func() *notifier.Notifier {
+		cfg := notifier.NewDefaultConfig()
+		cfg.Instance = "test"
+		cfg.Alertmanager.URL = am
+		cfg.Alertmanager.ResendInterval, cfg.Alertmanager.Lease = 200*time.Millisecond, 10*time.Minute
+		n, err := notifier.New(cfg, notifier.Settings{Conn: nc})
+		require.NoError(t, err)
+		require.NoError(t, n.Start(ctx))
+		return n
+	}
+	seq := 0
+	publish := func(p events.Payload) {
+		t.Helper()
+		seq++
+		m, _, err := binding.NewMsg(events.Source("verifier", "v"), p, binding.WithID(fmt.Sprintf("event-%d", seq)))
+		require.NoError(t, err)
+		_, err = js.PublishMsg(ctx, m)
+		require.NoError(t, err)
+	}
+	waitFor := func(want int) []notification {
+		t.Helper()
+		var got []notification
+		natstest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+			if got = h.notifications(); len(got) < want {
+				return fmt.Errorf("%d of %d notifications", len(got), want)
+			}
+			return nil
+		})
+		return got
+	}
+
+	n := start()
+	publish(verdict("web", agent, events.StatusDrift))
+	publish(modified("web", "requests"))
+	got := waitFor(2)
+	require.NoError(t, n.Shutdown(context.Background()))
+
+	n = start()
+	t.Cleanup(func() { require.NoError(t, n.Shutdown(context.Background())) })
+	firing, _ := n.Alerts().Counts()
+	assert.Equal(t, 2, firing, "restored from the bucket")
+	publish(verdict("web", agent, events.StatusPass))
+	publish(verdict("web", venv, events.StatusPass))
+	got = waitFor(4)
+	resolved := map[string]bool{}
+	for _, g := range got[2:] {
+		assert.Equal(t, "resolved", g.Status)
+		resolved[g.Alerts[0].Labels["alertname"]] = true
+	}
+	assert.Equal(t, map[string]bool{notifier.AlertDrift: true, notifier.AlertModified: true}, resolved)
+	natstest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if left := len(n.Alerts().Pending()); left > 0 {
+			return fmt.Errorf("%d alerts still pending", left)
+		}
+		kv, err := js.KeyValue(ctx, notifier.BucketAlerts)
+		if err != nil {
+			return err
+		}
+		keys, err := kv.ListKeys(ctx)
+		if err != nil {
+			return err
+		}
+		stored := 0
+		for range keys.Keys() {
+			stored++
+		}
+		if stored > 0 {
+			return fmt.Errorf("%d alerts still stored", stored)
+		}
+		return nil
+	})
+}

@@ -66,11 +66,14 @@ type Alerts struct {
 	// host's share.
 	byHost    map[string]int
 	untracked uint64
+	// dirty are the keys changed since they were last saved (Unsaved,
+	// Saved): firing, resolved, or forgotten (absent from alerts).
+	dirty map[Key]bool
 }
 
 // NewAlerts returns an empty state.
 func NewAlerts() *Alerts {
-	return &Alerts{alerts: map[Key]*Alert{}, byHost: map[string]int{}}
+	return &Alerts{alerts: map[Key]*Alert{}, byHost: map[string]int{}, dirty: map[Key]bool{}}
 }
 
 // integrityKinds are the target kinds whose pass resolves their packages'
@@ -126,12 +129,14 @@ func (s *Alerts) verdict(v events.Verdict, id string, at time.Time) bool {
 			return false // a repeat: still firing
 		}
 		a.EndsAt = at
+		s.dirty[k] = true
 		changed = true
 	}
 	if v.Status == events.StatusPass && integrityKinds[v.Target.Kind] {
 		for mk, a := range s.alerts {
 			if mk.Host == k.Host && mk.Target == k.Target && mk.Package != "" && !a.Resolved() {
 				a.EndsAt = at
+				s.dirty[mk] = true
 				changed = true
 			}
 		}
@@ -172,6 +177,7 @@ func (s *Alerts) fire(a *Alert) bool {
 		s.byHost[a.Host]++
 	}
 	s.alerts[a.Key] = a
+	s.dirty[a.Key] = true
 	return true
 }
 
@@ -195,6 +201,7 @@ func (s *Alerts) Sent(sent []Alert) {
 	for _, a := range sent {
 		if cur, ok := s.alerts[a.Key]; ok && a.Resolved() && cur.Resolved() && cur.EndsAt.Equal(a.EndsAt) {
 			delete(s.alerts, a.Key)
+			s.dirty[a.Key] = true
 			if s.byHost[a.Host]--; s.byHost[a.Host] == 0 {
 				delete(s.byHost, a.Host)
 			}
@@ -216,4 +223,46 @@ func (s *Alerts) Counts() (firing int, untracked uint64) {
 
 func compareKeys(a, b Key) int {
 	return cmp.Or(strings.Compare(a.Host, b.Host), strings.Compare(a.Target, b.Target), strings.Compare(a.Package, b.Package))
+}
+
+// Unsaved returns what changed since it was last saved: the alerts to
+// store, and the keys of the alerts forgotten.
+func (s *Alerts) Unsaved() (put []Alert, gone []Key) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range s.dirty {
+		if a, ok := s.alerts[k]; ok {
+			put = append(put, *a)
+		} else {
+			gone = append(gone, k)
+		}
+	}
+	return put, gone
+}
+
+// Saved marks what Unsaved returned as stored, unless it changed since.
+func (s *Alerts) Saved(put []Alert, gone []Key) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, a := range put {
+		if cur, ok := s.alerts[a.Key]; ok && *cur == a {
+			delete(s.dirty, a.Key)
+		}
+	}
+	for _, k := range gone {
+		if _, ok := s.alerts[k]; !ok {
+			delete(s.dirty, k)
+		}
+	}
+}
+
+// Restore adds a stored alert (at start), within its host's share.
+func (s *Alerts) Restore(a Alert) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.alerts[a.Key]; ok || s.byHost[a.Host] >= MaxAlertsPerHost {
+		return
+	}
+	s.alerts[a.Key] = &a
+	s.byHost[a.Host]++
 }

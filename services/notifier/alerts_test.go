@@ -46,7 +46,8 @@ func verdict(host string, t events.Target, s events.Status) events.Verdict {
 
 func modified(host, pkg string) events.RunnableModified {
 	return events.RunnableModified{Host: host, Ecosystem: events.Python, Environment: venv.Identifier, Package: pkg, Version: "1.0",
-		Baseline: "RECORD", ChangedFiles: []events.FileChange{{Path: pkg + "/x.py", Change: events.FileModified}}}
+		Source: "index", Baseline: "RECORD", ChangeDigest: strings.Repeat("ef", 32),
+		ChangedFiles: []events.FileChange{{Path: pkg + "/x.py", Change: events.FileModified, Observed: "sha256:" + strings.Repeat("01", 32)}}}
 }
 
 // state is an alert's name and whether it is firing.

@@ -117,7 +117,8 @@ type Notifier struct {
 	// undecodable counts the events that did not decode.
 	undecodable atomic.Uint64
 
-	conn   *nats.Conn // closed at Shutdown when the notifier opened it
+	kv     jetstream.KeyValue // the alerts bucket
+	conn   *nats.Conn         // closed at Shutdown when the notifier opened it
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -161,6 +162,18 @@ func (n *Notifier) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("notifier: %w", err)
 	}
+	if n.kv, err = js.CreateOrUpdateKeyValue(ctx, alertsBucket(n.cfg.Replicas)); err != nil {
+		n.closeConn()
+		return fmt.Errorf("notifier: %s bucket: %w", BucketAlerts, err)
+	}
+	skipped, err := load(ctx, n.kv, n.alerts)
+	if err != nil {
+		n.closeConn()
+		return fmt.Errorf("notifier: %w", err)
+	}
+	if skipped > 0 {
+		n.log.WarnContext(ctx, "notifier: stored alerts that do not read were skipped", "skipped", skipped)
+	}
 	var cons []jetstream.Consumer
 	for _, s := range []struct{ stream, filter string }{
 		{topology.StreamVerdicts, events.FilterVerdict}, {topology.StreamEvidence, events.FilterIntegrity},
@@ -195,7 +208,11 @@ func (n *Notifier) Start(ctx context.Context) error {
 // handle applies one event to the alerts. An event that does not decode
 // changes no alert and is acknowledged: the auditor records it (rejected)
 // and the notifier, which may publish nothing, counts it.
-func (n *Notifier) handle(_ context.Context, m jetstream.Msg) error {
+//
+// What it changed is stored before the event is acknowledged; a store
+// that fails leaves the event to be delivered again, and the change,
+// kept as unsaved, is stored then.
+func (n *Notifier) handle(ctx context.Context, m jetstream.Msg) error {
 	e, p, err := binding.Read[events.Payload](m)
 	if err != nil {
 		n.undecodable.Add(1)
@@ -207,7 +224,7 @@ func (n *Notifier) handle(_ context.Context, m jetstream.Msg) error {
 		default:
 		}
 	}
-	return nil
+	return save(ctx, n.kv, n.alerts)
 }
 
 // send posts the pending alerts when they change and every
@@ -228,6 +245,9 @@ func (n *Notifier) send(ctx context.Context) {
 		switch {
 		case err == nil:
 			n.alerts.Sent(pending)
+			if err := save(ctx, n.kv, n.alerts); err != nil && ctx.Err() == nil {
+				n.log.Warn("notifier: store the alerts", "err", err) // stored with the next change or send
+			}
 			if failing {
 				n.log.Info("notifier: alertmanager reachable again")
 			}

@@ -89,8 +89,12 @@ const (
 )
 
 // NotifierConsumer is the notifier's durable consumers' name
-// (notifier.DefaultConsumer, which this package cannot import).
-const NotifierConsumer = "notifier"
+// (notifier.DefaultConsumer), and BucketNotifierAlerts the bucket of its
+// alerts (notifier.BucketAlerts): names this package cannot import.
+const (
+	NotifierConsumer     = "notifier"
+	BucketNotifierAlerts = "notifier-alerts"
+)
 
 // AttestSubject is the attestor's default sign-request subject
 // (attestor.DefaultSubject, which this package cannot import).
@@ -262,8 +266,9 @@ func Roles() []Role {
 
 	// The notifier reads verdicts and runnable.modified, through its own
 	// durable consumers, each created with its filter (the create subject
-	// names it, and the server holds the request to it), and publishes
-	// nothing: not even a dead letter.
+	// names it, and the server holds the request to it), and keeps its
+	// alerts in a bucket of its own; it publishes no event, not even a
+	// dead letter.
 	notifier := Role{Service: Notifier}
 	for _, c := range []struct{ stream, filter string }{
 		{topology.StreamVerdicts, events.FilterVerdict}, {topology.StreamEvidence, events.FilterIntegrity},
@@ -272,6 +277,11 @@ func Roles() []Role {
 		notifier.Publish = append(notifier.Publish, Grant{jsAPI("CONSUMER.CREATE.%s.%s.%s", c.stream, NotifierConsumer, c.filter), why})
 		notifier.Publish = append(notifier.Publish, consume(c.stream, NotifierConsumer)...)
 	}
+	notifier.Publish = append(notifier.Publish, accountInfo)
+	notifier.Publish = append(notifier.Publish, ensure(ensureWhy, kvStream(BucketNotifierAlerts))...)
+	notifier.Publish = append(notifier.Publish, kvRead(BucketNotifierAlerts)...)
+	notifier.Publish = append(notifier.Publish, kvWatch(BucketNotifierAlerts)...)
+	notifier.Publish = append(notifier.Publish, kvWrite(BucketNotifierAlerts))
 	notifier.Subscribe = []Grant{inbox}
 
 	return []Role{

@@ -530,6 +530,21 @@ func TestPermissions(t *testing.T) {
 			require.NoError(t, notifier.nc.Publish(subject, nil))
 			notifier.violation(t, subject)
 		}
+		alerts, err := notifier.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: buspolicy.BucketNotifierAlerts, History: 1})
+		require.NoError(t, err, "its alerts bucket")
+		_, err = alerts.Put(ctx, "web-01.x", []byte(`{}`))
+		require.NoError(t, err)
+		keys, err := alerts.ListKeys(ctx)
+		require.NoError(t, err)
+		for range keys.Keys() {
+		}
+		short, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		verdicts, err := notifier.js.KeyValue(short, topology.BucketVerdicts)
+		if err == nil {
+			_, err = verdicts.Get(short, "web-01.x")
+		}
+		require.Error(t, err, "no other bucket")
 	})
 
 	t.Run("collector answers collect-now requests", func(t *testing.T) {
@@ -559,7 +574,7 @@ func TestRolesAreClosed(t *testing.T) {
 				// Only the ephemeral consumers of a key-value watch, on a
 				// bucket's stream: never a stream, a bucket or a durable.
 				assert.Regexp(t, `^\$JS\.API\.CONSUMER\.DELETE\.KV_[a-z-]+\.>$`, s, "%s may delete", r.Service)
-				assert.Contains(t, []string{buspolicy.Verifier, buspolicy.Console}, r.Service, "%s may delete", r.Service)
+				assert.Contains(t, []string{buspolicy.Verifier, buspolicy.Console, buspolicy.Notifier}, r.Service, "%s may delete", r.Service)
 			}
 			assert.NotContains(t, s, ".PURGE.", "%s may purge", r.Service)
 		}
