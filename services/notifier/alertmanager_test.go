@@ -126,7 +126,7 @@ func TestAlertmanager(t *testing.T) {
 	cfg := notifier.NewDefaultConfig()
 	cfg.Instance = "test"
 	cfg.Alertmanager.URL = am
-	cfg.Alertmanager.ResendInterval, cfg.Alertmanager.Lease = 200*time.Millisecond, time.Second
+	cfg.Alertmanager.ResendInterval, cfg.Alertmanager.Lease = 200*time.Millisecond, 2*time.Second
 	n, err := notifier.New(cfg, notifier.Settings{Conn: nc})
 	require.NoError(t, err)
 	require.NoError(t, n.Start(ctx))
@@ -161,9 +161,9 @@ func TestAlertmanager(t *testing.T) {
 	assert.Equal(t, map[string]string{"alertname": notifier.AlertDrift, "host": "web", "target": agent.String(),
 		"kind": "codex.agent", "severity": "critical"}, got[0].Alerts[0].Labels)
 
-	// Drifts repeated over five leases: Alertmanager keeps the alert
+	// Drifts repeated over three leases: Alertmanager keeps the alert
 	// firing (sent again every resend interval) and notifies nothing new.
-	for range 25 {
+	for range 30 {
 		publish(verdict("web", agent, events.StatusDrift))
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -178,7 +178,7 @@ func TestAlertmanager(t *testing.T) {
 	got = waitFor(3)
 	assert.Equal(t, "firing", got[2].Status)
 	assert.Equal(t, notifier.AlertStale, got[2].Alerts[0].Labels["alertname"])
-	for range 10 {
+	for range 15 {
 		publish(verdict("db", agent, events.StatusStale))
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -259,7 +259,7 @@ func TestAlertsSurviveARestart(t *testing.T) {
 	n := start()
 	publish(verdict("web", agent, events.StatusDrift))
 	publish(modified("web", "requests"))
-	got := waitFor(2)
+	waitFor(2)
 	require.NoError(t, n.Shutdown(context.Background()))
 
 	n = start()
@@ -268,7 +268,7 @@ func TestAlertsSurviveARestart(t *testing.T) {
 	assert.Equal(t, 2, firing, "restored from the bucket")
 	publish(verdict("web", agent, events.StatusPass))
 	publish(verdict("web", venv, events.StatusPass))
-	got = waitFor(4)
+	got := waitFor(4)
 	resolved := map[string]bool{}
 	for _, g := range got[2:] {
 		assert.Equal(t, "resolved", g.Status)
