@@ -150,6 +150,7 @@ require (
 	github.com/runtimetruth/runtimetruth/pkg/platform v0.0.0
 	github.com/runtimetruth/runtimetruth/services/attestor v0.0.0
 	github.com/runtimetruth/runtimetruth/services/auditor v0.0.0
+	github.com/runtimetruth/runtimetruth/services/notifier v0.0.0
 	github.com/runtimetruth/runtimetruth/services/verifier v0.0.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/spf13/cobra v1.10.2
@@ -173,3 +174,5 @@ replace github.com/runtimetruth/runtimetruth/services/verifier => ../../services
 replace github.com/runtimetruth/runtimetruth/services/attestor => ../../services/attestor
 
 replace github.com/runtimetruth/runtimetruth/services/auditor => ../../services/auditor
+
+replace github.com/runtimetruth/runtimetruth/services/notifier => ../../services/notifier

@@ -2,16 +2,8 @@ package notifier_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,90 +15,8 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/notifier"
+	"github.com/runtimetruth/runtimetruth/services/notifier/notifiertest"
 )
-
-// notification is what Alertmanager's webhook receiver posts.
-type notification struct {
-	Status string `json:"status"`
-	Alerts []struct {
-		Status string            `json:"status"`
-		Labels map[string]string `json:"labels"`
-		EndsAt time.Time         `json:"endsAt"`
-	} `json:"alerts"`
-	GroupLabels map[string]string `json:"groupLabels"`
-}
-
-// hook collects Alertmanager's notifications.
-type hook struct {
-	mu  sync.Mutex
-	got []notification
-}
-
-func (h *hook) ServeHTTP(_ http.ResponseWriter, r *http.Request) {
-	var n notification
-	b, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	if json.Unmarshal(b, &n) == nil {
-		h.mu.Lock()
-		h.got = append(h.got, n)
-		h.mu.Unlock()
-	}
-}
-
-func (h *hook) notifications() []notification {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]notification(nil), h.got...)
-}
-
-// startAlertmanager runs Debian's Alertmanager (RUNTIMETRUTH_ALERTMANAGER_BIN)
-// on loopback, routing every alert to a webhook at hookURL, grouped by
-// alertname, host and target, and returns its URL.
-func startAlertmanager(t *testing.T, hookURL string) string {
-	t.Helper()
-	bin := os.Getenv("RUNTIMETRUTH_ALERTMANAGER_BIN")
-	if bin == "" {
-		t.Fatal("RUNTIMETRUTH_ALERTMANAGER_BIN is not set: run the tests through make test, which installs Alertmanager (scripts/install-alertmanager.sh)")
-	}
-	dir := t.TempDir()
-	cfg := fmt.Sprintf(`route:
-  receiver: hook
-  group_by: [alertname, host, target]
-  group_wait: 200ms
-  group_interval: 1s
-  repeat_interval: 1h
-receivers:
-- name: hook
-  webhook_configs:
-  - url: %s
-    send_resolved: true
-`, hookURL)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "alertmanager.yml"), []byte(cfg), 0o600))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	cmd := exec.Command(bin, "--config.file="+filepath.Join(dir, "alertmanager.yml"), "--storage.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr, "--cluster.listen-address=", "--log.level=warn")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	url := "http://" + addr
-	natstest.CheckFor(t, 20*time.Second, 50*time.Millisecond, func() error {
-		resp, err := http.Get(url + "/-/ready")
-		if err != nil {
-			return err
-		}
-		_ = resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("alertmanager: %s", resp.Status)
-		}
-		return nil
-	})
-	return url
-}
 
 // TestAlertmanager runs the notifier against the real Alertmanager: a
 // drift gives one firing notification; drifts repeated for longer than
@@ -114,10 +24,10 @@ receivers:
 // alert is sent again before its endsAt); a pass gives one resolved; a
 // STALE target fires until fresh evidence arrives.
 func TestAlertmanager(t *testing.T) {
-	h := &hook{}
+	h := &notifiertest.Hook{}
 	srv := httptest.NewServer(h)
 	defer srv.Close()
-	am := startAlertmanager(t, srv.URL)
+	am := notifiertest.StartAlertmanager(t, srv.URL)
 
 	_, url := natstest.RunJetStream(t)
 	nc, js := natstest.Connect(t, url)
@@ -141,11 +51,11 @@ func TestAlertmanager(t *testing.T) {
 		_, err = js.PublishMsg(ctx, m)
 		require.NoError(t, err)
 	}
-	waitFor := func(want int) []notification {
+	waitFor := func(want int) []notifiertest.Notification {
 		t.Helper()
-		var got []notification
+		var got []notifiertest.Notification
 		natstest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
-			if got = h.notifications(); len(got) < want {
+			if got = h.Notifications(); len(got) < want {
 				return fmt.Errorf("%d of %d notifications", len(got), want)
 			}
 			return nil
@@ -167,7 +77,7 @@ func TestAlertmanager(t *testing.T) {
 		publish(verdict("web", agent, events.StatusDrift))
 		time.Sleep(200 * time.Millisecond)
 	}
-	assert.Len(t, h.notifications(), 1, "no new notification before repeat_interval, no spurious resolve")
+	assert.Len(t, h.Notifications(), 1, "no new notification before repeat_interval, no spurious resolve")
 
 	publish(verdict("web", agent, events.StatusPass))
 	got = waitFor(2)
@@ -182,7 +92,7 @@ func TestAlertmanager(t *testing.T) {
 		publish(verdict("db", agent, events.StatusStale))
 		time.Sleep(200 * time.Millisecond)
 	}
-	assert.Len(t, h.notifications(), 3, "stale, still firing")
+	assert.Len(t, h.Notifications(), 3, "stale, still firing")
 	publish(verdict("db", agent, events.StatusPass)) // fresh evidence
 	got = waitFor(4)
 	assert.Equal(t, "resolved", got[3].Status)
@@ -217,10 +127,10 @@ func TestAlertmanager(t *testing.T) {
 // notifier-alerts bucket. The lease is long, so Alertmanager does not
 // resolve them by itself within the test.
 func TestAlertsSurviveARestart(t *testing.T) {
-	h := &hook{}
+	h := &notifiertest.Hook{}
 	srv := httptest.NewServer(h)
 	defer srv.Close()
-	am := startAlertmanager(t, srv.URL)
+	am := notifiertest.StartAlertmanager(t, srv.URL)
 	_, url := natstest.RunJetStream(t)
 	nc, js := natstest.Connect(t, url)
 	ctx := t.Context()
@@ -244,11 +154,11 @@ func TestAlertsSurviveARestart(t *testing.T) {
 		_, err = js.PublishMsg(ctx, m)
 		require.NoError(t, err)
 	}
-	waitFor := func(want int) []notification {
+	waitFor := func(want int) []notifiertest.Notification {
 		t.Helper()
-		var got []notification
+		var got []notifiertest.Notification
 		natstest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
-			if got = h.notifications(); len(got) < want {
+			if got = h.Notifications(); len(got) < want {
 				return fmt.Errorf("%d of %d notifications", len(got), want)
 			}
 			return nil

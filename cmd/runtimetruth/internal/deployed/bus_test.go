@@ -28,6 +28,7 @@ const (
 	idAuditor  = buspolicy.Auditor
 	idOperator = "operator"
 	idConsole  = buspolicy.Console
+	idNotifier = buspolicy.Notifier
 )
 
 // idHost is the identity of host's collector.
@@ -65,7 +66,7 @@ func accountsPolicy(t *testing.T, dir string, hosts []string) (string, []string,
 		ids[id] = natsbus.Config{User: name, PasswordFile: file}
 	}
 	users := map[string]string{}
-	for _, s := range []string{buspolicy.Verifier, buspolicy.Auditor, buspolicy.Console} {
+	for _, s := range []string{buspolicy.Verifier, buspolicy.Auditor, buspolicy.Console, buspolicy.Notifier} {
 		users[s] = "rt-" + s
 		user(s, users[s])
 	}
@@ -100,7 +101,7 @@ func operatorPolicy(t *testing.T, dir string, hosts []string) (string, []string,
 		require.NoError(t, os.WriteFile(file, b, 0o600))
 		ids[id] = natsbus.Config{CredsFile: file}
 	}
-	for _, s := range []string{buspolicy.Verifier, buspolicy.Auditor, buspolicy.Console} {
+	for _, s := range []string{buspolicy.Verifier, buspolicy.Auditor, buspolicy.Console, buspolicy.Notifier} {
 		b, err := o.IssueServiceCredential(s)
 		creds(s, b, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +18,8 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
+	"github.com/runtimetruth/runtimetruth/services/notifier"
+	"github.com/runtimetruth/runtimetruth/services/notifier/notifiertest"
 	"github.com/runtimetruth/runtimetruth/services/verifier"
 )
 
@@ -73,8 +76,12 @@ type pipeline struct {
 	*deployment
 	repo                         string
 	verifier, auditor, collector *proc
-	collectorConfig              string
-	auditLog                     string
+	// notifier sends web's alerts to an Alertmanager whose notifications
+	// alerts collects.
+	notifier        *proc
+	alerts          *notifiertest.Hook
+	collectorConfig string
+	auditLog        string
 	// key is the key web's collector signs with (firstKey: before the
 	// rotation); target the target it collects; collectedID the evidence
 	// collected on request; consoleKey the key the console enrolled for
@@ -99,6 +106,14 @@ func start(t *testing.T, m mode) *pipeline {
 		"http":     map[string]any{"listen": "127.0.0.1:0"},
 	}))
 	p.collectorConfig = d.config("collector", collectorSettings(web, filepath.Join(d.dir, "collector"), p.repo))
+	p.alerts = &notifiertest.Hook{}
+	hook := httptest.NewServer(p.alerts)
+	t.Cleanup(hook.Close)
+	p.notifier = d.service("notifier", bins.notifier, idNotifier, d.config("notifier", map[string]any{
+		"instance":     "deployed",
+		"http":         map[string]any{"listen": "127.0.0.1:0"},
+		"alertmanager": map[string]any{"url": notifiertest.StartAlertmanager(t, hook.URL), "resend_interval": "500ms", "lease": "10s"},
+	}))
 	return p
 }
 
@@ -242,7 +257,7 @@ func (p *pipeline) impostor() {
 }
 
 // drift: a change to the repository (a tracked file edited) is DRIFT,
-// naming the field.
+// naming the field, and an alert fires in Alertmanager.
 func (p *pipeline) drift() {
 	require.NoError(p.t, os.WriteFile(filepath.Join(p.repo, "README"), []byte("changed\n"), 0o600))
 	p.waitRecord(web, "DRIFT of dirty", func(r statusRecord) error {
@@ -254,9 +269,11 @@ func (p *pipeline) drift() {
 		}
 		return nil
 	})
+	p.waitAlert("firing", notifier.AlertDrift)
 }
 
-// stale: the collector stops; its target turns STALE.
+// stale: the collector stops; its target turns STALE, which the
+// notifier sends to Alertmanager as firing in place of the drift.
 func (p *pipeline) stale() {
 	require.Equal(p.t, 0, p.collector.stop(), "the collector stops cleanly")
 	p.waitRecord(web, "STALE", func(r statusRecord) error {
@@ -265,6 +282,8 @@ func (p *pipeline) stale() {
 		}
 		return nil
 	})
+	p.waitAlert("resolved", notifier.AlertDrift)
+	p.waitAlert("firing", notifier.AlertStale)
 }
 
 // rotate: a new key file, enrolled beside the current key (host rotate);
@@ -295,6 +314,7 @@ func (p *pipeline) rotate() {
 		return nil
 	})
 	assert.Equal(t, refused, p.deadLetters(web, ""), "no event refused across the rotation")
+	p.waitAlert("resolved", notifier.AlertStale) // fresh evidence
 	p.key = newKey
 }
 
@@ -323,14 +343,15 @@ func (p *pipeline) revoke() {
 // refused.
 func (p *pipeline) audit() {
 	t := p.t
-	for _, s := range []*proc{p.collector, p.verifier, p.auditor} {
+	for _, s := range []*proc{p.collector, p.verifier, p.auditor, p.notifier} {
 		assert.NoError(t, ready(s))
 	}
+	require.Equal(t, 0, p.notifier.stop(), "the notifier stops cleanly")
 	require.Equal(t, 0, p.collector.stop(), "the collector stops cleanly")
 	require.Equal(t, 0, p.verifier.stop(), "the verifier stops cleanly")
 	p.waitAudited()
 	require.Equal(t, 0, p.auditor.stop(), "the auditor stops cleanly")
-	for _, s := range []*proc{p.collector, p.verifier, p.auditor} {
+	for _, s := range []*proc{p.collector, p.verifier, p.auditor, p.notifier} {
 		assert.NotContains(t, strings.ToLower(s.out.String()), "permissions violation", s.name)
 	}
 
@@ -440,4 +461,17 @@ func (p *pipeline) auditedKeyChanges() {
 		assert.Equal(t, byOperator, decided[0].source)
 		assert.Equal(t, events.KeyEnrolled, decided[0].keys[0].State)
 	}
+}
+
+// waitAlert waits for Alertmanager's notification of status (firing,
+// resolved) of web's alert alertname, which the notifier, as its own NATS
+// user, sent from the pipeline's verdicts.
+func (p *pipeline) waitAlert(status, alertname string) {
+	p.t.Helper()
+	natstest.CheckFor(p.t, deadline, poll, func() error {
+		if len(p.alerts.Find(status, alertname, web)) == 0 {
+			return fmt.Errorf("no %s %s notification for %s (got %d notifications)", status, alertname, web, len(p.alerts.Notifications()))
+		}
+		return nil
+	})
 }

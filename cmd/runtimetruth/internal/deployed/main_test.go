@@ -12,7 +12,7 @@ import (
 
 // bins are the binaries TestMain builds.
 var bins struct {
-	natsServer, cli, collector, verifier, auditor string
+	natsServer, cli, collector, verifier, auditor, notifier string
 }
 
 // TestMain builds the binaries, runs the tests, and fails the package when
@@ -57,6 +57,7 @@ func build(dir string) error {
 		{&bins.collector, "runtimetruth-collector", module + "/services/collector/cmd/runtimetruth-collector"},
 		{&bins.verifier, "runtimetruth-verifier", module + "/services/verifier/cmd/runtimetruth-verifier"},
 		{&bins.auditor, "runtimetruth-auditor", module + "/services/auditor/cmd/runtimetruth-auditor"},
+		{&bins.notifier, "runtimetruth-notifier", module + "/services/notifier/cmd/runtimetruth-notifier"},
 	}
 	args := []string{"build", "-o", dir + string(filepath.Separator)}
 	for _, b := range targets {
