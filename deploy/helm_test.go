@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -544,7 +545,7 @@ func serviceBinaries(t *testing.T) map[string]string {
 		if buildErr != nil {
 			return
 		}
-		for comp := range components {
+		for _, comp := range append(slices.Collect(maps.Keys(components)), "notifier") {
 			out := filepath.Join(builtDir, "runtimetruth-"+comp)
 			cmd := exec.Command("go", "build", "-o", out, "./cmd/runtimetruth-"+comp)
 			cmd.Dir = filepath.Join("..", "services", comp)
@@ -557,7 +558,7 @@ func serviceBinaries(t *testing.T) map[string]string {
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
-	bins := map[string]string{}
+	bins := map[string]string{"notifier": filepath.Join(builtDir, "runtimetruth-notifier")}
 	for comp := range components {
 		bins[comp] = filepath.Join(builtDir, "runtimetruth-"+comp)
 	}
@@ -625,6 +626,7 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{"two state volumes", []string{"collector.stateVolume.emptyDir.sizeLimit=64Mi"}, "collector.stateVolume.hostPath: null"},
 		{"unknown enrollment", []string{"verifier.enrollment=trust"}, "enrollment"},
 		{"unknown syslog format", []string{"auditor.syslog.format=leef"}, "format"},
+		{"notifier without alertmanager", []string{"notifier.enabled=true"}, "notifier.alertmanager.url"},
 		{"console without a login", []string{"console.enabled=true"}, "console.oidc.issuer"},
 		{"console trends without clickhouse", []string{"console.enabled=true", "console.oidc.issuer=https://login.example.com", "console.oidc.clientId=rt",
 			"console.oidc.existingSecret=oidc", "console.trends.enabled=true"}, "console.trends.enabled needs clickhouse.enabled"},
@@ -968,6 +970,56 @@ func TestConsoleDeployment(t *testing.T) {
 	for _, f := range []string{"fleet.json", "audit-chain.json"} {
 		if str(get(cm, "data", f)) == "" {
 			t.Errorf("no %s in the console's dashboards", f)
+		}
+	}
+}
+
+// TestNotifierDeployment: the notifier is off by default; on, it is one
+// pod (Recreate: one alert state) whose rendered config its own
+// --check-config accepts, with its Service, ServiceAccount and egress to
+// Alertmanager's port.
+func TestNotifierDeployment(t *testing.T) {
+	for _, o := range render(t, nil) {
+		if str(get(o, "metadata", "labels", "app.kubernetes.io/component")) == "notifier" {
+			t.Fatalf("the notifier is rendered by default: %s %s", o.kind(), o.name())
+		}
+	}
+	bins := serviceBinaries(t)
+	for _, tc := range []struct{ url, port string }{
+		{"http://alertmanager.monitoring:9093", "9093"},
+		{"https://alerts.example.com", "443"},
+	} {
+		objs := render(t, nil, "notifier.enabled=true", "notifier.alertmanager.url="+tc.url, "notifier.alertmanager.resendInterval=30s")
+		d := find(t, objs, "Deployment", "rt-runtimetruth-notifier")
+		if fmt.Sprint(get(d, "spec", "replicas")) != "1" || str(get(d, "spec", "strategy", "type")) != "Recreate" {
+			t.Errorf("notifier: replicas %v, strategy %v; want one pod, Recreate", get(d, "spec", "replicas"), get(d, "spec", "strategy"))
+		}
+		checkConfig(t, bins["notifier"], "notifier", objs, d)
+		checkPod(t, d)
+		find(t, objs, "Service", "rt-runtimetruth-notifier")
+		find(t, objs, "ServiceAccount", "rt-runtimetruth-notifier")
+		np := find(t, objs, "NetworkPolicy", "rt-runtimetruth-notifier")
+		var ports []string
+		for _, rule := range get(np, "spec", "egress").([]any) {
+			for _, p := range get(rule, "ports").([]any) {
+				ports = append(ports, fmt.Sprint(get(p, "port")))
+			}
+		}
+		for _, p := range []string{"53", "4222", tc.port} {
+			if !slices.Contains(ports, p) {
+				t.Errorf("%s: no egress to port %s: %v", tc.url, p, ports)
+			}
+		}
+		var cfg map[string]any
+		text := str(get(find(t, objs, "ConfigMap", "rt-runtimetruth-notifier"), "data", "notifier.yaml"))
+		if err := yaml.Unmarshal([]byte(text), &cfg); err != nil {
+			t.Fatal(err)
+		}
+		if got := str(get(cfg, "alertmanager", "url")); got != tc.url {
+			t.Errorf("alertmanager.url %q, want %q", got, tc.url)
+		}
+		if got := str(get(cfg, "alertmanager", "resend_interval")); got != "30s" {
+			t.Errorf("alertmanager.resend_interval %q, want 30s", got)
 		}
 	}
 }
