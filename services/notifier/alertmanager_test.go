@@ -2,8 +2,11 @@ package notifier_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +16,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natstest"
+	"github.com/runtimetruth/runtimetruth/pkg/platform/telemetry/telemetrytest"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/topology"
 	"github.com/runtimetruth/runtimetruth/services/notifier"
 	"github.com/runtimetruth/runtimetruth/services/notifier/notifiertest"
@@ -206,4 +210,66 @@ func TestAlertsSurviveARestart(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestAlertmanagerOutage: while Alertmanager answers 503 the firing alert
+// is kept and sent again every resend interval (counted as failures and
+// retries); once it answers 200 the alert is there, counted as sent.
+func TestAlertmanagerOutage(t *testing.T) {
+	var mu sync.Mutex
+	down, posts := true, 0
+	var last []map[string]any
+	am := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		posts++
+		if down {
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return
+		}
+		_ = json.NewDecoder(r.Body).Decode(&last)
+	}))
+	defer am.Close()
+	_, url := natstest.RunJetStream(t)
+	nc, js := natstest.Connect(t, url)
+	ctx := t.Context()
+	require.NoError(t, topology.Ensure(ctx, js, 1))
+	st := telemetrytest.New(t)
+	cfg := notifier.NewDefaultConfig()
+	cfg.Instance = "test"
+	cfg.Alertmanager.URL = am.URL
+	cfg.Alertmanager.ResendInterval, cfg.Alertmanager.Lease = 50*time.Millisecond, time.Second
+	n, err := notifier.New(cfg, notifier.Settings{Conn: nc, Telemetry: st.Providers})
+	require.NoError(t, err)
+	require.NoError(t, n.Start(ctx))
+	t.Cleanup(func() { require.NoError(t, n.Shutdown(context.Background())) })
+	m, _, err := binding.NewMsg(events.Source("verifier", "v"), verdict("web", agent, events.StatusDrift))
+	require.NoError(t, err)
+	_, err = js.PublishMsg(ctx, m)
+	require.NoError(t, err)
+
+	natstest.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if f := st.Sum(t, notifier.MetricFailed); f < 3 {
+			return fmt.Errorf("%d failures", f)
+		}
+		return nil
+	})
+	assert.Positive(t, st.Sum(t, notifier.MetricRetried))
+	assert.Zero(t, st.Sum(t, notifier.MetricSent))
+	mu.Lock()
+	down = false
+	mu.Unlock()
+	natstest.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(last) != 1 {
+			return fmt.Errorf("alertmanager holds %d alerts", len(last))
+		}
+		return nil
+	})
+	mu.Lock()
+	assert.Equal(t, notifier.AlertDrift, last[0]["labels"].(map[string]any)["alertname"])
+	mu.Unlock()
+	assert.Positive(t, st.Sum(t, notifier.MetricSent))
+	assert.Equal(t, int64(1), st.Sum(t, notifier.MetricAlerts, notifier.AttrState.String("fired")))
 }

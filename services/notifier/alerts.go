@@ -69,6 +69,8 @@ type Alerts struct {
 	// dirty are the keys changed since they were last saved (Unsaved,
 	// Saved): firing, resolved, or forgotten (absent from alerts).
 	dirty map[Key]bool
+	// changes are the current Observe's.
+	changes Changes
 }
 
 // NewAlerts returns an empty state.
@@ -80,12 +82,23 @@ func NewAlerts() *Alerts {
 // modified alerts.
 var integrityKinds = map[string]bool{"python.environment": true, "node.project": true}
 
+// Changes counts the alerts an event fired and resolved.
+type Changes struct{ Fired, Resolved int }
+
+// Any reports whether an alert fired or resolved.
+func (c Changes) Any() bool { return c.Fired+c.Resolved > 0 }
+
 // Observe applies an event (a verdict, a runnable.modified; others change
-// nothing) of id at time at, and reports whether an alert fired or
-// resolved.
-func (s *Alerts) Observe(p events.Payload, id string, at time.Time) bool {
+// nothing) of id at time at, and says which alerts fired and resolved.
+func (s *Alerts) Observe(p events.Payload, id string, at time.Time) Changes {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.changes = Changes{}
+	s.observe(p, id, at)
+	return s.changes
+}
+
+func (s *Alerts) observe(p events.Payload, id string, at time.Time) bool {
 	switch p := p.(type) {
 	case events.Verdict:
 		return s.verdict(p, id, at)
@@ -130,6 +143,7 @@ func (s *Alerts) verdict(v events.Verdict, id string, at time.Time) bool {
 		}
 		a.EndsAt = at
 		s.dirty[k] = true
+		s.changes.Resolved++
 		changed = true
 	}
 	if v.Status == events.StatusPass && integrityKinds[v.Target.Kind] {
@@ -137,6 +151,7 @@ func (s *Alerts) verdict(v events.Verdict, id string, at time.Time) bool {
 			if mk.Host == k.Host && mk.Target == k.Target && mk.Package != "" && !a.Resolved() {
 				a.EndsAt = at
 				s.dirty[mk] = true
+				s.changes.Resolved++
 				changed = true
 			}
 		}
@@ -178,6 +193,7 @@ func (s *Alerts) fire(a *Alert) bool {
 	}
 	s.alerts[a.Key] = a
 	s.dirty[a.Key] = true
+	s.changes.Fired++
 	return true
 }
 

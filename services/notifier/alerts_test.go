@@ -90,7 +90,7 @@ func TestAlertTransitions(t *testing.T) {
 	a := notifier.NewAlerts()
 	for i, st := range steps {
 		at := t0.Add(time.Duration(i) * time.Minute)
-		assert.Equal(t, st.fired, a.Observe(st.event, fmt.Sprintf("id-%d", i), at), "step %d", i)
+		assert.Equal(t, st.fired, a.Observe(st.event, fmt.Sprintf("id-%d", i), at).Any(), "step %d", i)
 		if st.want == nil {
 			continue
 		}
@@ -134,8 +134,9 @@ func TestAlertsBoundedPerHost(t *testing.T) {
 	for i := range notifier.MaxAlertsPerHost + 5 {
 		a.Observe(verdict("noisy", events.Target{Kind: "git.repository", Identifier: fmt.Sprintf("/r%d", i)}, events.StatusError), "x", t0)
 	}
-	assert.True(t, a.Observe(verdict("web", agent, events.StatusDrift), "y", t0))
+	assert.Equal(t, notifier.Changes{Fired: 1}, a.Observe(verdict("web", agent, events.StatusDrift), "y", t0))
+	assert.Equal(t, notifier.Changes{Fired: 1, Resolved: 1}, a.Observe(verdict("web", agent, events.StatusStale), "z", t0))
 	firing, untracked := a.Counts()
-	assert.Equal(t, notifier.MaxAlertsPerHost+1, firing)
+	assert.Equal(t, notifier.MaxAlertsPerHost+1, firing, "web's stale, in place of its drift")
 	assert.Equal(t, uint64(5), untracked)
 }

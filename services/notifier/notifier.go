@@ -114,6 +114,7 @@ type Notifier struct {
 	alerts *Alerts
 	am     *Alertmanager
 	kick   chan struct{}
+	in     *instruments
 	// undecodable counts the events that did not decode.
 	undecodable atomic.Uint64
 
@@ -136,7 +137,7 @@ func New(cfg Config, set Settings) (*Notifier, error) {
 	}
 	return &Notifier{cfg: cfg, set: set, log: set.Logger, source: events.Source("notifier", cfg.Instance), alerts: NewAlerts(),
 		am:   &Alertmanager{URL: cfg.Alertmanager.URL, Lease: cfg.Alertmanager.Lease, Client: &http.Client{Timeout: cfg.Alertmanager.Timeout}},
-		kick: make(chan struct{}, 1)}, nil
+		kick: make(chan struct{}, 1), in: newInstruments(set.Telemetry)}, nil
 }
 
 // Alerts is the notifier's alert state.
@@ -216,9 +217,13 @@ func (n *Notifier) handle(ctx context.Context, m jetstream.Msg) error {
 	e, p, err := binding.Read[events.Payload](m)
 	if err != nil {
 		n.undecodable.Add(1)
+		n.in.undecodable.Add(ctx, 1)
 		return nil
 	}
-	if n.alerts.Observe(p, e.ID(), e.Time()) {
+	ch := n.alerts.Observe(p, e.ID(), e.Time())
+	n.in.alerts.Add(ctx, int64(ch.Fired), n.in.fired)
+	n.in.alerts.Add(ctx, int64(ch.Resolved), n.in.resolved)
+	if ch.Any() {
 		select {
 		case n.kick <- struct{}{}:
 		default:
@@ -241,9 +246,16 @@ func (n *Notifier) send(ctx context.Context) {
 		case <-n.kick:
 		}
 		pending := n.alerts.Pending()
+		if failing && len(pending) > 0 {
+			n.in.retried.Add(ctx, 1)
+		}
 		err := n.am.Post(ctx, pending, n.set.Now())
+		if err != nil && ctx.Err() == nil {
+			n.in.failed.Add(ctx, 1)
+		}
 		switch {
 		case err == nil:
+			n.in.sent.Add(ctx, int64(len(pending)))
 			n.alerts.Sent(pending)
 			if err := save(ctx, n.kv, n.alerts); err != nil && ctx.Err() == nil {
 				n.log.Warn("notifier: store the alerts", "err", err) // stored with the next change or send
