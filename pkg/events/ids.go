@@ -31,6 +31,9 @@ var (
 	// FindingIDs: a SIEM finding's uid (services/auditor/siem), from
 	// what it is about: a host and target's episode, a change, a refusal.
 	FindingIDs = IDSpace(uuid.MustParse("9c1f7a52-4e0b-4d6a-b2f3-6a8e5d1c0b47"))
+	// NotificationIDs: a notifier's webhook request's (webhook-id), from
+	// the receiver and the alert changes it carries.
+	NotificationIDs = IDSpace(uuid.MustParse("2e6b9a4d-71c8-4f3e-a5d0-8c1f6b7e9a23"))
 	// DeadLetterIDs: a dead-letter record's, from the stream, the
 	// consumer and the stream sequence.
 	DeadLetterIDs = IDSpace(uuid.MustParse("6f0d3c8e-5a41-4a7e-9a55-3f3c1d1e7b21"))

@@ -19,6 +19,7 @@ func TestIDSpaces(t *testing.T) {
 		"5f0d6f52-2c1a-4c55-9f3e-8a1b7d0c4e21": events.AttestationCreatedIDs,
 		"a3e1c6d2-7b4f-4e0a-8c95-1d2f3b4a5c6e": events.HostKeyChangedIDs,
 		"9c1f7a52-4e0b-4d6a-b2f3-6a8e5d1c0b47": events.FindingIDs,
+		"2e6b9a4d-71c8-4f3e-a5d0-8c1f6b7e9a23": events.NotificationIDs,
 		"6f0d3c8e-5a41-4a7e-9a55-3f3c1d1e7b21": events.DeadLetterIDs,
 	}
 	seen := map[string]bool{}

@@ -82,8 +82,12 @@ func NewAlerts() *Alerts {
 // modified alerts.
 var integrityKinds = map[string]bool{"python.environment": true, "node.project": true}
 
-// Changes counts the alerts an event fired and resolved.
-type Changes struct{ Fired, Resolved int }
+// Changes are the alerts an event fired and resolved: their counts, and
+// the alerts as they are after it.
+type Changes struct {
+	Fired, Resolved int
+	Alerts          []Alert
+}
 
 // Any reports whether an alert fired or resolved.
 func (c Changes) Any() bool { return c.Fired+c.Resolved > 0 }
@@ -144,6 +148,7 @@ func (s *Alerts) verdict(v events.Verdict, id string, at time.Time) bool {
 		a.EndsAt = at
 		s.dirty[k] = true
 		s.changes.Resolved++
+		s.changes.Alerts = append(s.changes.Alerts, *a)
 		changed = true
 	}
 	if v.Status == events.StatusPass && integrityKinds[v.Target.Kind] {
@@ -152,6 +157,7 @@ func (s *Alerts) verdict(v events.Verdict, id string, at time.Time) bool {
 				a.EndsAt = at
 				s.dirty[mk] = true
 				s.changes.Resolved++
+				s.changes.Alerts = append(s.changes.Alerts, *a)
 				changed = true
 			}
 		}
@@ -194,6 +200,7 @@ func (s *Alerts) fire(a *Alert) bool {
 	s.alerts[a.Key] = a
 	s.dirty[a.Key] = true
 	s.changes.Fired++
+	s.changes.Alerts = append(s.changes.Alerts, *a)
 	return true
 }
 

@@ -134,8 +134,14 @@ func TestAlertsBoundedPerHost(t *testing.T) {
 	for i := range notifier.MaxAlertsPerHost + 5 {
 		a.Observe(verdict("noisy", events.Target{Kind: "git.repository", Identifier: fmt.Sprintf("/r%d", i)}, events.StatusError), "x", t0)
 	}
-	assert.Equal(t, notifier.Changes{Fired: 1}, a.Observe(verdict("web", agent, events.StatusDrift), "y", t0))
-	assert.Equal(t, notifier.Changes{Fired: 1, Resolved: 1}, a.Observe(verdict("web", agent, events.StatusStale), "z", t0))
+	ch := a.Observe(verdict("web", agent, events.StatusDrift), "y", t0)
+	assert.Equal(t, [2]int{1, 0}, [2]int{ch.Fired, ch.Resolved})
+	ch = a.Observe(verdict("web", agent, events.StatusStale), "z", t0)
+	assert.Equal(t, [2]int{1, 1}, [2]int{ch.Fired, ch.Resolved})
+	require.Len(t, ch.Alerts, 2)
+	assert.Equal(t, [2]string{notifier.AlertDrift, notifier.AlertStale}, [2]string{ch.Alerts[0].Name, ch.Alerts[1].Name})
+	assert.True(t, ch.Alerts[0].Resolved())
+	assert.False(t, ch.Alerts[1].Resolved())
 	firing, untracked := a.Counts()
 	assert.Equal(t, notifier.MaxAlertsPerHost+1, firing, "web's stale, in place of its drift")
 	assert.Equal(t, uint64(5), untracked)

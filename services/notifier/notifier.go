@@ -29,8 +29,10 @@ type Config struct {
 	// Consumer names the notifier's durable consumers, one on VERDICTS
 	// (every verdict) and one on EVIDENCE (runnable.modified only).
 	Consumer string `mapstructure:"consumer"`
-	// Alertmanager is where the alerts go.
+	// Alertmanager is where the alerts go; Webhooks receive each change
+	// too (none by default).
 	Alertmanager AlertmanagerConfig `mapstructure:"alertmanager"`
+	Webhooks     []WebhookConfig    `mapstructure:"webhooks"`
 	// StartTimeout bounds Start; ShutdownTimeout bounds Shutdown.
 	StartTimeout    time.Duration `mapstructure:"start_timeout"`
 	ShutdownTimeout time.Duration `mapstructure:"shutdown_timeout"`
@@ -85,6 +87,16 @@ func (c *Config) Validate() error {
 	if u, err := url.Parse(a.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return config.Invalidf("alertmanager.url %q: want http(s)://host[:port]", a.URL)
 	}
+	names := map[string]bool{}
+	for _, w := range c.Webhooks {
+		if err := w.Validate(); err != nil {
+			return config.Invalidf("webhooks: %v", err)
+		}
+		if names[w.Name] {
+			return config.Invalidf("webhooks: %s named twice", w.Name)
+		}
+		names[w.Name] = true
+	}
 	return nil
 }
 
@@ -112,6 +124,8 @@ type Notifier struct {
 	log    *slog.Logger
 	source string
 	alerts *Alerts
+	outbox *outbox
+	hooks  []*receiver
 	am     *Alertmanager
 	kick   chan struct{}
 	in     *instruments
@@ -135,7 +149,7 @@ func New(cfg Config, set Settings) (*Notifier, error) {
 	if set.Now == nil {
 		set.Now = time.Now
 	}
-	return &Notifier{cfg: cfg, set: set, log: set.Logger, source: events.Source("notifier", cfg.Instance), alerts: NewAlerts(),
+	return &Notifier{cfg: cfg, set: set, log: set.Logger, source: events.Source("notifier", cfg.Instance), alerts: NewAlerts(), outbox: newOutbox(),
 		am:   &Alertmanager{URL: cfg.Alertmanager.URL, Lease: cfg.Alertmanager.Lease, Client: &http.Client{Timeout: cfg.Alertmanager.Timeout}},
 		kick: make(chan struct{}, 1), in: newInstruments(set.Telemetry)}, nil
 }
@@ -151,6 +165,14 @@ func (n *Notifier) Undecodable() uint64 { return n.undecodable.Load() }
 func (n *Notifier) Start(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.StartTimeout)
 	defer cancel()
+	n.hooks = n.hooks[:0]
+	for _, w := range n.cfg.Webhooks {
+		r, err := newReceiver(w)
+		if err != nil {
+			return fmt.Errorf("notifier: %w", err)
+		}
+		n.hooks = append(n.hooks, r)
+	}
 	conn := n.set.Conn
 	if conn == nil {
 		c, err := natsbus.Connect(n.cfg.NATS, "runtimetruth-notifier")
@@ -167,7 +189,7 @@ func (n *Notifier) Start(ctx context.Context) error {
 		n.closeConn()
 		return fmt.Errorf("notifier: %s bucket: %w", BucketAlerts, err)
 	}
-	skipped, err := load(ctx, n.kv, n.alerts)
+	skipped, err := n.load(ctx)
 	if err != nil {
 		n.closeConn()
 		return fmt.Errorf("notifier: %w", err)
@@ -201,7 +223,10 @@ func (n *Notifier) Start(ctx context.Context) error {
 			}
 		})
 	}
-	n.wg.Go(func() { n.send(runCtx) })
+	n.wg.Go(func() { n.toAlertmanager(runCtx) })
+	for _, r := range n.hooks {
+		n.wg.Go(func() { n.deliver(runCtx, r) })
+	}
 	n.log.InfoContext(ctx, "notifier started", "consumer", n.cfg.Consumer, "alertmanager", n.cfg.Alertmanager.URL)
 	return nil
 }
@@ -223,18 +248,25 @@ func (n *Notifier) handle(ctx context.Context, m jetstream.Msg) error {
 	ch := n.alerts.Observe(p, e.ID(), e.Time())
 	n.in.alerts.Add(ctx, int64(ch.Fired), n.in.fired)
 	n.in.alerts.Add(ctx, int64(ch.Resolved), n.in.resolved)
+	for _, r := range n.hooks {
+		for _, a := range ch.Alerts {
+			if !n.outbox.add(r.cfg.Name, r.cfg.GroupBy, a, n.set.Now()) {
+				n.in.webhookDropped.Add(ctx, 1)
+			}
+		}
+	}
 	if ch.Any() {
 		select {
 		case n.kick <- struct{}{}:
 		default:
 		}
 	}
-	return save(ctx, n.kv, n.alerts)
+	return n.save(ctx)
 }
 
-// send posts the pending alerts when they change and every
+// toAlertmanager posts the pending alerts when they change and every
 // ResendInterval, until ctx ends.
-func (n *Notifier) send(ctx context.Context) {
+func (n *Notifier) toAlertmanager(ctx context.Context) {
 	t := time.NewTicker(n.cfg.Alertmanager.ResendInterval)
 	defer t.Stop()
 	failing := false
@@ -257,7 +289,7 @@ func (n *Notifier) send(ctx context.Context) {
 		case err == nil:
 			n.in.sent.Add(ctx, int64(len(pending)))
 			n.alerts.Sent(pending)
-			if err := save(ctx, n.kv, n.alerts); err != nil && ctx.Err() == nil {
+			if err := n.save(ctx); err != nil && ctx.Err() == nil {
 				n.log.Warn("notifier: store the alerts", "err", err) // stored with the next change or send
 			}
 			if failing {

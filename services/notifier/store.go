@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -15,9 +16,11 @@ import (
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/strictjson"
 )
 
-// BucketAlerts is the key-value bucket of the notifier's alerts: one key
-// per alert, <host token>.<digest of target and package>, so that a
-// restarted notifier resolves what it fired before it stopped.
+// BucketAlerts is the key-value bucket of the notifier's state: one key
+// per alert, alert.<host token>.<digest of target and package>, so that a
+// restarted notifier resolves what it fired before it stopped, and one per
+// alert change a webhook receiver has not taken,
+// outbox.<receiver>.<change id>, so that it is sent after a restart.
 const BucketAlerts = "notifier-alerts"
 
 // alertsBucket is the bucket's definition (the notifier creates it).
@@ -29,7 +32,7 @@ func alertsBucket(replicas int) jetstream.KeyValueConfig {
 // alertKey is an alert's key in the bucket.
 func alertKey(k Key) string {
 	sum := sha256.Sum256([]byte(k.Target + "\x00" + k.Package))
-	return events.Token(k.Host) + "." + hex.EncodeToString(sum[:16])
+	return "alert." + events.Token(k.Host) + "." + hex.EncodeToString(sum[:16])
 }
 
 // storedAlert is an alert as the bucket holds it: a version, then the
@@ -72,9 +75,46 @@ func decodeAlert(key string, b []byte) (Alert, error) {
 	return a, nil
 }
 
-// save stores what changed in alerts since it was last saved.
-func save(ctx context.Context, kv jetstream.KeyValue, alerts *Alerts) error {
-	put, gone := alerts.Unsaved()
+// storedEntry is an outbox entry as the bucket holds it.
+type storedEntry struct {
+	Version  int         `json:"version"`
+	ID       string      `json:"id"`
+	Receiver string      `json:"receiver"`
+	Group    string      `json:"group"`
+	Created  time.Time   `json:"created"`
+	Alert    storedAlert `json:"alert"`
+}
+
+func encodeEntry(e entry) ([]byte, error) {
+	a := e.Alert
+	return json.Marshal(storedEntry{Version: storedVersion, ID: e.ID, Receiver: e.Receiver, Group: e.Group, Created: e.Created,
+		Alert: storedAlert{Version: storedVersion, Host: a.Host, Target: a.Target, Package: a.Package, Name: a.Name, Kind: a.Kind,
+			Severity: a.Severity, Summary: a.Summary, Description: a.Description, StartsAt: a.StartsAt, EndsAt: a.EndsAt, Cause: a.Cause}})
+}
+
+func decodeEntry(key string, b []byte) (entry, error) {
+	var s storedEntry
+	if err := strictjson.Decode(b, &s); err != nil {
+		return entry{}, fmt.Errorf("outbox %s: %w", key, err)
+	}
+	if s.Version != storedVersion || s.Alert.Version != storedVersion {
+		return entry{}, fmt.Errorf("outbox %s: version %d, want %d", key, s.Version, storedVersion)
+	}
+	a := s.Alert
+	e := entry{ID: s.ID, Receiver: s.Receiver, Group: s.Group, Created: s.Created,
+		Alert: Alert{Key: Key{Host: a.Host, Target: a.Target, Package: a.Package}, Name: a.Name, Kind: a.Kind, Severity: a.Severity,
+			Summary: a.Summary, Description: a.Description, StartsAt: a.StartsAt, EndsAt: a.EndsAt, Cause: a.Cause}}
+	if e.key() != key {
+		return entry{}, fmt.Errorf("outbox %s: the record is of another entry (%s)", key, e.key())
+	}
+	return e, nil
+}
+
+// save stores what changed since it was last saved: the alerts, and the
+// outbox.
+func (n *Notifier) save(ctx context.Context) error {
+	kv := n.kv
+	put, gone := n.alerts.Unsaved()
 	var errs []error
 	for _, a := range put {
 		b, err := encodeAlert(a)
@@ -84,41 +124,69 @@ func save(ctx context.Context, kv jetstream.KeyValue, alerts *Alerts) error {
 		errs = append(errs, err)
 	}
 	for _, k := range gone {
-		err := kv.Delete(ctx, alertKey(k))
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			err = nil
-		}
-		errs = append(errs, err)
+		errs = append(errs, deleteKey(ctx, kv, alertKey(k)))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("save the alerts: %w", err)
 	}
-	alerts.Saved(put, gone)
+	n.alerts.Saved(put, gone)
+	eput, egone := n.outbox.unsaved()
+	for _, e := range eput {
+		b, err := encodeEntry(e)
+		if err == nil {
+			_, err = kv.Put(ctx, e.key(), b)
+		}
+		errs = append(errs, err)
+	}
+	for _, k := range egone {
+		errs = append(errs, deleteKey(ctx, kv, k))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("save the outbox: %w", err)
+	}
+	n.outbox.saved(eput, egone)
 	return nil
 }
 
-// load restores the stored alerts; a record that does not read is
-// skipped and counted.
-func load(ctx context.Context, kv jetstream.KeyValue, alerts *Alerts) (skipped int, err error) {
-	lister, err := kv.ListKeys(ctx)
+func deleteKey(ctx context.Context, kv jetstream.KeyValue, key string) error {
+	err := kv.Delete(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil
+	}
+	return err
+}
+
+// load restores the stored alerts and outbox entries; a record that does
+// not read is skipped and counted.
+func (n *Notifier) load(ctx context.Context) (skipped int, err error) {
+	lister, err := n.kv.ListKeysFiltered(ctx, "alert.>", "outbox.>")
 	if err != nil {
-		return 0, fmt.Errorf("list the alerts: %w", err)
+		return 0, fmt.Errorf("list the stored alerts: %w", err)
 	}
 	defer func() { _ = lister.Stop() }()
 	for key := range lister.Keys() {
-		e, err := kv.Get(ctx, key)
+		e, err := n.kv.Get(ctx, key)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			continue
 		}
 		if err != nil {
-			return skipped, fmt.Errorf("read alert %s: %w", key, err)
+			return skipped, fmt.Errorf("read %s: %w", key, err)
+		}
+		if strings.HasPrefix(key, "outbox.") {
+			en, err := decodeEntry(key, e.Value())
+			if err != nil {
+				skipped++
+				continue
+			}
+			n.outbox.restore(en)
+			continue
 		}
 		a, err := decodeAlert(key, e.Value())
 		if err != nil {
 			skipped++
 			continue
 		}
-		alerts.Restore(a)
+		n.alerts.Restore(a)
 	}
 	return skipped, nil
 }

@@ -27,6 +27,13 @@ const (
 	// MetricUndecodable counts events that did not decode (acknowledged,
 	// changing no alert).
 	MetricUndecodable = "runtimetruth.notifier.undecodable"
+	// MetricWebhookSent counts alert changes a webhook receiver took;
+	// MetricWebhookFailed its failed requests; MetricWebhookDropped the
+	// changes not queued because the receiver held its share
+	// (MaxOutbox).
+	MetricWebhookSent    = "runtimetruth.notifier.webhook.sent"
+	MetricWebhookFailed  = "runtimetruth.notifier.webhook.failures"
+	MetricWebhookDropped = "runtimetruth.notifier.webhook.dropped"
 )
 
 // AttrState is MetricAlerts' attribute: fired or resolved.
@@ -35,6 +42,7 @@ const AttrState = attribute.Key("state")
 // instruments are the notifier's counters.
 type instruments struct {
 	alerts, sent, failed, retried, undecodable metric.Int64Counter
+	webhookSent, webhookFailed, webhookDropped metric.Int64Counter
 	fired, resolved                            metric.MeasurementOption
 }
 
@@ -50,6 +58,10 @@ func newInstruments(p telemetry.Providers) *instruments {
 		telemetry.Counter{Dst: &in.retried, Name: MetricRetried, Unit: "{request}", Description: "Requests to Alertmanager after one failed."},
 		telemetry.Counter{Dst: &in.undecodable, Name: MetricUndecodable, Unit: "{message}",
 			Description: "Events that did not decode: acknowledged, no alert changed."},
+		telemetry.Counter{Dst: &in.webhookSent, Name: MetricWebhookSent, Unit: "{alert}", Description: "Alert changes a webhook receiver took."},
+		telemetry.Counter{Dst: &in.webhookFailed, Name: MetricWebhookFailed, Unit: "{request}", Description: "Webhook requests that failed."},
+		telemetry.Counter{Dst: &in.webhookDropped, Name: MetricWebhookDropped, Unit: "{alert}",
+			Description: "Alert changes not queued: the receiver held its share."},
 	)
 	return in
 }
