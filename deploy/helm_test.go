@@ -1022,4 +1022,30 @@ func TestNotifierDeployment(t *testing.T) {
 			t.Errorf("alertmanager.resend_interval %q, want 30s", got)
 		}
 	}
+
+	// A webhook: its URL and secret mounted from its Secret, named by
+	// file in the config, which --check-config accepts.
+	objs := render(t, nil, "notifier.enabled=true", "notifier.alertmanager.url=http://am:9093",
+		"notifier.webhooks[0].name=ops", "notifier.webhooks[0].format=slack", "notifier.webhooks[0].existingSecret=rt-hook",
+		"notifier.webhooks[0].secretKey=secret", "notifier.webhooks[0].groupBy={alertname}", "notifier.webhooks[0].groupInterval=5m")
+	d := find(t, objs, "Deployment", "rt-runtimetruth-notifier")
+	checkConfig(t, bins["notifier"], "notifier", objs, d)
+	var cfg map[string]any
+	if err := yaml.Unmarshal([]byte(str(get(find(t, objs, "ConfigMap", "rt-runtimetruth-notifier"), "data", "notifier.yaml"))), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	hook := list(get(cfg, "webhooks"))
+	if len(hook) != 1 || str(get(hook[0], "url_file")) != "/etc/runtimetruth/secrets/webhooks/ops/url" ||
+		str(get(hook[0], "secret_file")) != "/etc/runtimetruth/secrets/webhooks/ops/secret" || str(get(hook[0], "group_interval")) != "5m" {
+		t.Errorf("webhooks %v", hook)
+	}
+	found := false
+	for _, v := range list(podSpec(d)["volumes"]) {
+		if str(get(v, "secret", "secretName")) == "rt-hook" {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("no volume of the webhook's Secret")
+	}
 }
