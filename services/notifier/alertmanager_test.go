@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -46,26 +47,8 @@ func TestAlertmanager(t *testing.T) {
 	require.NoError(t, n.Start(ctx))
 	t.Cleanup(func() { require.NoError(t, n.Shutdown(context.Background())) })
 
-	seq := 0
-	publish := func(v events.Verdict) {
-		t.Helper()
-		seq++
-		m, _, err := binding.NewMsg(events.Source("verifier", "v"), v, binding.WithID(fmt.Sprintf("verdict-%d", seq)))
-		require.NoError(t, err)
-		_, err = js.PublishMsg(ctx, m)
-		require.NoError(t, err)
-	}
-	waitFor := func(want int) []notifiertest.Notification {
-		t.Helper()
-		var got []notifiertest.Notification
-		natstest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
-			if got = h.Notifications(); len(got) < want {
-				return fmt.Errorf("%d of %d notifications", len(got), want)
-			}
-			return nil
-		})
-		return got
-	}
+	publish := publisher(t, js)
+	waitFor := func(want int) []notifiertest.Notification { return waitNotifications(t, h, want) }
 
 	publish(verdict("web", agent, events.StatusDrift))
 	got := waitFor(1)
@@ -104,8 +87,8 @@ func TestAlertmanager(t *testing.T) {
 
 	// Nothing fires twice: the stream drops a verdict published again
 	// (two verifier instances, one verdict id).
-	publish(verdict("web", agent, events.StatusDrift))
-	m, _, err := binding.NewMsg(events.Source("verifier", "v2"), verdict("web", agent, events.StatusDrift), binding.WithID(fmt.Sprintf("verdict-%d", seq)))
+	id := publish(verdict("web", agent, events.StatusDrift))
+	m, _, err := binding.NewMsg(events.Source("verifier", "v2"), verdict("web", agent, events.StatusDrift), binding.WithID(id))
 	require.NoError(t, err)
 	ack, err := js.PublishMsg(ctx, m)
 	require.NoError(t, err)
@@ -149,26 +132,8 @@ func TestAlertsSurviveARestart(t *testing.T) {
 		require.NoError(t, n.Start(ctx))
 		return n
 	}
-	seq := 0
-	publish := func(p events.Payload) {
-		t.Helper()
-		seq++
-		m, _, err := binding.NewMsg(events.Source("verifier", "v"), p, binding.WithID(fmt.Sprintf("event-%d", seq)))
-		require.NoError(t, err)
-		_, err = js.PublishMsg(ctx, m)
-		require.NoError(t, err)
-	}
-	waitFor := func(want int) []notifiertest.Notification {
-		t.Helper()
-		var got []notifiertest.Notification
-		natstest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
-			if got = h.Notifications(); len(got) < want {
-				return fmt.Errorf("%d of %d notifications", len(got), want)
-			}
-			return nil
-		})
-		return got
-	}
+	publish := publisher(t, js)
+	waitFor := func(want int) []notifiertest.Notification { return waitNotifications(t, h, want) }
 
 	n := start()
 	publish(verdict("web", agent, events.StatusDrift))
@@ -272,4 +237,34 @@ func TestAlertmanagerOutage(t *testing.T) {
 	mu.Unlock()
 	assert.Positive(t, st.Sum(t, notifier.MetricSent))
 	assert.Equal(t, int64(1), st.Sum(t, notifier.MetricAlerts, notifier.AttrState.String("fired")))
+}
+
+// publisher returns a function that publishes a payload to js with a new
+// id, and returns the id.
+func publisher(t *testing.T, js jetstream.JetStream) func(events.Payload) string {
+	seq := 0
+	return func(p events.Payload) string {
+		t.Helper()
+		seq++
+		id := fmt.Sprintf("event-%d", seq)
+		m, _, err := binding.NewMsg(events.Source("verifier", "v"), p, binding.WithID(id))
+		require.NoError(t, err)
+		_, err = js.PublishMsg(t.Context(), m)
+		require.NoError(t, err)
+		return id
+	}
+}
+
+// waitNotifications waits until h holds want notifications, and returns
+// them.
+func waitNotifications(t *testing.T, h *notifiertest.Hook, want int) []notifiertest.Notification {
+	t.Helper()
+	var got []notifiertest.Notification
+	natstest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+		if got = h.Notifications(); len(got) < want {
+			return fmt.Errorf("%d of %d notifications", len(got), want)
+		}
+		return nil
+	})
+	return got
 }

@@ -92,15 +92,8 @@ func webhookBus(t *testing.T, log *slog.Logger, hooks ...notifier.WebhookConfig)
 	require.NoError(t, err)
 	require.NoError(t, n.Start(ctx))
 	t.Cleanup(func() { require.NoError(t, n.Shutdown(context.Background())) })
-	seq := 0
-	return n, func(p events.Payload) {
-		t.Helper()
-		seq++
-		m, _, err := binding.NewMsg(events.Source("verifier", "v"), p, binding.WithID(fmt.Sprintf("event-%d", seq)))
-		require.NoError(t, err)
-		_, err = js.PublishMsg(ctx, m)
-		require.NoError(t, err)
-	}
+	publish := publisher(t, js)
+	return n, func(p events.Payload) { publish(p) }
 }
 
 // urlFile writes a receiver's URL to a file, as an operator would.
