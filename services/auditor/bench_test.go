@@ -17,6 +17,7 @@ import (
 	"github.com/runtimetruth/runtimetruth/services/auditor/auditortest"
 	"github.com/runtimetruth/runtimetruth/services/auditor/chstore"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
+	"github.com/runtimetruth/runtimetruth/services/auditor/syslog"
 )
 
 var benchHosts = []string{"h00", "h01", "h02", "h03", "h04", "h05", "h06", "h07"}
@@ -134,6 +135,23 @@ func BenchmarkClickHouseAppend(b *testing.B) {
 		})
 	}
 	batch := auditor.NewDefaultConfig().Batch
+	// With the syslog sink sending OCSF records to the real rsyslog (its
+	// SIEM input, which parses them), required as ClickHouse is: what
+	// formatting adds to an append.
+	rs := auditortest.RsyslogEnv(b)
+	b.Run(fmt.Sprintf("auditor-syslog-ocsf/batch=%d", batch), func(b *testing.B) {
+		for b.Loop() {
+			measured(b, func(st *chstore.Store) {
+				sl, err := syslog.New(syslog.Options{Network: "tcp", Address: rs.SIEMTCP, Format: "ocsf", Hostname: "bench"})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer func() { _ = sl.Close() }()
+				auditorAppend(b, h, st, msgs, batch, auditor.SinkSpec{Sink: sl, Required: true})
+			})
+		}
+		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "rows/s")
+	})
 	b.Run(fmt.Sprintf("interleaved/batch=%d", batch), func(b *testing.B) {
 		var rawRounds, audRounds []time.Duration
 		for b.Loop() {
@@ -151,8 +169,8 @@ func BenchmarkClickHouseAppend(b *testing.B) {
 
 // auditorAppend appends msgs to a chain in s as a stream loop does: the
 // next batch is sealed while the previous one is written.
-func auditorAppend(b *testing.B, h chain.Hasher, s *chstore.Store, msgs []*link.Message, batch int) {
-	w := auditor.NewWriter(h, []auditor.SinkSpec{{Sink: s, Required: true}}, nil, telemetry.Providers{})
+func auditorAppend(b *testing.B, h chain.Hasher, s *chstore.Store, msgs []*link.Message, batch int, more ...auditor.SinkSpec) {
+	w := auditor.NewWriter(h, append([]auditor.SinkSpec{{Sink: s, Required: true}}, more...), nil, telemetry.Providers{})
 	// As at the auditor's start: the heads and the event ids from the sink.
 	if err := w.Recover(context.Background()); err != nil {
 		b.Fatal(err)

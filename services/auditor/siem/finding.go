@@ -1,10 +1,13 @@
 package siem
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
@@ -184,6 +187,15 @@ func Map(r link.Record, ep *Episodes) Finding {
 		return unreadable(f, err)
 	}
 	f.Raw = data
+	if typ == events.TypeEvidenceCollected && !m.Rejected {
+		// The most frequent event, and the one whose data (a whole
+		// snapshot) costs most to read: what it says is in the link's
+		// columns, and the snapshot rides in Raw.
+		f.Class, f.Activity, f.Severity = ClassBase, ActivityOther, SeverityInformational
+		f.Title = "Evidence collected"
+		f.Message = fmt.Sprintf("evidence of %s collected on %s", m.Target, m.Host)
+		return f
+	}
 	p, err := events.DecodeData(typ, data)
 	if err != nil && m.Rejected {
 		// The auditor's own record of a stream gap or reset names the
@@ -204,10 +216,6 @@ func Map(r link.Record, ep *Episodes) Finding {
 		modified(&f, p)
 	case events.EventRejected:
 		rejected(&f, p, m)
-	case events.EvidenceCollected:
-		f.Class, f.Activity, f.Severity = ClassBase, ActivityOther, SeverityInformational
-		f.Title = "Evidence collected"
-		f.Message = fmt.Sprintf("evidence of %s collected on %s, snapshot %s", p.Target, p.Host, p.Digest)
 	case events.CollectionFailed:
 		f.Class, f.Activity, f.Severity = ClassAppError, ActivityGeneralError, SeverityLow
 		f.Title = "Collection failed"
@@ -243,15 +251,31 @@ func Map(r link.Record, ep *Episodes) Finding {
 	return f
 }
 
-// dataOf is the data of a link's event.
+// dataOf is the data of a link's event: the value of its top-level
+// "data" member, the other members skipped, not decoded.
 func dataOf(event []byte) (json.RawMessage, error) {
-	var ev struct {
-		Data json.RawMessage `json:"data"`
+	dec := jsontext.NewDecoder(bytes.NewReader(event))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return nil, fmt.Errorf("the link's event is not a JSON object")
 	}
-	if err := json.Unmarshal(event, &ev); err != nil {
-		return nil, fmt.Errorf("the link's event: %w", err)
+	for dec.PeekKind() != '}' {
+		name, err := dec.ReadToken()
+		if err != nil {
+			return nil, fmt.Errorf("the link's event: %w", err)
+		}
+		if name.String() != "data" {
+			if err := dec.SkipValue(); err != nil {
+				return nil, fmt.Errorf("the link's event: %w", err)
+			}
+			continue
+		}
+		v, err := dec.ReadValue()
+		if err != nil {
+			return nil, fmt.Errorf("the link's event: data: %w", err)
+		}
+		return json.RawMessage(bytes.Clone(v)), nil
 	}
-	return ev.Data, nil
+	return nil, fmt.Errorf("the link's event has no data")
 }
 
 // unreadable is the application error of a link whose event does not

@@ -259,15 +259,18 @@ func TestSIEMEpisodesSurviveARestart(t *testing.T) {
 		}
 		return nil
 	})
-	var uids []string
-	var activities []float64
+	// Each restart is a connection of its own: the receiver may read them
+	// in another order; the link's seq puts them back.
+	uids, activities := make([]string, len(recs)), make([]float64, len(recs))
 	for _, msg := range rcv.messages() {
 		m, err := auditortest.ParseSyslog(msg)
 		require.NoError(t, err)
 		var rec map[string]any
 		require.NoError(t, json.Unmarshal([]byte(m.Msg), &rec), m.Msg)
-		uids = append(uids, dig(rec, "finding_info", "uid").(string))
-		activities = append(activities, rec["activity_id"].(float64))
+		seq, err := strconv.Atoi(m.SD["rtlink@32473"]["seq"])
+		require.NoError(t, err)
+		uids[seq-1] = dig(rec, "finding_info", "uid").(string)
+		activities[seq-1] = rec["activity_id"].(float64)
 	}
 	assert.Equal(t, []float64{1, 2, 3}, activities, "created, updated, closed")
 	assert.Equal(t, []string{uids[0], uids[0], uids[0]}, uids, "one finding across the restarts")

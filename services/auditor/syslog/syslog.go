@@ -293,7 +293,7 @@ func (s *Sink) SendCheckpoints(ctx context.Context, cps []chain.Checkpoint) erro
 	msgs := make([][]byte, len(cps))
 	for i, c := range cps {
 		msgs[i] = s.header(SevNotice, c.Time, "checkpoint", c.SD(s.pen),
-			fmt.Sprintf("checkpoint %s seq %d %s", c.Chain, c.Seq, c.Head))
+			[]byte(text(fmt.Sprintf("checkpoint %s seq %d %s", c.Chain, c.Seq, c.Head))))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -541,10 +541,12 @@ func (s *Sink) Format(r link.Record) []byte {
 	}
 	if s.format != "" {
 		if rec, err := s.record(r, len(sd.String())); err == nil {
-			msg = string(rec)
+			// A record is one line of valid UTF-8 already (JSON escapes
+			// control characters, CEF line breaks).
+			return s.header(Severity(m), m.Stored, MsgID(m), sd.String(), rec)
 		} // else the summary: a record that cannot be made within its bound still leaves its link
 	}
-	return s.header(Severity(m), m.Stored, MsgID(m), sd.String(), msg)
+	return s.header(Severity(m), m.Stored, MsgID(m), sd.String(), []byte(text(msg)))
 }
 
 // record is the link's SIEM record; over UDP within what MaxDatagram
@@ -558,7 +560,7 @@ func (s *Sink) record(r link.Record, sdLen int) ([]byte, error) {
 	return siem.Render(s.format, siem.Map(r, s.episodes), s.opts.Product, limit)
 }
 
-func (s *Sink) header(sev int, t time.Time, msgid, sd, msg string) []byte {
+func (s *Sink) header(sev int, t time.Time, msgid, sd string, msg []byte) []byte {
 	b := make([]byte, 0, 256+len(sd)+len(msg))
 	b = append(b, '<')
 	b = strconv.AppendInt(b, int64(s.facility*8+sev), 10)
@@ -579,7 +581,7 @@ func (s *Sink) header(sev int, t time.Time, msgid, sd, msg string) []byte {
 	b = append(b, ' ')
 	b = append(b, sd...)
 	b = append(b, ' ')
-	return append(b, text(msg)...)
+	return append(b, msg...)
 }
 
 // field makes a header field: printable US-ASCII without space, at most n
