@@ -38,13 +38,26 @@ type amAlert struct {
 // maxResponse bounds what is read of Alertmanager's answer.
 const maxResponse = 64 << 10
 
-// Post sends alerts at now: firing ones with endsAt now+Lease, resolved
-// ones with their end. An answer other than 200 is an error naming its
-// status and text.
+// MaxPerRequest bounds the alerts of one request: a fleet with
+// thousands firing sends them in several.
+const MaxPerRequest = 1000
+
+// Post sends alerts at now, at most MaxPerRequest a request: firing ones
+// with endsAt now+Lease, resolved ones with their end. An answer other
+// than 200 is an error naming its status and text; the requests before it
+// were taken.
 func (a *Alertmanager) Post(ctx context.Context, alerts []Alert, now time.Time) error {
-	if len(alerts) == 0 {
-		return nil
+	for len(alerts) > 0 {
+		n := min(len(alerts), MaxPerRequest)
+		if err := a.post(ctx, alerts[:n], now); err != nil {
+			return err
+		}
+		alerts = alerts[n:]
 	}
+	return nil
+}
+
+func (a *Alertmanager) post(ctx context.Context, alerts []Alert, now time.Time) error {
 	body := make([]amAlert, len(alerts))
 	for i, al := range alerts {
 		end := now.Add(a.Lease)
