@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/runtimetruth/runtimetruth/pkg/platform/regfile"
 )
 
 // Webhook formats.
@@ -72,11 +74,14 @@ func (w WebhookConfig) Validate() error {
 	return nil
 }
 
-// secret reads a secret from a file (trailing newline removed) or an
-// environment variable.
+// maxSecret bounds a secret file.
+const maxSecret = 16 << 10
+
+// secret reads a secret from a file (a regular file of at most maxSecret
+// bytes, trailing newline removed) or an environment variable.
 func secret(what, file, env string) (string, error) {
 	if file != "" {
-		b, err := os.ReadFile(file) //nolint:gosec // the operator's configured secret file
+		b, err := regfile.Read(file, maxSecret) // a regular file, bounded
 		if err != nil {
 			return "", fmt.Errorf("%s: %w", what, err)
 		}

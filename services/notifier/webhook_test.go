@@ -369,3 +369,19 @@ func TestWebhookSurvivesKill(t *testing.T) {
 	assert.Equal(t, got[0].id, got[1].id, "the duplicate shares the webhook-id")
 	assert.Equal(t, got[0].body, got[1].body)
 }
+
+// A receiver's URL comes from a regular file of bounded size: a
+// directory, a FIFO or a huge file is refused at start.
+func TestWebhookSecretFiles(t *testing.T) {
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big")
+	require.NoError(t, os.WriteFile(big, bytes.Repeat([]byte("x"), 1<<20), 0o600))
+	for _, f := range []string{dir, big, filepath.Join(dir, "missing")} {
+		cfg := notifier.NewDefaultConfig()
+		cfg.Alertmanager.URL = "http://127.0.0.1:1"
+		cfg.Webhooks = []notifier.WebhookConfig{hook("ops", f, notifier.FormatJSON)}
+		n, err := notifier.New(cfg, notifier.Settings{})
+		require.NoError(t, err, "the configuration is valid; the file is read at start")
+		assert.Error(t, n.Start(t.Context()), f)
+	}
+}
