@@ -1027,7 +1027,8 @@ func TestNotifierDeployment(t *testing.T) {
 	// file in the config, which --check-config accepts.
 	objs := render(t, nil, "notifier.enabled=true", "notifier.alertmanager.url=http://am:9093",
 		"notifier.webhooks[0].name=ops", "notifier.webhooks[0].format=slack", "notifier.webhooks[0].existingSecret=rt-hook",
-		"notifier.webhooks[0].secretKey=secret", "notifier.webhooks[0].groupBy={alertname}", "notifier.webhooks[0].groupInterval=5m")
+		"notifier.webhooks[0].secretKey=secret", "notifier.webhooks[0].groupBy={alertname}", "notifier.webhooks[0].groupInterval=5m",
+		"notifier.webhooks[0].match.severity=critical")
 	d := find(t, objs, "Deployment", "rt-runtimetruth-notifier")
 	checkConfig(t, bins["notifier"], "notifier", objs, d)
 	var cfg map[string]any
@@ -1036,7 +1037,8 @@ func TestNotifierDeployment(t *testing.T) {
 	}
 	hook := list(get(cfg, "webhooks"))
 	if len(hook) != 1 || str(get(hook[0], "url_file")) != "/etc/runtimetruth/secrets/webhooks/ops/url" ||
-		str(get(hook[0], "secret_file")) != "/etc/runtimetruth/secrets/webhooks/ops/secret" || str(get(hook[0], "group_interval")) != "5m" {
+		str(get(hook[0], "secret_file")) != "/etc/runtimetruth/secrets/webhooks/ops/secret" || str(get(hook[0], "group_interval")) != "5m" ||
+		str(get(hook[0], "match", "severity")) != "critical" {
 		t.Errorf("webhooks %v", hook)
 	}
 	found := false

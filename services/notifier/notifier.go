@@ -250,6 +250,9 @@ func (n *Notifier) handle(ctx context.Context, m jetstream.Msg) error {
 	n.in.alerts.Add(ctx, int64(ch.Resolved), n.in.resolved)
 	for _, r := range n.hooks {
 		for _, a := range ch.Alerts {
+			if !r.cfg.routes(a) {
+				continue
+			}
 			if !n.outbox.add(r.cfg.Name, r.cfg.GroupBy, a, n.set.Now()) {
 				n.in.webhookDropped.Add(ctx, 1)
 			}

@@ -44,6 +44,9 @@ type WebhookConfig struct {
 	// (whsec_ and base64); empty: requests are not signed.
 	SecretFile string `mapstructure:"secret_file"`
 	SecretEnv  string `mapstructure:"secret_env"`
+	// Match routes alerts to the receiver: only those whose labels hold
+	// every one of these values (empty: every alert).
+	Match map[string]string `mapstructure:"match"`
 	// GroupBy are the labels that group alerts into one request;
 	// GroupWait how long a group's first alert waits for others, and
 	// GroupInterval the least time between two requests of a group.
@@ -244,4 +247,15 @@ func redact(err error, rawURL string) error {
 		return err
 	}
 	return errors.New(strings.ReplaceAll(err.Error(), rawURL, "<url>"))
+}
+
+// routes reports whether alert a goes to the receiver w (Match).
+func (w WebhookConfig) routes(a Alert) bool {
+	labels := a.Labels()
+	for k, v := range w.Match {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
 }

@@ -385,3 +385,30 @@ func TestWebhookSecretFiles(t *testing.T) {
 		assert.Error(t, n.Start(t.Context()), f)
 	}
 }
+
+// Routes: a receiver matching severity critical gets the drift, not the
+// error; another without a match gets both.
+func TestWebhookRoutes(t *testing.T) {
+	t.Setenv("RT_TEST_WEBHOOK_SECRET", testSecret)
+	critical, all := &receiver{}, &receiver{}
+	s1, s2 := httptest.NewServer(critical), httptest.NewServer(all)
+	defer s1.Close()
+	defer s2.Close()
+	pager := hook("pager", urlFile(t, s1.URL), notifier.FormatJSON)
+	pager.Match = map[string]string{"severity": "critical"}
+	_, publish := webhookBus(t, nil, pager, hook("log", urlFile(t, s2.URL), notifier.FormatJSON))
+	publish(verdict("web", agent, events.StatusError))
+	publish(verdict("db", agent, events.StatusDrift))
+	natstest.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
+		if n := len(all.requests()); n < 2 {
+			return fmt.Errorf("%d requests", n)
+		}
+		return nil
+	})
+	time.Sleep(300 * time.Millisecond)
+	got := critical.requests()
+	require.Len(t, got, 1)
+	var b notifier.WebhookBody
+	require.NoError(t, json.Unmarshal(got[0].body, &b))
+	assert.Equal(t, "db", b.Alerts[0].Labels["host"])
+}
