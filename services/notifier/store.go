@@ -54,10 +54,19 @@ type storedAlert struct {
 
 const storedVersion = 1
 
-func encodeAlert(a Alert) ([]byte, error) {
-	return json.Marshal(storedAlert{Version: storedVersion, Host: a.Host, Target: a.Target, Package: a.Package, Name: a.Name, Kind: a.Kind,
-		Severity: a.Severity, Summary: a.Summary, Description: a.Description, StartsAt: a.StartsAt, EndsAt: a.EndsAt, Cause: a.Cause})
+// storedOf is a's stored form.
+func storedOf(a Alert) storedAlert {
+	return storedAlert{Version: storedVersion, Host: a.Host, Target: a.Target, Package: a.Package, Name: a.Name, Kind: a.Kind,
+		Severity: a.Severity, Summary: a.Summary, Description: a.Description, StartsAt: a.StartsAt, EndsAt: a.EndsAt, Cause: a.Cause}
 }
+
+// alert is the alert s stores.
+func (s storedAlert) alert() Alert {
+	return Alert{Key: Key{Host: s.Host, Target: s.Target, Package: s.Package}, Name: s.Name, Kind: s.Kind, Severity: s.Severity,
+		Summary: s.Summary, Description: s.Description, StartsAt: s.StartsAt, EndsAt: s.EndsAt, Cause: s.Cause}
+}
+
+func encodeAlert(a Alert) ([]byte, error) { return json.Marshal(storedOf(a)) }
 
 func decodeAlert(key string, b []byte) (Alert, error) {
 	var s storedAlert
@@ -67,8 +76,7 @@ func decodeAlert(key string, b []byte) (Alert, error) {
 	if s.Version != storedVersion {
 		return Alert{}, fmt.Errorf("alert %s: version %d, want %d", key, s.Version, storedVersion)
 	}
-	a := Alert{Key: Key{Host: s.Host, Target: s.Target, Package: s.Package}, Name: s.Name, Kind: s.Kind, Severity: s.Severity,
-		Summary: s.Summary, Description: s.Description, StartsAt: s.StartsAt, EndsAt: s.EndsAt, Cause: s.Cause}
+	a := s.alert()
 	if alertKey(a.Key) != key {
 		return Alert{}, fmt.Errorf("alert %s: the record is of another alert (%s)", key, alertKey(a.Key))
 	}
@@ -86,10 +94,8 @@ type storedEntry struct {
 }
 
 func encodeEntry(e entry) ([]byte, error) {
-	a := e.Alert
 	return json.Marshal(storedEntry{Version: storedVersion, ID: e.ID, Receiver: e.Receiver, Group: e.Group, Created: e.Created,
-		Alert: storedAlert{Version: storedVersion, Host: a.Host, Target: a.Target, Package: a.Package, Name: a.Name, Kind: a.Kind,
-			Severity: a.Severity, Summary: a.Summary, Description: a.Description, StartsAt: a.StartsAt, EndsAt: a.EndsAt, Cause: a.Cause}})
+		Alert: storedOf(e.Alert)})
 }
 
 func decodeEntry(key string, b []byte) (entry, error) {
@@ -100,10 +106,7 @@ func decodeEntry(key string, b []byte) (entry, error) {
 	if s.Version != storedVersion || s.Alert.Version != storedVersion {
 		return entry{}, fmt.Errorf("outbox %s: version %d, want %d", key, s.Version, storedVersion)
 	}
-	a := s.Alert
-	e := entry{ID: s.ID, Receiver: s.Receiver, Group: s.Group, Created: s.Created,
-		Alert: Alert{Key: Key{Host: a.Host, Target: a.Target, Package: a.Package}, Name: a.Name, Kind: a.Kind, Severity: a.Severity,
-			Summary: a.Summary, Description: a.Description, StartsAt: a.StartsAt, EndsAt: a.EndsAt, Cause: a.Cause}}
+	e := entry{ID: s.ID, Receiver: s.Receiver, Group: s.Group, Created: s.Created, Alert: s.Alert.alert()}
 	if e.key() != key {
 		return entry{}, fmt.Errorf("outbox %s: the record is of another entry (%s)", key, e.key())
 	}
@@ -113,39 +116,39 @@ func decodeEntry(key string, b []byte) (entry, error) {
 // save stores what changed since it was last saved: the alerts, and the
 // outbox.
 func (n *Notifier) save(ctx context.Context) error {
-	kv := n.kv
 	put, gone := n.alerts.Unsaved()
-	var errs []error
-	for _, a := range put {
-		b, err := encodeAlert(a)
-		if err == nil {
-			_, err = kv.Put(ctx, alertKey(a.Key), b)
-		}
-		errs = append(errs, err)
+	goneKeys := make([]string, len(gone))
+	for i, k := range gone {
+		goneKeys[i] = alertKey(k)
 	}
-	for _, k := range gone {
-		errs = append(errs, deleteKey(ctx, kv, alertKey(k)))
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := saveRecords(ctx, n.kv, put, goneKeys, func(a Alert) string { return alertKey(a.Key) }, encodeAlert); err != nil {
 		return fmt.Errorf("save the alerts: %w", err)
 	}
 	n.alerts.Saved(put, gone)
 	eput, egone := n.outbox.unsaved()
-	for _, e := range eput {
-		b, err := encodeEntry(e)
-		if err == nil {
-			_, err = kv.Put(ctx, e.key(), b)
-		}
-		errs = append(errs, err)
-	}
-	for _, k := range egone {
-		errs = append(errs, deleteKey(ctx, kv, k))
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := saveRecords(ctx, n.kv, eput, egone, entry.key, encodeEntry); err != nil {
 		return fmt.Errorf("save the outbox: %w", err)
 	}
 	n.outbox.saved(eput, egone)
 	return nil
+}
+
+// saveRecords puts each record of put under its key, encoded, and
+// deletes the keys gone; it tries every one and reports each failure.
+func saveRecords[V any](ctx context.Context, kv jetstream.KeyValue, put []V, gone []string, key func(V) string,
+	encode func(V) ([]byte, error)) error {
+	var errs []error
+	for _, v := range put {
+		b, err := encode(v)
+		if err == nil {
+			_, err = kv.Put(ctx, key(v), b)
+		}
+		errs = append(errs, err)
+	}
+	for _, k := range gone {
+		errs = append(errs, deleteKey(ctx, kv, k))
+	}
+	return errors.Join(errs...)
 }
 
 func deleteKey(ctx context.Context, kv jetstream.KeyValue, key string) error {
