@@ -253,30 +253,14 @@ func compareKeys(a, b Key) int {
 func (s *Alerts) Unsaved() (put []Alert, gone []Key) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for k := range s.dirty {
-		if a, ok := s.alerts[k]; ok {
-			put = append(put, *a)
-		} else {
-			gone = append(gone, k)
-		}
-	}
-	return put, gone
+	return unsaved(s.dirty, s.alerts)
 }
 
 // Saved marks what Unsaved returned as stored, unless it changed since.
 func (s *Alerts) Saved(put []Alert, gone []Key) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, a := range put {
-		if cur, ok := s.alerts[a.Key]; ok && *cur == a {
-			delete(s.dirty, a.Key)
-		}
-	}
-	for _, k := range gone {
-		if _, ok := s.alerts[k]; !ok {
-			delete(s.dirty, k)
-		}
-	}
+	saved(s.dirty, s.alerts, func(a Alert) Key { return a.Key }, put, gone)
 }
 
 // Restore adds a stored alert (at start), within its host's share.

@@ -123,31 +123,14 @@ func (o *outbox) remove(es []entry) {
 func (o *outbox) unsaved() (put []entry, gone []string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for k := range o.dirty {
-		if e, ok := o.entries[k]; ok {
-			put = append(put, *e)
-		} else {
-			gone = append(gone, k)
-		}
-	}
-	return put, gone
+	return unsaved(o.dirty, o.entries)
 }
 
-// saved marks what unsaved returned as stored (entries never change, so
-// only a key deleted and queued again since stays dirty).
+// saved marks what unsaved returned as stored, unless it changed since.
 func (o *outbox) saved(put []entry, gone []string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for _, e := range put {
-		if _, ok := o.entries[e.key()]; ok {
-			delete(o.dirty, e.key())
-		}
-	}
-	for _, k := range gone {
-		if _, ok := o.entries[k]; !ok {
-			delete(o.dirty, k)
-		}
-	}
+	saved(o.dirty, o.entries, entry.key, put, gone)
 }
 
 // receiver is a webhook receiver ready to send: its URL, signer and

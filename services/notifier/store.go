@@ -133,6 +133,34 @@ func (n *Notifier) save(ctx context.Context) error {
 	return nil
 }
 
+// unsaved splits the keys of dirty (changed since last stored): the
+// records of items to store, and the keys gone from items, to delete.
+func unsaved[K comparable, V any](dirty map[K]bool, items map[K]*V) (put []V, gone []K) {
+	for k := range dirty {
+		if v, ok := items[k]; ok {
+			put = append(put, *v)
+		} else {
+			gone = append(gone, k)
+		}
+	}
+	return put, gone
+}
+
+// saved clears from dirty what unsaved returned and was stored, as it
+// still is: a record unchanged since, a key still gone.
+func saved[K, V comparable](dirty map[K]bool, items map[K]*V, key func(V) K, put []V, gone []K) {
+	for _, v := range put {
+		if cur, ok := items[key(v)]; ok && *cur == v {
+			delete(dirty, key(v))
+		}
+	}
+	for _, k := range gone {
+		if _, ok := items[k]; !ok {
+			delete(dirty, k)
+		}
+	}
+}
+
 // saveRecords puts each record of put under its key, encoded, and
 // deletes the keys gone; it tries every one and reports each failure.
 func saveRecords[V any](ctx context.Context, kv jetstream.KeyValue, put []V, gone []string, key func(V) string,
