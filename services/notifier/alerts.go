@@ -82,15 +82,26 @@ func NewAlerts() *Alerts {
 // modified alerts.
 var integrityKinds = map[string]bool{"python.environment": true, "node.project": true}
 
-// Changes are the alerts an event fired and resolved: their counts, and
-// the alerts as they are after it.
-type Changes struct {
-	Fired, Resolved int
-	Alerts          []Alert
+// Changes are the alerts an event fired and resolved, as they are after
+// it.
+type Changes struct{ Alerts []Alert }
+
+// Fired counts the alerts that fired; Resolved those that resolved.
+func (c Changes) Fired() int {
+	n := 0
+	for _, a := range c.Alerts {
+		if !a.Resolved() {
+			n++
+		}
+	}
+	return n
 }
 
+// Resolved counts the alerts that resolved.
+func (c Changes) Resolved() int { return len(c.Alerts) - c.Fired() }
+
 // Any reports whether an alert fired or resolved.
-func (c Changes) Any() bool { return c.Fired+c.Resolved > 0 }
+func (c Changes) Any() bool { return len(c.Alerts) > 0 }
 
 // Observe applies an event (a verdict, a runnable.modified; others change
 // nothing) of id at time at, and says which alerts fired and resolved.
@@ -98,26 +109,21 @@ func (s *Alerts) Observe(p events.Payload, id string, at time.Time) Changes {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.changes = Changes{}
-	s.observe(p, id, at)
-	return s.changes
-}
-
-func (s *Alerts) observe(p events.Payload, id string, at time.Time) bool {
 	switch p := p.(type) {
 	case events.Verdict:
-		return s.verdict(p, id, at)
+		s.verdict(p, id, at)
 	case events.RunnableModified:
 		target := integrityTarget(p)
 		k := Key{Host: p.Host, Target: target, Package: events.PackageURL(p.Ecosystem, p.Package, p.Version)}
 		if a, ok := s.alerts[k]; ok && !a.Resolved() {
-			return false
+			break
 		}
-		return s.fire(&Alert{Key: k, Name: AlertModified, Kind: strings.SplitN(target, ":", 2)[0], Severity: "critical",
+		s.fire(&Alert{Key: k, Name: AlertModified, Kind: strings.SplitN(target, ":", 2)[0], Severity: "critical",
 			Summary:     fmt.Sprintf("installed code of %s modified on %s", k.Package, p.Host),
 			Description: fmt.Sprintf("%d file(s) of %s in %s differ from its %s", len(p.ChangedFiles), k.Package, p.Environment, p.Baseline),
 			StartsAt:    at, Cause: id})
 	}
-	return false
+	return s.changes
 }
 
 // integrityTarget is the target whose pass verifies a package again: the
@@ -137,37 +143,34 @@ var verdictAlerts = map[events.Status]struct{ name, severity string }{
 	events.StatusStale: {AlertStale, "warning"},
 }
 
-func (s *Alerts) verdict(v events.Verdict, id string, at time.Time) bool {
+func (s *Alerts) verdict(v events.Verdict, id string, at time.Time) {
 	k := Key{Host: v.Host, Target: v.Target.String()}
 	va, fires := verdictAlerts[v.Status]
-	changed := false
 	if a, ok := s.alerts[k]; ok && !a.Resolved() {
 		if fires && a.Name == va.name {
-			return false // a repeat: still firing
+			return // a repeat: still firing
 		}
-		a.EndsAt = at
-		s.dirty[k] = true
-		s.changes.Resolved++
-		s.changes.Alerts = append(s.changes.Alerts, *a)
-		changed = true
+		s.resolve(k, a, at)
 	}
 	if v.Status == events.StatusPass && integrityKinds[v.Target.Kind] {
 		for mk, a := range s.alerts {
 			if mk.Host == k.Host && mk.Target == k.Target && mk.Package != "" && !a.Resolved() {
-				a.EndsAt = at
-				s.dirty[mk] = true
-				s.changes.Resolved++
-				s.changes.Alerts = append(s.changes.Alerts, *a)
-				changed = true
+				s.resolve(mk, a, at)
 			}
 		}
 	}
-	if !fires {
-		return changed
+	if fires {
+		s.fire(&Alert{Key: k, Name: va.name, Kind: v.Target.Kind, Severity: va.severity,
+			Summary: fmt.Sprintf("%s on %s: %s", v.Target, v.Host, v.Status), Description: verdictText(v),
+			StartsAt: at, Cause: id})
 	}
-	return s.fire(&Alert{Key: k, Name: va.name, Kind: v.Target.Kind, Severity: va.severity,
-		Summary: fmt.Sprintf("%s on %s: %s", v.Target, v.Host, v.Status), Description: verdictText(v),
-		StartsAt: at, Cause: id}) || changed
+}
+
+// resolve ends the firing alert a of key k at at.
+func (s *Alerts) resolve(k Key, a *Alert, at time.Time) {
+	a.EndsAt = at
+	s.dirty[k] = true
+	s.changes.Alerts = append(s.changes.Alerts, *a)
 }
 
 // verdictText says what a verdict found.
@@ -189,19 +192,17 @@ func verdictText(v events.Verdict) string {
 
 // fire records a as firing, replacing the key's resolved alert, unless
 // its host holds its share (counted).
-func (s *Alerts) fire(a *Alert) bool {
+func (s *Alerts) fire(a *Alert) {
 	if _, ok := s.alerts[a.Key]; !ok {
 		if s.byHost[a.Host] >= MaxAlertsPerHost {
 			s.untracked++
-			return false
+			return
 		}
 		s.byHost[a.Host]++
 	}
 	s.alerts[a.Key] = a
 	s.dirty[a.Key] = true
-	s.changes.Fired++
 	s.changes.Alerts = append(s.changes.Alerts, *a)
-	return true
 }
 
 // Pending returns the firing alerts and the resolved ones not yet sent,

@@ -135,9 +135,9 @@ func TestAlertsBoundedPerHost(t *testing.T) {
 		a.Observe(verdict("noisy", events.Target{Kind: "git.repository", Identifier: fmt.Sprintf("/r%d", i)}, events.StatusError), "x", t0)
 	}
 	ch := a.Observe(verdict("web", agent, events.StatusDrift), "y", t0)
-	assert.Equal(t, [2]int{1, 0}, [2]int{ch.Fired, ch.Resolved})
+	assert.Equal(t, [2]int{1, 0}, [2]int{ch.Fired(), ch.Resolved()})
 	ch = a.Observe(verdict("web", agent, events.StatusStale), "z", t0)
-	assert.Equal(t, [2]int{1, 1}, [2]int{ch.Fired, ch.Resolved})
+	assert.Equal(t, [2]int{1, 1}, [2]int{ch.Fired(), ch.Resolved()})
 	require.Len(t, ch.Alerts, 2)
 	assert.Equal(t, [2]string{notifier.AlertDrift, notifier.AlertStale}, [2]string{ch.Alerts[0].Name, ch.Alerts[1].Name})
 	assert.True(t, ch.Alerts[0].Resolved())

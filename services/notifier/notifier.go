@@ -246,8 +246,8 @@ func (n *Notifier) handle(ctx context.Context, m jetstream.Msg) error {
 		return nil
 	}
 	ch := n.alerts.Observe(p, e.ID(), e.Time())
-	n.in.alerts.Add(ctx, int64(ch.Fired), n.in.fired)
-	n.in.alerts.Add(ctx, int64(ch.Resolved), n.in.resolved)
+	n.in.alerts.Add(ctx, int64(ch.Fired()), n.in.fired)
+	n.in.alerts.Add(ctx, int64(ch.Resolved()), n.in.resolved)
 	for _, r := range n.hooks {
 		for _, a := range ch.Alerts {
 			if !r.cfg.routes(a) {
