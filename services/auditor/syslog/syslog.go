@@ -530,7 +530,15 @@ func (s *Sink) Format(r link.Record) []byte {
 		sd.WriteString(" " + p[0] + `="` + chain.EscapeParam(strings.ToValidUTF8(p[1], "\uFFFD")) + `"`)
 	}
 	sd.WriteString("]")
-	msg := MsgID(m)
+	msgid := MsgID(m)
+	if s.format != "" {
+		if rec, err := s.record(r, sd.Len()); err == nil {
+			// A record is one line of valid UTF-8 already (JSON escapes
+			// control characters, CEF line breaks).
+			return s.header(Severity(m), m.Stored, msgid, sd.String(), rec)
+		} // else the summary: a record that cannot be made within its bound still leaves its link
+	}
+	msg := msgid
 	for _, v := range []string{m.Host, m.Subject} {
 		if v != "" {
 			msg += " " + v
@@ -539,14 +547,7 @@ func (s *Sink) Format(r link.Record) []byte {
 	if m.Rejected {
 		msg += " rejected: " + m.Reason
 	}
-	if s.format != "" {
-		if rec, err := s.record(r, len(sd.String())); err == nil {
-			// A record is one line of valid UTF-8 already (JSON escapes
-			// control characters, CEF line breaks).
-			return s.header(Severity(m), m.Stored, MsgID(m), sd.String(), rec)
-		} // else the summary: a record that cannot be made within its bound still leaves its link
-	}
-	return s.header(Severity(m), m.Stored, MsgID(m), sd.String(), []byte(text(msg)))
+	return s.header(Severity(m), m.Stored, msgid, sd.String(), []byte(text(msg)))
 }
 
 // record is the link's SIEM record; over UDP within what MaxDatagram
