@@ -50,6 +50,29 @@ func (s *auditSource) check() error {
 	return nil
 }
 
+// run verifies the chains of the log or table with opts, as audit verify
+// does; it returns the JSONL files read (none for ClickHouse).
+func (s *auditSource) run(ctx context.Context, h chain.Hasher, opts chain.Options) (chain.Report, []string, error) {
+	if s.jsonl != "" {
+		files, err := jsonl.Files(s.jsonl)
+		if err != nil {
+			return chain.Report{}, nil, err
+		}
+		if len(files) == 0 {
+			return chain.Report{}, nil, fmt.Errorf("no audit log at %s", s.jsonl)
+		}
+		vr, err := chain.RunWith(ctx, h, jsonl.Source(files), opts)
+		return vr, files, err
+	}
+	st, err := s.openClickHouse(ctx)
+	if err != nil {
+		return chain.Report{}, nil, err
+	}
+	defer func() { _ = st.Close() }()
+	vr, err := chain.RunWith(ctx, h, st.Source(ctx), opts)
+	return vr, nil, err
+}
+
 // openClickHouse opens the links table of --clickhouse and --table; the
 // caller closes it.
 func (s *auditSource) openClickHouse(ctx context.Context) (*chstore.Store, error) {
@@ -249,31 +272,15 @@ or a bad signature, 1 error (usage errors included).`,
 				opts.Inspector = sigs
 			}
 			start := time.Now()
-			var vr chain.Report
+			rep.Source = "clickhouse"
 			if src.jsonl != "" {
 				rep.Source = "jsonl"
-				files, err := jsonl.Files(src.jsonl)
-				if err != nil {
-					return err
-				}
-				if len(files) == 0 {
-					return fmt.Errorf("no audit log at %s", src.jsonl)
-				}
-				rep.Files = files
-				if vr, err = chain.RunWith(ctx, h, jsonl.Source(files), opts); err != nil {
-					return err
-				}
-			} else {
-				rep.Source = "clickhouse"
-				s, err := src.openClickHouse(ctx)
-				if err != nil {
-					return err
-				}
-				defer func() { _ = s.Close() }()
-				if vr, err = chain.RunWith(ctx, h, s.Source(ctx), opts); err != nil {
-					return err
-				}
 			}
+			vr, files, err := src.run(ctx, h, opts)
+			if err != nil {
+				return err
+			}
+			rep.Files = files
 			rep.Seconds = time.Since(start).Seconds()
 			rep.Links = vr.Links
 			if rep.Seconds > 0 {

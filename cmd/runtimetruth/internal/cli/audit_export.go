@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/chain"
 	"github.com/runtimetruth/runtimetruth/services/auditor"
-	"github.com/runtimetruth/runtimetruth/services/auditor/jsonl"
 	"github.com/runtimetruth/runtimetruth/services/auditor/link"
 	"github.com/runtimetruth/runtimetruth/services/auditor/siem"
 )
@@ -82,7 +80,7 @@ before the break are written; the break is named on standard error), 1 error.`,
 					werr = fmt.Errorf("%s seq %d: %w", cand.Chain, cand.Seq, err)
 				}
 			}
-			vr, err := verifyAudit(c.Context(), src, chain.NewHasher(key), chain.Options{Visit: visit})
+			vr, _, err := src.run(c.Context(), chain.NewHasher(key), chain.Options{Visit: visit})
 			if ferr := out.Flush(); err == nil {
 				err = ferr
 			}
@@ -114,26 +112,6 @@ func candidateRecord(c *chain.Candidate) (link.Record, error) {
 		return link.Parse(c.Line)
 	}
 	return link.FromRow(c.Chain, c.Seq, c.Prev, c.Hash, c.Event)
-}
-
-// verifyAudit verifies the chains of src with opts.
-func verifyAudit(ctx context.Context, src auditSource, h chain.Hasher, opts chain.Options) (chain.Report, error) {
-	if src.jsonl != "" {
-		files, err := jsonl.Files(src.jsonl)
-		if err != nil {
-			return chain.Report{}, err
-		}
-		if len(files) == 0 {
-			return chain.Report{}, fmt.Errorf("no audit log at %s", src.jsonl)
-		}
-		return chain.RunWith(ctx, h, jsonl.Source(files), opts)
-	}
-	s, err := src.openClickHouse(ctx)
-	if err != nil {
-		return chain.Report{}, err
-	}
-	defer func() { _ = s.Close() }()
-	return chain.RunWith(ctx, h, s.Source(ctx), opts)
 }
 
 // exportTime parses a --since or --until value: RFC 3339, or a minute in
