@@ -1,6 +1,7 @@
 package events
 
 import (
+	"crypto/ed25519"
 	"encoding/base64"
 	"fmt"
 	"strings"
@@ -127,7 +128,7 @@ func (p HostKeyChanged) Validate() error {
 	}
 	for i, k := range p.Keys {
 		field := fmt.Sprintf("keys/%d", i)
-		if !validKeyID(k.Key) {
+		if _, err := ParseKeyID(k.Key); err != nil {
 			return schemaErr(field+"/key", "%q is not ed25519:<base64 of 32 bytes>", k.Key)
 		}
 		if !k.State.valid() {
@@ -145,13 +146,19 @@ func (p HostKeyChanged) Validate() error {
 
 func (s KeyState) valid() bool { return s == KeyPending || s == KeyEnrolled || s == KeyRevoked }
 
-// validKeyID reports whether id is ed25519: and 32 bytes in standard
-// base64 (package dsse's KeyID; ParseKeyID is its full check).
-func validKeyID(id string) bool {
-	rest, ok := strings.CutPrefix(id, "ed25519:")
-	if !ok || len(rest) != 44 || rest[43] != '=' {
-		return false
+// KeyIDPrefix starts a key id: "ed25519:" and the standard base64 of the
+// Ed25519 public key's 32 bytes (package dsse's KeyID).
+const KeyIDPrefix = "ed25519:"
+
+// ParseKeyID returns the Ed25519 public key a key id names.
+func ParseKeyID(id string) (ed25519.PublicKey, error) {
+	rest, ok := strings.CutPrefix(id, KeyIDPrefix)
+	if !ok {
+		return nil, fmt.Errorf("key id %q: want %s<base64 of 32 bytes>", id, KeyIDPrefix)
 	}
 	b, err := base64.StdEncoding.Strict().DecodeString(rest)
-	return err == nil && len(b) == 32
+	if err != nil || len(b) != ed25519.PublicKeySize {
+		return nil, fmt.Errorf("key id %q: want %s<base64 of 32 bytes>", id, KeyIDPrefix)
+	}
+	return ed25519.PublicKey(b), nil
 }

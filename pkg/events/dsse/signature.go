@@ -80,7 +80,8 @@ func KeyID(pub ed25519.PublicKey) string {
 	return keyIDPrefix + base64.StdEncoding.EncodeToString(pub)
 }
 
-const keyIDPrefix = "ed25519:"
+// keyIDPrefix starts every key id (events.KeyIDPrefix).
+const keyIDPrefix = events.KeyIDPrefix
 
 // namesKey reports whether id is KeyID(pub), without building it.
 func namesKey(id string, pub ed25519.PublicKey) bool {
@@ -93,18 +94,9 @@ func namesKey(id string, pub ed25519.PublicKey) bool {
 	return rest == string(enc[:])
 }
 
-// ParseKeyID returns the public key a key id names.
-func ParseKeyID(id string) (ed25519.PublicKey, error) {
-	rest, ok := strings.CutPrefix(id, keyIDPrefix)
-	if !ok {
-		return nil, fmt.Errorf("key id %q: want %s<base64 of 32 bytes>", id, keyIDPrefix)
-	}
-	b, err := base64.StdEncoding.Strict().DecodeString(rest)
-	if err != nil || len(b) != ed25519.PublicKeySize {
-		return nil, fmt.Errorf("key id %q: want %s<base64 of 32 bytes>", id, keyIDPrefix)
-	}
-	return ed25519.PublicKey(b), nil
-}
+// ParseKeyID returns the public key a key id names (events.ParseKeyID,
+// where the key id's form is checked for the registry's events too).
+func ParseKeyID(id string) (ed25519.PublicKey, error) { return events.ParseKeyID(id) }
 
 // PAE is DSSE's pre-authentication encoding of a payload and its type:
 // the bytes a DSSE signature covers.
