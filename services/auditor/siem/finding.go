@@ -114,10 +114,9 @@ type Finding struct {
 	// UID identifies the finding across records (findings): a host and
 	// target's episode (Episodes), or the change itself.
 	UID string
-	// Compliance is a compliance finding's status; Alert marks a
-	// detection an operator must look at.
+	// Compliance is a compliance finding's status (every detection is an
+	// alert: OCSF is_alert, ECS event.kind alert).
 	Compliance Compliance
-	Alert      bool
 	// EpisodeStart is when the compliance finding's episode began.
 	EpisodeStart time.Time
 	// Files are a detection's changed files; Package its package URL.
@@ -159,7 +158,7 @@ type Link struct {
 // refusals are the reasons evidence is refused as not authentic (the
 // verifier's dead letters, the auditor's own checks): detections.
 var refusals = map[events.Reason]bool{
-	"clock_skew": true, "replayed": true, "unsigned": true, "bad_signature": true, "claim_mismatch": true,
+	"clock_skew": true, "replayed": true, "unsigned": true, link.ReasonBadSignature: true, link.ReasonClaimMismatch: true,
 	"key_changed": true, "not_enrolled": true, "revoked": true,
 }
 
@@ -346,7 +345,7 @@ func changes(v events.Verdict) string {
 }
 
 func modified(f *Finding, p events.RunnableModified) {
-	f.Class, f.Activity, f.Severity, f.Alert = ClassDetection, ActivityCreate, SeverityHigh, true
+	f.Class, f.Activity, f.Severity = ClassDetection, ActivityCreate, SeverityHigh
 	f.Host, f.Package = p.Host, events.PackageURL(p.Ecosystem, p.Package, p.Version)
 	f.UID = events.FindingIDs.ID("modified", p.Host, p.Environment, f.Package, p.ChangeDigest)
 	f.Title = "Installed code modified"
@@ -368,7 +367,7 @@ func rejected(f *Finding, p events.EventRejected, m link.Meta) {
 		f.Host = ""
 	}
 	if refusals[p.Reason] {
-		f.Class, f.Activity, f.Severity, f.Alert = ClassDetection, ActivityCreate, SeverityHigh, true
+		f.Class, f.Activity, f.Severity = ClassDetection, ActivityCreate, SeverityHigh
 		f.UID = events.FindingIDs.ID("refused", f.Host, f.Reason, f.Link.EventID)
 		f.Title = "Evidence refused"
 		f.Message = fmt.Sprintf("evidence of %s refused (%s): %s", orNone(f.Host), p.Reason, p.Error)

@@ -201,7 +201,7 @@ func OCSF(f Finding, p Product) ([]byte, error) {
 			Standards: []string{"runtimetruth baseline"}, Control: f.Target}
 	}
 	if f.Class == ClassDetection {
-		alert := f.Alert
+		alert := true
 		r.IsAlert = &alert
 		for _, fl := range f.Files {
 			file := ocsfFile{Name: path.Base(fl.Path), Path: fl.Path, TypeID: 1}
