@@ -453,12 +453,20 @@ func deleteRecord(ctx context.Context, kv jetstream.KeyValue, target events.Targ
 // the change and the revision, retrying until ctx ends.
 func (b *Baselines) announce(ctx context.Context, ev events.BaselineChanged, rev uint64) error {
 	id := events.BaselineChangedIDs.ID(topology.BaselineKey(ev.Target), string(ev.Change), strconv.FormatUint(rev, 10))
-	m, _, err := binding.NewMsg(b.source, ev, binding.WithID(id))
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrNotAnnounced, err)
+	return announce(ctx, b.pub, b.source, ev, id, "baseline of "+ev.Target.String(), rev)
+}
+
+// announce publishes p, the event of a change to what written at
+// revision rev, with id (derived from the change, so a retry is dropped
+// as a duplicate), retrying until ctx ends; a failure is ErrNotAnnounced.
+// Baselines and Hosts announce their writes through it.
+func announce(ctx context.Context, pub *natsbus.Publisher, source string, p events.Payload, id, what string, rev uint64) error {
+	m, _, err := binding.NewMsg(source, p, binding.WithID(id))
+	if err == nil {
+		_, err = pub.PublishRetrying(ctx, m)
 	}
-	if _, err := b.pub.PublishRetrying(ctx, m); err != nil {
-		return fmt.Errorf("%w: baseline of %s written at revision %d: %w", ErrNotAnnounced, ev.Target, rev, err)
+	if err != nil {
+		return fmt.Errorf("%w: %s written at revision %d: %w", ErrNotAnnounced, what, rev, err)
 	}
 	return nil
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runtimetruth/runtimetruth/pkg/events"
-	"github.com/runtimetruth/runtimetruth/pkg/events/binding"
 	"github.com/runtimetruth/runtimetruth/pkg/events/dsse"
 	"github.com/runtimetruth/runtimetruth/pkg/evidence/snapshot"
 	"github.com/runtimetruth/runtimetruth/pkg/platform/natsbus"
@@ -152,12 +151,8 @@ func (h *Hosts) update(ctx context.Context, host string, change func(rec *events
 		return err
 	}
 	id := events.HostKeyChangedIDs.ID(hostKey(host), strconv.FormatUint(rev, 10))
-	m, _, aerr := binding.NewMsg(h.source, ev, binding.WithID(id))
-	if aerr == nil {
-		_, aerr = h.pub.PublishRetrying(ctx, m)
-	}
-	if aerr != nil {
-		return errors.Join(err, fmt.Errorf("%w: keys of host %s written at revision %d: %w", ErrNotAnnounced, host, rev, aerr))
+	if aerr := announce(ctx, h.pub, h.source, ev, id, "keys of host "+host, rev); aerr != nil {
+		return errors.Join(err, aerr)
 	}
 	return err
 }
