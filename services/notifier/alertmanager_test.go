@@ -235,7 +235,14 @@ func TestAlertmanagerOutage(t *testing.T) {
 	mu.Lock()
 	assert.Equal(t, notifier.AlertDrift, last[0]["labels"].(map[string]any)["alertname"])
 	mu.Unlock()
-	assert.Positive(t, st.Sum(t, notifier.MetricSent))
+	// The sent counter moves once the request returns, after the server
+	// has the alert.
+	natstest.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if st.Sum(t, notifier.MetricSent) == 0 {
+			return fmt.Errorf("no alert counted as sent")
+		}
+		return nil
+	})
 	assert.Equal(t, int64(1), st.Sum(t, notifier.MetricAlerts, notifier.AttrState.String("fired")))
 }
 
